@@ -1,0 +1,24 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+# Both create/refresh the local virtualenv first (only when pyproject or constraints change).
+PY ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test venv clean
+
+$(STAMP): pyproject.toml constraints/cpu.txt
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -c constraints/cpu.txt -e '.[model,test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/python -m pipeline.demo
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) draftset-home

@@ -1,0 +1,157 @@
+"""The catalog: one DuckDB file under $DRAFTSET_HOME, versioned migrations, one writer API.
+
+DuckDB allows a single read-write process per file. Writers therefore hold the file only for the
+duration of one `with catalog.writer()` block, so a long stage never locks out `draftset sql` or
+`draftset status` for more than a moment; a writer that cannot get the lock within `busy_timeout_s`
+gets `CatalogBusy`, never a corrupted file.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import duckdb
+
+from catalog.errors import CatalogBusy, DraftsetError
+
+CATALOG_FILENAME = "catalog.duckdb"
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every file in catalog/migrations, in version order."""
+    found = []
+    for entry in resources.files("catalog.migrations").iterdir():
+        if entry.name.endswith(".sql"):
+            version, _, name = entry.name.removesuffix(".sql").partition("_")
+            found.append((int(version), name, entry.read_text()))
+    return sorted(found)
+
+
+def _to_db(value: Any) -> Any:
+    """Python value → DuckDB parameter; dicts and lists go into JSON columns as text."""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str, sort_keys=True)
+    return value
+
+
+class Catalog:
+    """Handle on `<home>/catalog.duckdb`. Cheap to create; opens the file only when used."""
+
+    def __init__(self, home: Path | str, busy_timeout_s: float = 5.0):
+        self.home = Path(home)
+        self.path = self.home / CATALOG_FILENAME
+        self.busy_timeout_s = busy_timeout_s
+
+    # -- writing -----------------------------------------------------------------------------
+    @contextmanager
+    def writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-write connection inside one transaction, with migrations applied."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        con = self._connect_rw()
+        try:
+            self._migrate(con)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
+
+    def _connect_rw(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if not _is_lock_error(exc):
+                    raise DraftsetError(f"cannot open catalog {self.path}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise CatalogBusy(
+                        f"catalog is busy: another draftset process is writing {self.path}",
+                        hint="wait for it to finish (draftset status shows running stages), then retry",
+                    ) from exc
+                time.sleep(0.05)
+
+    @staticmethod
+    def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)"
+        )
+        done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+        for version, name, sql in migrations():
+            if version in done:
+                continue
+            con.execute("BEGIN TRANSACTION")
+            con.execute(sql)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, name, datetime.now()])
+            con.execute("COMMIT")
+
+    def migrate(self) -> None:
+        with self.writer():
+            pass
+
+    def upsert(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Insert or replace rows keyed on the table's primary key. Idempotent."""
+        if not rows:
+            return 0
+        with self.writer() as con:
+            return upsert(con, table, rows)
+
+    # -- reading -----------------------------------------------------------------------------
+    @contextmanager
+    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection: the review path can never modify the catalog."""
+        if not self.path.exists():
+            raise DraftsetError(
+                f"no catalog at {self.path}",
+                hint="run `draftset find \"<domain>\"` first, or set DRAFTSET_HOME to an existing home",
+            )
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=True)
+                break
+            except duckdb.IOException as exc:
+                if not _is_lock_error(exc) or time.monotonic() >= deadline:
+                    raise CatalogBusy(f"catalog is busy: {exc}", hint="retry in a moment") from exc
+                time.sleep(0.05)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read-only query and return rows as dicts (JSON columns stay text)."""
+        with self.reader() as con:
+            cur = con.execute(sql, params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def upsert(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[dict[str, Any]]) -> int:
+    """Upsert on an open writer connection (for several tables in one transaction)."""
+    if not rows:
+        return 0
+    columns = list(rows[0].keys())
+    for row in rows:
+        if list(row.keys()) != columns:
+            raise ValueError(f"upsert into {table}: rows have different columns")
+    placeholders = ", ".join("?" for _ in columns)
+    sql = f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
+    con.executemany(sql, [[_to_db(row[c]) for c in columns] for row in rows])
+    return len(rows)

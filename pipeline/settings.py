@@ -1,0 +1,46 @@
+"""One strict settings model for the whole tool, read from the environment (and .env).
+
+Secrets are `SecretStr`: their repr is '**********', so a token never reaches a log or an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_HUB = "https://huggingface.co"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
+
+    home: Path = Field(Path("draftset-home"), validation_alias="DRAFTSET_HOME")
+    hf_endpoint: str = Field(DEFAULT_HUB, validation_alias="HF_ENDPOINT")
+    hf_token: SecretStr | None = Field(None, validation_alias=AliasChoices("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"))
+    # The real huggingface_hub only talks to the dataset viewer on huggingface.co, so our own code
+    # calls viewer-style endpoints through this base URL (the local Hub serves them under /viewer).
+    viewer_url: str | None = Field(None, validation_alias="DRAFTSET_VIEWER_URL")
+    llm_base_url: str | None = Field(None, validation_alias="DRAFTSET_LLM_BASE_URL")
+    llm_model: str | None = Field(None, validation_alias="DRAFTSET_LLM_MODEL")
+    llm_api_key: SecretStr | None = Field(None, validation_alias="DRAFTSET_LLM_API_KEY")
+    target_endpoints: list[str] = Field(default_factory=list, validation_alias="DRAFTSET_TARGET_ENDPOINTS")
+    target_model: str | None = Field(None, validation_alias="DRAFTSET_TARGET_MODEL")
+
+    @property
+    def viewer_base(self) -> str:
+        """Viewer base URL: explicit setting, else the Hub endpoint's /viewer (our local Hub)."""
+        if self.viewer_url:
+            return self.viewer_url.rstrip("/")
+        if self.hf_endpoint.rstrip("/") == DEFAULT_HUB:
+            return "https://datasets-server.huggingface.co"
+        return self.hf_endpoint.rstrip("/") + "/viewer"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.home / "catalog.duckdb"
+
+
+def load_settings() -> Settings:
+    return Settings()

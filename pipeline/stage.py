@@ -1,0 +1,143 @@
+"""The small base every stage stands on: strict config, counts, quarantine, atomic writes.
+
+    with StageRun("ingest", config, out_dir, catalog) as run:
+        for row in rows:
+            run.seen()
+            ...
+            run.drop("null_content", where={"repo_id": r, "row_index": i, "field": "messages[2].content"})
+            run.emitted()
+
+On exit the run writes `config.json` and `stats.json` beside the outputs, records a `stage_runs`
+row (when a catalog is given: the GPU capture/train hosts run without one), and raises `ZeroOutput`
+when it saw input but emitted nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections import Counter
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ConfigDict
+
+from catalog.errors import DraftsetError, ZeroOutput
+
+
+class StageConfig(BaseModel):
+    """Base for every stage's config: unknown keys and wrong types fail at load."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temp path beside `path`; rename it over `path` only if the block succeeds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+
+
+class StageRun:
+    """Counts and bookkeeping for one run of one stage."""
+
+    def __init__(self, stage: str, config: StageConfig, out_dir: Path, catalog: Any | None = None,
+                 run_id: str | None = None):
+        self.stage = stage
+        self.config = config
+        self.out_dir = Path(out_dir)
+        self.catalog = catalog
+        self.run_id = run_id or f"{stage}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        self.counts: Counter[str] = Counter({"in": 0, "out": 0, "errors": 0})
+        self.started_at = datetime.now()
+        self.quarantine_path = self.out_dir / "quarantine.jsonl"
+        self._quarantine = None
+
+    # -- counting ----------------------------------------------------------------------------
+    def seen(self, n: int = 1) -> None:
+        self.counts["in"] += n
+
+    def emitted(self, n: int = 1) -> None:
+        self.counts["out"] += n
+
+    def skipped(self, reason: str, n: int = 1) -> None:
+        """Work already done by an earlier run (resume); counted, not quarantined."""
+        self.counts[f"skipped_{reason}"] += n
+
+    def drop(self, reason: str, where: dict[str, Any] | None = None, detail: str | None = None) -> None:
+        """Reject one row: counted as dropped_<reason> and written to quarantine.jsonl."""
+        self.counts[f"dropped_{reason}"] += 1
+        if self._quarantine is None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._quarantine = self.quarantine_path.open("a", encoding="utf-8")
+        entry = {"run_id": self.run_id, "reason": reason, "detail": detail, **(where or {})}
+        self._quarantine.write(json.dumps(entry, default=str, ensure_ascii=False) + "\n")
+
+    def error(self, n: int = 1) -> None:
+        self.counts["errors"] += n
+
+    @property
+    def dropped(self) -> int:
+        return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "StageRun":
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.out_dir / "config.json", {"stage": self.stage, **self.config.model_dump(mode="json")})
+        self._record("running", None, finished=False)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._quarantine is not None:
+            self._quarantine.close()
+        error = None if exc is None else f"{type(exc).__name__}: {exc}"
+        produced = self.counts["out"] + sum(v for k, v in self.counts.items() if k.startswith("skipped_"))
+        if exc is None and self.counts["in"] > 0 and produced == 0:
+            error = (f"{self.stage}: {self.counts['in']} rows in, 0 out "
+                     f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}")
+            exc = ZeroOutput(error, hint=f"read {self.quarantine_path} for the reason of each rejected row")
+        write_json_atomic(self.out_dir / "stats.json", {"run_id": self.run_id, "stage": self.stage,
+                                                         "counts": dict(self.counts), "error": error})
+        self._record("ok" if error is None else "failed", error, finished=True)
+        if isinstance(exc, ZeroOutput) and exc_type is None:
+            raise exc
+
+    def _drop_summary(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k.startswith("dropped_") and v)
+
+    def _record(self, status: str, error: str | None, finished: bool) -> None:
+        if self.catalog is None:
+            return
+        self.catalog.upsert("stage_runs", [{
+            "run_id": self.run_id, "stage": self.stage,
+            "params": self.config.model_dump(mode="json"), "counts": dict(self.counts),
+            "status": status, "error": error, "started_at": self.started_at,
+            "finished_at": datetime.now() if finished else None,
+        }])
+
+    def summary(self) -> str:
+        parts = [f"in={self.counts['in']}", f"out={self.counts['out']}"]
+        parts += [f"{k}={v}" for k, v in sorted(self.counts.items()) if k not in ("in", "out") and v]
+        return f"{self.stage}: " + " ".join(parts)
+
+
+def require(condition: bool, message: str, hint: str | None = None) -> None:
+    """Raise a user-facing error (one line, no traceback) when `condition` is false."""
+    if not condition:
+        raise DraftsetError(message, hint=hint)

@@ -1,0 +1,55 @@
+"""Shared test fixtures.
+
+HF_ENDPOINT is read when huggingface_hub/datasets are imported, so it is fixed here, before any
+test module imports them: every test talks to one local Hub on a port chosen now, started lazily.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+FIXTURE_HUB = Path(__file__).parent / "fixtures" / "hub"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+HUB_PORT = _free_port()
+HUB_URL = f"http://127.0.0.1:{HUB_PORT}"
+_HF_HOME = tempfile.mkdtemp(prefix="draftset-test-hf-")
+os.environ["HF_ENDPOINT"] = HUB_URL
+os.environ["DRAFTSET_VIEWER_URL"] = HUB_URL + "/viewer"
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+os.environ.pop("HF_TOKEN", None)
+
+
+@pytest.fixture(scope="session")
+def hub_url() -> str:
+    """URL of the local Hub serving tests/fixtures/hub (started once per session)."""
+    from agents.localhub.server import serve_in_thread
+
+    running = serve_in_thread(FIXTURE_HUB, host="127.0.0.1", port=HUB_PORT)
+    yield running.url
+    running.stop()
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch) -> Path:
+    """A fresh DRAFTSET_HOME for one test."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("DRAFTSET_HOME", str(path))
+    from pipeline.cli import common
+
+    common.settings.cache_clear()
+    return path
