@@ -28,6 +28,11 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text: DuckDB messages run on with links and context."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every file in catalog/migrations, in version order."""
     found = []
@@ -57,8 +62,12 @@ class Catalog:
     @contextmanager
     def writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-write connection inside one transaction, with migrations applied."""
-        self.home.mkdir(parents=True, exist_ok=True)
-        con = self._connect_rw()
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DraftsetError(f"cannot create draftset home {self.home}: {exc.strerror}",
+                                hint="set DRAFTSET_HOME to a writable folder") from exc
+        con = self._connect(read_only=False)
         try:
             self._migrate(con)
             con.execute("BEGIN TRANSACTION")
@@ -71,20 +80,31 @@ class Catalog:
         finally:
             con.close()
 
-    def _connect_rw(self) -> duckdb.DuckDBPyConnection:
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """Open the file, retrying while another process holds the lock, up to `busy_timeout_s`.
+
+        DuckDB has no busy-wait of its own across processes, hence the retry loop. Read-only
+        connections are also cut off from the file system (no COPY TO, ATTACH, read_csv('/etc/..'),
+        INSTALL) and cannot re-enable it: the review path reads the catalog and nothing else.
+        """
+        config = {"enable_external_access": False, "lock_configuration": True} if read_only else {}
         deadline = time.monotonic() + self.busy_timeout_s
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), read_only=read_only, config=config)
             except duckdb.IOException as exc:
                 if not _is_lock_error(exc):
-                    raise DraftsetError(f"cannot open catalog {self.path}: {exc}") from exc
+                    raise DraftsetError(f"cannot open catalog {self.path}: {first_line(exc)}",
+                                        hint="check DRAFTSET_HOME points at a draftset home") from exc
                 if time.monotonic() >= deadline:
                     raise CatalogBusy(
-                        f"catalog is busy: another draftset process is writing {self.path}",
+                        f"catalog is busy: another draftset process is using {self.path}",
                         hint="wait for it to finish (draftset status shows running stages), then retry",
                     ) from exc
                 time.sleep(0.05)
+            except (duckdb.Error, OSError) as exc:
+                raise DraftsetError(f"cannot open catalog {self.path}: {first_line(exc)}",
+                                    hint="check DRAFTSET_HOME points at a draftset home and the disk is writable") from exc
 
     @staticmethod
     def _migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -97,8 +117,13 @@ class Catalog:
             if version in done:
                 continue
             con.execute("BEGIN TRANSACTION")
-            con.execute(sql)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, name, datetime.now()])
+            try:
+                con.execute(sql)
+                con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, name, datetime.now()])
+            except duckdb.Error as exc:
+                con.execute("ROLLBACK")
+                raise DraftsetError(f"catalog migration {version:04d}_{name}.sql failed: {first_line(exc)}",
+                                    hint="fix the migration file; the catalog was left at the previous version") from exc
             con.execute("COMMIT")
 
     def migrate(self) -> None:
@@ -106,7 +131,10 @@ class Catalog:
             pass
 
     def upsert(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
-        """Insert or replace rows keyed on the table's primary key. Idempotent."""
+        """Insert rows, or update the given columns of rows whose primary key exists. Idempotent.
+
+        Columns not named in `rows` keep their stored values (DuckDB's INSERT OR REPLACE updates only
+        the inserted columns), so callers may upsert a partial row, e.g. just a status."""
         if not rows:
             return 0
         with self.writer() as con:
@@ -121,15 +149,7 @@ class Catalog:
                 f"no catalog at {self.path}",
                 hint="run `draftset find \"<domain>\"` first, or set DRAFTSET_HOME to an existing home",
             )
-        deadline = time.monotonic() + self.busy_timeout_s
-        while True:
-            try:
-                con = duckdb.connect(str(self.path), read_only=True)
-                break
-            except duckdb.IOException as exc:
-                if not _is_lock_error(exc) or time.monotonic() >= deadline:
-                    raise CatalogBusy(f"catalog is busy: {exc}", hint="retry in a moment") from exc
-                time.sleep(0.05)
+        con = self._connect(read_only=True)
         try:
             yield con
         finally:

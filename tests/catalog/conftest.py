@@ -1,0 +1,50 @@
+"""Helpers for the catalog tests: run the real CLI and a second process in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# This folder is named like the `catalog` package; keep the real one importable under a bare `pytest`.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# A writer that holds the catalog's write lock until its stdin closes, then commits one row.
+HOLDER = """
+import sys
+from catalog.db import Catalog, upsert
+with Catalog(sys.argv[1]).writer() as con:
+    upsert(con, "stage_runs", [{"run_id": "held", "stage": "holder", "status": "ok"}])
+    print("held", flush=True)
+    sys.stdin.read()
+print("released", flush=True)
+"""
+
+
+@pytest.fixture()
+def draftset(home):
+    """Run `draftset ARGS...` in a subprocess against the test's DRAFTSET_HOME."""
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "200"}
+        return subprocess.run([sys.executable, "-m", "pipeline.cli.app", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    return run
+
+
+@pytest.fixture()
+def held_writer(home):
+    """A second process holding `Catalog.writer()` open; yields it, then lets it commit and exit."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home)], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held", proc.stderr.read()
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.stdin.close()
+            proc.wait(timeout=30)
