@@ -1,0 +1,104 @@
+"""The local Hub as a starlette app served by uvicorn, in the foreground (CLI) or in a thread (tests).
+
+We bind the socket ourselves so a busy port is one clear DraftsetError (uvicorn would log and exit)
+and so port=0 tells us the port the OS picked before the server starts.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agents.localhub import api, viewer
+from agents.localhub.store import HubStore
+from catalog.errors import DraftsetError
+
+
+async def _hub_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, api.HubError)
+    return exc.response()
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # A bug must still answer JSON like the Hub does (the traceback goes to the server log).
+    return api.HubJSON({"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
+
+
+def build_app(root: str | Path, *, cache: bool = True, page_size: int = api.MAX_PAGE,
+              listing_ttl: float = 1.0) -> Starlette:
+    app = Starlette(routes=api.routes + viewer.routes,
+                    exception_handlers={api.HubError: _hub_error, Exception: _internal_error})
+    app.state.store = HubStore(root, cache=cache, listing_ttl=listing_ttl)
+    app.state.page_size = page_size
+    return app
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets whose proto says TCP, and
+    # without it keep-alive clients wait ~40 ms per response (Nagle + delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise DraftsetError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                            hint="pick a free port with --port N (or stop whatever is using it)") from None
+    return sock
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (tests and benchmarks; closed again before returning)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def url_for(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def create_server(root: str | Path, *, access_log: bool = False, **app_options) -> uvicorn.Server:
+    root = Path(root)
+    if not root.is_dir():
+        raise DraftsetError(f"hub folder {root} does not exist",
+                            hint="point at a folder laid out as DIR/<owner>/<name>/, e.g. tests/fixtures/hub")
+    config = uvicorn.Config(build_app(root, **app_options), log_level="info" if access_log else "warning",
+                            access_log=access_log, lifespan="off")
+    return uvicorn.Server(config)
+
+
+@dataclass
+class RunningHub:
+    url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def serve_in_thread(root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0,
+                    **app_options) -> RunningHub:
+    """Start the local Hub in a daemon thread; returns once it accepts connections.
+    `app_options` go to build_app (cache, page_size, listing_ttl)."""
+    server = create_server(root, **app_options)
+    sock = bind(host, port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="localhub", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise DraftsetError(f"the local Hub on {host}:{port} did not start", hint="see the log above")
+        time.sleep(0.01)
+    return RunningHub(url_for(host, sock.getsockname()[1]), server, thread)
