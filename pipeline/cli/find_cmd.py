@@ -1,7 +1,128 @@
-"""CLI commands for this area (being written)."""
+"""`draftset find`: ten category agents search the Hub; results and a costed plan land in the catalog."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
 
 import typer
+import yaml
+from pydantic import ValidationError
+
+from agents.configuration import FindConfig
+from catalog.errors import DraftsetError
+from pipeline.cli.common import console, err_console, settings
+
+# langgraph, huggingface_hub and openai load only when `find` runs, so `draftset --help` stays fast.
+
+
+class Policy(str, Enum):
+    heuristic = "heuristic"
+    llm = "llm"
+
+
+def _config(path: Path | None, policy: Policy) -> FindConfig:
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise DraftsetError(f"cannot read find config {path}: {exc}") from exc
+    try:
+        return FindConfig(**{**raw, "policy": policy.value})
+    except (ValidationError, TypeError) as exc:
+        raise DraftsetError(f"invalid find config {path}: {exc}".replace("\n", " "),
+                            hint="see agents/configuration.py for the fields and their limits") from exc
+
+
+def _env():
+    """Endpoints and secrets from settings; the LLM client exists only when an endpoint is configured."""
+    from agents.run import FindEnv
+
+    s = settings()
+    client = None
+    if s.llm_base_url:
+        import openai
+
+        key = s.llm_api_key.get_secret_value() if s.llm_api_key else "none"
+        client = openai.AsyncOpenAI(base_url=s.llm_base_url, api_key=key, max_retries=0)
+    token = s.hf_token.get_secret_value() if s.hf_token else None
+    return FindEnv(home=s.home, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=token,
+                   llm_client=client, llm_model=s.llm_model)
+
+
+async def _drive(env, request, resume: str | None, run_id: str, quiet: bool) -> dict[str, Any]:
+    from agents.run import stream_find
+    from pipeline.cli.find_view import AgentProgress
+
+    final: dict[str, Any] = {}
+    if quiet:
+        async for event in stream_find(env, request, resume=resume, run_id=run_id):
+            final = event
+        return final
+    with AgentProgress() as progress:
+        async for event in stream_find(env, request, resume=resume, run_id=run_id):
+            progress.update(event)
+            final = event
+    return final
+
+
+def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "agentic coding".'),
+         samples: int = typer.Option(100_000, "--samples", "-n", min=1, help="How many NEW samples to plan for."),
+         policy: Policy = typer.Option(Policy.heuristic, help="heuristic (offline, default) or llm "
+                                       "(DRAFTSET_LLM_BASE_URL; falls back to heuristic on bad replies)."),
+         resume: str = typer.Option(None, "--resume", metavar="RUN_ID",
+                                    help="Continue an interrupted run; finished agents are not repeated."),
+         config: Path = typer.Option(None, "--config", exists=True, dir_okay=False,
+                                     help="YAML/JSON FindConfig overrides (budgets, throughput, share cap...)."),
+         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables.")) -> None:
+    """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
+    if not domain and not resume:
+        raise DraftsetError("no domain given", hint='draftset find "agentic coding" --samples 100000, '
+                                                     "or draftset find --resume RUN_ID")
+    from agents.run import FindRequest, new_run_id
+
+    cfg = _config(config, policy)
+    request = None if resume else FindRequest(domain=domain, samples=samples, config=cfg)
+    run_id = resume or new_run_id()
+    if not as_json:
+        err_console.print(f"run [bold]{run_id}[/] — if interrupted: draftset find --resume {run_id}", highlight=False)
+    try:
+        final = asyncio.run(_drive(_env(), request, resume, run_id, as_json))
+    except KeyboardInterrupt:
+        raise DraftsetError(f"find {run_id} interrupted", hint=f"draftset find --resume {run_id}") from None
+    _report(final, as_json)
+
+
+def _report(final: dict[str, Any], as_json: bool) -> None:
+    from agents.recording import review_queries
+    from pipeline.cli.find_view import show_candidates, show_plan, show_review
+
+    state = final["state"]
+    plan, summary = state["plan"], state["summary"]
+    queries = review_queries(state["run_id"], plan["plan_id"])
+    if as_json:
+        typer.echo(json.dumps({
+            "run_id": state["run_id"], "domain": state["domain"], "summary": summary,
+            "agents": [{k: v for k, v in r.items() if k != "candidates"} for r in state["reports"]],
+            "candidates": [{k: v for k, v in c.items() if k != "schemas"} for c in state["candidates"]],
+            "plan": plan, "review": queries}, default=str))
+    else:
+        show_candidates(state["candidates"])
+        show_plan(plan)
+        console.print(f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
+                      f"{summary['agents_failed'] or ''} · hub calls {summary['hub_calls']} · cache hits "
+                      f"{summary['cache_hits']} · llm fallbacks {summary['llm_fallbacks']}")
+        show_review(queries)
+    if summary["agents_ok"] == 0:
+        errors = [r["error"] for r in state["reports"] if r["error"]]
+        raise DraftsetError(f"all {len(state['reports'])} category agents failed: {errors[0] if errors else '?'}",
+                            hint="check that HF_ENDPOINT is reachable (draftset hub serve DIR for the local Hub), "
+                                 "then run find again")
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("find")(find)

@@ -1,0 +1,94 @@
+"""The ten category briefs (intent, seed queries, Hub tag filters) and the domain reweighting.
+
+Seed queries are short terms because the Hub's `search` matches repo ids; relevance is then
+judged on the card, tags, features and rows. Weights say how much of a domain's samples a
+category should supply: "agentic coding" favours trajectories, tool use and coding.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Category(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    title: str
+    intent: str
+    seed_queries: tuple[str, ...]
+    tag_filters: tuple[str, ...] = ()
+    keywords: tuple[str, ...]
+    base_weight: float = 0.5
+
+
+CATEGORIES: tuple[Category, ...] = (
+    Category(key="coding", title="coding instructions", intent="single-turn programming tasks with solutions",
+             seed_queries=("code", "coder", "instruct", "magicoder", "evol"),
+             tag_filters=("task_categories:text-generation",),
+             keywords=("code", "coding", "programming", "python", "instruct", "instruction", "function", "solution")),
+    Category(key="agentic", title="agentic / tool-use trajectories",
+             intent="multi-step agent trajectories with tool calls (SWE agents, function calling)",
+             seed_queries=("agent", "trajectories", "swe", "tool", "function-calling", "openhands"),
+             keywords=("agent", "agentic", "trajectory", "trajectories", "tool", "tools", "swe", "function",
+                       "calling", "openhands", "repository", "bash")),
+    Category(key="reasoning", title="reasoning and math", intent="step-by-step reasoning, math problems",
+             seed_queries=("math", "reasoning", "thoughts", "gsm"),
+             keywords=("math", "reasoning", "thought", "thoughts", "problem", "solution", "proof", "gsm8k")),
+    Category(key="chat", title="general chat", intent="open-domain multi-turn conversations",
+             seed_queries=("chat", "conversations", "dialog"),
+             keywords=("chat", "conversation", "conversations", "dialogue", "assistant", "support")),
+    Category(key="standard", title="standard draft-training sets",
+             intent="the sets EAGLE drafts are usually trained on: ShareGPT, UltraChat",
+             seed_queries=("sharegpt", "ultrachat", "vicuna"),
+             keywords=("sharegpt", "ultrachat", "vicuna", "chat", "conversations", "sft"), base_weight=1.0),
+    Category(key="review", title="code review and debugging", intent="finding and fixing bugs, reviewing code",
+             seed_queries=("review", "bugfix", "debug"),
+             keywords=("review", "bug", "bugfix", "debug", "debugging", "fix", "code")),
+    Category(key="writing", title="long-form writing and analysis", intent="essays, reports, long answers",
+             seed_queries=("writing", "essays", "longform", "analysis"),
+             keywords=("writing", "essay", "essays", "longform", "long-form", "analysis", "report")),
+    Category(key="native", title="target-native data",
+             intent="responses already written by the target model family (Kimi, DeepSeek)",
+             seed_queries=("kimi", "moonshot", "deepseek"),
+             keywords=("kimi", "moonshot", "moonshotai", "deepseek", "k2", "native"), base_weight=1.0),
+    Category(key="multilang", title="multi-language coding", intent="code in many programming languages",
+             seed_queries=("multilang", "polyglot", "multi-language"),
+             keywords=("rust", "go", "typescript", "java", "multilang", "polyglot", "languages", "code")),
+    Category(key="synthetic", title="large synthetic instruction sets", intent="large synthetic instruction mixes",
+             seed_queries=("hermes", "infinity", "synthetic", "instruct"),
+             keywords=("synthetic", "hermes", "infinity", "instruct", "instruction", "openhermes")),
+)
+
+BY_KEY = {c.key: c for c in CATEGORIES}
+
+# Domain word → extra weight per category. Hand-written because it is policy, not data.
+AFFINITY: dict[str, dict[str, float]] = {
+    "agentic": {"agentic": 2.0, "coding": 0.75, "native": 0.5},
+    "agent": {"agentic": 2.0, "coding": 0.75},
+    "tool": {"agentic": 2.0},
+    "coding": {"coding": 1.5, "review": 0.75, "multilang": 0.75, "agentic": 0.5},
+    "code": {"coding": 1.5, "review": 0.75, "multilang": 0.75},
+    "math": {"reasoning": 2.0},
+    "reasoning": {"reasoning": 2.0},
+    "chat": {"chat": 1.5, "standard": 0.5},
+    "general": {"chat": 1.0, "standard": 1.0, "synthetic": 0.5},
+    "writing": {"writing": 2.0},
+    "analysis": {"writing": 1.5, "reasoning": 0.5},
+}
+
+
+def tokens(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def category_weights(domain: str) -> dict[str, float]:
+    """Normalised weight per category for a domain (sums to 1)."""
+    raw = {c.key: c.base_weight for c in CATEGORIES}
+    for word in tokens(domain):
+        for key, extra in AFFINITY.get(word, {}).items():
+            raw[key] += extra
+    total = sum(raw.values())
+    return {k: v / total for k, v in raw.items()}

@@ -1,0 +1,76 @@
+"""One category agent: build queries → search the Hub → inspect the most promising hits → score.
+
+Budgets are enforced by the tools (Hub calls) and the LLM policy (calls/tokens); the wall-time
+budget is the graph's TimeoutPolicy. Running out of a budget stops the search and is reported;
+any other exception propagates to the graph's error handler, which records the failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from agents.categories import BY_KEY, tokens
+from agents.configuration import FindConfig
+from agents.scoring import score_candidate
+from agents.state import AgentCounts, AgentReport, Brief, Candidate
+from agents.tools import BudgetExceeded, HubTools, HubUnavailable
+
+
+@dataclass
+class AgentContext:
+    hub: HubTools
+    policy: Any
+    executor: Executor
+    emit: Callable[[dict[str, Any]], None]
+
+
+def _prefilter(brief: Brief, hit: dict[str, Any]) -> float:
+    """Cheap ordering of hits before spending Hub calls on them: term overlap, then popularity."""
+    words = set(tokens(brief.domain)) | set(BY_KEY[brief.category].keywords)
+    pretty = str(hit["card_data"].get("pretty_name") or "")
+    doc = set(tokens(" ".join([hit["repo_id"], pretty, " ".join(hit["tags"])])))
+    return len(words & doc) + min(hit["downloads"], 10**9) / 10**10
+
+
+def report_from(meter: AgentCounts, status: str, candidates: list[Candidate] = (),
+                error: str | None = None) -> AgentReport:
+    return AgentReport(**meter.model_dump(), status=status, error=error, finished_at=time.time(),
+                       candidates=list(candidates))
+
+
+async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext) -> AgentReport:
+    meter = ctx.hub.meter(brief.category)
+    loop = asyncio.get_running_loop()
+
+    async def in_thread(fn, *args):
+        return await loop.run_in_executor(ctx.executor, fn, *args)
+
+    def progress(stage: str, **extra: Any) -> None:
+        ctx.emit({"category": brief.category, "stage": stage, "hub_calls": meter.hub_calls,
+                  "cache_hits": meter.cache_hits, **extra})
+
+    progress("start")
+    hits: dict[str, dict[str, Any]] = {}
+    candidates: list[Candidate] = []
+    try:
+        for query in await ctx.policy.queries(brief, meter):
+            for hit in await in_thread(ctx.hub.search, brief.category, query.search, query.tag):
+                hits.setdefault(hit["repo_id"], hit)
+            progress("search", hits=len(hits))
+        ranked = sorted(hits.values(), key=lambda h: _prefilter(brief, h), reverse=True)
+        for hit in ranked[: config.inspect_top]:
+            try:
+                facts = await in_thread(ctx.hub.inspect, brief.category, hit)
+            except HubUnavailable as exc:  # one broken repo must not hide the agent's other finds
+                facts = {"card_text": "", "card_error": f"inspect failed: {exc}", "access": "error", "configs": []}
+            candidates.append(score_candidate(brief.category, brief.domain, hit, facts, config))
+            progress("inspect", candidates=len(candidates))
+    except BudgetExceeded as exc:
+        meter.budget_exhausted.append(exc.kind)
+    candidates = await ctx.policy.judge(brief, candidates, meter)
+    progress("done", candidates=len(candidates))
+    return report_from(meter, "ok", candidates)

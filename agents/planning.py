@@ -1,0 +1,131 @@
+"""Plan the mix for "N more samples in domain D": which datasets, how many rows, what it costs.
+
+Samples the catalog already holds for the domain (approved adapters or ingested data) are counted
+and their datasets are not proposed again. New samples are allocated by category weight, best score
+first, with a per-dataset share cap; each line carries rows, mode, tokens, regeneration hours at the
+configured throughput and the hidden-state bytes capture will write.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from agents.configuration import FindConfig
+from agents.state import Candidate, Plan, PlanItem
+from catalog import Catalog
+
+UNPLANNABLE = {"no_license", "non_english", "non_text", "empty"}
+
+HELD_SQL = """
+SELECT repo_id, category, n_rows, est_yield FROM candidates
+ WHERE status = 'ingested'
+    OR repo_id IN (SELECT repo_id FROM adapters WHERE status = 'approved')
+"""
+
+
+def domain_categories(weights: dict[str, float]) -> set[str]:
+    """Categories the domain favours (weight above the floor); all of them if none stands out."""
+    floor = min(weights.values())
+    favoured = {k for k, w in weights.items() if w > floor + 1e-9}
+    return favoured or set(weights)
+
+
+def _normalized_rows(home: Path, repo_id: str) -> int | None:
+    folder = home / "data" / "normalized" / repo_id.replace("/", "__")
+    parts = sorted(folder.glob("part-*.parquet"))
+    if not parts:
+        return None
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+
+
+def holdings(catalog: Catalog, weights: dict[str, float]) -> dict[str, int]:
+    """repo_id → samples already held toward this domain (ingested rows, else the estimate)."""
+    if not catalog.path.exists():
+        return {}
+    wanted = domain_categories(weights)
+    held: dict[str, int] = {}
+    for row in catalog.query(HELD_SQL):
+        if row["category"] not in wanted:
+            continue
+        ingested = _normalized_rows(catalog.home, row["repo_id"])
+        held[row["repo_id"]] = ingested if ingested is not None else int((row["n_rows"] or 0) * (row["est_yield"] or 0))
+    return held
+
+
+def plannable(c: Candidate, held: dict[str, int], has_token: bool) -> bool:
+    return (c.status == "relevant" and c.repo_id not in held and not (UNPLANNABLE & set(c.flags))
+            and (has_token or not c.gated) and (c.n_rows or 0) > 0 and c.est_yield > 0)
+
+
+def _allocate(chosen: list[Candidate], samples: int, weights: dict[str, float], cap: int) -> dict[str, int]:
+    """Pass 1 fills each category's weighted quota; pass 2 spreads any shortfall by score."""
+    taken: dict[str, int] = {c.repo_id: 0 for c in chosen}
+    usable = {c.repo_id: int(c.n_rows * c.est_yield) for c in chosen}
+    present = {c.category for c in chosen}
+    total_w = sum(weights[k] for k in present) or 1.0
+    for category in sorted(present):
+        quota = math.ceil(samples * weights[category] / total_w)
+        for c in (x for x in chosen if x.category == category):
+            take = max(0, min(usable[c.repo_id], cap, quota))
+            taken[c.repo_id] += take
+            quota -= take
+    for c in chosen:
+        left = samples - sum(taken.values())
+        if left <= 0:
+            break
+        taken[c.repo_id] += max(0, min(left, usable[c.repo_id] - taken[c.repo_id], cap - taken[c.repo_id]))
+    overshoot = sum(taken.values()) - samples  # quotas are rounded up: trim the lowest-ranked lines
+    for c in reversed(chosen):
+        cut = min(max(overshoot, 0), taken[c.repo_id])
+        taken[c.repo_id] -= cut
+        overshoot -= cut
+    return {k: v for k, v in taken.items() if v > 0}
+
+
+def plan_mix(plan_id: str, candidates: list[Candidate], held: dict[str, int], samples: int,
+             weights: dict[str, float], config: FindConfig, has_token: bool) -> Plan:
+    cap_ = config.capacity
+    chosen = sorted((c for c in candidates if plannable(c, held, has_token)), key=lambda c: -c.score)
+    taken = _allocate(chosen, samples, weights, max(1, math.ceil(config.share_cap * samples)))
+    items = []
+    for c in chosen:
+        n = taken.get(c.repo_id, 0)
+        if not n:
+            continue
+        per_response = c.response_tokens if c.mode == "native" else cap_.regen_response_tokens
+        prompt_tokens, response_tokens = round(n * c.prompt_tokens), round(n * per_response)
+        items.append(PlanItem(
+            repo_id=c.repo_id, category=c.category, mode=c.mode,
+            rows_to_take=min(c.n_rows, math.ceil(n / c.est_yield)), est_samples=n,
+            prompt_tokens=prompt_tokens, response_tokens=response_tokens,
+            regen_hours=0.0 if c.mode == "native" else response_tokens / cap_.throughput_tok_s / 3600,
+            hidden_state_bytes=(prompt_tokens + response_tokens) * cap_.hidden_state_bytes_per_token))
+    planned = sum(i.est_samples for i in items)
+    totals: dict[str, Any] = {
+        "datasets": len(items), "samples_planned": planned, "shortfall": max(0, samples - planned),
+        "rows_to_take": sum(i.rows_to_take for i in items),
+        "prompt_tokens": sum(i.prompt_tokens for i in items),
+        "response_tokens": sum(i.response_tokens for i in items),
+        "regen_hours": round(sum(i.regen_hours for i in items), 3),
+        "hidden_state_bytes": sum(i.hidden_state_bytes for i in items),
+        "bytes_per_token": cap_.hidden_state_bytes_per_token, "throughput_tok_s": cap_.throughput_tok_s,
+    }
+    return Plan(plan_id=plan_id, samples_requested=samples, samples_existing=sum(held.values()),
+                existing_repos=sorted(held), items=items, totals=totals)
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
+
+
+def headline(totals: dict[str, Any]) -> str:
+    """The one line a user reads before starting anything: "this is 55 hours and 9.2 TB"."""
+    return f"this is {totals['regen_hours']:.1f} hours and {human_bytes(totals['hidden_state_bytes'])}"

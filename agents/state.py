@@ -1,0 +1,120 @@
+"""Typed records that flow through the find graph, and the graph state with its reducers.
+
+Models travel through the checkpoint as plain dicts (`model_dump()`), so a resumed run reads
+exactly what the interrupted one wrote; they are re-validated at each node boundary.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Brief(Record):
+    """One category agent's assignment."""
+
+    category: str
+    weight: float
+    quota: int = Field(ge=0, description="samples this category should supply")
+    domain: str
+
+
+class Candidate(Record):
+    """A dataset a category agent found and scored. Card text is untrusted: it is only summarised."""
+
+    repo_id: str
+    revision: str | None = None
+    category: str
+    also_found_by: list[str] = Field(default_factory=list)
+    score: float = 0.0
+    reasons: list[str] = Field(default_factory=list)
+    downloads: int = 0
+    likes: int = 0
+    license: str | None = None
+    gated: bool = False
+    tags: list[str] = Field(default_factory=list)
+    n_rows: int | None = None
+    size_bytes: int | None = None
+    card_summary: str = ""
+    mode: Literal["native", "regenerate"] = "regenerate"
+    est_yield: float = 0.0
+    prompt_tokens: float = 0.0
+    response_tokens: float = 0.0
+    flags: list[str] = Field(default_factory=list)
+    status: Literal["relevant", "irrelevant"] = "relevant"
+    schemas: list[dict[str, Any]] = Field(default_factory=list, description="config, split, features, sample_rows")
+
+
+class AgentCounts(Record):
+    """What one category agent spent: counted live by the tools, reported in agent_runs."""
+
+    category: str
+    started_at: float = Field(default_factory=time.time)
+    hub_calls: int = 0
+    cache_hits: int = 0
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    llm_fallbacks: int = 0
+    budget_exhausted: list[str] = Field(default_factory=list)
+
+
+class AgentReport(AgentCounts):
+    """What one category agent returns (also when it failed: status, error, the counts so far)."""
+
+    status: Literal["ok", "failed"]
+    error: str | None = None
+    finished_at: float | None = None
+    candidates: list[Candidate] = Field(default_factory=list)
+
+
+class PlanItem(Record):
+    repo_id: str
+    category: str
+    mode: str
+    rows_to_take: int
+    est_samples: int
+    prompt_tokens: int
+    response_tokens: int
+    regen_hours: float
+    hidden_state_bytes: int
+
+
+class Plan(Record):
+    plan_id: str
+    samples_requested: int
+    samples_existing: int
+    existing_repos: list[str]
+    items: list[PlanItem]
+    totals: dict[str, float | int]
+
+
+class FindState(TypedDict, total=False):
+    run_id: str
+    domain: str
+    samples: int
+    config: dict[str, Any]
+    started_at: float
+    briefs: list[dict[str, Any]]
+    # Parallel agents append here; LangGraph merges the writes with operator.add.
+    reports: Annotated[list[dict[str, Any]], operator.add]
+    candidates: list[dict[str, Any]]
+    plan: dict[str, Any]
+    summary: dict[str, Any]
+
+
+class AgentInput(TypedDict):
+    """The Send payload one category agent receives (not the whole state)."""
+
+    run_id: str
+    brief: dict[str, Any]
+    config: dict[str, Any]
+
+
+Status = Literal["ok", "partial", "failed"]

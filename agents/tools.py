@@ -1,0 +1,210 @@
+"""Hub search/inspect tools for the category agents: budget counting and a per-revision disk cache.
+
+The Hub is reached only through `huggingface_hub` (search, cards) and the dataset-viewer API
+(features, sizes, first rows) at the configured viewer base. A repo's inspection is cached under
+`$DRAFTSET_HOME/cache/hub/<owner>__<name>/<sha>.json`: the sha is the repo revision, so an unchanged
+repo is never fetched twice, and a changed one is refetched automatically.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+from huggingface_hub import HfApi, RepoCard
+from huggingface_hub.errors import HfHubHTTPError
+
+from agents.configuration import FindConfig
+from agents.state import AgentCounts
+
+
+class BudgetExceeded(Exception):
+    """An agent used up one of its budgets; it stops searching and reports what it has."""
+
+    def __init__(self, kind: str):
+        super().__init__(f"budget exhausted: {kind}")
+        self.kind = kind
+
+
+class HubUnavailable(Exception):
+    """A transient Hub failure (5xx, connection, timeout): the agent is retried, then recorded as failed."""
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by the `fail_categories` test hook."""
+
+
+
+
+def _transient(exc: Exception) -> bool:
+    if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
+        return True
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status is not None and status >= 500
+
+
+class HubTools:
+    """Shared by the ten agents of one process; thread-safe counters keyed by category."""
+
+    def __init__(self, endpoint: str, viewer_base: str, config: FindConfig, token: str | None = None,
+                 cache_dir: Path | None = None):
+        self.endpoint = endpoint.rstrip("/")
+        self.viewer_base = viewer_base.rstrip("/")
+        self.config = config
+        self._token = token  # never logged; HfApi and the Authorization header only
+        self.api = HfApi(endpoint=self.endpoint, token=token or False)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(timeout=30.0, headers=headers)
+        self.cache_dir = cache_dir if config.cache else None
+        self.meters: dict[str, AgentCounts] = {}
+        self.requests: Counter[str] = Counter()  # real HTTP requests per category, for tests and benchmarks
+        self._lock = threading.Lock()
+        # Agents often meet the same repo or query at once: one fetches, the others wait and reuse it.
+        self._repo_locks: dict[str, threading.Lock] = {}
+        self._searches: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+
+    def meter(self, category: str) -> AgentCounts:
+        with self._lock:
+            return self.meters.setdefault(category, AgentCounts(category=category))
+
+    def close(self) -> None:
+        self.http.close()
+
+    # -- counting ----------------------------------------------------------------------------
+    def _injected(self, category: str) -> None:
+        if category in self.config.fail_categories:
+            raise InjectedFailure(f"injected failure for category {category!r} (fail_categories test hook)")
+
+    def _spend(self, category: str) -> None:
+        meter = self.meter(category)
+        if meter.hub_calls >= self.config.budget.hub_calls:
+            raise BudgetExceeded("hub_calls")
+        meter.hub_calls += 1
+        with self._lock:
+            self.requests[category] += 1
+
+    def _guard(self, what: str, call):
+        try:
+            return call()
+        except Exception as exc:
+            if _transient(exc):
+                raise HubUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
+            raise
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, category: str, query: str | None = None, tag: str | None = None) -> list[dict[str, Any]]:
+        """One `list_datasets` call (sorted by downloads, full=True so card YAML comes along);
+        the same query from another agent in this run is answered from memory."""
+        self._injected(category)
+        if not self.config.cache:
+            self._spend(category)
+            return self._list(query, tag)
+        with self._lock_for(f"search|{query}|{tag}"):
+            if (query, tag) in self._searches:
+                self.meter(category).cache_hits += 1
+                return self._searches[(query, tag)]
+            self._spend(category)
+            self._searches[(query, tag)] = self._list(query, tag)
+            return self._searches[(query, tag)]
+
+    def _list(self, query: str | None, tag: str | None) -> list[dict[str, Any]]:
+        infos = self._guard(f"search {query or tag!r}", lambda: list(self.api.list_datasets(
+            search=query, filter=tag, sort="downloads", limit=self.config.search_limit, full=True)))
+        return [{
+            "repo_id": i.id, "sha": i.sha, "downloads": i.downloads or 0, "likes": i.likes or 0,
+            "gated": bool(i.gated), "tags": list(i.tags or []),
+            "card_data": i.card_data.to_dict() if i.card_data is not None else {},
+        } for i in infos]
+
+    # -- inspect -----------------------------------------------------------------------------
+    def inspect(self, category: str, hit: dict[str, Any]) -> dict[str, Any]:
+        """Card text, features, sizes and a few first rows of one repo revision (cached)."""
+        self._injected(category)
+        path = self._cache_path(hit["repo_id"], hit.get("sha"))
+        with self._lock_for(f"repo|{hit['repo_id']}"):
+            if path is not None and path.exists():
+                self.meter(category).cache_hits += 1
+                return json.loads(path.read_text())
+            return self._fetch(category, hit, path)
+
+    def _lock_for(self, key: str) -> threading.Lock:
+        with self._lock:
+            return self._repo_locks.setdefault(key, threading.Lock())
+
+    def _fetch(self, category: str, hit: dict[str, Any], path: Path | None) -> dict[str, Any]:
+        facts = {"card_text": "", "card_error": None, "access": "ok", "configs": []}
+        self._read_card(category, hit, facts)
+        self._read_viewer(category, hit["repo_id"], facts)
+        if path is not None and facts["access"] == "ok":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(facts, default=str))
+            tmp.replace(path)  # atomic: a concurrent agent reads either nothing or the whole file
+        return facts
+
+    def _cache_path(self, repo_id: str, sha: str | None) -> Path | None:
+        if self.cache_dir is None or not sha:
+            return None
+        return self.cache_dir / repo_id.replace("/", "__") / f"{sha}.json"
+
+    def _read_card(self, category: str, hit: dict[str, Any], facts: dict[str, Any]) -> None:
+        self._spend(category)
+        try:
+            local = self._guard("card", lambda: self.api.hf_hub_download(
+                hit["repo_id"], "README.md", repo_type="dataset", revision=hit.get("sha")))
+        except HfHubHTTPError as exc:  # gated, missing card: a fact about the repo, not an agent failure
+            if _status(exc) in (401, 403):
+                facts["access"] = "denied"
+            else:
+                facts["card_error"] = f"card unavailable (HTTP {_status(exc)})"
+            return
+        text = Path(local).read_text(encoding="utf-8", errors="replace")
+        try:
+            facts["card_text"] = RepoCard(text).text
+        except Exception as exc:  # bad YAML front matter: keep the body, flag the card
+            facts["card_error"] = f"bad card metadata: {type(exc).__name__}"
+            facts["card_text"] = RepoCard(text, ignore_metadata_errors=True).text
+
+    def _viewer(self, category: str, route: str, **params: str) -> dict[str, Any] | None:
+        self._spend(category)
+        resp = self._guard(f"viewer {route}", lambda: self.http.get(f"{self.viewer_base}/{route}", params=params))
+        if resp.status_code >= 500:
+            raise HubUnavailable(f"viewer {route} for {params.get('dataset')}: HTTP {resp.status_code}")
+        if resp.status_code != 200:
+            return None
+        return resp.json()
+
+    def _read_viewer(self, category: str, repo_id: str, facts: dict[str, Any]) -> None:
+        info = self._viewer(category, "info", dataset=repo_id)
+        if info is None:
+            facts["access"] = "denied" if facts["access"] == "denied" else "no_viewer"
+            return
+        for config, meta in (info.get("dataset_info") or {}).items():
+            for split, s in (meta.get("splits") or {}).items():
+                facts["configs"].append({
+                    "config": config, "split": split, "num_rows": s.get("num_examples"),
+                    "num_bytes": s.get("num_bytes"), "features": meta.get("features") or {}, "rows": []})
+        if not facts["configs"]:
+            return
+        first = _preferred(facts["configs"])
+        rows = self._viewer(category, "first-rows", dataset=repo_id, config=first["config"], split=first["split"])
+        if rows is not None:
+            first["rows"] = [r.get("row", {}) for r in rows.get("rows", [])][:10]
+            if rows.get("features"):
+                first["features"] = {f["name"]: f["type"] for f in rows["features"]}
+
+
+def _preferred(configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The split to sample: a train split of the first config if there is one."""
+    for c in configs:
+        if "train" in c["split"]:
+            return c
+    return configs[0]
+
+
+def _status(exc: Exception) -> int | None:
+    return getattr(getattr(exc, "response", None), "status_code", None)
