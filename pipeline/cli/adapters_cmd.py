@@ -1,7 +1,192 @@
-"""CLI commands for this area (being written)."""
+"""`draftset adapters ...`: propose, review, test, approve/reject, edit and map dataset adapters."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+import subprocess
+from typing import Optional
 
 import typer
+from rich.markup import escape
+from rich.progress import Progress
+
+from catalog.errors import DraftsetError
+from pipeline.cli.common import catalog, console, settings
+
+# The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
+# `draftset --help` stays fast.
+
+REPO = typer.Argument(..., help="dataset repo id (owner/name)")
+adapters_app = typer.Typer(help="Infer, contract-test and approve declarative dataset adapters.",
+                           no_args_is_help=True)
+
+
+def _token() -> str | None:
+    token = settings().hf_token
+    return token.get_secret_value() if token else None
+
+
+def _propose_one(repo_id: str, rows: int, category: str | None):
+    from adapters import review, store
+    from adapters.infer import propose_adapter
+
+    cat, cfg = catalog(), settings()
+    proposal = propose_adapter(repo_id, endpoint=cfg.hf_endpoint, viewer_base=cfg.viewer_base, token=_token(),
+                               catalog=cat, category=category)
+    old = store.load(cat, repo_id)
+    store.save_spec(cat, review.keep_decisions(old.spec, proposal.spec) if old else proposal.spec)
+    record, _ = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
+    return record
+
+
+@adapters_app.command("propose")
+def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
+            all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
+            rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
+            category: Optional[str] = typer.Option(None, help="category (default: from the find ranking)")) -> None:
+    """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
+    from pipeline.cli import adapters_view as view
+
+    targets = list(repos or [])
+    if all_top:
+        targets += [r["repo_id"] for r in catalog().query(
+            "SELECT repo_id FROM candidates WHERE coalesce(status, '') <> 'irrelevant' "
+            "ORDER BY score DESC NULLS LAST LIMIT ?", [all_top]) if r["repo_id"] not in targets]
+    if not targets:
+        raise DraftsetError("nothing to propose", hint="name a dataset (draftset adapters propose OWNER/NAME) "
+                                                       "or use --all-top N after `draftset find`")
+    done, failed = [], []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("proposing", total=len(targets))
+        for repo_id in targets:
+            progress.update(task, description=f"proposing {repo_id}")
+            try:
+                done.append(_propose_one(repo_id, rows, category))
+            except DraftsetError as exc:
+                if len(targets) == 1:
+                    raise
+                failed.append((repo_id, str(exc)))
+            progress.advance(task)
+    if done:
+        view.print_list(done)
+    for repo_id, why in failed:
+        console.print(f"[red]failed[/] {escape(repo_id)}: {escape(why)}", highlight=False)
+    review_hint = " ".join(r.repo_id for r in done)
+    if done:
+        console.print(f"next: draftset adapters show REPO, then approve (proposed: {review_hint})", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+@adapters_app.command("list")
+def list_() -> None:
+    """Every adapter with its status (proposed/approved/rejected/stale) and contract result."""
+    from adapters import store
+    from pipeline.cli import adapters_view as view
+
+    records = store.list_all(catalog())
+    if not records:
+        console.print("no adapters yet: draftset adapters propose OWNER/NAME")
+        return
+    view.print_list(records)
+
+
+@adapters_app.command("show")
+def show(repo_id: str = REPO) -> None:
+    """Spec, reasons, role counts, contract result and three raw → canonical examples."""
+    from adapters import store
+    from pipeline.cli import adapters_view as view
+
+    view.print_show(store.require(catalog(), repo_id))
+
+
+@adapters_app.command("test")
+def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --all: every adapter)"),
+         all_: bool = typer.Option(False, "--all", help="test every adapter in the catalog (for CI)"),
+         rows: int = typer.Option(500, help="rows sampled across all files")) -> None:
+    """Run the contract; exits 1 when any contract fails. Results go to adapters.contract."""
+    from adapters import review, store
+    from pipeline.cli import adapters_view as view
+
+    cat, cfg = catalog(), settings()
+    targets = list(repos or []) + ([r.repo_id for r in store.list_all(cat)] if all_ else [])
+    if not targets:
+        raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
+    failed = []
+    for repo_id in dict.fromkeys(targets):
+        _, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
+        view.print_contract(result, repo_id)
+        if not result.passed:
+            failed.append(repo_id)
+    if failed:
+        console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
+        raise typer.Exit(1)
+
+
+def _reviewer(by: str | None) -> str:
+    return by or os.environ.get("DRAFTSET_REVIEWER") or getpass.getuser()
+
+
+@adapters_app.command("approve")
+def approve(repo_id: str = REPO,
+            by: Optional[str] = typer.Option(None, help="reviewer name (default: $USER)"),
+            note: Optional[str] = typer.Option(None, help="why (required with --force)"),
+            force: bool = typer.Option(False, help="approve although the contract fails (needs --note)")) -> None:
+    """Approve the current spec at the current revision (refused when the contract fails)."""
+    from adapters import review
+
+    record = review.approve(catalog(), repo_id, _reviewer(by), note, force)
+    console.print(f"approved {repo_id} (spec {record.spec_hash[:12]}, revision {record.revision[:12]}) "
+                  f"by {record.reviewed_by}", highlight=False)
+
+
+@adapters_app.command("reject")
+def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is rejected"),
+           by: Optional[str] = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
+    """Reject an adapter; ingestion refuses it."""
+    from adapters import review
+
+    review.reject(catalog(), repo_id, _reviewer(by), note)
+    console.print(f"rejected {repo_id}", highlight=False)
+
+
+@adapters_app.command("map")
+def map_roles(repo_id: str = REPO, assignments: list[str] = typer.Argument(..., help="LABEL=ROLE, ROLE in "
+                                                                              "system|user|assistant|tool|drop"),
+              by: Optional[str] = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
+    """Set role-map entries without an editor, e.g. `map weird/chats supervisor_note=system`."""
+    from adapters import review
+
+    record = review.map_roles(catalog(), repo_id, assignments, _reviewer(by))
+    console.print(escape(f"{repo_id}: role map now {record.spec.role_map}; status {record.status}; "
+                         f"next: draftset adapters test {repo_id}"), highlight=False)
+
+
+@adapters_app.command("edit")
+def edit(repo_id: str = REPO) -> None:
+    """Edit the spec YAML in $EDITOR; re-validated on save (a changed spec makes an approval stale)."""
+    from adapters import review, store
+
+    cat = catalog()
+    record = store.require(cat, repo_id)
+    path = store.yaml_path(cat.home, repo_id)
+    if not path.exists():
+        store.write_text_atomic(path, record.spec.to_yaml())
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    if subprocess.call([*shlex.split(editor), str(path)]) != 0:
+        raise DraftsetError(f"editor {editor!r} exited with an error; the spec was not changed",
+                            hint=f"your edits are kept in {path}; run `draftset adapters edit {repo_id}` again")
+    try:
+        updated = review.accept_edit(cat, repo_id, path.read_text(encoding="utf-8"))
+    except DraftsetError as exc:
+        exc.hint = f"your edits are kept in {path}; fix them and run `draftset adapters edit {repo_id}` again"
+        raise
+    changed = updated.spec_hash != record.spec_hash
+    console.print(f"{repo_id}: {'spec changed' if changed else 'no change'}; status {updated.status}"
+                  + (f"; next: draftset adapters test {repo_id}" if changed else ""), highlight=False)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.add_typer(adapters_app, name="adapters")

@@ -1,0 +1,170 @@
+"""Contract tests: apply a spec to sampled raw rows and check what the field taught us to check.
+
+Each check is pass/fail with a one-line detail. Zero records from non-empty input always fails; an
+unmapped role label fails naming the label and its count; so does an empty sample. Rows the adapter
+rejects are listed (row index, field, reason) exactly as ingest will quarantine them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.apply import RowError, RowMapper, role_labels
+from adapters.records import Conversation
+from adapters.source import RawRow
+from adapters.spec import AdapterSpec
+
+MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
+
+
+class Check(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    passed: bool
+    detail: str
+
+
+class ContractResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    passed: bool
+    spec_hash: str
+    revision: str
+    n_rows: int
+    n_malformed: int
+    n_rejected: int
+    n_records: int
+    yield_: float = Field(alias="yield")
+    checks: list[Check]
+    role_counts: dict[str, int]
+    reject_reasons: dict[str, int]
+    quarantined: list[dict[str, Any]]
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def _looks_nested(content: str) -> bool:
+    """Content that is itself a serialised turn list / object: a JSON field that was never decoded."""
+    text = content.lstrip()
+    if not text.startswith(("[{", "{")):
+        return False
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    items = value if isinstance(value, list) else [value]
+    return any(isinstance(v, dict) and ({"role", "from"} & v.keys()) for v in items)
+
+
+def _problems(records: list[Conversation], mode: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {"content": [], "cut": [], "trainable": [], "nesting": []}
+    for rec in records:
+        where = f"row {rec.source.row_index}"
+        for i, m in enumerate(rec.messages):
+            if not isinstance(m.content, str) or (not m.content.strip() and not m.tool_calls):
+                found["content"].append(f"{where} messages[{i}] ({m.role}) has empty content")
+            elif _looks_nested(m.content):
+                found["nesting"].append(f"{where} messages[{i}] content is a serialised turn list")
+        if mode == "regenerate" and rec.messages[-1].role != "user":
+            found["cut"].append(f"{where} context ends on {rec.messages[-1].role}")
+        if mode == "native" and not any(m.role == "assistant" and m.train for m in rec.messages):
+            found["trainable"].append(f"{where} has no trainable assistant turn")
+    return found
+
+
+def _check(name: str, bad: list[str], ok: str) -> Check:
+    if not bad:
+        return Check(name=name, passed=True, detail=ok)
+    more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+    return Check(name=name, passed=False, detail=f"{len(bad)} problem(s): " + "; ".join(bad[:3]) + more)
+
+
+def _golden(spec: AdapterSpec) -> Check:
+    bad = []
+    fresh = RowMapper(spec)
+    for g in spec.golden:
+        try:
+            got: list[dict[str, Any]] | None = [r.model_dump(mode="json") for r in fresh.apply(g.row_index, g.row)]
+            error = None
+        except RowError as exc:
+            got, error = None, str(exc)
+        if got != g.expected or error != g.expected_error:
+            bad.append(f"row {g.row_index} no longer gives its pinned output"
+                       + (f" (now: {error})" if error else ""))
+    return _check("golden", bad, f"{len(spec.golden)} pinned example(s) match")
+
+
+def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
+    """Apply `spec` to `rows` (a sample) and run every check."""
+    mapper = RowMapper(spec)
+    records: list[Conversation] = []
+    roles: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    quarantined: list[dict[str, Any]] = []
+    raw: list[RawRow] = []
+    for r in rows:
+        raw.append(r)
+        if r.error is not None:
+            reasons["malformed"] += 1
+            entry = {"row_index": r.row_index, "field": "<row>", "reason": r.error}
+        else:
+            roles.update(role_labels(spec, r.row))
+            try:
+                records += mapper.apply(r.row_index, r.row)
+                continue
+            except RowError as exc:
+                reasons[exc.reason.split(" '")[0].split(" (")[0]] += 1
+                entry = {"row_index": r.row_index, "field": exc.field, "reason": exc.reason}
+        if len(quarantined) < MAX_LISTED:
+            quarantined.append(entry)
+
+    n_rows, n_records = len(raw), len(records)
+    n_malformed = reasons["malformed"]
+    ratio = n_records / n_rows if n_rows else 0.0
+    checks = [
+        Check(name="input", passed=n_rows > 0,
+              detail=f"{n_rows} rows read" if n_rows else "0 rows read: the dataset (or this split) is empty"),
+        Check(name="yield", passed=n_records > 0 and ratio >= spec.min_yield,
+              detail=f"{n_records} records from {n_rows} rows = {ratio:.2f} per row (need ≥ {spec.min_yield:.2f}); "
+                     f"{n_malformed} malformed, {sum(reasons.values()) - n_malformed} rejected by the adapter"),
+    ]
+    if spec.layout != "columns":
+        unmapped = {label: n for label, n in roles.most_common() if label not in spec.role_map}
+        checks.append(_check("roles_mapped", [
+            f"unmapped role label {label!r} ({n} turns): map it with "
+            f"`draftset adapters map {spec.source.repo_id} {label}=<system|user|assistant|tool|drop>`"
+            for label, n in unmapped.items()], f"all {len(roles)} role labels mapped: {dict(roles)}"))
+    found = _problems(records, spec.mode)
+    checks.append(_check("content", found["content"], "no null, empty or non-string content in any record"))
+    if spec.mode == "regenerate":
+        checks.append(_check("regenerate_cut", found["cut"], "every context ends on a user turn"))
+    else:
+        checks.append(_check("native_trainable", found["trainable"],
+                             "every record has a trainable assistant turn"))
+    checks.append(_check("nesting", found["nesting"], "no serialised turn lists left in content"))
+    first = [(c.id, c.content_hash()) for c in records]
+    second = RowMapper(spec)  # a fresh compile: catches state leaking between rows or mappers
+    again = [(c.id, c.content_hash()) for r in raw if r.error is None for c in _quiet_apply(second, r)]
+    checks.append(Check(name="deterministic", passed=again == first,
+                        detail="a second application gave identical record hashes" if again == first
+                        else "a second application of the same rows gave different records"))
+    checks.append(_golden(spec))
+    return ContractResult(
+        passed=all(c.passed for c in checks), spec_hash=spec.spec_hash(), revision=spec.source.revision,
+        n_rows=n_rows, n_malformed=n_malformed, n_rejected=sum(reasons.values()) - n_malformed,
+        n_records=n_records, **{"yield": round(ratio, 4)}, checks=checks, role_counts=dict(roles),
+        reject_reasons=dict(reasons), quarantined=quarantined)
+
+
+def _quiet_apply(mapper: RowMapper, r: RawRow) -> list[Conversation]:
+    try:
+        return mapper.apply(r.row_index, r.row)
+    except RowError:
+        return []

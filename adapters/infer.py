@@ -1,0 +1,234 @@
+"""Propose an adapter for a Hub dataset: pin the revision, choose config/split, sample, detect, pin golden rows.
+
+Hub metadata comes through huggingface_hub (`dataset_info`, the card), config/split lists and sizes
+from the viewer endpoints, and the data files of the chosen split from `datasets`' own resolver
+(`load_dataset_builder`, which understands card `configs:` and the default file patterns) so our
+choice of files matches what `load_dataset` would read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+from huggingface_hub import HfApi
+from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+from adapters.apply import RowError, RowMapper
+from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
+from adapters.source import download, iter_raw_rows, require_reachable
+from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
+from catalog.db import Catalog
+from catalog.errors import DraftsetError
+
+METADATA_CONFIGS = ("metadata", "meta", "raw")
+N_GOLDEN = 3
+
+
+@dataclass
+class Proposal:
+    spec: AdapterSpec
+    reasons: dict[str, str]
+    role_counts: dict[str, int]
+    needs_review: list[str] = field(default_factory=list)
+    json_strings: list[str] = field(default_factory=list)
+    n_sampled: int = 0
+
+
+def _viewer(viewer_base: str, path: str, repo_id: str, token: str | None) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        resp = httpx.get(f"{viewer_base}/{path}", params={"dataset": repo_id}, headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        raise DraftsetError(f"dataset viewer at {viewer_base} unreachable: {type(exc).__name__}",
+                            hint="check DRAFTSET_VIEWER_URL / HF_ENDPOINT (local: draftset hub serve tests/fixtures/hub)"
+                            ) from exc
+    if resp.status_code != 200:
+        raise DraftsetError(f"viewer /{path} for {repo_id} answered {resp.status_code}: {resp.text[:200]}",
+                            hint="gated datasets need HF_TOKEN; otherwise the dataset may be unreadable")
+    return resp.json()
+
+
+def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | None) -> list[tuple[str, str]]:
+    """(config, split) pairs from the viewer; from `datasets` when the viewer cannot serve this dataset."""
+    try:
+        return [(s["config"], s["split"]) for s in _viewer(viewer_base, "splits", repo_id, token)["splits"]]
+    except DraftsetError:
+        import datasets
+
+        try:
+            return [(c, s) for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
+                    for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)]
+        except Exception as exc:  # datasets raises many types for unreadable repos
+            raise DraftsetError(f"cannot list the configs/splits of {repo_id}: {exc}",
+                                hint="check the dataset card's `configs:` and that its data files exist") from exc
+
+
+def choose_config(configs: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:
+    """(config, why, guessed): default, else `all`, else the largest data config."""
+    if len(configs) == 1:
+        return configs[0], f"the only config ({configs[0]!r})", False
+    data = [c for c in configs if c.lower() not in METADATA_CONFIGS] or configs
+    for name in ("default", "all"):
+        if name in data:
+            return name, f"{name!r} chosen among {configs}" + (" (the union of the others)" if name == "all" else ""), \
+                name != "default"
+    best = max(data, key=lambda c: (rows.get(c, 0), -data.index(c)))
+    return best, f"largest config among {configs} ({rows.get(best, 0)} rows)", True
+
+
+def choose_split(splits: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:
+    """(split, why, guessed): train, else a train-like (sft first), else the largest."""
+    if "train" in splits:
+        return "train", "the `train` split", False
+    trainish = sorted((s for s in splits if "train" in s.lower()), key=lambda s: ("sft" not in s.lower(), len(s)))
+    if trainish:
+        return trainish[0], f"no `train` split; {trainish[0]!r} is the training split among {splits}", True
+    best = max(splits, key=lambda s: (rows.get(s, 0), -splits.index(s)))
+    return best, f"no train-like split; largest of {splits} ({rows.get(best, 0)} rows)", True
+
+
+def resolve_data_files(repo_id: str, config: str, split: str, revision: str, token: str | None) -> list[str]:
+    """Repo-relative data files of (config, split) as `datasets` resolves them."""
+    import datasets  # heavy import, only needed when proposing
+
+    try:
+        builder = datasets.load_dataset_builder(repo_id, name=config, revision=revision, token=token)
+    except Exception as exc:  # datasets raises many types for unresolvable repos
+        gated = "gated" in str(exc).lower()
+        raise DraftsetError(f"cannot resolve the data files of {repo_id} ({config}/{split}): {exc}",
+                            hint="set HF_TOKEN (gated dataset: accept its terms on the Hub first)" if gated
+                            else "check that the config and split exist in the card's `configs:`") from exc
+    files = (builder.config.data_files or {}).get(split) or []
+    marker = f"{repo_id}@{revision}/"
+    return sorted({str(f).split(marker, 1)[-1] for f in files})
+
+
+def _spec_data(d: Detected, source: SourceSpec, mode: str, category: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"source": source.model_dump(), "mode": mode, "category": category}
+    reasoning: dict[str, Any] = {}
+    for name, value in d.fields.items():
+        if name.startswith("reasoning."):
+            reasoning[name.split(".", 1)[1]] = value
+        else:
+            data[name] = value
+    if reasoning:
+        data["reasoning"] = reasoning
+    return data
+
+
+def _pin_golden(spec: AdapterSpec, rows: list[tuple[int, dict[str, Any]]]) -> list[GoldenExample]:
+    """Three rows spread over the sample (first, middle, last that apply) with their current output."""
+    mapper, ok = RowMapper(spec), []
+    for index, row in rows:
+        try:
+            ok.append((index, row, [r.model_dump(mode="json") for r in mapper.apply(index, row)]))
+        except RowError:
+            continue
+    picks = sorted({0, len(ok) // 2, len(ok) - 1}) if ok else []
+    return [GoldenExample(row_index=ok[i][0], row=ok[i][1], expected=ok[i][2]) for i in picks[:N_GOLDEN]]
+
+
+def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str | None = None,
+                    catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
+                    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
+    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store)."""
+    require_reachable(endpoint)
+    try:
+        info = HfApi(endpoint=endpoint, token=token).dataset_info(repo_id)
+    except (RepositoryNotFoundError, GatedRepoError) as exc:
+        raise DraftsetError(f"dataset {repo_id} not found or not accessible on {endpoint}",
+                            hint="check the repo id (owner/name) and HF_TOKEN") from exc
+    except (HfHubHTTPError, OSError) as exc:
+        raise DraftsetError(f"cannot reach the Hub at {endpoint}: {type(exc).__name__}",
+                            hint="start the local Hub: draftset hub serve tests/fixtures/hub") from exc
+    pairs = _config_splits(repo_id, info.sha, viewer_base, token)
+    if not pairs:
+        raise DraftsetError(f"{repo_id} has no readable config/split", hint="the dataset may be empty or broken")
+    try:
+        sizes = _viewer(viewer_base, "size", repo_id, token)["size"]
+        config_rows = {c["config"]: c["num_rows"] for c in sizes.get("configs", [])}
+        split_rows = {(s["config"], s["split"]): s["num_rows"] for s in sizes.get("splits", [])}
+    except DraftsetError:
+        config_rows, split_rows = {}, {}  # sizes only break ties; their absence is not an error
+    config, config_why, config_guess = choose_config(list(dict.fromkeys(c for c, _ in pairs)), config_rows)
+    splits = [s for c, s in pairs if c == config]
+    split, split_why, split_guess = choose_split(splits, {s: split_rows.get((config, s), 0) for s in splits})
+    files = resolve_data_files(repo_id, config, split, info.sha, token)
+    if not files:
+        raise DraftsetError(f"{repo_id} ({config}/{split}) has no data files", hint="pick another dataset")
+    source = SourceSpec(repo_id=repo_id, revision=info.sha, config=config, split=split, data_files=files)
+
+    raw = [r for r in iter_raw_rows(source, endpoint=endpoint, token=token, sample=sample_rows)]
+    rows = [(r.row_index, r.row) for r in raw if r.row is not None]
+    d = detect([row for _, row in rows] or _schema_rows(source, endpoint, token))
+    if not raw:  # placeholder labels are not a vocabulary: leave the role map empty
+        d.fields["role_map"], d.role_counts = {}, {}
+        d.needs_review = [f for f in d.needs_review if not f.startswith("role_map.")]
+        d.reasons = {k: v for k, v in d.reasons.items() if not k.startswith("role_map.")}
+        d.reasons["layout"] += " (no rows: detected from the file schema only; the contract will fail)"
+    d.reasons["source.revision"] = f"pinned to the current revision {info.sha[:12]}"
+    d.reasons["source.config"], d.reasons["source.split"] = config_why, split_why
+    d.reasons["source.data_files"] = f"{len(files)} file(s) as `datasets` resolves {config}/{split}"
+    d.reasons["sample"] = f"{len(raw)} rows sampled evenly across {len(files)} file(s), {len(raw) - len(rows)} malformed"
+    d.needs_review += [f for f, g in (("source.config", config_guess), ("source.split", split_guess)) if g]
+    if d.fields.get("layout") is None:
+        raise DraftsetError(f"cannot infer an adapter for {repo_id}: {d.reasons['layout']}",
+                            hint="not a conversation or instruction dataset; reject it or write the spec by hand")
+
+    card = ""
+    if info.card_data is not None:
+        card = str(info.card_data.to_dict()) + " " + str(getattr(info, "description", "") or "")
+    card += " " + _card_text(repo_id, info.sha, endpoint, token)
+    native_why = names_target(card, [row for _, row in rows], target_patterns)
+    mode = "native" if native_why else "regenerate"
+    d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
+    if category is None and catalog is not None and catalog.path.exists():
+        hit = catalog.query("SELECT category FROM candidates WHERE repo_id = ?", [repo_id])
+        category = hit[0]["category"] if hit and hit[0]["category"] else None
+        if category:
+            d.reasons["category"] = f"from the find ranking ({category})"
+    if category is None:
+        category = guess_category(d, mode)
+        d.reasons["category"] = f"no find result: guessed {category!r} from the detected shape"
+        d.needs_review.append("category")
+    spec = AdapterSpec.from_data({**_spec_data(d, source, mode, category), "reasons": d.reasons,
+                                  "needs_review": d.needs_review}, where=f"proposed for {repo_id}")
+    spec.golden = _pin_golden(spec, rows)
+    return Proposal(spec=spec, reasons=d.reasons, role_counts=d.role_counts, needs_review=d.needs_review,
+                    json_strings=d.json_strings, n_sampled=len(raw))
+
+
+def _example(value_type: pa.DataType, name: str) -> Any:
+    """A placeholder value of an Arrow type (strings carry their field name): shape without data."""
+    if pa.types.is_struct(value_type):
+        return {f.name: _example(f.type, f.name) for f in value_type}
+    if pa.types.is_list(value_type) or pa.types.is_large_list(value_type):
+        return [_example(value_type.value_type, name)]
+    if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
+        return name
+    return None
+
+
+def _schema_rows(source: SourceSpec, endpoint: str, token: str | None) -> list[dict[str, Any]]:
+    """For a dataset with no rows: one placeholder row from the parquet schema, so the layout is known."""
+    first = source.data_files[0]
+    if not first.endswith(".parquet"):
+        return []
+    schema = pq.read_schema(download(source, first, endpoint=endpoint, token=token))
+    return [{f.name: _example(f.type, f.name) for f in schema}]
+
+
+def _card_text(repo_id: str, revision: str, endpoint: str, token: str | None) -> str:
+    """The README body (untrusted text: only searched for the target's name, never executed)."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        with open(hf_hub_download(repo_id, "README.md", repo_type="dataset", revision=revision,
+                                  endpoint=endpoint, token=token), encoding="utf-8", errors="replace") as fh:
+            return fh.read(200_000)
+    except (HfHubHTTPError, OSError):
+        return ""

@@ -1,0 +1,143 @@
+"""AdapterSpec: the declarative description of how one dataset's rows become canonical records.
+
+A spec is data, never code: it is validated strictly (unknown keys and wrong types fail at load),
+round-trips through JSON and YAML, and is hashed. An approval binds to (spec_hash, revision).
+
+`spec_hash()` covers everything that changes what `apply_row` produces (source, layout, paths, role
+map, policies, mode, category). It excludes the review annotations (`reasons`, `needs_review`) and
+the `golden` examples: re-pinning golden rows or rewording a reason does not change a single record,
+so it must not make an approval stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from adapters.records import Mode, Role
+from catalog.errors import DraftsetError
+
+SPEC_VERSION = 1
+# Role-map target: a canonical role, or "drop" = a person decided this label's turns are left out.
+RoleTarget = Literal["system", "user", "assistant", "tool", "drop"]
+HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
+
+
+class SpecModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SourceSpec(SpecModel):
+    repo_id: str
+    revision: str = Field(min_length=1, description="pinned dataset commit sha")
+    config: str
+    split: str
+    data_files: list[str] = Field(min_length=1, description="repo-relative paths, read in this order")
+
+
+class ColumnsSpec(SpecModel):
+    """Single-turn column layouts: prompt columns → one user turn, response column → assistant turn."""
+
+    prompt: list[str] = Field(min_length=1, description="joined with a blank line; empty ones skipped")
+    response: str | None = None
+    response_is_tool_calls: bool = Field(False, description="response holds a list of tool calls (xlam)")
+
+
+class ReasoningSpec(SpecModel):
+    key: str | None = Field(None, description="per-turn key holding separated reasoning, e.g. reasoning_content")
+    delimiters: list[tuple[str, str]] = Field(default_factory=list, description="(open, close) inside text")
+    unwrap: list[tuple[str, str]] = Field(default_factory=list, description="answer wrappers to strip")
+
+
+class GoldenExample(SpecModel):
+    """A raw row pinned with the canonical output it must keep producing (or the error it must raise)."""
+
+    row_index: int
+    row: dict[str, Any]
+    expected: list[dict[str, Any]] | None = None
+    expected_error: str | None = None
+
+
+class AdapterSpec(SpecModel):
+    spec_version: int = SPEC_VERSION
+    source: SourceSpec
+    layout: Literal["messages", "columns", "trajectory"]
+    category: str = "general"
+    mode: Mode = "regenerate"
+    # Turn-list layouts (messages: chat turns; trajectory: agent steps with flags / split keys).
+    messages_path: str | None = Field(None, description="dotted path to the turn list, e.g. chosen")
+    role_key: str | None = None
+    content_key: str | None = None
+    role_map: dict[str, RoleTarget] = Field(default_factory=dict, description="explicit and total")
+    null_policy: dict[Role, str] = Field(default_factory=dict,
+                                         description="role → turn key read when the content is null")
+    tool_calls_key: str | None = None
+    train_flag_key: str | None = None
+    system_field: str | None = Field(None, description="column with a system prompt to prepend")
+    # Column layouts.
+    columns: ColumnsSpec | None = None
+    # Shared.
+    json_fields: list[str] = Field(default_factory=list, description="columns json-decoded when strings")
+    reasoning: ReasoningSpec | None = None
+    cut: Literal["last_user", "first_user"] = Field(
+        "last_user", description="regenerate mode: the context ends on this user turn")
+    min_yield: float = Field(0.8, ge=0.0, le=100.0, description="contract: records per row at least")
+    max_content_chars: int = Field(100_000, gt=0, description="a longer turn rejects the row (broken export)")
+    # Review annotations (not hashed).
+    reasons: dict[str, str] = Field(default_factory=dict)
+    needs_review: list[str] = Field(default_factory=list)
+    golden: list[GoldenExample] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _layout_fields_present(self) -> "AdapterSpec":
+        if self.layout == "columns":
+            if self.columns is None:
+                raise ValueError("layout 'columns' needs a `columns` section (prompt, response)")
+        elif not (self.messages_path and self.role_key and self.content_key):
+            raise ValueError(f"layout '{self.layout}' needs messages_path, role_key and content_key")
+        return self
+
+    # -- identity ------------------------------------------------------------------------------
+    def hashed_payload(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude=HASH_EXCLUDED)
+
+    def spec_hash(self) -> str:
+        canonical = json.dumps(self.hashed_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=110)
+
+    @classmethod
+    def from_json(cls, text: str) -> "AdapterSpec":
+        return cls.from_data(json.loads(text), where="JSON")
+
+    @classmethod
+    def from_yaml(cls, text: str, where: str = "YAML") -> "AdapterSpec":
+        try:
+            data = yaml.safe_load(text)  # safe_load: a spec file can never construct Python objects
+        except yaml.YAMLError as exc:
+            raise DraftsetError(f"adapter spec {where} is not valid YAML: {exc}",
+                                hint="fix the YAML syntax and save again") from exc
+        return cls.from_data(data, where=where)
+
+    @classmethod
+    def from_data(cls, data: Any, where: str = "spec") -> "AdapterSpec":
+        """Validate plain data from JSON/YAML into a spec, or raise one error naming every bad field."""
+        if not isinstance(data, dict):
+            raise DraftsetError(f"adapter spec {where} must be a mapping of fields, got {type(data).__name__}")
+        try:
+            # JSON-mode validation stays strict but accepts arrays for the (open, close) tuples.
+            return cls.model_validate_json(json.dumps(data))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+            raise DraftsetError(f"adapter spec {where} is invalid: {problems}",
+                                hint="fix the named fields (see `draftset adapters show REPO` for a valid spec)") from exc
