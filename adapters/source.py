@@ -9,11 +9,9 @@ miss the file whose rows differ.
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-from urllib.parse import urlsplit
 
 from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
@@ -21,6 +19,7 @@ from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTT
 
 from adapters.files import count_rows, iter_file
 from adapters.spec import AdapterSpec, SourceSpec
+from adapters.hub_probe import check_reachable as require_reachable  # noqa: F401 (re-exported)
 from catalog.errors import DraftsetError
 
 
@@ -29,21 +28,6 @@ class RawRow:
     row_index: int
     row: dict[str, Any] | None
     error: str | None = None
-
-
-def require_reachable(endpoint: str, timeout: float = 3.0) -> None:
-    """One TCP connect before any Hub call: huggingface_hub retries a refused connection for ~20 s.
-
-    (agents/hub_errors.py has the full translator, but adapters/ may not import agents/.)
-    """
-    url = urlsplit(endpoint)
-    try:
-        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
-                                 timeout=timeout).close()
-    except OSError as exc:
-        raise DraftsetError(f"cannot reach the Hub at {endpoint} ({exc.strerror or type(exc).__name__})",
-                            hint="start the local Hub with `draftset hub serve tests/fixtures/hub` and export "
-                                 "the HF_ENDPOINT it prints, or set HF_ENDPOINT to a running Hub") from None
 
 
 def download(source: SourceSpec, filename: str, *, endpoint: str, token: str | None = None) -> Path:

@@ -17,17 +17,9 @@ import socket
 import sys
 from contextlib import ContextDecorator
 from typing import Iterator
-from urllib.parse import urlsplit
 
+from adapters.hub_probe import START_LOCAL_HUB, HubUnreachable, check_reachable, unreachable  # noqa: F401
 from catalog.errors import DraftsetError
-
-START_LOCAL_HUB = ("start the local Hub with `draftset hub serve tests/fixtures/hub` "
-                   "and export the HF_ENDPOINT it prints")
-
-
-class HubUnreachable(DraftsetError):
-    """Nothing answers at the configured Hub endpoint."""
-
 
 class HubRequestError(DraftsetError):
     """The Hub answered, but with a typed error (missing repo/revision/file, gated repo)."""
@@ -37,28 +29,6 @@ def default_endpoint() -> str:
     from huggingface_hub import constants
 
     return constants.ENDPOINT
-
-
-def unreachable(endpoint: str, reason: str) -> HubUnreachable:
-    return HubUnreachable(f"cannot reach the Hub at {endpoint} ({reason})",
-                          hint=f"{START_LOCAL_HUB}, or set HF_ENDPOINT to a running Hub")
-
-
-def check_reachable(endpoint: str, timeout: float = 3.0) -> None:
-    """Raise HubUnreachable unless something accepts TCP connections at the endpoint."""
-    parts = urlsplit(endpoint)
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:  # a port that is not a number
-        port = None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
-        raise HubUnreachable(f"HF_ENDPOINT {endpoint!r} is not an http(s) URL",
-                             hint="set HF_ENDPOINT=http://127.0.0.1:8790 (see `draftset hub serve --help`)")
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
-            pass
-    except OSError as exc:
-        raise unreachable(endpoint, exc.strerror or type(exc).__name__) from None
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
