@@ -41,22 +41,10 @@ def _propose_one(repo_id: str, rows: int, category: str | None):
     return record
 
 
-@adapters_app.command("propose")
-def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
-            all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
-            rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
-            category: Optional[str] = typer.Option(None, help="category (default: from the find ranking)")) -> None:
-    """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
+def propose_many(targets: list[str], rows: int = 500, category: str | None = None) -> None:
+    """Propose and contract-test each target; one failing dataset does not stop the others (exit 1 at the end)."""
     from pipeline.cli import adapters_view as view
 
-    targets = list(repos or [])
-    if all_top:
-        targets += [r["repo_id"] for r in catalog().query(
-            "SELECT repo_id FROM candidates WHERE coalesce(status, '') <> 'irrelevant' "
-            "ORDER BY score DESC NULLS LAST LIMIT ?", [all_top]) if r["repo_id"] not in targets]
-    if not targets:
-        raise DraftsetError("nothing to propose", hint="name a dataset (draftset adapters propose OWNER/NAME) "
-                                                       "or use --all-top N after `draftset find`")
     done, failed = [], []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("proposing", total=len(targets))
@@ -78,6 +66,23 @@ def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owne
         console.print(f"next: draftset adapters show REPO, then approve (proposed: {review_hint})", highlight=False)
     if failed:
         raise typer.Exit(1)
+
+
+@adapters_app.command("propose")
+def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
+            all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
+            rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
+            category: Optional[str] = typer.Option(None, help="category (default: from the find ranking)")) -> None:
+    """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
+    targets = list(repos or [])
+    if all_top:
+        targets += [r["repo_id"] for r in catalog().query(
+            "SELECT repo_id FROM candidates WHERE coalesce(status, '') <> 'irrelevant' "
+            "ORDER BY score DESC NULLS LAST LIMIT ?", [all_top]) if r["repo_id"] not in targets]
+    if not targets:
+        raise DraftsetError("nothing to propose", hint="name a dataset (draftset adapters propose OWNER/NAME) "
+                                                       "or use --all-top N after `draftset find`")
+    propose_many(targets, rows, category)
 
 
 @adapters_app.command("list")

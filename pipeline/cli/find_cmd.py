@@ -78,6 +78,8 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
                                     help="Continue an interrupted run; finished agents are not repeated."),
          config: Path = typer.Option(None, "--config", exists=True, dir_okay=False,
                                      help="YAML/JSON FindConfig overrides (budgets, throughput, share cap...)."),
+         propose: int = typer.Option(5, "--propose", min=0, help="Then infer and contract-test adapters for the N "
+                                     "highest-ranked planned datasets (0: skip)."),
          as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables.")) -> None:
     """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
     if not domain and not resume:
@@ -95,6 +97,20 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
     except KeyboardInterrupt:
         raise DraftsetError(f"find {run_id} interrupted", hint=f"draftset find --resume {run_id}") from None
     _report(final, as_json)
+    if propose and not as_json:
+        _propose_planned(final["state"]["plan"]["plan_id"], propose)
+
+
+def _propose_planned(plan_id: str, top: int) -> None:
+    """Adapters are proposed (never approved) for the plan's biggest items, so review can start at once."""
+    from pipeline.cli.adapters_cmd import propose_many
+    from pipeline.cli.common import catalog
+
+    rows = catalog().query("SELECT p.repo_id FROM plan_items p JOIN candidates c USING (repo_id) "
+                           "WHERE p.plan_id = ? ORDER BY c.score DESC LIMIT ?", [plan_id, top])
+    if rows:
+        console.rule(f"adapters proposed for the {len(rows)} highest-ranked planned datasets")
+        propose_many([r["repo_id"] for r in rows])
 
 
 def _report(final: dict[str, Any], as_json: bool) -> None:
