@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+import time
 import uuid
 from collections import Counter
 from contextlib import contextmanager
@@ -54,6 +56,16 @@ def write_json_atomic(path: Path, payload: Any) -> None:
         tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
+_REASON = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _check_reason(reason: str) -> str:
+    # Reasons become count keys (`dropped_<reason>`) that people query in SQL: keep them plain.
+    if not _REASON.match(reason):
+        raise ValueError(f"stage reason {reason!r} must be snake_case (a-z, 0-9, _)")
+    return reason
+
+
 class StageRun:
     """Counts and bookkeeping for one run of one stage."""
 
@@ -66,6 +78,7 @@ class StageRun:
         self.run_id = run_id or f"{stage}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         self.counts: Counter[str] = Counter({"in": 0, "out": 0, "errors": 0})
         self.started_at = datetime.now()
+        self._t0 = time.monotonic()
         self.quarantine_path = self.out_dir / "quarantine.jsonl"
         self._quarantine = None
 
@@ -78,16 +91,24 @@ class StageRun:
 
     def skipped(self, reason: str, n: int = 1) -> None:
         """Work already done by an earlier run (resume); counted, not quarantined."""
-        self.counts[f"skipped_{reason}"] += n
+        self.counts[f"skipped_{_check_reason(reason)}"] += n
+
+    def tally(self, key: str, n: int = 1) -> None:
+        """An informational count (e.g. rows a mix did not select): neither output nor a drop."""
+        self.counts[_check_reason(key)] += n
 
     def drop(self, reason: str, where: dict[str, Any] | None = None, detail: str | None = None) -> None:
-        """Reject one row: counted as dropped_<reason> and written to quarantine.jsonl."""
-        self.counts[f"dropped_{reason}"] += 1
+        """Reject one row: counted as dropped_<reason> and written to quarantine.jsonl.
+
+        `where` should locate the row precisely (dataset, row_index, field) so it can be re-read.
+        """
+        self.counts[f"dropped_{_check_reason(reason)}"] += 1
         if self._quarantine is None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             self._quarantine = self.quarantine_path.open("a", encoding="utf-8")
         entry = {"run_id": self.run_id, "reason": reason, "detail": detail, **(where or {})}
         self._quarantine.write(json.dumps(entry, default=str, ensure_ascii=False) + "\n")
+        self._quarantine.flush()  # a crash later in the run must not lose the reasons already found
 
     def error(self, n: int = 1) -> None:
         self.counts["errors"] += n
@@ -95,6 +116,10 @@ class StageRun:
     @property
     def dropped(self) -> int:
         return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(v for k, v in self.counts.items() if k.startswith("skipped_"))
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "StageRun":
@@ -106,14 +131,17 @@ class StageRun:
     def __exit__(self, exc_type, exc, tb) -> None:
         if self._quarantine is not None:
             self._quarantine.close()
+            self._quarantine = None
         error = None if exc is None else f"{type(exc).__name__}: {exc}"
-        produced = self.counts["out"] + sum(v for k, v in self.counts.items() if k.startswith("skipped_"))
+        # Rows skipped because an earlier run already wrote them count as produced (resume).
+        produced = self.counts["out"] + self.skipped_total
         if exc is None and self.counts["in"] > 0 and produced == 0:
             error = (f"{self.stage}: {self.counts['in']} rows in, 0 out "
                      f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}")
             exc = ZeroOutput(error, hint=f"read {self.quarantine_path} for the reason of each rejected row")
-        write_json_atomic(self.out_dir / "stats.json", {"run_id": self.run_id, "stage": self.stage,
-                                                         "counts": dict(self.counts), "error": error})
+        write_json_atomic(self.out_dir / "stats.json", {
+            "run_id": self.run_id, "stage": self.stage, "counts": dict(self.counts), "error": error,
+            "started_at": self.started_at, "elapsed_s": round(time.monotonic() - self._t0, 3)})
         self._record("ok" if error is None else "failed", error, finished=True)
         if isinstance(exc, ZeroOutput) and exc_type is None:
             raise exc

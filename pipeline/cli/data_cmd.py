@@ -1,7 +1,146 @@
-"""CLI commands for this area (being written)."""
+"""`draftset ingest | dedup | mix | report`: approved data → normalized shards → deduplicated mix → report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from catalog.errors import DraftsetError
+from pipeline.cli.common import catalog, console, print_table, settings
+
+_TOKENIZER = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
+                                                    "default: the toy target if built, else a chars/4 estimate.")
+_THRESHOLD = typer.Option(0.8, "--threshold", min=0.05, max=0.98, help="Near-duplicate Jaccard threshold (MinHash LSH).")
+_MAX_TOKENS = typer.Option(16_384, "--max-prompt-tokens", min=1, help="Drop prompts longer than this (too_long).")
+_MIN_TOKENS = typer.Option(1, "--min-prompt-tokens", min=0, help="Drop prompts shorter than this (too_short).")
+
+
+def _progress() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True)
+
+
+def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
+    dropped = {k.removeprefix("dropped_"): v for k, v in counts.items() if k.startswith("dropped_") and v}
+    skipped = sum(v for k, v in counts.items() if k.startswith("skipped_"))
+    return [name, counts.get("in", 0), counts.get("out", 0), skipped,
+            ", ".join(f"{k}={v}" for k, v in sorted(dropped.items())) or "-", counts.get("errors", 0), status]
+
+
+def ingest_cmd(
+    plan: Optional[str] = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
+    repo: Optional[list[str]] = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete the dataset's shards first instead of resuming."),
+) -> None:
+    """Stream approved datasets through their adapters into canonical parquet shards.
+
+    Shards go to data/normalized/<owner>__<name>/; a re-run resumes by id; rejected rows go to
+    quarantine.jsonl there with row index, field and reason."""
+    from pipeline.ingest.run import ingest, repos_to_ingest
+
+    cfg = settings()
+    token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
+    repos = repos_to_ingest(catalog(), plan, repo)
+    with _progress() as progress:
+        results = ingest(catalog(), cfg.home, repos, endpoint=cfg.hf_endpoint, token=token, fresh=fresh,
+                         progress=progress)
+    total: dict[str, int] = {}
+    rows = []
+    for r in results:
+        rows.append(_counts_row(r.repo_id, r.counts, "failed" if r.error else "ok"))
+        for k, v in r.counts.items():
+            total[k] = total.get(k, 0) + v
+    rows.append(_counts_row("TOTAL", total, f"{sum(1 for r in results if not r.error)}/{len(results)} ok"))
+    print_table(["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"], rows,
+                title="ingest")
+    failed = [r for r in results if r.error]
+    for r in failed:
+        console.print(f"[red]{r.repo_id}[/]: {r.error}" + (f"\n  [yellow]next:[/] {r.hint}" if r.hint else ""),
+                      highlight=False)
+    if failed:
+        raise DraftsetError(f"ingest failed for {len(failed)} of {len(results)} dataset(s): "
+                            + ", ".join(r.repo_id for r in failed),
+                            hint="the other datasets' shards are kept; fix the named ones and re-run (resumes by id)")
+    console.print(f"quarantine files: {cfg.home / 'data' / 'normalized'}/*/quarantine.jsonl")
+
+
+def dedup_cmd(
+    repo: Optional[list[str]] = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
+    threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
+    tokenizer: Optional[Path] = _TOKENIZER,
+) -> None:
+    """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
+
+    Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table
+    (see `draftset sql`) and data/dedup/decisions.parquet. `mix` runs this stage itself."""
+    from pipeline.dedup.lengths import TokenCounter
+    from pipeline.dedup.run import DedupConfig, run_dedup
+    from pipeline.ingest.layout import normalized_repos
+
+    home = settings().home
+    repos = repo or normalized_repos(home)
+    if not repos:
+        raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
+    counter = TokenCounter.resolve(tokenizer, home)
+    config = DedupConfig(repos=list(repos), threshold=threshold, min_prompt_tokens=min_prompt_tokens,
+                         max_prompt_tokens=max_prompt_tokens, length_unit=counter.method)
+    with _progress() as progress:
+        result = run_dedup(catalog(), home, config, home / "data" / "dedup", counter, progress)
+    print_table(["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
+                [_counts_row("dedup", result.counts, "ok")], title=f"dedup ({counter.method})")
+    console.print(f'provenance: draftset sql "SELECT * FROM dedup WHERE stage_run_id = \'{result.run_id}\'"')
+
+
+def mix_cmd(
+    name: str = typer.Argument(..., help="Name of the mix (folder data/mix/NAME)."),
+    plan: Optional[str] = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
+    seed: int = typer.Option(0, "--seed", help="Selection seed: same inputs + seed = same mix."),
+    threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
+    tokenizer: Optional[Path] = _TOKENIZER,
+    overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
+) -> None:
+    """Dedup the plan's sources and select N records into data/mix/NAME/.
+
+    Records are picked by the plan's category weights and per-source caps, deterministically under
+    --seed; manifest.json records what was asked for and what was selected."""
+    from pipeline.mix.run import run_mix
+
+    with _progress() as progress:
+        result = run_mix(catalog(), settings().home, name, plan_id=plan, samples=samples, seed=seed,
+                         threshold=threshold, max_prompt_tokens=max_prompt_tokens,
+                         min_prompt_tokens=min_prompt_tokens, tokenizer=tokenizer, overwrite=overwrite,
+                         progress=progress)
+    m = result.manifest
+    print_table(["source", "category", "ingested", "dedup dropped", "cap", "selected"],
+                [[s, v["category"], v.get("ingested"), v.get("dedup_dropped"), v.get("cap") or "-", v["selected"]]
+                 for s, v in sorted(m["sources"].items())], title=f"mix {name}")
+    state = "unchanged (same config; nothing rebuilt)" if result.reused else "written"
+    console.print(f"{m['samples_selected']} records {state} → {result.path}"
+                  + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else ""))
+    if m.get("missing_sources"):
+        console.print(f"[yellow]planned but not ingested:[/] {', '.join(m['missing_sources'])}")
+
+
+def report_cmd(
+    mix: str = typer.Argument(..., help="Name of the mix to report on."),
+    tokenizer: Optional[Path] = _TOKENIZER,
+) -> None:
+    """Write a dataset report for a mix under reports/<MIX>/.
+
+    PNG plots (counts per source/category/mode, prompt and response token lengths, dedup and
+    ingest yield per source) plus report.md and report.html."""
+    from eval.report.page import write_report
+
+    report = write_report(settings().home, mix, tokenizer)
+    console.print(f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}")
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("ingest")(ingest_cmd)
+    app.command("dedup")(dedup_cmd)
+    app.command("mix")(mix_cmd)
+    app.command("report")(report_cmd)

@@ -1,0 +1,84 @@
+"""Everything a dataset report shows, gathered from a mix folder, its dedup decisions and the
+per-source ingest stats (no catalog writes; the report is a read-only view)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from catalog.errors import DraftsetError
+from pipeline.dedup.keys import context_text, response_text
+from pipeline.dedup.lengths import TokenCounter
+from pipeline.ingest.layout import mix_dir, normalized_dir
+from pipeline.ingest.rows import from_row
+from pipeline.ingest.shards import iter_rows
+
+DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
+
+
+@dataclass
+class ReportData:
+    name: str
+    manifest: dict[str, Any]
+    length_unit: str
+    by_source: Counter = field(default_factory=Counter)
+    by_category: Counter = field(default_factory=Counter)
+    by_mode: Counter = field(default_factory=Counter)
+    prompt_tokens: list[int] = field(default_factory=list)
+    response_tokens: list[int] = field(default_factory=list)  # records that carry an answer only
+    no_response: int = 0  # regenerate prompts: the target answers them later
+    dedup: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # repo -> reason -> n
+    ingest: dict[str, dict[str, int]] = field(default_factory=dict)                 # repo -> counts
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self.by_source.values())
+
+    def yield_of(self, repo: str) -> float | None:
+        """Records per raw row at ingest (None when the ingest stats are missing)."""
+        counts = self.ingest.get(repo) or {}
+        rows_in = counts.get("in", 0)
+        produced = counts.get("out", 0) + sum(v for k, v in counts.items() if k.startswith("skipped_"))
+        return produced / rows_in if rows_in else None
+
+
+def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch: int = 1_024) -> ReportData:
+    folder = mix_dir(home, name)
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.is_file():
+        raise DraftsetError(f"no mix named {name!r} ({manifest_path} missing)",
+                            hint=f"build it first: draftset mix {name}")
+    counter = TokenCounter.resolve(tokenizer, home)
+    data = ReportData(name, json.loads(manifest_path.read_text()), counter.method)
+    pending: list[tuple[str, str]] = []
+
+    def measure() -> None:
+        data.prompt_tokens += counter.count_many([p for p, _ in pending])
+        answered = [r for _, r in pending if r]
+        data.response_tokens += counter.count_many(answered)
+        data.no_response += len(pending) - len(answered)
+        pending.clear()
+
+    for row in iter_rows([folder]):
+        data.by_source[row["repo_id"]] += 1
+        data.by_category[row["category"]] += 1
+        data.by_mode[row["mode"]] += 1
+        conv = from_row(row)
+        pending.append((context_text(conv), response_text(conv)))
+        if len(pending) >= batch:
+            measure()
+    measure()
+    decisions = folder / "dedup" / "decisions.parquet"
+    if decisions.is_file():
+        for rec in pq.read_table(decisions, columns=["repo_id", "reason"]).to_pylist():
+            data.dedup[rec["repo_id"]][rec["reason"]] += 1
+    for repo in data.manifest.get("sources", {}):
+        stats = normalized_dir(home, repo) / "stats.json"
+        if stats.is_file():
+            data.ingest[repo] = json.loads(stats.read_text()).get("counts", {})
+    return data

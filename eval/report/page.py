@@ -1,0 +1,99 @@
+"""`draftset report MIX`: plots plus a markdown and an HTML page under reports/<MIX>/.
+
+The HTML escapes every value: repo ids and categories come from the Hub and are untrusted text.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.report.data import DEDUP_REASONS, ReportData, load_report_data
+from eval.report.plots import plot_counts, plot_dedup_yield, plot_lengths
+from pipeline.ingest.layout import report_dir
+from pipeline.stage import atomic_path
+
+
+@dataclass
+class Report:
+    folder: Path
+    markdown: Path
+    html: Path
+    plots: list[Path]
+
+
+def _percentile(values: list[int], q: float) -> int | str:
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]:
+    sources = data.manifest.get("sources", {})
+    src_rows = []
+    for repo in sorted(set(sources) | set(data.dedup)):
+        entry, dd = sources.get(repo, {}), data.dedup.get(repo, {})
+        y = data.yield_of(repo)
+        src_rows.append([repo, entry.get("category", ""), entry.get("ingested", sum(dd.values())),
+                         *[dd.get(r, 0) for r in DEDUP_REASONS], entry.get("cap") or "-",
+                         data.by_source.get(repo, 0), "n/a" if y is None else f"{y:.2f}"])
+    cats = data.manifest.get("categories", {})
+    cat_rows = [[c, f"{v.get('weight', 0):g}", v.get("target", "-"), v.get("room", "-"), data.by_category.get(c, 0)]
+                for c, v in sorted(cats.items())]
+    lengths = [[name, len(vals), _percentile(vals, 0.5), _percentile(vals, 0.9), max(vals) if vals else "-"]
+               for name, vals in (("prompt", data.prompt_tokens), ("response (answered)", data.response_tokens))]
+    return [
+        ("Sources", ["source", "category", "ingested", *DEDUP_REASONS, "cap", "in mix", "ingest yield"], src_rows),
+        ("Categories", ["category", "weight", "target", "available", "in mix"], cat_rows),
+        ("Modes", ["mode", "records"], [[m, n] for m, n in sorted(data.by_mode.items())]),
+        (f"Lengths ({data.length_unit})", ["side", "records", "p50", "p90", "max"], lengths),
+    ]
+
+
+def _summary(data: ReportData) -> list[str]:
+    m = data.manifest
+    return [f"mix `{data.name}`: {data.n_rows} records (requested {m.get('samples_requested') or 'all'}, "
+            f"shortfall {m.get('shortfall', 0)}), plan {m.get('plan_id') or 'none'}, seed {m.get('seed')}",
+            f"dedup run {m.get('dedup_run_id')}: {m.get('dedup_counts', {})}",
+            f"lengths measured with {data.length_unit}"]
+
+
+def render_markdown(data: ReportData, plots: list[Path]) -> str:
+    lines = [f"# Dataset report: {data.name}", ""] + [f"- {s}" for s in _summary(data)] + [""]
+    for title, header, rows in _tables(data):
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows] + [""]
+    lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
+    return "\n".join(lines)
+
+
+def render_html(data: ReportData, plots: list[Path]) -> str:
+    e = html.escape
+    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
+             f"<title>Dataset report: {e(data.name)}</title>",
+             "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;"
+             "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+             "th{background:#f3f3f3}img{max-width:100%;margin:1em 0}</style></head><body>",
+             f"<h1>Dataset report: {e(data.name)}</h1><ul>"]
+    parts += [f"<li>{e(s)}</li>" for s in _summary(data)] + ["</ul>"]
+    for title, header, rows in _tables(data):
+        parts.append(f"<h2>{e(title)}</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
+        parts += ["<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in rows]
+        parts.append("</table>")
+    parts += ["<h2>Plots</h2>"] + [f"<img src='{e(p.name)}' alt='{e(p.stem)}'>" for p in plots]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(home: Path, mix_name: str, tokenizer: Path | None = None) -> Report:
+    data = load_report_data(home, mix_name, tokenizer)
+    folder = report_dir(home, mix_name)
+    folder.mkdir(parents=True, exist_ok=True)
+    plots = plot_counts(data, folder) + plot_lengths(data, folder) + plot_dedup_yield(data, folder)
+    md, page = folder / "report.md", folder / "report.html"
+    for path, text in ((md, render_markdown(data, plots)), (page, render_html(data, plots))):
+        with atomic_path(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    return Report(folder, md, page, plots)

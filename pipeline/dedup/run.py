@@ -1,0 +1,145 @@
+"""The dedup stage: prompt-length filter, exact and near duplicates across all given sources.
+
+Which row survives is decided by a fixed order, so the result never depends on read order:
+target-native rows first (their answers are worth most), then repo id, config, split, row index.
+Every row gets one decision (kept | exact | near | too_long | too_short) with the row it duplicates
+and the measured similarity, written to the `dedup` catalog table (queryable with `draftset sql`)
+and to `decisions.parquet` beside the stage's config and stats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import Field
+from rich.progress import Progress
+
+from catalog import Catalog
+from pipeline.dedup.keys import context_text, hash_normalized, normalize, prompt_text
+from pipeline.dedup.lengths import TokenCounter
+from pipeline.dedup.near import NearIndex
+from pipeline.ingest.layout import normalized_dir
+from pipeline.ingest.rows import from_row
+from pipeline.ingest.shards import iter_rows
+from pipeline.stage import StageConfig, StageRun, atomic_path
+
+DECISIONS = pa.schema([
+    ("record_id", pa.string()), ("repo_id", pa.string()), ("row_index", pa.int64()),
+    ("prompt_hash", pa.string()), ("kept", pa.bool_()), ("duplicate_of", pa.string()),
+    ("reason", pa.string()), ("similarity", pa.float64()), ("stage_run_id", pa.string()),
+    ("category", pa.string()), ("mode", pa.string()), ("prompt_tokens", pa.int64()),
+    ("length_unit", pa.string()),
+])
+_TABLE_COLUMNS = DECISIONS.names[:9]  # the `dedup` table's columns (0001_core.sql)
+
+
+class DedupConfig(StageConfig):
+    repos: list[str]
+    # datasketch's LSH needs at least two bands at 128 permutations: 0.98 is the highest it can do.
+    threshold: float = Field(0.8, ge=0.05, le=0.98)
+    num_perm: int = 128
+    ngram: int = 2  # word bigrams: one changed word in a 30-word prompt still scores ~0.88
+    min_prompt_tokens: int = 1
+    max_prompt_tokens: int = 16_384
+    length_unit: str  # "tokenizer:<dir>" or "estimate:chars/4", resolved before the run
+
+
+@dataclass
+class DedupResult:
+    run_id: str
+    kept_ids: set[str]
+    decisions: pa.Table
+    counts: dict[str, int]
+
+
+@dataclass
+class _Row:
+    id: str
+    repo_id: str
+    config: str
+    split: str
+    row_index: int
+    category: str
+    mode: str
+    normalized: str
+    tokens: int
+
+    def order(self) -> tuple[Any, ...]:
+        return (self.mode != "native", self.repo_id, self.config, self.split, self.row_index, self.id)
+
+
+def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_048) -> list[_Row]:
+    rows: list[_Row] = []
+    pending: list[tuple[dict[str, Any], str, str]] = []
+
+    def flush() -> None:
+        counts = counter.count_many([ctx for _, _, ctx in pending])
+        for (raw, norm, _), n in zip(pending, counts):
+            rows.append(_Row(raw["id"], raw["repo_id"], raw["config"], raw["split"], raw["row_index"],
+                             raw["category"], raw["mode"], norm, n))
+        pending.clear()
+
+    for raw in iter_rows([normalized_dir(home, r) for r in repos]):
+        conv = from_row(raw)
+        pending.append((raw, normalize(prompt_text(conv)), context_text(conv)))
+        if len(pending) >= batch:
+            flush()
+    flush()
+    return rows
+
+
+def run_dedup(catalog: Catalog, home: Path, config: DedupConfig, out_dir: Path,
+              counter: TokenCounter, progress: Progress | None = None) -> DedupResult:
+    """Decide every row of `config.repos`; record the decisions; return the kept ids."""
+    with StageRun("dedup", config, out_dir, catalog) as run:
+        rows = sorted(_load(home, config.repos, counter), key=_Row.order)
+        index = NearIndex(config.threshold, config.num_perm, config.ngram)
+        sigs = index.signatures(r.normalized for r in rows)
+        first_by_hash: dict[str, str] = {}
+        out: dict[str, list[Any]] = {name: [] for name in DECISIONS.names}
+        task = progress.add_task("dedup", total=len(rows)) if progress else None
+        for row, sig in zip(rows, sigs):
+            run.seen()
+            phash = hash_normalized(row.normalized)
+            dup_of, sim, reason = None, None, "kept"
+            if row.tokens < config.min_prompt_tokens:
+                reason = "too_short"
+            elif row.tokens > config.max_prompt_tokens:
+                reason = "too_long"
+            elif phash in first_by_hash:
+                reason, dup_of, sim = "exact", first_by_hash[phash], 1.0
+            elif (match := index.match_or_add(row.id, sig)) is not None:
+                reason, (dup_of, sim) = "near", match
+            if reason == "kept":
+                first_by_hash[phash] = row.id
+                run.emitted()
+            else:
+                run.drop(reason, where={"record_id": row.id, "repo_id": row.repo_id,
+                                        "row_index": row.row_index, "duplicate_of": dup_of,
+                                        "similarity": sim, "prompt_tokens": row.tokens})
+            for name, value in zip(DECISIONS.names, (
+                    row.id, row.repo_id, row.row_index, phash, reason == "kept", dup_of, reason, sim,
+                    run.run_id, row.category, row.mode, row.tokens, counter.method)):
+                out[name].append(value)
+            if progress:
+                progress.advance(task)
+        decisions = pa.table(out, schema=DECISIONS)
+        _record(catalog, decisions, out_dir)
+    kept = {rid for rid, k in zip(out["record_id"], out["kept"]) if k}
+    return DedupResult(run.run_id, kept, decisions, dict(run.counts))
+
+
+def _record(catalog: Catalog, decisions: pa.Table, out_dir: Path) -> None:
+    """decisions.parquet (atomic) and the `dedup` table (one bulk insert through Arrow)."""
+    import pyarrow.parquet as pq
+
+    with atomic_path(out_dir / "decisions.parquet") as tmp:
+        pq.write_table(decisions, tmp)
+    cols = ", ".join(_TABLE_COLUMNS)
+    with catalog.writer() as con:
+        con.register("dedup_decisions", decisions.select(_TABLE_COLUMNS))
+        con.execute(f"INSERT OR REPLACE INTO dedup ({cols}) SELECT {cols} FROM dedup_decisions")
+        con.unregister("dedup_decisions")

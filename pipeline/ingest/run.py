@@ -1,0 +1,168 @@
+"""`draftset ingest`: approved datasets → canonical parquet shards under data/normalized/<owner>__<name>/.
+
+Per dataset: the gate (`require_approved`) refuses an unapproved or stale adapter; raw rows stream
+from the Hub at the adapter's pinned revision through `apply_row`; every rejected row goes to the
+quarantine with its row index, field and reason; ids already in the shards are skipped (resume by
+id, never by line count). One dataset failing is recorded and reported, the others carry on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from huggingface_hub import HfApi
+from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+from rich.progress import Progress
+
+from adapters.apply import RowError, apply_row
+from adapters.gate import require_approved
+from adapters.source import RawRow, iter_raw_rows
+from adapters.spec import AdapterSpec
+from catalog import Catalog
+from catalog.errors import DraftsetError
+from pipeline.ingest.layout import normalized_dir
+from pipeline.ingest.rows import to_row
+from pipeline.ingest.shards import ShardWriter, existing_ids, shard_paths
+from pipeline.stage import StageConfig, StageRun
+
+
+class IngestConfig(StageConfig):
+    repo_id: str
+    revision: str
+    config: str
+    split: str
+    data_files: list[str]
+    spec_hash: str
+    category: str
+    mode: str
+    max_conversation_chars: int = 4_000_000
+
+
+@dataclass
+class DatasetResult:
+    repo_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    hint: str | None = None
+    out_dir: Path | None = None
+
+
+def hub_revision(repo_id: str, endpoint: str, token: str | None) -> str:
+    """The dataset's current revision on the Hub: the gate compares it with the approved one."""
+    try:
+        return HfApi(endpoint=endpoint, token=token).dataset_info(repo_id).sha
+    except RepositoryNotFoundError as exc:
+        raise DraftsetError(f"dataset {repo_id} not found on {endpoint}",
+                            hint="check the repo id, HF_ENDPOINT and HF_TOKEN") from exc
+    except (HfHubHTTPError, OSError) as exc:
+        raise DraftsetError(f"cannot reach the Hub at {endpoint} for {repo_id}: {type(exc).__name__}",
+                            hint="check HF_ENDPOINT (local fixtures: `draftset hub serve tests/fixtures/hub`)") from exc
+
+
+def _check_resumable(out: Path, config: IngestConfig, fresh: bool) -> None:
+    """Shards written from another spec or revision must not be mixed with new ones."""
+    if fresh:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    previous = out / "config.json"
+    if not (previous.is_file() and shard_paths(out)):
+        return
+    old = json.loads(previous.read_text())
+    if (old.get("spec_hash"), old.get("revision")) != (config.spec_hash, config.revision):
+        raise DraftsetError(
+            f"{out} holds shards from adapter spec {str(old.get('spec_hash'))[:12]} at revision "
+            f"{str(old.get('revision'))[:12]}, but the approved adapter is spec {config.spec_hash[:12]} at "
+            f"{config.revision[:12]}", hint=f"rebuild them: draftset ingest --repo {config.repo_id} --fresh")
+
+
+def ingest_dataset(catalog: Catalog, home: Path, repo_id: str, *, endpoint: str, token: str | None = None,
+                   fresh: bool = False, max_conversation_chars: int = 4_000_000,
+                   progress: Progress | None = None) -> DatasetResult:
+    spec = require_approved(catalog, repo_id, hub_revision(repo_id, endpoint, token))
+    src = spec.source
+    config = IngestConfig(repo_id=repo_id, revision=src.revision, config=src.config, split=src.split,
+                          data_files=list(src.data_files), spec_hash=spec.spec_hash(), category=spec.category,
+                          mode=spec.mode, max_conversation_chars=max_conversation_chars)
+    out = normalized_dir(home, repo_id)
+    _check_resumable(out, config, fresh)
+    with StageRun("ingest", config, out, catalog) as run:
+        ingest_rows(spec, iter_raw_rows(spec, endpoint=endpoint, token=token), out, run,
+                    max_conversation_chars=max_conversation_chars, progress=progress)
+    with catalog.writer() as con:  # the find/plan views show which candidates are now data
+        con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [repo_id])
+    return DatasetResult(repo_id, dict(run.counts), out_dir=out)
+
+
+def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: StageRun, *,
+                max_conversation_chars: int = 4_000_000, progress: Progress | None = None) -> None:
+    """Raw rows → canonical shard rows in `out`, skipping ids already there; every reject quarantined."""
+    src = spec.source
+    done = existing_ids(out)
+    task = progress.add_task(src.repo_id, total=None) if progress else None
+    with ShardWriter(out) as writer:
+        for raw in raw_rows:
+            run.seen()
+            if progress:
+                progress.advance(task)
+            where = {"repo_id": src.repo_id, "revision": src.revision, "config": src.config, "split": src.split,
+                     "row_index": raw.row_index}
+            if raw.error is not None:
+                run.drop("malformed", where={**where, "field": "<row>"}, detail=raw.error)
+                continue
+            try:
+                conversations = apply_row(spec, raw.row_index, raw.row)
+            except RowError as exc:
+                run.drop("row_error", where={**where, "field": exc.field}, detail=exc.reason)
+                continue
+            for conv in conversations:
+                if conv.id in done:
+                    run.skipped("already_written")
+                    continue
+                row = to_row(conv)
+                if len(row["conversation"]) > max_conversation_chars:
+                    run.drop("too_large", where={**where, "field": "<conversation>", "record_id": conv.id},
+                             detail=f"{len(row['conversation'])} chars > {max_conversation_chars}")
+                    continue
+                writer.write(row)
+                done.add(conv.id)
+                run.emitted()
+
+
+def repos_to_ingest(catalog: Catalog, plan_id: str | None, repos: list[str] | None) -> list[str]:
+    """--repo wins; else the plan's datasets; else every approved adapter."""
+    if repos:
+        return list(dict.fromkeys(repos))
+    if not catalog.path.exists():
+        raise DraftsetError("no catalog yet: nothing is approved", hint='run `draftset find "<domain>"` first')
+    if plan_id:
+        if not catalog.query("SELECT 1 FROM plans WHERE plan_id = ?", [plan_id]):
+            raise DraftsetError(f"plan {plan_id!r} not found",
+                                hint='list plans: draftset sql "SELECT plan_id, domain FROM plans"')
+        rows = catalog.query("SELECT repo_id FROM plan_items WHERE plan_id = ? ORDER BY repo_id", [plan_id])
+    else:
+        rows = catalog.query("SELECT repo_id FROM adapters WHERE status = 'approved' ORDER BY repo_id")
+    if not rows:
+        raise DraftsetError("no dataset to ingest" + (f" in plan {plan_id}" if plan_id else ": no approved adapter"),
+                            hint="approve adapters with `draftset adapters approve REPO`")
+    return [r["repo_id"] for r in rows]
+
+
+def ingest(catalog: Catalog, home: Path, repos: list[str], *, endpoint: str, token: str | None = None,
+           fresh: bool = False, progress: Progress | None = None) -> list[DatasetResult]:
+    """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on."""
+    results = []
+    for repo_id in repos:
+        try:
+            results.append(ingest_dataset(catalog, home, repo_id, endpoint=endpoint, token=token,
+                                          fresh=fresh, progress=progress))
+        except DraftsetError as exc:
+            results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))
+        except OSError as exc:  # full disk or permissions while writing quarantine/stats files
+            results.append(DatasetResult(repo_id, {}, f"cannot write under {normalized_dir(home, repo_id)}: {exc}",
+                                         "free disk space or fix permissions, then re-run (resumes by id)"))
+    return results
+

@@ -1,0 +1,174 @@
+"""`draftset mix NAME`: dedup the plan's sources, then pick N records by category weight and
+per-source cap, deterministically under a seed, into data/mix/NAME/ with a manifest.
+
+The mix is built in a hidden staging folder and renamed into place, so data/mix/NAME is always
+either the previous complete mix or the new complete one. Re-running with the same config is a no-op
+(counted as skipped); a different config needs --overwrite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from rich.progress import Progress
+
+from catalog import Catalog
+from catalog.errors import DraftsetError
+from pipeline.dedup.lengths import TokenCounter
+from pipeline.dedup.run import DedupConfig, run_dedup
+from pipeline.ingest.layout import mix_dir, normalized_dir
+from pipeline.ingest.shards import ShardWriter, iter_rows, read_table, shard_paths
+from pipeline.mix.allocate import allocate
+from pipeline.mix.targets import load_targets
+from pipeline.stage import StageConfig, StageRun, write_json_atomic
+
+
+class MixConfig(StageConfig):
+    name: str
+    plan_id: str | None
+    samples: int | None = Field(None, ge=1)
+    seed: int = 0
+    category_weights: dict[str, float]
+    source_category: dict[str, str]
+    source_caps: dict[str, int | None]
+    threshold: float = Field(0.8, ge=0.05, le=0.98)
+    min_prompt_tokens: int = 1
+    max_prompt_tokens: int = 16_384
+    length_unit: str
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+@dataclass
+class MixResult:
+    name: str
+    path: Path
+    manifest: dict[str, Any]
+    reused: bool
+
+
+def _seeded_key(seed: int, record_id: str) -> str:
+    # Order within a source = hash of (seed, id): stable across runs and machines, unlike random().
+    return hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()
+
+
+def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dict[str, Any]]:
+    """Pick record ids from deduplicated candidate rows (id, repo_id, category); return ids + plan."""
+    by_source: dict[str, list[str]] = defaultdict(list)
+    category_of: dict[str, str] = {}
+    for row in rows:
+        by_source[row["repo_id"]].append(row["id"])
+        category_of.setdefault(row["repo_id"], config.source_category.get(row["repo_id"]) or row["category"])
+    room = {s: min(len(ids), config.source_caps.get(s) or len(ids)) for s, ids in by_source.items()}
+    sources_in: dict[str, list[str]] = defaultdict(list)
+    for s in sorted(by_source):
+        sources_in[category_of[s]].append(s)
+    weights = {c: config.category_weights.get(c, 0.0) if config.category_weights else 1.0 for c in sources_in}
+    cat_room = {c: sum(room[s] for s in ss) for c, ss in sources_in.items()}
+    total = config.samples if config.samples is not None else sum(cat_room.values())
+    per_cat = allocate(total, weights, cat_room)
+    chosen: set[str] = set()
+    report: dict[str, Any] = {"categories": {}, "sources": {}}
+    for cat, srcs in sorted(sources_in.items()):
+        per_src = allocate(per_cat[cat], {s: float(room[s]) for s in srcs}, room)
+        for s in srcs:
+            picked = sorted(by_source[s], key=lambda i: _seeded_key(config.seed, i))[: per_src[s]]
+            chosen.update(picked)
+            report["sources"][s] = {"category": cat, "candidates": len(by_source[s]),
+                                    "cap": config.source_caps.get(s), "selected": per_src[s]}
+        report["categories"][cat] = {"weight": weights[cat], "room": cat_room[cat],
+                                     "target": round(total * weights[cat] / (sum(weights.values()) or 1)),
+                                     "selected": per_cat[cat]}
+    report["samples_target"] = total
+    return chosen, report
+
+
+def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = None, samples: int | None = None,
+            seed: int = 0, threshold: float = 0.8, max_prompt_tokens: int = 16_384, min_prompt_tokens: int = 1,
+            tokenizer: Path | None = None, overwrite: bool = False, progress: Progress | None = None) -> MixResult:
+    final = mix_dir(home, name)
+    targets = load_targets(catalog, home, plan_id, samples)
+    counter = TokenCounter.resolve(tokenizer, home)
+    config = MixConfig(name=name, plan_id=targets.plan_id, samples=targets.samples, seed=seed,
+                       category_weights=targets.category_weights, source_category=targets.source_category,
+                       source_caps=targets.source_caps, threshold=threshold, min_prompt_tokens=min_prompt_tokens,
+                       max_prompt_tokens=max_prompt_tokens, length_unit=counter.method)
+    existing = final / "manifest.json"
+    if existing.is_file():
+        manifest = json.loads(existing.read_text())
+        if manifest.get("config_digest") == config.digest() and shard_paths(final):
+            _record_reuse(catalog, config, final, manifest)
+            return MixResult(name, final, manifest, reused=True)
+        if not overwrite:
+            raise DraftsetError(f"mix {name!r} already exists with a different config ({existing})",
+                                hint=f"pass --overwrite to rebuild it, or choose another name than {name!r}")
+    staging = final.parent / f".{name}.building-{uuid.uuid4().hex[:8]}"
+    try:
+        manifest = _build(catalog, home, config, staging, counter, targets.missing, progress)
+        _swap_into_place(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return MixResult(name, final, manifest, reused=False)
+
+
+def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: TokenCounter,
+           missing: list[str], progress: Progress | None) -> dict[str, Any]:
+    repos = sorted(config.source_category)
+    dedup = run_dedup(catalog, home, DedupConfig(
+        repos=repos, threshold=config.threshold, min_prompt_tokens=config.min_prompt_tokens,
+        max_prompt_tokens=config.max_prompt_tokens, length_unit=counter.method), out / "dedup", counter, progress)
+    dirs = [normalized_dir(home, r) for r in repos]
+    meta = read_table(dirs, columns=["id", "repo_id", "category", "revision"]).to_pylist()
+    with StageRun("mix", config, out, catalog) as run:
+        candidates = [r for r in meta if r["id"] in dedup.kept_ids]
+        run.seen(len(candidates))
+        chosen, plan = select(config, candidates)
+        run.tally("not_selected", len(candidates) - len(chosen))
+        with ShardWriter(out) as writer:
+            for row in iter_rows(dirs):
+                if row["id"] in chosen:
+                    writer.write(row)
+                    run.emitted()
+    revisions = {r["repo_id"]: r["revision"] for r in meta}
+    ingested = Counter(r["repo_id"] for r in meta)
+    for repo, entry in plan["sources"].items():
+        entry["revision"] = revisions.get(repo)
+        entry["ingested"] = ingested[repo]
+        entry["dedup_dropped"] = entry["ingested"] - entry["candidates"]
+    manifest = {
+        "name": config.name, "plan_id": config.plan_id, "seed": config.seed, "config_digest": config.digest(),
+        "samples_requested": config.samples, "samples_selected": len(chosen),
+        "shortfall": max(0, (config.samples or 0) - len(chosen)), "length_unit": config.length_unit,
+        "dedup_run_id": dedup.run_id, "dedup_counts": dedup.counts, "mix_run_id": run.run_id,
+        "missing_sources": missing, "shards": [p.name for p in writer.written],
+        "created_at": datetime.now(timezone.utc).isoformat(), **plan,
+    }
+    write_json_atomic(out / "manifest.json", manifest)
+    return manifest
+
+
+def _swap_into_place(staging: Path, final: Path) -> None:
+    """Replace data/mix/NAME by the finished staging folder (two renames, never a half mix)."""
+    old = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
+    if final.exists():
+        final.rename(old)
+    staging.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _record_reuse(catalog: Catalog, config: MixConfig, final: Path, manifest: dict[str, Any]) -> None:
+    """A re-run of an identical mix: record it as a run whose rows were all skipped (resume)."""
+    run = StageRun("mix", config, final / "reruns", catalog)
+    with run:
+        run.seen(manifest["samples_selected"])
+        run.skipped("already_built", manifest["samples_selected"])
