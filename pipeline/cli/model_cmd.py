@@ -1,7 +1,111 @@
-"""CLI commands for this area (being written)."""
+"""`draftset model init-toy`, `draftset serve-dev` and `draftset build`: the embedded target and training rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
+from pipeline.cli.common import console, print_table
+
+model_app = typer.Typer(help="The embedded toy target model (a tiny Llama with a Kimi-style chat template).",
+                        no_args_is_help=True)
+
+
+@model_app.command("init-toy")
+def init_toy_cmd(
+    out_dir: Path = typer.Argument(..., help="Directory to write the model into (replaced if it exists)."),
+    train_steps: int = typer.Option(200, "--train-steps", min=0,
+                                    help="Brief training steps on the corpus text (0: random weights)."),
+    max_train_seconds: float = typer.Option(60.0, "--max-train-seconds", min=1, help="Stop training after this long."),
+    corpus: Path = typer.Option(None, "--corpus", help="Folder of data files (json/jsonl/csv/parquet) to train the "
+                                                       "tokenizer and model on (default: the fixture Hub)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for init, data order and sampling."),
+    hidden_size: int = typer.Option(64, "--hidden-size", min=16, help="Hidden size (64-128 keeps it tiny)."),
+    vocab_size: int = typer.Option(3000, "--vocab-size", min=300, help="BPE vocabulary size to train."),
+) -> None:
+    """Create the toy target: tokenizer trained on the fixture Hub text, tiny LlamaForCausalLM, safetensors."""
+    from rich.progress import Progress
+
+    from pipeline.model.toy import ToyConfig, init_toy
+
+    cfg = ToyConfig(train_steps=train_steps, max_train_seconds=max_train_seconds, seed=seed,
+                    hidden_size=hidden_size, vocab_size=vocab_size)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("training toy target", total=max(train_steps, 1))
+        info = init_toy(out_dir, cfg, hub_dir=corpus, on_step=lambda step, loss: progress.update(
+            task, completed=step, description=f"training toy target (loss {loss:.2f})"))
+    print_table(["model dir", "vocab", "parameters", "train steps", "final loss"],
+                [[out_dir, info["vocab_size"], f"{info['n_parameters']:,}", info["steps_done"],
+                  "-" if info["final_loss"] is None else f"{info['final_loss']:.3f}"]])
+    console.print(f"next: draftset serve-dev {out_dir} --port 8000")
+
+
+def serve_dev_cmd(
+    model_dir: Path = typer.Argument(..., help="A model directory (e.g. from `draftset model init-toy`)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
+    port: int = typer.Option(8000, "--port", help="Port to listen on."),
+    served_name: str = typer.Option(None, "--served-model-name", help="Model id clients send (default: dir name)."),
+) -> None:
+    """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
+    from pipeline.devserver import serve
+
+    console.print(f"serving {model_dir} on http://{host}:{port}/v1 (Ctrl-C to stop)")
+    serve(model_dir, host=host, port=port, served_name=served_name)
+
+
+def build_cmd(
+    mix: str = typer.Argument(..., help="Mix name: reads data/regen/MIX (or data/mix/MIX for native-only data)."),
+    model: Path = typer.Option(None, "--model", help="Target model dir whose tokenizer and chat template serve "
+                                                     "(default: $DRAFTSET_HOME/models/toy-target)."),
+    max_length: int = typer.Option(2048, "--max-length", min=16, help="Truncate rows to this many tokens."),
+    per_turn: bool = typer.Option(True, "--per-turn-rows/--all-turns-one-row",
+                                  help="One row per assistant turn, or every assistant turn trained in one row."),
+    draft_vocab_size: int = typer.Option(32000, "--draft-vocab-size", min=1, help="K: draft vocabulary size."),
+    system_prompt: str = typer.Option(None, "--system-prompt",
+                                      help="Inject this system prompt where a conversation has none (must match serving)."),
+    thinking: bool = typer.Option(None, "--thinking/--no-thinking",
+                                  help="Template thinking mode (default: the mode regeneration used, else on)."),
+    keep_past_reasoning: bool = typer.Option(False, "--keep-past-reasoning",
+                                             help="Per-turn rows: keep earlier answers' reasoning in the context "
+                                                  "(default: dropped, as regeneration and serving clients do)."),
+    source: str = typer.Option("auto", "--from", help="auto (regen, else mix), regen or mix."),
+    end_of_turn: str = typer.Option("<|im_end|>", "--end-of-turn", help="The template's end-of-turn token."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard rows of an earlier build instead of resuming."),
+) -> None:
+    """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
+    from rich.progress import Progress
+
+    from catalog.errors import DraftsetError
+    from pipeline.build.run import run_build
+    from pipeline.cli.common import catalog, settings
+
+    if source not in ("auto", "regen", "mix"):
+        raise DraftsetError(f"--from must be auto, regen or mix, not {source!r}")
+    home = settings().home
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"building {mix}", total=None)
+        result = run_build(home, mix, model_dir=model or home / "models" / "toy-target", catalog=catalog(),
+                           source=source, max_length=max_length, per_turn=per_turn,
+                           draft_vocab_size=draft_vocab_size, system_prompt=system_prompt, thinking=thinking,
+                           keep_past_reasoning=keep_past_reasoning, end_of_turn=end_of_turn, overwrite=overwrite,
+                           on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+    m, c = result.manifest, result.counts
+    dropped = ", ".join(f"{k.removeprefix('dropped_')}={v}" for k, v in sorted(c.items()) if k.startswith("dropped_"))
+    print_table(["", "value"], [
+        ["conversations in", c.get("in", 0)], ["already built (resumed)", c.get("skipped_already_built", 0)],
+        ["rows written now", c.get("out", 0)], ["rows in total", m.get("n_rows", 0)],
+        ["tokens / trainable", f"{m.get('n_tokens', 0):,} / {m.get('n_trainable', 0):,}"],
+        ["truncated to max length", c.get("truncated", 0)], ["dropped", dropped or 0],
+        ["draft vocabulary (coverage)", f"{m.get('draft_vocab_size')} ({m.get('draft_vocab_coverage', 0):.1%})"],
+        ["thinking / system prompt", f"{m.get('thinking')} / {m.get('system_prompt_policy')}"],
+    ], title=f"build {mix} → {result.out_dir}")
+    if not m.get("source_complete", True):
+        console.print(f"[yellow]warning:[/] regeneration of {mix} is not complete; rows built from what exists. "
+                      f"Finish it (`draftset regenerate {mix} ...`) and re-run build to add the rest.")
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.add_typer(model_app, name="model")
+    app.command("serve-dev")(serve_dev_cmd)
+    app.command("build")(build_cmd)

@@ -1,0 +1,1 @@
+"""`draftset build`: conversations rendered with the serving chat template into input_ids + loss_mask rows."""

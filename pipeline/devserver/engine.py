@@ -1,0 +1,185 @@
+"""The dev server's generation engine: one model, one lock, transformers' `generate` underneath.
+
+CPU generation is serialised (one request at a time holds the lock): with two cores, batching buys
+little for a toy model, and a lock makes the per-request seed exact and the KV cache private.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from catalog.errors import DraftsetError
+from pipeline.model.runtime import single_thread
+from pipeline.model.template import END_OF_TURN, THINK_END, THINK_START
+
+
+class RequestError(ValueError):
+    """A request the server refuses (HTTP 400), with a message that says why."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    max_tokens: int | None
+    temperature: float
+    top_p: float
+    seed: int | None
+
+
+@dataclass
+class Generation:
+    completion_ids: list[int]
+    finish_reason: str  # "stop" (end-of-turn token) or "length"
+
+
+class Engine:
+    def __init__(self, model_dir: Path, served_name: str | None = None):
+        model_dir = Path(model_dir)
+        if not (model_dir / "config.json").is_file():
+            raise DraftsetError(f"{model_dir} is not a model directory (no config.json)",
+                                hint=f"create one with: draftset model init-toy {model_dir}")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self.model_dir = model_dir
+        self.served_name = served_name or model_dir.resolve().name
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)  # never trust_remote_code
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.max_positions = int(self.model.config.max_position_embeddings)
+        self.eos_id = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
+        self.think_start_id = self.tokenizer.convert_tokens_to_ids(THINK_START)
+        self.think_end_id = self.tokenizer.convert_tokens_to_ids(THINK_END)
+        self._lock = threading.Lock()
+
+    # -- prompt ------------------------------------------------------------------------------
+    def render(self, messages: list[dict[str, Any]], tools: list[dict] | None, thinking: bool) -> list[int]:
+        """Prompt token ids exactly as the chat template renders them (no extra BOS)."""
+        try:
+            text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
+                                                      add_generation_prompt=True, enable_thinking=thinking)
+        except Exception as exc:  # jinja errors (e.g. raise_exception on an unknown role) are the client's
+            raise RequestError(f"chat template failed: {exc}") from exc
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def max_new_tokens(self, prompt_len: int, requested: int | None) -> int:
+        room = self.max_positions - prompt_len
+        if room <= 0:
+            raise RequestError(f"prompt is {prompt_len} tokens; the model's context is {self.max_positions}")
+        if requested is not None and requested < 1:
+            raise RequestError("max_tokens must be at least 1")
+        # Clamped to the context left, so a large client default (10,240) still gets an answer.
+        return room if requested is None else min(requested, room)
+
+    # -- generation --------------------------------------------------------------------------
+    def generate(self, prompt_ids: list[int], params: SamplingParams, on_token: Callable[[int], None],
+                 cancelled: threading.Event | None = None) -> Generation:
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+        from transformers.generation.streamers import BaseStreamer
+
+        budget = self.max_new_tokens(len(prompt_ids), params.max_tokens)
+        produced: list[int] = []
+
+        class _Collect(BaseStreamer):
+            first = True
+
+            def put(self, value):  # the first call carries the prompt; later calls one new token each
+                if self.first:
+                    self.first = False
+                    return
+                for token in value.reshape(-1).tolist():
+                    produced.append(token)
+                    on_token(token)
+
+            def end(self):
+                pass
+
+        class _Cancel(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                flag = bool(cancelled is not None and cancelled.is_set())
+                return torch.full((input_ids.shape[0],), flag, dtype=torch.bool)
+
+        sample = params.temperature > 0
+        extra = {"temperature": params.temperature, "top_p": params.top_p, "top_k": None} if sample else {}
+        with self._lock, single_thread(), torch.inference_mode():
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+            else:
+                torch.seed()  # fresh entropy, so unseeded requests differ
+            self.model.generate(
+                torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+                max_new_tokens=budget, do_sample=sample, eos_token_id=self.eos_id,
+                pad_token_id=self.tokenizer.pad_token_id, streamer=_Collect(),
+                stopping_criteria=StoppingCriteriaList([_Cancel()]), **extra,
+            )
+        finish = "stop" if produced and produced[-1] == self.eos_id else "length"
+        return Generation(produced, finish)
+
+
+class Detokenizer:
+    """Turns completion tokens into (reasoning, content) text deltas, splitting on the think token ids.
+
+    Like SGLang's Kimi reasoning parser (force_reasoning off): with thinking on, the answer is reasoning
+    only if it opens with `<think>`, up to `</think>`; an answer that does not open with it is all content.
+    Works on token ids, never on text patterns. Each segment is re-decoded whole and only the new tail
+    is emitted, so multi-byte characters split across byte-level tokens come out intact.
+    """
+
+    def __init__(self, engine: Engine, thinking: bool):
+        self.engine = engine
+        self.phase = "start" if thinking else "content"
+        self.segment: list[int] = []
+        self.emitted = 0
+        self.text = {"reasoning": "", "content": ""}
+
+    def push(self, token: int) -> tuple[str, str] | None:
+        """Feed one token; returns (field, new_text) when there is text to emit."""
+        eng = self.engine
+        if token == eng.eos_id:
+            return None
+        if self.phase == "start":
+            self.phase = "reasoning" if token == eng.think_start_id else "content"
+            if self.phase == "reasoning":
+                return None
+        if self.phase == "reasoning" and token == eng.think_end_id:
+            self.phase, self.segment, self.emitted = "content", [], 0
+            return None
+        self.segment.append(token)
+        text = eng.tokenizer.decode(self.segment, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return None  # an incomplete UTF-8 sequence: wait for the next byte token
+        delta, self.emitted = text[self.emitted:], len(text)
+        if not delta:
+            return None
+        self.text[self.phase] += delta
+        return self.phase, delta
+
+
+def normalise_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI message shapes → what the template reads: text parts joined, tool-call arguments as JSON text."""
+    out = []
+    for i, message in enumerate(messages):
+        msg = dict(message)
+        if msg.get("role") == "developer":  # OpenAI's newer name for the system turn
+            msg["role"] = "system"
+        content = msg.get("content")
+        if isinstance(content, list):
+            texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+            if len(texts) != len(content):
+                raise RequestError(f"messages[{i}].content: only text parts are supported")
+            msg["content"] = "".join(texts)
+        elif content is None:
+            msg["content"] = ""
+        elif not isinstance(content, str):
+            raise RequestError(f"messages[{i}].content must be a string or a list of text parts")
+        for call in msg.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and not isinstance(fn.get("arguments"), str):
+                fn["arguments"] = json.dumps(fn.get("arguments"))
+        out.append(msg)
+    return out

@@ -1,0 +1,70 @@
+"""Request and response shapes of the OpenAI-compatible chat API, as far as the dev server implements it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ChatRequest(BaseModel):
+    # Unknown OpenAI fields are tolerated (clients send many); the ones that would change the answer
+    # and that this server cannot honour are refused below instead of being ignored.
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    temperature: float = Field(1.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    seed: int | None = None
+    n: int = 1
+    stop: str | list[str] | None = None
+    logprobs: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    return_token_ids: bool = False  # vLLM's flag: prompt_token_ids and per-choice token_ids
+
+    @model_validator(mode="after")
+    def _supported(self) -> "ChatRequest":
+        if self.n != 1:
+            raise ValueError("n must be 1 on the dev server")
+        if self.stop:
+            raise ValueError("stop sequences are not supported by the dev server")
+        if self.logprobs:
+            raise ValueError("logprobs are not supported by the dev server")
+        unknown = set(self.chat_template_kwargs or {}) - {"enable_thinking", "thinking"}
+        if unknown:
+            raise ValueError(f"unsupported chat_template_kwargs: {sorted(unknown)}")
+        return self
+
+    @property
+    def thinking(self) -> bool:
+        kwargs = self.chat_template_kwargs or {}
+        return bool(kwargs.get("enable_thinking", kwargs.get("thinking", True)))
+
+    @property
+    def token_budget(self) -> int | None:
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+
+    @property
+    def include_usage(self) -> bool:
+        return bool((self.stream_options or {}).get("include_usage"))
+
+
+def error_body(message: str, kind: str = "invalid_request_error", code: int = 400) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def usage(prompt: int, completion: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def envelope(model: str, obj: str, request_id: str | None = None) -> dict[str, Any]:
+    return {"id": request_id or f"chatcmpl-{uuid.uuid4().hex}", "object": obj, "created": int(time.time()),
+            "model": model}
