@@ -1,7 +1,107 @@
-"""CLI commands for this area (being written)."""
+"""`draftset regenerate MIX` (answer a mix's prompts with the target) and `draftset status`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+from catalog.errors import DraftsetError
+from pipeline.cli.common import catalog, console, print_table, settings
+
+
+def regenerate_cmd(
+    mix: str = typer.Argument(..., help="Mix name: reads data/mix/MIX/, writes data/regen/MIX/."),
+    endpoint: Optional[list[str]] = typer.Option(
+        None, "--endpoint", help="OpenAI-compatible server URL (repeatable; default DRAFTSET_TARGET_ENDPOINTS)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Served model name (default: what /v1/models lists)."),
+    max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, help="Only the first N rows of the mix."),
+    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking",
+                                            help="enable_thinking in chat_template_kwargs (default: on)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML/JSON file of RegenConfig fields "
+                                               "(partitions, retry, sampling); flags override it."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="max_tokens for every partition "
+                                             "(default: short 10,240 / long 16,384)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Concurrency per endpoint for "
+                                              "every partition (default: short 150 / long 32)."),
+    split_at: Optional[int] = typer.Option(None, "--split-at", min=1, help="Short/long prompt threshold "
+                                           "(default 32,000 chars)."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (0.7)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Base seed; each request gets hash(seed, id, turn)."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts per request (5)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per request (1800)."),
+    backoff: Optional[float] = typer.Option(None, "--backoff", min=0.0, help="First retry delay in s, doubling (1)."),
+    include_length_truncated: Optional[bool] = typer.Option(
+        None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."),
+    retry_errors: Optional[bool] = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
+    flush_rows: Optional[int] = typer.Option(None, "--flush-rows", min=1, help="Rows per result shard (1000)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar."),
+) -> None:
+    """Answer every prompt of a mix with the target model through OpenAI-compatible servers.
+
+    Each user turn is answered conditioned on the target's own earlier answers; native rows pass
+    through unchanged. Kill it at any time and run it again: it resumes by id. Outputs in
+    data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
+    (watch it from another terminal with `draftset status`)."""
+    from pipeline.regenerate.config import load_config, with_overrides
+    from pipeline.regenerate.run import run_regenerate
+
+    cfg = settings()
+    endpoints = endpoint or cfg.target_endpoints
+    if not endpoints:
+        raise DraftsetError("no target endpoint given",
+                            hint="pass --endpoint http://HOST:PORT (e.g. from `draftset serve-dev DIR --port 8000`) "
+                                 "or set DRAFTSET_TARGET_ENDPOINTS='[\"http://HOST:PORT\"]'")
+    config = load_config(config_file, mix=mix, endpoints=list(endpoints), model=model or cfg.target_model,
+                         max_rows=max_rows, thinking=thinking, temperature=temperature, seed=seed,
+                         include_length_truncated=include_length_truncated, retry_errors=retry_errors,
+                         flush_rows=flush_rows)
+    config = with_overrides(config, max_tokens=max_tokens, concurrency=concurrency, split_at=split_at,
+                            max_attempts=max_attempts, timeout_s=timeout, backoff_s=backoff)
+    result = run_regenerate(config, cfg.home, catalog(), show_progress=progress, console=console)
+    counts = result.counts
+    rows = [[k, v] for k, v in sorted(counts.items()) if v]
+    print_table(["count (this run)", "rows"], rows, title=f"regenerate {mix} ({result.run_id})")
+    t = result.totals
+    console.print(f"on disk: {t['results']} results + {t['errors']} errors + {t['skipped']} skipped = "
+                  f"{sum(t.values())} of {result.input_rows} input rows -> {result.out_dir}", highlight=False)
+    if t["errors"]:
+        console.print(f"[yellow]next:[/] read {result.out_dir / 'errors.jsonl'}; "
+                      f"`draftset regenerate {mix} --retry-errors` answers them again", highlight=False)
+
+
+def status_cmd(
+    limit: int = typer.Option(10, "--limit", min=1, help="How many recent stage runs to list."),
+) -> None:
+    """Show running/finished regeneration jobs and recent stage runs (read-only; safe while jobs run)."""
+    from pipeline.regenerate.progress import hms
+    from pipeline.regenerate.status import format_counts, recent_stage_runs, regen_jobs
+
+    home = settings().home
+    jobs = regen_jobs(home)
+    if jobs:
+        print_table(
+            ["mix", "state", "done/total", "ok/err/skip", "req/s", "tok/s", "mean tok", "ETA", "updated"],
+            [[j.get("mix"), j.get("state"),
+              f"{sum(j.get(k, 0) for k in ('results', 'errors', 'skipped', 'resumed'))}/{j.get('total')}",
+              f"{j.get('results')}/{j.get('errors')}/{j.get('skipped')}", j.get("req_s"), j.get("tok_s"),
+              j.get("mean_completion_tokens"), hms(j.get("eta_s")), str(j.get("updated_at", ""))[11:19]]
+             for j in jobs],
+            title="regeneration jobs")
+    else:
+        console.print(f"no regeneration jobs under {home / 'data' / 'regen'}", highlight=False)
+    runs = recent_stage_runs(home, limit)
+    if runs is None:
+        console.print("[yellow]catalog busy[/]: a stage is writing it; run `draftset status` again for stage runs")
+    elif runs:
+        print_table(["run_id", "stage", "status", "counts", "started", "finished"],
+                    [[r["run_id"], r["stage"], r["status"], format_counts(r["counts"]), r["started_at"],
+                      r["finished_at"]] for r in runs], title="recent stage runs")
+    else:
+        console.print("no stage runs in the catalog yet", highlight=False)
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("regenerate")(regenerate_cmd)
+    app.command("status")(status_cmd)

@@ -1,0 +1,279 @@
+"""The `regenerate` stage: stream a mix, answer its prompts with the target, store every row once.
+
+Accounting (checked by the tests after kill -9 and restart): every input id ends in exactly one of
+results shards (regenerated, or native rows passed through unchanged: build needs them), errors.jsonl
+or skipped.jsonl, so results + errors + skipped == input with unique ids. Memory stays bounded: rows
+are read batch by batch and each partition's queue holds at most twice its concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from adapters.records import Conversation
+from catalog.errors import DraftsetError
+from pipeline.regenerate import source
+from pipeline.regenerate.client import EndpointPool, RequestFailed
+from pipeline.regenerate.config import Partition, RegenConfig
+from pipeline.regenerate.conversation import Skip, length_function, prompt_text, regenerate
+from pipeline.regenerate.progress import RegenProgress
+from pipeline.regenerate.store import RegenStore, totals
+from pipeline.stage import StageRun, write_json_atomic
+
+GENERATION_FILE = "generation.json"
+
+
+@dataclass
+class RegenResult:
+    run_id: str
+    counts: dict[str, int]
+    totals: dict[str, int]
+    input_rows: int
+    out_dir: Path
+
+
+def regen_dir(home: Path, mix: str) -> Path:
+    return home / "data" / "regen" / mix
+
+
+@contextmanager
+def _exclusive(out_dir: Path, mix: str) -> Iterator[None]:
+    """One writer per output folder: two runs on one mix would answer the same ids twice."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / ".lock").open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise DraftsetError(f"another `draftset regenerate {mix}` is already writing {out_dir}",
+                                hint="watch it with `draftset status`, or wait for it to finish") from exc
+        yield  # the lock dies with the process, so kill -9 never leaves it stuck
+
+
+def run_regenerate(config: RegenConfig, home: Path, catalog: Any | None = None, *,
+                   show_progress: bool = True, console: Console | None = None) -> RegenResult:
+    shards = source.mix_shards(home, config.mix)
+    out_dir = regen_dir(home, config.mix)
+    with _exclusive(out_dir, config.mix):
+        job = _Regeneration(config, shards, out_dir, catalog, show_progress, console)
+        return asyncio.run(job.run())
+
+
+def _request_seed(seed: int | None, row_id: str, turn: int) -> int | None:
+    if seed is None:
+        return None
+    return int.from_bytes(hashlib.sha1(f"{seed}|{row_id}|{turn}".encode()).digest()[:4], "big") >> 1
+
+
+def _usage_sum(turns: list[dict[str, Any]], key: str) -> int:
+    return sum(int(t["usage"].get(key) or 0) for t in turns)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    leaves: list[BaseException] = []
+    pending = [group]
+    while pending:
+        for exc in pending.pop().exceptions:
+            (pending if isinstance(exc, BaseExceptionGroup) else leaves).append(exc)
+    return next((e for e in leaves if isinstance(e, DraftsetError)), leaves[0])
+
+
+class _Regeneration:
+    def __init__(self, config: RegenConfig, shards: list[Path], out_dir: Path, catalog: Any | None,
+                 show_progress: bool, console: Console | None):
+        self.config, self.shards, self.out_dir, self.catalog = config, shards, out_dir, catalog
+        self.show_progress, self.console = show_progress, console
+        self.n_endpoints = len(config.endpoints)
+        self._measure = length_function(config.length_unit, config.tokenizer)
+
+    async def run(self) -> RegenResult:
+        workers_per_endpoint = sum(p.concurrency for p in self.config.partitions)
+        api_key = os.environ.get(self.config.api_key_env) or "EMPTY"  # SGLang/dev server need none
+        self.pool = EndpointPool(self.config.endpoints, api_key=api_key, retry=self.config.retry,
+                                 max_inflight=workers_per_endpoint,
+                                 connections_per_lane=self.config.connections_per_lane)
+        try:
+            model = await self.pool.check(self.config.model)
+            self.config = self.config.model_copy(update={"model": model})
+            return await self._run_stage()
+        finally:
+            await self.pool.aclose()
+
+    async def _run_stage(self) -> RegenResult:
+        config = self.config
+        self.store = RegenStore(self.out_dir, "", config.flush_rows, config.flush_seconds)
+        done = self.store.recover(retry_errors=config.retry_errors)
+        self.done = set().union(*done.values())
+        self._check_same_generation()
+        self.sampling_json = json.dumps(config.sampling(), sort_keys=True)
+        total = source.count_rows(self.shards)
+        total = min(total, config.max_rows) if config.max_rows else total
+        with StageRun("regenerate", config, self.out_dir, self.catalog) as run:
+            self.run, self.store.run_id = run, run.run_id
+            self.progress = RegenProgress(self.out_dir, config.mix, run.run_id, total, console=self.console,
+                                          show=self.show_progress)
+            self.progress.endpoints = self.pool.endpoints
+            state = "failed"
+            try:
+                with self.progress:
+                    await self._pump()
+                state = "finished"
+            finally:
+                self.store.close()
+                self.progress.tick(state, force=True)
+        on_disk = totals(self.out_dir)
+        write_json_atomic(self.out_dir / "manifest.json", {
+            "mix": config.mix, "run_id": run.run_id, "input_rows": total, "totals": on_disk,
+            "complete": sum(on_disk.values()) >= total, "model": config.model, "sampling": config.sampling(),
+            "endpoints": config.endpoints, "results": [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))]})
+        return RegenResult(run.run_id, dict(run.counts), on_disk, total, self.out_dir)
+
+    def _check_same_generation(self) -> None:
+        """Refuse to resume with other sampling settings: one output must come from one configuration."""
+        path = self.out_dir / GENERATION_FILE
+        current = self.config.sampling()
+        if path.exists() and self.done:
+            earlier = json.loads(path.read_text())
+            changed = sorted(k for k in current.keys() | earlier.keys() if current.get(k) != earlier.get(k))
+            if changed:
+                raise DraftsetError(
+                    f"{self.out_dir} already holds {len(self.done)} rows generated with other settings "
+                    f"({', '.join(f'{k}: {earlier.get(k)} -> {current.get(k)}' for k in changed)})",
+                    hint="resume with the earlier settings, or remove that folder to start again")
+        write_json_atomic(path, current)
+
+    # -- the pipeline ----------------------------------------------------------------------------
+    async def _pump(self) -> None:
+        queues = {p.name: asyncio.Queue(maxsize=2 * p.concurrency * self.n_endpoints) for p in self.config.partitions}
+        try:
+            async with asyncio.TaskGroup() as group:  # a failing task (full disk) cancels the whole run
+                workers = [group.create_task(self._worker(queues[p.name], p))
+                           for p in self.config.partitions for _ in range(p.concurrency * self.n_endpoints)]
+                ticker = group.create_task(self._ticker())
+                await self._produce(queues)
+                for partition in self.config.partitions:
+                    for _ in range(partition.concurrency * self.n_endpoints):
+                        await queues[partition.name].put(None)
+                await asyncio.wait(workers)
+                ticker.cancel()
+        except BaseExceptionGroup as group:  # the user sees the one error that stopped the run, not a group
+            raise _first_error(group) from None
+
+    async def _ticker(self) -> None:
+        while True:
+            self.progress.tick()
+            self.store.maybe_flush()
+            await asyncio.sleep(0.5)
+
+    async def _produce(self, queues: dict[str, asyncio.Queue]) -> None:
+        run, seen_now = self.run, set()
+        for shard, number, row in source.iter_rows(self.shards, self.config.max_rows):
+            run.seen()
+            row_id = row.get("id")
+            where = {"id": row_id, "shard": shard.name, "row": number, "repo_id": row.get("repo_id")}
+            if row_id in self.done:
+                run.skipped("resumed")
+                self.progress.row_done("resumed")
+                continue
+            if row_id is None or row_id in seen_now:
+                run.drop("duplicate_id" if row_id else "null_id", where=where)
+                continue
+            seen_now.add(row_id)
+            conversation = self._parse(row, where)
+            if conversation is None:
+                continue
+            if conversation.mode == "native":
+                self._passthrough(conversation, row)
+                continue
+            length = self._measure(prompt_text(conversation))
+            partition = self.config.partition_for(length)
+            await queues[partition.name].put((conversation, row, partition))
+            await asyncio.sleep(0)  # let workers run between rows of a batch
+
+    def _parse(self, row: dict[str, Any], where: dict[str, Any]) -> Conversation | None:
+        try:
+            conversation = Conversation.model_validate_json(row["conversation"] or "")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = "conversation." + ".".join(str(p) for p in first["loc"]) if first["loc"] else "conversation"
+            self._error(where, f"invalid {field}: {first['msg']}", 0, None)
+            return None
+        if row.get("mode") != conversation.mode:
+            self._error(where, f"mode column {row.get('mode')!r} != conversation.mode {conversation.mode!r}", 0, None)
+            return None
+        return conversation
+
+    # -- outcomes --------------------------------------------------------------------------------
+    def _error(self, where: dict[str, Any], reason: str, attempts: int, last_status: Any) -> None:
+        self.store.add_error({**where, "reason": reason, "attempts": attempts, "last_status": last_status})
+        self.run.error()
+        self.progress.row_done("errors")
+
+    def _passthrough(self, conversation: Conversation, row: dict[str, Any]) -> None:
+        self.store.add_result(self._result_row(conversation, row, "native_passthrough", None, []))
+        self.run.emitted()
+        self.run.tally("native_passthrough")
+        self.progress.row_done("results")
+
+    def _result_row(self, conversation: Conversation, row: dict[str, Any], origin: str,
+                    partition: Partition | None, turns: list[dict[str, Any]]) -> dict[str, Any]:
+        regenerated = origin == "regenerated"
+        return {"id": conversation.id, "repo_id": conversation.source.repo_id, "category": conversation.category,
+                "mode": conversation.mode, "origin": origin, "partition": partition.name if partition else None,
+                # native rows keep their exact input text: passed through unchanged
+                "conversation": conversation.model_dump_json() if regenerated else row["conversation"],
+                "turns": json.dumps(turns),
+                "model": self.config.model if regenerated else None,
+                "sampling": self.sampling_json if regenerated else None,
+                "finish_reason": turns[-1]["finish_reason"] if turns else None,
+                "prompt_tokens": _usage_sum(turns, "prompt_tokens") if regenerated else None,
+                "completion_tokens": _usage_sum(turns, "completion_tokens") if regenerated else None,
+                "run_id": self.run.run_id}
+
+    async def _worker(self, queue: asyncio.Queue, partition: Partition) -> None:
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            await self._answer(*item)
+
+    async def _answer(self, conversation: Conversation, row: dict[str, Any], partition: Partition) -> None:
+        config = self.config
+        where = {"id": conversation.id, "repo_id": conversation.source.repo_id, "partition": partition.name}
+
+        async def ask(context: list[dict[str, Any]], turn: int):
+            reply = await self.pool.chat(context, {
+                "model": config.model, "max_tokens": partition.max_tokens, "temperature": config.temperature,
+                "top_p": config.top_p, "seed": _request_seed(config.seed, conversation.id, turn),
+                "chat_template_kwargs": {"enable_thinking": config.thinking},
+                "separate_reasoning": config.separate_reasoning})
+            self.progress.request_done(int(reply.usage.get("completion_tokens") or 0))
+            return reply
+
+        try:
+            answered, turns = await regenerate(conversation, ask, thinking=config.thinking,
+                                               include_length_truncated=config.include_length_truncated)
+        except Skip as skip:
+            self.store.add_skipped({**where, "reason": skip.reason, "detail": skip.detail})
+            self.run.counts[f"dropped_{skip.reason}"] += 1
+            self.progress.row_done("skipped")
+        except RequestFailed as failed:
+            self._error(where, failed.reason, failed.attempts, failed.last_status)
+        except DraftsetError:
+            raise  # full disk and the like stop the run: finished rows are kept and resumed by id
+        except Exception as exc:  # one odd row (a bug, a reply we cannot use) must not end a day-long run
+            self._error(where, f"unexpected {type(exc).__name__}: {exc}", 0, None)
+        else:
+            self.store.add_result(self._result_row(answered, row, "regenerated", partition, turns))
+            self.run.emitted()
+            self.progress.row_done("results")

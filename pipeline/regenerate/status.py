@@ -1,0 +1,56 @@
+"""What `draftset status` shows: regeneration jobs from their progress.json, recent stage runs.
+
+Read-only by construction: it reads progress files (written atomically by the running job) and opens
+the catalog through `Catalog.query`, which uses a read-only connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from catalog.db import Catalog
+from catalog.errors import CatalogBusy
+from pipeline.regenerate.progress import PROGRESS_FILE
+
+
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, TypeError, ValueError):
+        return False
+    return True
+
+
+def regen_jobs(home: Path) -> list[dict[str, Any]]:
+    """One entry per data/regen/<MIX>/progress.json; a 'running' job whose process is gone says so."""
+    jobs = []
+    for path in sorted((home / "data" / "regen").glob(f"*/{PROGRESS_FILE}")):
+        try:
+            job = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # never half-written (atomic rename); unreadable means it vanished meanwhile
+        if job.get("state") == "running" and not _alive(job.get("pid")):
+            job["state"] = "stopped (process gone: rerun to resume)"
+        jobs.append(job)
+    return jobs
+
+
+def recent_stage_runs(home: Path, limit: int = 10) -> list[dict[str, Any]] | None:
+    """Newest stage runs first; None while a writer holds the catalog past the busy timeout."""
+    catalog = Catalog(home)
+    if not catalog.path.exists():
+        return []
+    try:
+        return catalog.query(
+            "SELECT run_id, stage, status, counts, started_at, finished_at, error FROM stage_runs "
+            "ORDER BY started_at DESC LIMIT ?", [limit])
+    except CatalogBusy:
+        return None
+
+
+def format_counts(counts: Any) -> str:
+    data = json.loads(counts) if isinstance(counts, str) else (counts or {})
+    return " ".join(f"{k}={v}" for k, v in data.items() if v)

@@ -1,0 +1,135 @@
+"""Crash-safe outputs of one regeneration: every input id ends in exactly one of three places.
+
+- `results-<run>-<seq>.parquet`: finished rows, buffered and written as whole shards (temp file, then
+  rename), so a shard is either complete or absent; a kill loses only the unwritten buffer, and those
+  ids are simply answered again on the next run.
+- `errors.jsonl` / `skipped.jsonl`: one JSON line per row, flushed as it is written. A kill can tear
+  only the last line; `recover()` cuts a torn tail before the next run appends.
+On start the three are read back into the set of done ids: resume is by id, never by line count.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catalog.errors import DraftsetError
+from pipeline.stage import atomic_path
+
+RESULT_SCHEMA = pa.schema([
+    ("id", pa.string()), ("repo_id", pa.string()), ("category", pa.string()), ("mode", pa.string()),
+    ("origin", pa.string()),            # regenerated | native_passthrough
+    ("partition", pa.string()), ("conversation", pa.string()),
+    ("turns", pa.string()),             # JSON: per answered turn finish_reason, usage, model, endpoint, attempts
+    ("model", pa.string()), ("sampling", pa.string()), ("finish_reason", pa.string()),
+    ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("run_id", pa.string()),
+])
+ERRORS, SKIPPED = "errors.jsonl", "skipped.jsonl"
+
+
+def result_shards(out_dir: Path) -> list[Path]:
+    return sorted(out_dir.glob("results-*.parquet"))
+
+
+def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Entries of a journal; a torn last line (kill mid-write) is cut off, anything else is an error."""
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    complete, _, tail = raw.rpartition(b"\n")
+    if tail:  # the last write never finished: that row was not recorded and will be redone
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(complete + b"\n" if complete else b"")
+    entries = []
+    for number, line in enumerate(complete.splitlines(), 1):
+        try:
+            entries.append(json.loads(line))
+        except ValueError as exc:
+            raise DraftsetError(f"{path} line {number} is not JSON ({exc})",
+                                hint="the file was edited by hand; fix or remove that line, then rerun") from exc
+    return entries
+
+
+class RegenStore:
+    def __init__(self, out_dir: Path, run_id: str, flush_rows: int, flush_seconds: float):
+        self.out_dir, self.run_id = out_dir, run_id
+        self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
+        self._buffer: list[dict[str, Any]] = []
+        self._last_flush = time.monotonic()
+        self._seq = 0
+        self._journals: dict[str, Any] = {}
+
+    def recover(self, retry_errors: bool = False) -> dict[str, set[str]]:
+        """Clean up after a killed run and return the ids already done, by outcome."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.out_dir.glob(".*.tmp"):  # temp files of writes that never got renamed
+            stale.unlink()
+        errors_path = self.out_dir / ERRORS
+        errors = _repair_jsonl(errors_path)
+        if retry_errors and errors:
+            errors_path.rename(self.out_dir / f"errors-retried-{datetime.now():%Y%m%d-%H%M%S}.jsonl")
+            errors = []
+        done = {"results": set(), "errors": {e["id"] for e in errors},
+                "skipped": {e["id"] for e in _repair_jsonl(self.out_dir / SKIPPED)}}
+        for shard in result_shards(self.out_dir):
+            done["results"].update(pq.read_table(shard, columns=["id"]).column("id").to_pylist())
+        return done
+
+    # -- writing ---------------------------------------------------------------------------------
+    def add_result(self, row: dict[str, Any]) -> None:
+        self._buffer.append(row)
+        self.maybe_flush()
+
+    def add_error(self, entry: dict[str, Any]) -> None:
+        self._append(ERRORS, entry)
+
+    def add_skipped(self, entry: dict[str, Any]) -> None:
+        self._append(SKIPPED, entry)
+
+    def _append(self, name: str, entry: dict[str, Any]) -> None:
+        handle = self._journals.get(name)
+        if handle is None:
+            handle = self._journals[name] = (self.out_dir / name).open("a", encoding="utf-8")
+        handle.write(json.dumps({**entry, "run_id": self.run_id}, ensure_ascii=False, default=str) + "\n")
+        handle.flush()
+
+    def maybe_flush(self, force: bool = False) -> None:
+        due = len(self._buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds
+        if self._buffer and (force or due):
+            self._write_shard(self._buffer)
+            self._buffer = []
+        if force or due:
+            self._last_flush = time.monotonic()
+
+    def _write_shard(self, rows: Iterable[dict[str, Any]]) -> None:
+        table = pa.Table.from_pylist(list(rows), schema=RESULT_SCHEMA)
+        path = self.out_dir / f"results-{self.run_id}-{self._seq:05d}.parquet"
+        self._seq += 1
+        try:
+            with atomic_path(path) as tmp:
+                pq.write_table(table, tmp)
+        except OSError as exc:
+            raise DraftsetError(f"cannot write {path}: {exc}",
+                                hint="free disk space, then rerun: finished rows are kept and resumed by id") from exc
+
+    def close(self) -> None:
+        self.maybe_flush(force=True)
+        for handle in self._journals.values():
+            handle.close()
+        self._journals.clear()
+
+
+def totals(out_dir: Path) -> dict[str, int]:
+    """Rows per outcome on disk (what the manifest and `draftset status` report)."""
+    n_results = sum(pq.read_metadata(p).num_rows for p in result_shards(out_dir))
+    lines = {}
+    for name in (ERRORS, SKIPPED):
+        path = out_dir / name
+        lines[name] = sum(1 for _ in path.open("rb")) if path.exists() else 0
+    return {"results": n_results, "errors": lines[ERRORS], "skipped": lines[SKIPPED]}
