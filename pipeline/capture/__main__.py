@@ -1,0 +1,27 @@
+"""`python -m pipeline.capture BUILD MODEL OUT [--layers 2,16,29]`: capture without the CLI (GPU hosts, torchrun)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipeline.capture.run import CaptureConfig, run_capture
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m pipeline.capture", description=__doc__)
+    p.add_argument("build_dir", type=Path)
+    p.add_argument("model_dir", type=Path)
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("--layers", default=None, help="HF hidden-state indices, comma separated")
+    p.add_argument("--batch-tokens", type=int, default=16384)
+    p.add_argument("--max-rows", type=int, default=None)
+    a = p.parse_args()
+    layers = [int(x) for x in a.layers.split(",")] if a.layers else None
+    m = run_capture(CaptureConfig(build_dir=a.build_dir, model_dir=a.model_dir, out_dir=a.out_dir, layers=layers,
+                                  batch_tokens=a.batch_tokens, max_rows=a.max_rows))
+    print(f"captured {m.n_samples} samples, {m.n_tokens} tokens, {m.file_bytes / 1e6:.1f} MB → {a.out_dir}")
+
+
+if __name__ == "__main__":
+    main()

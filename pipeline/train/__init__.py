@@ -1,0 +1,1 @@
+"""EAGLE-3 draft training and export (torch, imported lazily by the CLI)."""

@@ -1,0 +1,137 @@
+"""A compact EAGLE-3 draft in torch, named the way SGLang's `LlamaForCausalLMEagle3` loads it.
+
+fc (n_aux·H_target → H) fuses the target's aux taps; one decoder layer takes [norm(embed); norm(fused)]
+(2H in, H out) with Llama attention (RoPE, GQA) and MLP; `norm` + `lm_head` score the draft vocabulary.
+The layer's pre-norm output is fed back as the next step's fused state (training-time test). Written
+by hand because no library ships this exact module; parameter names mirror SGLang so export renames
+nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch import nn
+from torch.nn import functional as F
+
+
+class DraftConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    hidden_size: int
+    target_hidden_size: int
+    n_aux: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    vocab_size: int
+    draft_vocab_size: int
+    max_position_embeddings: int
+
+    @classmethod
+    def from_target(cls, mcfg: dict, n_aux: int, draft_vocab_size: int, max_length: int) -> "DraftConfig":
+        heads = int(mcfg["num_attention_heads"])
+        hidden = int(mcfg["hidden_size"])
+        return cls(hidden_size=hidden, target_hidden_size=hidden, n_aux=n_aux, num_attention_heads=heads,
+                   num_key_value_heads=int(mcfg.get("num_key_value_heads") or heads),
+                   head_dim=int(mcfg.get("head_dim") or hidden // heads),
+                   intermediate_size=int(mcfg["intermediate_size"]),
+                   rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
+                   rope_theta=float(mcfg.get("rope_theta") or (mcfg.get("rope_parameters") or {}).get(
+                       "rope_theta", 10000.0)),
+                   vocab_size=int(mcfg["vocab_size"]), draft_vocab_size=draft_vocab_size,
+                   max_position_embeddings=max_length)
+
+
+def _rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
+    """Rotary embedding (Llama's rotate-half layout) for x [B, heads, L, d] at positions pos [L]."""
+    d = x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
+    ang = pos.to(torch.float32)[:, None] * inv[None, :]
+    cos, sin = torch.cat([ang, ang], -1).cos().to(x.dtype), torch.cat([ang, ang], -1).sin().to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, c: DraftConfig):
+        super().__init__()
+        self.c = c
+        self.q_proj = nn.Linear(2 * c.hidden_size, c.num_attention_heads * c.head_dim, bias=False)
+        self.k_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
+        self.v_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
+        self.o_proj = nn.Linear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
+        """Step 0 attends causally over step-0 keys; step k also attends to its own position's keys of
+        steps 1..k (the chain a served draft builds), which is EAGLE-3's training-time-test mask."""
+        c, (b, n, _) = self.c, x.shape
+        q = self.q_proj(x).view(b, n, c.num_attention_heads, c.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
+        q, k = _rope(q, pos, c.rope_theta), _rope(k, pos, c.rope_theta)
+        rep = c.num_attention_heads // c.num_key_value_heads
+        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+        cache.append((k, v))
+        if len(cache) == 1:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scale = 1.0 / math.sqrt(c.head_dim)
+            k0, v0 = cache[0]
+            causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+            s0 = (q @ k0.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
+            diag = torch.stack([(q * ki).sum(-1) * scale for ki, _ in cache[1:]], -1)  # [B, h, L, steps]
+            p = torch.softmax(torch.cat([s0, diag], -1).float(), -1).to(q.dtype)
+            out = p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, c: DraftConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(c.intermediate_size, c.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class MidLayer(nn.Module):
+    def __init__(self, c: DraftConfig):
+        super().__init__()
+        self.input_layernorm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.hidden_norm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.self_attn = Attention(c)
+        self.post_attention_layernorm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.mlp = MLP(c)
+
+    def forward(self, embeds, hidden, pos, cache) -> torch.Tensor:
+        x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], -1)
+        residual = hidden + self.self_attn(x, pos, cache)
+        return residual + self.mlp(self.post_attention_layernorm(residual))
+
+
+class Eagle3Draft(nn.Module):
+    def __init__(self, c: DraftConfig):
+        super().__init__()
+        self.config = c
+        self.fc = nn.Linear(c.n_aux * c.target_hidden_size, c.hidden_size, bias=False)
+        self.midlayer = MidLayer(c)
+        self.norm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.lm_head = nn.Linear(c.hidden_size, c.draft_vocab_size, bias=False)
+        self.register_buffer("d2t", torch.zeros(c.draft_vocab_size, dtype=torch.long))
+        self.register_buffer("t2d", torch.zeros(c.vocab_size, dtype=torch.bool))
+
+    def step(self, embeds, hidden, pos, cache) -> tuple[torch.Tensor, torch.Tensor]:
+        """One speculation step: (draft logits [B, L, K], pre-norm output fed to the next step)."""
+        out = self.midlayer(embeds, hidden, pos, cache)
+        return self.lm_head(self.norm(out)), out
+
+    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        return draft_ids + self.d2t[draft_ids]

@@ -1,0 +1,100 @@
+"""Export a checkpoint to the layout SGLang (`LlamaForCausalLMEagle3`) and vLLM/speculators load.
+
+config.json carries both engines' layer-id keys derived from the capture manifest (never retyped),
+the draft and target vocab sizes and the serving facts (chat template hash, system prompt, thinking,
+training length) that `draftset check serve` compares against a launch command.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from catalog.errors import DraftsetError
+from pipeline.capture.manifest import MANIFEST, CaptureManifest
+from pipeline.stage import atomic_path, write_json_atomic
+
+WEIGHTS = "model.safetensors"
+SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")
+SGLANG_BUFFERS = ("d2t", "t2d")
+
+
+def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict) -> dict:
+    plan = manifest.plan
+    return {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": draft["hidden_size"],
+        "target_hidden_size": draft["target_hidden_size"],
+        "intermediate_size": draft["intermediate_size"],
+        "num_attention_heads": draft["num_attention_heads"],
+        "num_key_value_heads": draft["num_key_value_heads"],
+        "head_dim": draft["head_dim"],
+        "num_hidden_layers": 1,
+        "hidden_act": "silu",
+        "rms_norm_eps": draft["rms_norm_eps"],
+        "rope_theta": draft["rope_theta"],
+        "max_position_embeddings": draft["max_position_embeddings"],
+        "vocab_size": draft["vocab_size"],
+        "draft_vocab_size": draft["draft_vocab_size"],
+        "tie_word_embeddings": False,
+        "bias": False,
+        "torch_dtype": "bfloat16",
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": plan.sglang_ids(), "use_aux_hidden_state": True},
+        "eagle_aux_hidden_state_layer_ids": plan.vllm_ids(),
+        "draftset": {"hf_hidden_state_ids": plan.aux, "n_target_layers": plan.n_layers, "ttt_steps": train["ttt_steps"],
+                     "heldout_every": train["heldout_every"],
+                     "target_model": manifest.model_id, "target_revision": manifest.model_revision,
+                     "chat_template_sha256": manifest.chat_template_sha256,
+                     "system_prompt": manifest.system_prompt, "thinking": manifest.thinking,
+                     "max_length": draft["max_position_embeddings"]},
+    }
+
+
+def export_draft(checkpoint: Path, out_dir: Path) -> Path:
+    """Write config.json + model.safetensors (midlayer.*, fc.*, norm.*, lm_head.*, d2t, t2d) + manifest."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    checkpoint, out_dir = Path(checkpoint), Path(out_dir)
+    resolved_path = checkpoint / "resolved.json"
+    if not resolved_path.exists():
+        raise DraftsetError(f"{checkpoint} is not a draftset checkpoint (no resolved.json)",
+                            hint="pass the `train/checkpoint` dir written by `draftset train`")
+    resolved = json.loads(resolved_path.read_text())
+    manifest = CaptureManifest.model_validate(resolved["capture_manifest"])
+    config = draft_config_json(resolved["draft"], manifest, resolved["train"])
+    state = load_file(str(checkpoint / "draft.safetensors"))
+    foreign = [k for k in state if not (k.startswith(SGLANG_PREFIXES) or k in SGLANG_BUFFERS)]
+    if foreign:
+        raise DraftsetError(f"checkpoint has keys SGLang would silently ignore: {foreign[:4]}",
+                            hint="export only checkpoints written by `draftset train`")
+    weights = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out_dir / WEIGHTS) as tmp:
+        save_file(weights, str(tmp), metadata={"format": "pt"})
+    write_json_atomic(out_dir / "config.json", config)
+    manifest.save(out_dir)
+    write_json_atomic(out_dir / "draftset_metrics.json", resolved.get("metrics", {}))
+    return out_dir
+
+
+def load_exported(draft_dir: Path):
+    """(Eagle3Draft in fp32, capture manifest, config.json) from an exported draft dir."""
+    import torch
+    from safetensors.torch import load_file
+
+    from pipeline.train.draft_model import DraftConfig, Eagle3Draft
+
+    draft_dir = Path(draft_dir)
+    for need in ("config.json", WEIGHTS, MANIFEST):
+        if not (draft_dir / need).exists():
+            raise DraftsetError(f"{draft_dir} has no {need}", hint="export it with `draftset export CHECKPOINT`")
+    cfg = json.loads((draft_dir / "config.json").read_text())
+    manifest = CaptureManifest.load(draft_dir)
+    dc = DraftConfig(**{k: cfg[k] for k in DraftConfig.model_fields if k not in ("n_aux",)},
+                     n_aux=len(manifest.taps.aux))
+    draft = Eagle3Draft(dc)
+    state = {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(draft_dir / WEIGHTS)).items()}
+    draft.load_state_dict(state)
+    return draft.eval(), manifest, cfg

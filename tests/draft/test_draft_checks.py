@@ -1,0 +1,119 @@
+"""The checks: wiring diagnostic, serving lint (the four field bugs + clean), speedup estimate."""
+
+import json
+import shutil
+
+import pytest
+from safetensors.torch import load_file, save_file
+from typer.testing import CliRunner
+
+from eval.checks.draft_check import check_draft
+from eval.checks.estimate import calibrated_round_cost, estimate
+from eval.checks.serve_check import check_serve
+
+CLEAN = ("python -m sglang.launch_server --model-path {model} --speculative-algorithm EAGLE3 "
+         "--speculative-draft-model-path {draft} --speculative-num-steps 3 --speculative-eagle-topk 1 "
+         "--speculative-num-draft-tokens 4 --context-length 64")
+
+
+def launch(toy, draft=None, **changes) -> str:
+    cmd = CLEAN.format(model=toy.model, draft=draft or toy.draft)
+    for old, new in changes.items():
+        cmd = cmd.replace(old.replace("_", "-"), new)
+    return cmd
+
+
+def test_configured_wiring_beats_every_wrong_one(toy):
+    r = check_draft(toy.draft, toy.capture)
+    print("\n" + "\n".join(f"{w.name:32s} {w.hf_ids} AL {w.accept_length:.3f}" for w in [r.train, *r.wirings]))
+    print(r.verdict())
+    names = {w.name for w in r.wirings}
+    assert {"shifted +1", "shifted -1", "order swapped", "last layer instead of first"} <= names
+    assert r.configured_is_best and all(r.wirings[0].accept_length > w.accept_length for w in r.wirings[1:])
+    assert "is the best" in r.verdict()
+    assert r.wirings[0].accept_length == pytest.approx(r.train.accept_length, abs=0.05)  # recompute == capture
+
+
+def test_clean_configuration_passes(toy):
+    r = check_serve(toy.draft, launch(toy))
+    assert r.clean, [f.problem for f in r.findings]
+
+
+def test_field_bug_eagle_instead_of_eagle3(toy):
+    r = check_serve(toy.draft, launch(toy).replace("EAGLE3", "EAGLE"))
+    [f] = r.findings
+    assert f.flag == "--speculative-algorithm" and "1.00" in f.why
+    assert "--speculative-algorithm EAGLE3" in r.corrected()
+
+
+def test_field_bug_one_step_sixteen_draft_tokens(toy):
+    cmd = launch(toy).replace("--speculative-num-steps 3", "--speculative-num-steps 1").replace(
+        "--speculative-num-draft-tokens 4", "--speculative-num-draft-tokens 16")
+    r = check_serve(toy.draft, cmd)
+    [f] = r.findings
+    assert "num_steps + 1 = 2" in f.why
+    assert "--speculative-num-steps 3" in r.corrected() and "--speculative-num-draft-tokens 4" in r.corrected()
+    assert check_serve(toy.draft, r.corrected()).clean
+
+
+def _planted(toy, tmp_path):
+    bad = tmp_path / "draft"
+    shutil.copytree(toy.draft, bad)
+    return bad
+
+
+def test_field_bug_embed_wiring_vs_served_layers(toy, tmp_path):
+    """Training concatenated [embed, 3, 31]-style taps while SGLang serves [3, 31, 59]-style ids."""
+    bad = _planted(toy, tmp_path)
+    manifest = json.loads((bad / "capture_manifest.json").read_text())
+    manifest["taps"].update(aux=[0, 4, 6], sglang_ids=None, vllm_ids=[0, 4, 6])
+    (bad / "capture_manifest.json").write_text(json.dumps(manifest))
+    cfg = json.loads((bad / "config.json").read_text())
+    cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [3, 5, 6]      # HF [4, 6, 7]
+    (bad / "config.json").write_text(json.dumps(cfg))
+    r = check_serve(bad, launch(toy, draft=bad))
+    flags = " ".join(f.flag for f in r.findings)
+    assert "eagle_aux_hidden_state_layer_ids" in flags
+    text = " ".join(f.problem + f.fix for f in r.findings)
+    assert "[0, 4, 6]" in text and "can never be captured" in text and "--layers 2,4,5" in text
+
+
+def test_field_bug_off_by_one_ids_in_sglang_key(toy, tmp_path):
+    bad = _planted(toy, tmp_path)
+    cfg = json.loads((bad / "config.json").read_text())
+    cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = cfg["eagle_aux_hidden_state_layer_ids"]
+    (bad / "config.json").write_text(json.dumps(cfg))
+    [f] = check_serve(bad, launch(toy, draft=bad)).findings
+    assert "one layer late" in f.problem and "[1, 3, 4]" in f.fix
+
+
+def test_field_bug_layers0_weight_keys(toy, tmp_path):
+    bad = _planted(toy, tmp_path)
+    w = load_file(str(bad / "model.safetensors"))
+    w = {k.replace("midlayer.", "layers.0."): v for k, v in w.items()}
+    save_file(w, str(bad / "model.safetensors"))
+    [f] = check_serve(bad, launch(toy, draft=bad)).findings
+    assert "layers.0." in f.problem and "midlayer" in f.fix and "silently" in f.why
+
+
+def test_cli_exit_codes_and_template_mismatch(toy, tmp_path, home):
+    pytest.importorskip("langgraph", reason="the full CLI needs the find stack (absent on GPU hosts)")
+    from pipeline.cli.app import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["check", "serve", str(toy.draft), "--", *launch(toy).split()])
+    assert ok.exit_code == 0, ok.output
+    other = tmp_path / "other.jinja"
+    other.write_text("{{ messages }}")
+    bad = runner.invoke(app, ["check", "serve", str(toy.draft), "--no-thinking", "--", *launch(toy).split(),
+                              "--chat-template", str(other)])
+    assert bad.exit_code == 1
+    assert "--chat-template" in bad.output and "thinking" in bad.output and "corrected command" in bad.output
+
+
+def test_estimate_field_figures_break_even_near_2_5():
+    five = calibrated_round_cost(90, 82.3, 2.1)            # 5 draft tokens
+    sixteen = calibrated_round_cost(90, 74.9, 2.2)         # 16 draft tokens
+    assert 2.25 < five < 2.35 and 2.6 < sixteen < 2.7 and 2.4 < (five + sixteen) / 2 < 2.5
+    slow, even, fast = estimate([2.1, 2.47, 3.36], (five + sixteen) / 2)
+    assert slow.speedup < 1 < fast.speedup and even.speedup == pytest.approx(1.0, abs=0.01)
