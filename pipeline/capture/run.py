@@ -87,7 +87,7 @@ def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tok
 
 def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     import torch
-    from transformers import AutoModelForCausalLM
+    from pipeline.model.load import load_target
 
     rank, world = dist_info()
     config.out_dir.mkdir(parents=True, exist_ok=True)
@@ -113,9 +113,9 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
             run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
         good = [r for r in pending if not r.problem]
         if good:
-            model = AutoModelForCausalLM.from_pretrained(config.model_dir, dtype=dtype, trust_remote_code=False)
+            model = load_target(config.model_dir, dtype)
             writer = ShardWriter(config.out_dir, rank, config.shard_bytes)
-            capture_rows(model.to(device).eval(), good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
+            capture_rows(model.to(device), good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
     if world > 1:
         torch.distributed.barrier()
     manifest = _manifest(config, mcfg, plan, build_manifest, per_token)

@@ -1,0 +1,14 @@
+"""Load a target model the one safe, quiet way: never remote code, no per-weight progress bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def load_target(model_dir: Path | str, dtype):
+    """`AutoModelForCausalLM` in eval mode. trust_remote_code is always False: a model repo is untrusted."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights 0/75" in every stage's output helps nobody
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, trust_remote_code=False).eval()
