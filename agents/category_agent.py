@@ -1,8 +1,10 @@
 """One category agent: build queries → search the Hub → inspect the most promising hits → score.
 
-Budgets are enforced by the tools (Hub calls) and the LLM policy (calls/tokens); the wall-time
-budget is the graph's TimeoutPolicy. Running out of a budget stops the search and is reported;
-any other exception propagates to the graph's error handler, which records the failure.
+With the llm policy the model drives the same Hub tools first (`LLMPolicy.explore`); when it falls back,
+the heuristic steps run. Budgets are enforced by the tools (Hub calls) and the LLM policy (calls/tokens,
+its share of wall time); the hard wall-time cap is the graph's TimeoutPolicy. Running out of a budget
+stops the search and is reported; any other exception propagates to the graph's error handler, which
+records the failure.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Callable
 
 from agents.categories import BY_KEY, tokens
 from agents.configuration import FindConfig
+from agents.policies.llm_tools import Toolbox
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, AgentReport, Brief, Candidate
 from agents.tools import BudgetExceeded, HubTools, HubUnavailable
@@ -54,6 +57,20 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
                   "cache_hits": meter.cache_hits, **extra})
 
     progress("start")
+    candidates = None
+    explore = getattr(ctx.policy, "explore", None)  # the llm policy: the model drives the tools
+    if explore is not None:
+        toolbox = Toolbox(ctx.hub, brief.category, meter, config.tool_result_chars, in_thread, progress)
+        candidates = await explore(brief, toolbox, meter)
+    if candidates is None:  # the heuristic policy, or the model's loop fell back (counted by the policy)
+        candidates = await _search_and_inspect(brief, config, ctx, meter, in_thread, progress)
+    progress("done", candidates=len(candidates))
+    return report_from(meter, "ok", candidates)
+
+
+async def _search_and_inspect(brief: Brief, config: FindConfig, ctx: AgentContext, meter: AgentCounts,
+                              in_thread, progress) -> list[Candidate]:
+    """The heuristic steps: the policy's queries → search → inspect the best hits → score → judge."""
     hits: dict[str, dict[str, Any]] = {}
     candidates: list[Candidate] = []
     try:
@@ -70,7 +87,5 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
             candidates.append(score_candidate(brief.category, brief.domain, hit, facts, config))
             progress("inspect", candidates=len(candidates))
     except BudgetExceeded as exc:
-        meter.budget_exhausted.append(exc.kind)
-    candidates = await ctx.policy.judge(brief, candidates, meter)
-    progress("done", candidates=len(candidates))
-    return report_from(meter, "ok", candidates)
+        meter.exhausted(exc.kind)
+    return await ctx.policy.judge(brief, candidates, meter)

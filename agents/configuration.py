@@ -20,8 +20,8 @@ class AgentBudget(Strict):
     """Per-agent limits; exceeding one stops the agent's search (reported, not an error)."""
 
     hub_calls: int = Field(60, ge=1, description="Hub/viewer HTTP requests one agent may make")
-    llm_calls: int = Field(6, ge=0, description="LLM requests one agent may make (llm policy)")
-    llm_tokens: int = Field(20_000, ge=0, description="LLM prompt+completion tokens one agent may use")
+    llm_calls: int = Field(12, ge=0, description="LLM requests one agent may make (llm policy)")
+    llm_tokens: int = Field(60_000, ge=0, description="LLM prompt+completion tokens one agent may use")
     wall_time_s: float = Field(120.0, gt=0, description="hard wall-clock cap per agent (TimeoutPolicy)")
 
 
@@ -54,6 +54,9 @@ class FindConfig(Strict):
     share_cap: float = Field(0.35, gt=0, le=1, description="max share of the new samples from one dataset")
     min_relevance: float = Field(0.05, ge=0, le=1, description="below this a candidate is marked irrelevant")
     target_families: tuple[str, ...] = ("kimi", "moonshot", "deepseek")
+    tool_result_chars: int = Field(4000, ge=200, description="llm policy: max chars of one tool result")
+    llm_time_share: float = Field(0.5, gt=0, le=1, description="llm policy: share of the wall-time budget the "
+                                  "tool loop may use; the rest is left for the heuristic fallback")
     max_concurrency: int = Field(10, ge=1, description="category agents running at once")
     retry_attempts: int = Field(2, ge=1, description="attempts per agent on transient Hub errors")
     cache: bool = Field(True, description="cache Hub responses per repo revision under $DRAFTSET_HOME/cache/hub")

@@ -118,7 +118,7 @@ async def summary(state: FindState) -> dict:
         "agents_ok": sum(r.status == "ok" for r in reports),
         "agents_failed": [r.category for r in reports if r.status == "failed"],
         "hub_calls": sum(r.hub_calls for r in reports), "cache_hits": sum(r.cache_hits for r in reports),
-        "llm_fallbacks": sum(r.llm_fallbacks for r in reports),
+        "llm_fallbacks": sum(r.llm_fallbacks for r in reports), "tool_calls": sum(r.tool_calls for r in reports),
         "relevant": sum(c["status"] == "relevant" for c in state["candidates"]),
     }}
 

@@ -31,7 +31,8 @@ def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentRepor
         "agents": len(reports), "agents_failed": sum(r.status == "failed" for r in reports),
         "hub_calls": sum(r.hub_calls for r in reports), "cache_hits": sum(r.cache_hits for r in reports),
         "llm_calls": sum(r.llm_calls for r in reports), "llm_tokens": sum(r.llm_tokens for r in reports),
-        "llm_fallbacks": sum(r.llm_fallbacks for r in reports), "candidates": len(candidates),
+        "llm_fallbacks": sum(r.llm_fallbacks for r in reports), "tool_calls": sum(r.tool_calls for r in reports),
+        "tool_errors": sum(r.tool_errors for r in reports), "candidates": len(candidates),
         "relevant": sum(c.status == "relevant" for c in candidates), "planned": len(planned),
     }
     failures = "; ".join(f"{r.category}: {r.error}" for r in reports if r.status == "failed") or None
@@ -48,6 +49,7 @@ def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentRepor
             "finished_at": _ts(r.finished_at), "status": r.status, "error": r.error, "hub_calls": r.hub_calls,
             "llm_calls": r.llm_calls, "llm_tokens": r.llm_tokens, "n_candidates": len(r.candidates),
             "cache_hits": r.cache_hits, "llm_fallbacks": r.llm_fallbacks, "budget_exhausted": r.budget_exhausted,
+            "tool_calls": r.tool_calls, "tool_errors": r.tool_errors,
         } for r in reports])
         upsert(con, "candidates", [_candidate_row(c, run_id, now, previous.get(c.repo_id), c.repo_id in planned)
                                    for c in candidates])

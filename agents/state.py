@@ -62,7 +62,14 @@ class AgentCounts(Record):
     llm_calls: int = 0
     llm_tokens: int = 0
     llm_fallbacks: int = 0
+    tool_calls: int = 0  # llm policy: tool calls the model made (each Hub request also counts in hub_calls)
+    tool_errors: int = 0  # ... of which rejected (bad arguments, unknown tool, budget spent, Hub error)
     budget_exhausted: list[str] = Field(default_factory=list)
+
+    def exhausted(self, kind: str) -> None:
+        """Note a spent budget once (the llm loop and the heuristic steps after it may both hit it)."""
+        if kind not in self.budget_exhausted:
+            self.budget_exhausted.append(kind)
 
 
 class AgentReport(AgentCounts):

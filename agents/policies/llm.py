@@ -1,15 +1,18 @@
-"""The LLM policy: the plain `openai` client with structured output (pydantic response_format).
+"""The LLM policy: the plain `openai` client in a bounded tool-calling loop.
 
-Every reply is validated; an invalid, off-schema or failed reply is retried once, then the agent
-falls back to the heuristic for that step and the fallback is counted (agent_runs/search_runs).
-Replies are data: search terms are re-validated by a strict pattern, verdicts for repos the agent
-did not send are ignored, and nothing the model writes becomes code or SQL.
+The model searches and inspects the Hub through the agent's own tools (`llm_tools.Toolbox`: every call
+validated and counted against the agent's Hub budget), then answers with a structured `Judgement` about
+the repos it inspected. Each model request counts against the LLM call/token budgets and the loop stops at
+its share of the wall-time budget. An invalid or off-schema answer (or a failed request) is retried once;
+a second failure, or a spent budget, falls back to the inherited heuristic steps, counted in
+`llm_fallbacks`. Replies are data: verdicts for repos the model did not inspect are ignored, and nothing
+the model writes becomes code or SQL.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, TypeVar
+import time
+from typing import Any
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,20 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents import prompts
 from agents.categories import BY_KEY
 from agents.configuration import FindConfig
-from agents.policies.heuristic import HeuristicPolicy, Query
+from agents.policies.heuristic import HeuristicPolicy
+from agents.policies.llm_tools import Toolbox, response_format, tool_definitions
+from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief, Candidate
-
-T = TypeVar("T", bound=BaseModel)
-
-
-TERM = r"^[a-z0-9][a-z0-9 _.\-]{0,39}$"  # a repo-id fragment: nothing that could be markup or code
-
-
-class QueryPlan(BaseModel):
-    """Search terms for the Hub (each matched against repo ids)."""
-
-    model_config = ConfigDict(extra="forbid")
-    queries: list[Annotated[str, Field(pattern=TERM)]] = Field(min_length=1, max_length=12)
 
 
 class Verdict(BaseModel):
@@ -41,83 +34,90 @@ class Verdict(BaseModel):
 
 
 class Judgement(BaseModel):
-    """One verdict per candidate dataset."""
+    """One verdict per dataset you inspected."""
 
     model_config = ConfigDict(extra="forbid")
     verdicts: list[Verdict]
 
 
-class InvalidReply(Exception):
-    pass
+class LLMPolicy(HeuristicPolicy):
+    """`explore` lets the model drive the tools; the inherited heuristic steps are its fallback."""
 
-
-class LLMPolicy:
     name = "llm"
 
     def __init__(self, config: FindConfig, client: Any | None, model: str | None):
-        self.config = config
+        super().__init__(config)
         self.client = client
         self.model = model or "default"
-        self.fallback = HeuristicPolicy(config)
+        self.tools = tool_definitions()
+        self.answer_format = response_format(Judgement)
 
-    async def _ask(self, meter: AgentCounts, system: str, user: str, schema: type[T]) -> T:
-        """One validated structured reply, with one retry; raises InvalidReply after two failures."""
-        last = "no attempt"
-        for _attempt in range(2):
-            budget = self.config.budget
+    async def explore(self, brief: Brief, toolbox: Toolbox, meter: AgentCounts) -> list[Candidate] | None:
+        """Scored candidates from the repos the model inspected, or None: fall back to the heuristic."""
+        cat = BY_KEY[brief.category]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": prompts.TOOLS_SYSTEM},
+            {"role": "user", "content": prompts.TOOLS_USER.format(
+                domain=brief.domain, title=cat.title, intent=cat.intent, seeds=", ".join(cat.seed_queries),
+                tags=", ".join(cat.tag_filters) or "none", inspect_top=self.config.inspect_top)}]
+        budget = self.config.budget
+        deadline = meter.started_at + budget.wall_time_s * self.config.llm_time_share
+        failures = 0
+        while failures < 2:
+            if time.time() >= deadline:
+                meter.exhausted("wall_time")
+                break
             if meter.llm_calls >= budget.llm_calls or meter.llm_tokens >= budget.llm_tokens:
-                if "llm" not in meter.budget_exhausted:
-                    meter.budget_exhausted.append("llm")
-                raise InvalidReply("llm budget exhausted")
-            meter.llm_calls += 1
-            try:
-                completion = await self.client.chat.completions.parse(
-                    model=self.model, response_format=schema, max_completion_tokens=1024,
-                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}])
-            except (openai.APIError, ValidationError, ValueError) as exc:
-                last = f"{type(exc).__name__}: {str(exc)[:200]}"
+                meter.exhausted("llm")
+                break
+            # Servers such as vLLM/SGLang drop tool calls when a response_format is set, so tool rounds are
+            # free and only the last chance (a retry, or the last affordable call) is schema-constrained.
+            final = failures > 0 or meter.llm_calls + 1 >= budget.llm_calls
+            reply = await self._complete(meter, messages, final)
+            if reply is None:
+                failures += 1
                 continue
-            if completion.usage is not None:
-                meter.llm_tokens += completion.usage.total_tokens
-            parsed = completion.choices[0].message.parsed if completion.choices else None
-            if parsed is None:
-                last = "empty or refused reply"
+            if reply.tool_calls and not final:
+                messages.append(reply.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True))
+                for call in reply.tool_calls:
+                    fn = getattr(call, "function", None)  # only function tools are offered
+                    content = await toolbox.call(fn.name if fn else "", fn.arguments if fn else "")
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                 continue
-            return parsed
-        raise InvalidReply(last)
-
-    def _fallback(self, meter: AgentCounts) -> None:
+            verdicts, problem = self._read_answer(None if reply.tool_calls else reply.content, toolbox)
+            if problem is None:
+                return [self._apply(score_candidate(brief.category, brief.domain, toolbox.hits[repo], facts,
+                                                    self.config), verdicts.get(repo))
+                        for repo, facts in toolbox.inspected.items()]
+            failures += 1
+            messages += [{"role": "assistant", "content": reply.content or ""},
+                         {"role": "user", "content": prompts.TOOLS_RETRY.format(problem=problem)}]
         meter.llm_fallbacks += 1
+        return None
 
-    async def queries(self, brief: Brief, meter: AgentCounts) -> list[Query]:
-        cat = BY_KEY[brief.category]
-        user = prompts.QUERY_USER.format(domain=brief.domain, title=cat.title, intent=cat.intent,
-                                         seeds=", ".join(cat.seed_queries), max_queries=self.config.max_queries)
+    async def _complete(self, meter: AgentCounts, messages: list[dict[str, Any]], final: bool) -> Any | None:
+        """One counted model request (final: tools closed, Judgement schema enforced); None when it failed."""
+        meter.llm_calls += 1
+        mode = {"tool_choice": "none", "response_format": self.answer_format} if final else {"tool_choice": "auto"}
         try:
-            plan = await self._ask(meter, prompts.QUERY_SYSTEM, user, QueryPlan)
-        except InvalidReply:
-            self._fallback(meter)
-            return self.fallback.expand(brief)
-        return [Query(search=t) for t in dict.fromkeys(plan.queries)][: self.config.max_queries]
+            completion = await self.client.chat.completions.create(
+                model=self.model, messages=messages, tools=self.tools, max_completion_tokens=1024, **mode)
+        except (openai.APIError, ValidationError, ValueError):
+            return None
+        if completion.usage is not None:
+            meter.llm_tokens += completion.usage.total_tokens
+        return completion.choices[0].message if completion.choices else None
 
-    async def judge(self, brief: Brief, candidates: list[Candidate], meter: AgentCounts) -> list[Candidate]:
-        judged = [c for c in candidates if c.status == "relevant"]
-        if not judged:
-            return candidates
-        cat = BY_KEY[brief.category]
-        data = json.dumps([{"repo_id": c.repo_id, "tags": c.tags[:12], "card": c.card_summary}
-                           for c in judged], ensure_ascii=False)
-        user = prompts.JUDGE_USER.format(domain=brief.domain, title=cat.title, intent=cat.intent, candidates=data)
+    @staticmethod
+    def _read_answer(content: str | None, toolbox: Toolbox) -> tuple[dict[str, Verdict], str | None]:
         try:
-            reply = await self._ask(meter, prompts.JUDGE_SYSTEM, user, Judgement)
-        except InvalidReply:
-            self._fallback(meter)
-            return candidates
-        verdicts = {v.repo_id: v for v in reply.verdicts}
-        if not verdicts.keys() & {c.repo_id for c in judged}:  # off-schema in substance: about other repos
-            self._fallback(meter)
-            return candidates
-        return [self._apply(c, verdicts.get(c.repo_id)) for c in candidates]
+            answer = Judgement.model_validate_json(content or "")
+        except ValidationError as exc:
+            return {}, f"the answer does not match the Judgement schema ({exc.error_count()} errors)"
+        verdicts = {v.repo_id: v for v in answer.verdicts if v.repo_id in toolbox.inspected}
+        if not verdicts:  # off-schema in substance: about repos it never inspected
+            return {}, "no verdict about a dataset you inspected; inspect datasets first, then judge those"
+        return verdicts, None
 
     @staticmethod
     def _apply(candidate: Candidate, verdict: Verdict | None) -> Candidate:

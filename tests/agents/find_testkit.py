@@ -4,9 +4,12 @@ written into a folder for the local Hub server (the 2,000-repo benchmark generat
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
+import openai
 import yaml
 
 from agents.run import FindEnv
@@ -48,3 +51,43 @@ def build_minihub(root: Path) -> list[str]:
                {"task_categories": ["text-generation"], "language": ["fr"], "license": "mit"}, "Agents en français.")
     return ["acme/agent-trajectories", "acme/code-instruct", "fans/kimi-chat", "tab/housing-prices",
             "scrape/chat-dump", "fr/agent-chat"]
+
+
+# -- FAKE LLM (scripted replies) for control-flow tests of the llm policy, behind the REAL openai client --
+def scripted_llm(respond: Callable[[dict[str, Any]], dict[str, Any]]) -> openai.AsyncOpenAI:
+    """`respond(request body) -> assistant message` (content and/or tool_calls); each reply costs 60 tokens."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        message = {"role": "assistant", "content": None, **respond(body)}
+        return httpx.Response(200, json={
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
+
+    return openai.AsyncOpenAI(base_url="http://llm.invalid/v1", api_key="x", max_retries=0,
+                              http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+
+
+def script(replies: list[dict[str, Any]], seen: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Replies in order; every request body is kept in `seen`."""
+    queue = iter(replies)
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        seen.append(body)
+        return next(queue)
+
+    return respond
+
+
+def calls(*specs: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
+    """An assistant message with tool calls; string arguments are sent as-is (to test malformed JSON)."""
+    return {"tool_calls": [{"id": f"call-{i}", "type": "function", "function": {
+        "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+        for i, (name, args) in enumerate(specs)]}
+
+
+def answer(*verdicts: tuple[str, float, str]) -> dict[str, Any]:
+    return {"content": json.dumps({"verdicts": [{"repo_id": r, "relevance": rel, "reason": why}
+                                                for r, rel, why in verdicts]})}
