@@ -31,14 +31,17 @@ class BuildInput:
 
     def stage_value(self, key: str, file: str = "config.json") -> Any:
         """A value the stage that wrote this input recorded (config.json or manifest.json), None if absent."""
-        path = self.directory / file
-        return json.loads(path.read_text()).get(key) if path.is_file() else None
+        # a sharded regeneration keeps config.json per shard (data/regen/<MIX>/shard-I-of-N/; one setting)
+        paths = [self.directory / file, *sorted(self.directory.glob(f"shard-*/{file}"))]
+        path = next((p for p in paths if p.is_file()), None)
+        return json.loads(path.read_text()).get(key) if path else None
 
 
 def _conversation_shards(directory: Path) -> list[Path]:
-    """Finished parquet shards that carry id + conversation (temp files start with '.')."""
+    """Finished parquet shards that carry id + conversation (temp files start with '.'), including those
+    of a regeneration split over workers (shard-I-of-N/ folders)."""
     shards = []
-    for path in sorted(directory.glob("*.parquet")):
+    for path in sorted([*directory.glob("*.parquet"), *directory.glob("shard-*/*.parquet")]):
         if path.name.startswith("."):
             continue
         names = set(pq.read_schema(path).names)

@@ -36,6 +36,10 @@ def regenerate_cmd(
         None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."),
     retry_errors: Optional[bool] = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
     flush_rows: Optional[int] = typer.Option(None, "--flush-rows", min=1, help="Rows per result shard (1000)."),
+    shard: Optional[str] = typer.Option(
+        None, "--shard", metavar="I/N", help="Take only rows with sha1(id) mod N == I (0 <= I < N), writing "
+        "data/regen/MIX/shard-I-of-N/: N workers (processes or hosts on a shared filesystem) split one mix and "
+        "each resumes on its own. Every run on a mix must use the same N."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar."),
 ) -> None:
     """Answer every prompt of a mix with the target model through OpenAI-compatible servers.
@@ -43,7 +47,8 @@ def regenerate_cmd(
     Each user turn is answered conditioned on the target's own earlier answers; native rows pass
     through unchanged. Kill it at any time and run it again: it resumes by id. Outputs in
     data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
-    (watch it from another terminal with `draftset status`)."""
+    (watch it from another terminal with `draftset status`). With --shard I/N they go to
+    data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are."""
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
 
@@ -56,19 +61,26 @@ def regenerate_cmd(
     config = load_config(config_file, mix=mix, endpoints=list(endpoints), model=model or cfg.target_model,
                          max_rows=max_rows, thinking=thinking, temperature=temperature, seed=seed,
                          include_length_truncated=include_length_truncated, retry_errors=retry_errors,
-                         flush_rows=flush_rows)
+                         flush_rows=flush_rows, shard=shard)
     config = with_overrides(config, max_tokens=max_tokens, concurrency=concurrency, split_at=split_at,
                             max_attempts=max_attempts, timeout_s=timeout, backoff_s=backoff)
     result = run_regenerate(config, cfg.home, catalog(), show_progress=progress, console=console)
     counts = result.counts
     rows = [[k, v] for k, v in sorted(counts.items()) if v]
-    print_table(["count (this run)", "rows"], rows, title=f"regenerate {mix} ({result.run_id})")
+    label = f"{mix} shard {config.shard.label}" if config.shard else mix
+    print_table(["count (this run)", "rows"], rows, title=f"regenerate {label} ({result.run_id})")
     t = result.totals
     console.print(f"on disk: {t['results']} results + {t['errors']} errors + {t['skipped']} skipped = "
                   f"{sum(t.values())} of {result.input_rows} input rows -> {result.out_dir}", highlight=False)
+    if result.mix_manifest:
+        done = [k for k, m in result.mix_manifest["per_shard"].items() if m and m["complete"]]
+        console.print(f"mix {mix}: {len(done)} of {config.shard.count} shards complete "
+                      f"({'all done' if result.mix_manifest['complete'] else 'run the others to finish'})",
+                      highlight=False)
     if t["errors"]:
+        again = f" --shard {config.shard.label}" if config.shard else ""
         console.print(f"[yellow]next:[/] read {result.out_dir / 'errors.jsonl'}; "
-                      f"`draftset regenerate {mix} --retry-errors` answers them again", highlight=False)
+                      f"`draftset regenerate {mix}{again} --retry-errors` answers them again", highlight=False)
 
 
 def status_cmd(
@@ -82,8 +94,8 @@ def status_cmd(
     jobs = regen_jobs(home)
     if jobs:
         print_table(
-            ["mix", "state", "done/total", "ok/err/skip", "req/s", "tok/s", "mean tok", "ETA", "updated"],
-            [[j.get("mix"), j.get("state"),
+            ["mix", "shard", "state", "done/total", "ok/err/skip", "req/s", "tok/s", "mean tok", "ETA", "updated"],
+            [[j.get("mix"), j.get("shard") or "-", j.get("state"),
               f"{sum(j.get(k, 0) for k in ('results', 'errors', 'skipped', 'resumed'))}/{j.get('total')}",
               f"{j.get('results')}/{j.get('errors')}/{j.get('skipped')}", j.get("req_s"), j.get("tok_s"),
               j.get("mean_completion_tokens"), hms(j.get("eta_s")), str(j.get("updated_at", ""))[11:19]]

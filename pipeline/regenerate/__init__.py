@@ -12,4 +12,6 @@ Outputs under $DRAFTSET_HOME/data/regen/<MIX>/ (build reads the results shards):
 - manifest.json (totals, complete), progress.json (live; `draftset status`), generation.json
   (sampling settings; a resume with other settings is refused), config.json + stats.json (stage base).
 results + errors + skipped == input ids, each once, whatever kill -9 happened on the way.
+With `--shard I/N` (sharding.py) a worker takes the ids with sha1(id) mod N == I and writes all of the
+above under data/regen/<MIX>/shard-I-of-N/; data/regen/<MIX>/manifest.json sums the N shards.
 """

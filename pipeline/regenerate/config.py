@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from catalog.errors import DraftsetError
+from pipeline.regenerate.sharding import Shard, parse_shard
 from pipeline.stage import StageConfig
 
 
@@ -63,6 +64,12 @@ class RegenConfig(StageConfig):
     flush_rows: int = Field(default=1000, gt=0)
     flush_seconds: float = Field(default=10.0, gt=0)
     connections_per_lane: int = Field(default=8, gt=0)  # see client.py: small pools scan fast
+    shard: Shard | None = None  # this worker's share of the mix ("I/N" in files and on the CLI); None = all
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _parse_shard(cls, value):
+        return parse_shard(value)
 
     @model_validator(mode="after")
     def _check(self) -> "RegenConfig":

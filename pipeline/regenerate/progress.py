@@ -7,6 +7,7 @@ terminal always sees a whole document and never touches the writer's files or th
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections import deque
 from datetime import datetime, timezone
@@ -14,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from pipeline.stage import write_json_atomic
 
@@ -24,9 +31,9 @@ RATE_WINDOW_S = 30.0  # rates over the last 30 s: the field saw 1.1 → 0.7 req/
 
 class RegenProgress:
     def __init__(self, out_dir: Path, mix: str, run_id: str, total: int, console: Console | None = None,
-                 show: bool = True):
+                 show: bool = True, shard: str | None = None):
         self.path = out_dir / PROGRESS_FILE
-        self.mix, self.run_id, self.total = mix, run_id, total
+        self.mix, self.run_id, self.total, self.shard = mix, run_id, total, shard
         self.started = time.monotonic()
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         # rows of this run by outcome; "resumed" = done by an earlier run, met again in the mix
@@ -39,7 +46,7 @@ class RegenProgress:
             TextColumn("[bold]regenerate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
             console=console, disable=not show, transient=False)
-        self._task = self._bar.add_task(mix, total=total, rates="", eta="?")
+        self._task = self._bar.add_task(f"{mix} shard {shard}" if shard else mix, total=total, rates="", eta="?")
 
     # -- events ----------------------------------------------------------------------------------
     def request_done(self, completion_tokens: int) -> None:
@@ -69,7 +76,8 @@ class RegenProgress:
                 "rows_s": round(rows_s, 2), "eta_s": round(remaining / rows_s) if rows_s > 0 else None}
 
     def snapshot(self, state: str) -> dict[str, Any]:
-        return {"mix": self.mix, "run_id": self.run_id, "pid": os.getpid(), "state": state,
+        return {"mix": self.mix, "shard": self.shard, "run_id": self.run_id, "host": socket.gethostname(),
+                "pid": os.getpid(), "state": state,
                 "started_at": self.started_at, "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "total": self.total, **self.counts, "requests": self.requests,
                 "completion_tokens": self.completion_tokens, **self.rates(),
@@ -90,7 +98,7 @@ class RegenProgress:
                                                      f"err {self.counts['errors']} skip {self.counts['skipped']}"))
         write_json_atomic(self.path, snap)
 
-    def __enter__(self) -> "RegenProgress":
+    def __enter__(self) -> RegenProgress:
         self._bar.start()
         return self
 

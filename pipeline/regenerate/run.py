@@ -13,10 +13,11 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -26,12 +27,16 @@ from catalog.errors import DraftsetError
 from pipeline.regenerate import source
 from pipeline.regenerate.client import EndpointPool, RequestFailed
 from pipeline.regenerate.config import Partition, RegenConfig
-from pipeline.regenerate.conversation import Skip, length_function, prompt_text, regenerate
+from pipeline.regenerate.conversation import (
+    Skip,
+    length_function,
+    prompt_text,
+    regenerate,
+)
 from pipeline.regenerate.progress import RegenProgress
-from pipeline.regenerate.store import RegenStore, totals
+from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
+from pipeline.regenerate.store import GENERATION_FILE, RegenStore, totals
 from pipeline.stage import StageRun, write_json_atomic
-
-GENERATION_FILE = "generation.json"
 
 
 @dataclass
@@ -41,6 +46,7 @@ class RegenResult:
     totals: dict[str, int]
     input_rows: int
     out_dir: Path
+    mix_manifest: dict[str, Any] | None = None  # sharded runs: the manifest over all shards
 
 
 def regen_dir(home: Path, mix: str) -> Path:
@@ -49,8 +55,7 @@ def regen_dir(home: Path, mix: str) -> Path:
 
 @contextmanager
 def _exclusive(out_dir: Path, mix: str) -> Iterator[None]:
-    """One writer per output folder: two runs on one mix would answer the same ids twice."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """One writer per output folder (a mix, or one shard of it): two would answer the same ids twice."""
     with (out_dir / ".lock").open("a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -63,10 +68,14 @@ def _exclusive(out_dir: Path, mix: str) -> Iterator[None]:
 def run_regenerate(config: RegenConfig, home: Path, catalog: Any | None = None, *,
                    show_progress: bool = True, console: Console | None = None) -> RegenResult:
     shards = source.mix_shards(home, config.mix)
-    out_dir = regen_dir(home, config.mix)
+    mix_dir = regen_dir(home, config.mix)
+    out_dir = claim(mix_dir, config.shard, config.mix)
     with _exclusive(out_dir, config.mix):
         job = _Regeneration(config, shards, out_dir, catalog, show_progress, console)
-        return asyncio.run(job.run())
+        result = asyncio.run(job.run())
+    if config.shard:
+        result.mix_manifest = write_mix_manifest(mix_dir, config.shard, config.mix)
+    return result
 
 
 def _request_seed(seed: int | None, row_id: str, turn: int) -> int | None:
@@ -94,6 +103,8 @@ class _Regeneration:
         self.config, self.shards, self.out_dir, self.catalog = config, shards, out_dir, catalog
         self.show_progress, self.console = show_progress, console
         self.n_endpoints = len(config.endpoints)
+        self.owns = config.shard.owns if config.shard else None
+        self.siblings = sibling_dirs(out_dir.parent, config.shard)  # one split, one set of settings
         self._measure = length_function(config.length_unit, config.tokenizer)
 
     async def run(self) -> RegenResult:
@@ -116,12 +127,11 @@ class _Regeneration:
         self.done = set().union(*done.values())
         self._check_same_generation()
         self.sampling_json = json.dumps(config.sampling(), sort_keys=True)
-        total = source.count_rows(self.shards)
-        total = min(total, config.max_rows) if config.max_rows else total
+        total = source.count_rows(self.shards, config.max_rows, self.owns)
         with StageRun("regenerate", config, self.out_dir, self.catalog) as run:
             self.run, self.store.run_id = run, run.run_id
             self.progress = RegenProgress(self.out_dir, config.mix, run.run_id, total, console=self.console,
-                                          show=self.show_progress)
+                                          show=self.show_progress, shard=config.shard and config.shard.label)
             self.progress.endpoints = self.pool.endpoints
             state = "failed"
             try:
@@ -133,24 +143,28 @@ class _Regeneration:
                 self.progress.tick(state, force=True)
         on_disk = totals(self.out_dir)
         write_json_atomic(self.out_dir / "manifest.json", {
-            "mix": config.mix, "run_id": run.run_id, "input_rows": total, "totals": on_disk,
+            "mix": config.mix, "shard": config.shard and config.shard.label, "run_id": run.run_id,
+            "input_rows": total, "totals": on_disk,
             "complete": sum(on_disk.values()) >= total, "model": config.model, "sampling": config.sampling(),
             "endpoints": config.endpoints, "results": [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))]})
         return RegenResult(run.run_id, dict(run.counts), on_disk, total, self.out_dir)
 
     def _check_same_generation(self) -> None:
-        """Refuse to resume with other sampling settings: one output must come from one configuration."""
-        path = self.out_dir / GENERATION_FILE
+        """Refuse to resume with other sampling settings: one output (all its shards) from one configuration."""
+        own = self.out_dir / GENERATION_FILE
         current = self.config.sampling()
-        if path.exists() and self.done:
+        earlier_files = [own] if own.exists() and self.done else []
+        earlier_files += [d / GENERATION_FILE for d in self.siblings if (d / GENERATION_FILE).exists()]
+        for path in earlier_files:
             earlier = json.loads(path.read_text())
             changed = sorted(k for k in current.keys() | earlier.keys() if current.get(k) != earlier.get(k))
             if changed:
+                held = f"{len(self.done)} rows" if path == own else "rows"
                 raise DraftsetError(
-                    f"{self.out_dir} already holds {len(self.done)} rows generated with other settings "
+                    f"{path.parent} already holds {held} generated with other settings "
                     f"({', '.join(f'{k}: {earlier.get(k)} -> {current.get(k)}' for k in changed)})",
                     hint="resume with the earlier settings, or remove that folder to start again")
-        write_json_atomic(path, current)
+        write_json_atomic(own, current)
 
     # -- the pipeline ----------------------------------------------------------------------------
     async def _pump(self) -> None:
@@ -177,7 +191,7 @@ class _Regeneration:
 
     async def _produce(self, queues: dict[str, asyncio.Queue]) -> None:
         run, seen_now = self.run, set()
-        for shard, number, row in source.iter_rows(self.shards, self.config.max_rows):
+        for shard, number, row in source.iter_rows(self.shards, self.config.max_rows, self.owns):
             run.seen()
             row_id = row.get("id")
             where = {"id": row_id, "shard": shard.name, "row": number, "repo_id": row.get("repo_id")}

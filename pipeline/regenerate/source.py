@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -36,20 +37,28 @@ def _columns(shard: Path) -> list[str]:
     return [*REQUIRED, *(c for c in OPTIONAL if c in names)]
 
 
-def count_rows(shards: list[Path]) -> int:
-    return sum(pq.read_metadata(s).num_rows for s in shards)
+def count_rows(shards: list[Path], limit: int | None = None, owns: Callable[[Any], bool] | None = None) -> int:
+    """Rows `iter_rows` yields; a worker's share (`owns`) needs one pass over the id column."""
+    if owns is None:
+        total = sum(pq.read_metadata(s).num_rows for s in shards)
+        return min(total, limit) if limit else total
+    return sum(1 for _ in iter_rows(shards, limit, owns, ids_only=True))
 
 
-def iter_rows(shards: list[Path], limit: int | None = None) -> Iterator[tuple[Path, int, dict[str, Any]]]:
-    """(shard, row number in shard, row) in mix order, at most `limit` rows."""
+def iter_rows(shards: list[Path], limit: int | None = None, owns: Callable[[Any], bool] | None = None,
+              ids_only: bool = False) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+    """(shard, row number in shard, row) in mix order among the first `limit` rows, those whose id `owns`
+    accepts (a worker's share: every worker applies the limit to the same mix rows)."""
     emitted = 0
     for shard in shards:
         columns = _columns(shard)
         number = 0
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS,
+                                                        columns=["id"] if ids_only else columns):
             for row in batch.to_pylist():
                 if limit is not None and emitted >= limit:
                     return
-                yield shard, number, row
+                if owns is None or owns(row.get("id")):
+                    yield shard, number, row
                 number += 1
                 emitted += 1

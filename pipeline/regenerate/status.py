@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,17 @@ def _alive(pid: Any) -> bool:
 
 
 def regen_jobs(home: Path) -> list[dict[str, Any]]:
-    """One entry per data/regen/<MIX>/progress.json; a 'running' job whose process is gone says so."""
+    """One entry per data/regen/<MIX>/[shard-I-of-N/]progress.json; a 'running' job whose process is gone
+    says so (checked for this host's workers only: another host's pid means nothing here)."""
     jobs = []
-    for path in sorted((home / "data" / "regen").glob(f"*/{PROGRESS_FILE}")):
+    regen = home / "data" / "regen"
+    for path in sorted([*regen.glob(f"*/{PROGRESS_FILE}"), *regen.glob(f"*/shard-*/{PROGRESS_FILE}")]):
         try:
             job = json.loads(path.read_text())
         except (OSError, ValueError):
             continue  # never half-written (atomic rename); unreadable means it vanished meanwhile
-        if job.get("state") == "running" and not _alive(job.get("pid")):
+        here = job.get("host", socket.gethostname()) == socket.gethostname()
+        if job.get("state") == "running" and here and not _alive(job.get("pid")):
             job["state"] = "stopped (process gone: rerun to resume)"
         jobs.append(job)
     return jobs

@@ -31,6 +31,7 @@ RESULT_SCHEMA = pa.schema([
     ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("run_id", pa.string()),
 ])
 ERRORS, SKIPPED = "errors.jsonl", "skipped.jsonl"
+GENERATION_FILE = "generation.json"  # sampling settings of the rows here (a resume must match)
 
 
 def result_shards(out_dir: Path) -> list[Path]:
