@@ -161,10 +161,15 @@ def journey(env, target_port, stack):
         ]),
         ("6. capture, train the EAGLE-3 draft, check it against serving", [
             run("capture", "demo", "--model", model),
-            run("train", "demo", "--epochs", "4", "--lr", "1e-3"),
+            # 3 speculation steps, as the published Kimi-K2 EAGLE-3 draft serves (steps 3, topk 1).
+            run("train", "demo", "--epochs", "8", "--lr", "5e-3", "--ttt-steps", "3"),
             run("check", "draft", "demo", "--captures", str(HOME / "captures" / "demo"), allow_fail=True),
-            run("check", "serve", "demo", "--", *sglang, "--speculative-num-steps", "7",
-                "--speculative-num-draft-tokens", "8"),
+            lambda: console.print(
+                "[dim]On the toy target the wirings tie and the check says so: a one-layer draft as wide as this\n"
+                "8-layer, width-64 target can rebuild its predictions from the tokens alone, so the taps add nothing.\n"
+                "On a target whose predictions need depth (tests/draft uses one) the configured wiring wins clearly.[/]"),
+            run("check", "serve", "demo", "--", *sglang, "--speculative-num-steps", "3",
+                "--speculative-num-draft-tokens", "4"),
             run("check", "serve", "demo", "--", *[a if a != "EAGLE3" else "EAGLE" for a in sglang],
                 "--speculative-num-steps", "1", "--speculative-num-draft-tokens", "16", expect_fail=True),
             # Calibrated on the field's run: plain SGLang 90 tok/s, EAGLE-3 at accept length 2.1 gave 82.3 tok/s.
