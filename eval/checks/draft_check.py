@@ -106,9 +106,9 @@ def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, 
                          if held_ids else None)
     if model_dir is None and not (target_dir / "config.json").exists():
         return report
-    from transformers import AutoModelForCausalLM
+    from pipeline.model.load import load_target
 
-    model = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32, trust_remote_code=False).eval()
+    model = load_target(target_dir, torch.float32)
     samples = [reader.load(i) for i in train_ids]
     states = [_all_states(model, s) for s in samples]
     for name, wiring in [("configured", ids)] + wrong_wirings(ids, manifest.n_layers):

@@ -73,7 +73,8 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]
     if metrics.get("heldout_step_accuracy"):
         rows.append(["held-out", *[f"{a:.3f}" for a in metrics["heldout_step_accuracy"]]])
-    print_table(["split", *[f"acc@{k}" for k in range(ttt_steps)]], rows, title=f"draft exported to {out}")
+    print_table(["split", *[f"acc@{k}" for k in range(ttt_steps)]], rows, title="draft accuracy per step")
+    console.print(f"draft exported to {out}", highlight=False)
 
 
 def export(draft: str = typer.Argument(..., help="draft name/dir (uses its train/checkpoint) or a checkpoint dir"),

@@ -68,7 +68,8 @@ def regenerate_cmd(
     counts = result.counts
     rows = [[k, v] for k, v in sorted(counts.items()) if v]
     label = f"{mix} shard {config.shard.label}" if config.shard else mix
-    print_table(["count (this run)", "rows"], rows, title=f"regenerate {label} ({result.run_id})")
+    print_table(["count (this run)", "rows"], rows, title=f"regenerate {label}")
+    console.print(f"run {result.run_id}", highlight=False)
     t = result.totals
     console.print(f"on disk: {t['results']} results + {t['errors']} errors + {t['skipped']} skipped = "
                   f"{sum(t.values())} of {result.input_rows} input rows -> {result.out_dir}", highlight=False)
