@@ -142,7 +142,8 @@ def journey(env, target_port, stack):
             approve_proposed,
             run("adapters", "list"),
         ]),
-        ("4. ingest, dedup, mix, report", [
+        ("4. the toy target (its tokenizer measures prompt lengths), ingest, dedup, mix, report", [
+            run("model", "init-toy", model, "--max-train-seconds", "45"),
             run("ingest"),
             run("mix", "demo", "--samples", "240", "--seed", "0"),
             run("sql", "SELECT reason, count(*) AS records FROM dedup GROUP BY reason ORDER BY records DESC"),
@@ -152,7 +153,6 @@ def journey(env, target_port, stack):
             run("report", "demo"),
         ]),
         ("5. regenerate with the target, then build training rows", [
-            run("model", "init-toy", model, "--max-train-seconds", "45"),
             start_target,
             run("regenerate", "demo", "--endpoint", f"{target}/v1"),
             run("status"),
