@@ -18,7 +18,14 @@ def dist_info() -> tuple[int, int]:
         import torch.distributed as dist
 
         if not dist.is_initialized():
-            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            if torch.cuda.is_available():
+                # Bind this rank to its own GPU first: otherwise the current device stays cuda:0 on every rank
+                # and NCCL barriers (and anything using the current device) pile onto GPU 0.
+                local = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+                torch.cuda.set_device(local)
+                dist.init_process_group("nccl", device_id=local)
+            else:
+                dist.init_process_group("gloo")
     return rank, world
 
 
