@@ -29,3 +29,22 @@ def test_cli_error_is_one_line_with_next_step(tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "no catalog at" in proc.stderr and "next:" in proc.stderr
+
+
+def test_cli_turns_a_full_disk_into_one_line(tmp_path, monkeypatch, capsys):
+    """An OS error a user can fix (here ENOSPC raised by a command) is one line plus what to do, exit 1."""
+    import errno
+
+    import pytest
+
+    from pipeline.cli import app as cli
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.parquet"))
+
+    monkeypatch.setattr(cli, "app", full_disk)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1
+    assert "No space left on device" in err and "x.parquet" in err and "free disk space" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
@@ -19,14 +20,32 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
 @app.callback()
 def _root() -> None:
-    """Find, vet and prepare training data for EAGLE-3 draft models of a large target model."""
+    # Present only so a lone command is still a subcommand (typer collapses single-command apps).
+    pass
 
 
-# Order here is the order of the user journey in `draftset --help`.
+# Registration order; `--help` lists plain commands first, then the groups (hub, adapters, model, check).
 for module in (hub_cmd, find_cmd, sql_cmd, adapters_cmd, data_cmd, regen_cmd, model_cmd, draft_cmd):
     module.register(app)
+
+
+# OS errors a user can fix themselves; anything else is a bug and keeps its traceback.
+_OS_HINTS = {
+    errno.ENOSPC: "free disk space (or point DRAFTSET_HOME at a bigger disk), then re-run: stages resume by id",
+    errno.EDQUOT: "free space within your quota, then re-run: stages resume by id",
+    errno.EACCES: "check the permissions of that path, or set DRAFTSET_HOME to a folder you can write",
+    errno.EROFS: "set DRAFTSET_HOME to a writable file system",
+}
+
+
+def _fail(message: str, hint: str | None) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    if hint:
+        err_console.print(f"[yellow]next:[/] {hint}", highlight=False)
+    sys.exit(1)
 
 
 def main() -> None:
@@ -34,10 +53,11 @@ def main() -> None:
     try:
         app()  # standalone: click prints usage errors itself
     except DraftsetError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        if exc.hint:
-            err_console.print(f"[yellow]next:[/] {exc.hint}", highlight=False)
-        sys.exit(1)
+        _fail(str(exc), exc.hint)
+    except OSError as exc:
+        if exc.errno not in _OS_HINTS:
+            raise
+        _fail(f"{exc.strerror}: {exc.filename or ''}".rstrip(": "), _OS_HINTS[exc.errno])
 
 
 if __name__ == "__main__":
