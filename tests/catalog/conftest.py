@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-# This folder is named like the `catalog` package; keep the real one importable under a bare `pytest`.
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]   # pyproject's `pythonpath = ["."]` keeps the real `catalog` first
 
 # A writer that holds the catalog's write lock until its stdin closes, then commits one row.
 HOLDER = """

@@ -151,7 +151,7 @@ def test_sql_formats(home, draftset):
 def test_sql_reads_show_and_describe(home):
     cat = Catalog(home)
     cat.migrate()
-    columns, rows = run_readonly(cat, "SHOW TABLES")
+    _, rows = run_readonly(cat, "SHOW TABLES")
     assert CORE_TABLES <= {r[0] for r in rows}
     _, described = run_readonly(cat, "DESCRIBE candidates")
     assert ("repo_id", "VARCHAR") == described[0][:2]
