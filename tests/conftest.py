@@ -17,6 +17,7 @@ FIXTURE_HUB = Path(__file__).parent / "fixtures" / "hub"
 
 
 def _free_port() -> int:
+    # Not agents.localhub.free_port: importing agents here would import huggingface_hub before HF_ENDPOINT is set.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
