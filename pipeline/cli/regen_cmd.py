@@ -93,6 +93,10 @@ def status_cmd(
 
     home = settings().home
     jobs = regen_jobs(home)
+    for damaged in (j for j in jobs if "problem" in j):
+        console.print(f"[yellow]{damaged['problem']}[/]; rerun `draftset regenerate` on that mix to rewrite it",
+                      highlight=False)
+    jobs = [j for j in jobs if "problem" not in j]
     if jobs:
         print_table(
             ["mix", "shard", "state", "done/total", "ok/err/skip", "req/s", "tok/s", "mean tok", "ETA", "updated"],

@@ -31,7 +31,7 @@ RATE_WINDOW_S = 30.0  # rates over the last 30 s: the field saw 1.1 → 0.7 req/
 
 class RegenProgress:
     def __init__(self, out_dir: Path, mix: str, run_id: str, total: int, console: Console | None = None,
-                 show: bool = True, shard: str | None = None):
+                 show: bool = True, shard: str | None = None, endpoints: list[Any] | None = None):
         self.path = out_dir / PROGRESS_FILE
         self.mix, self.run_id, self.total, self.shard = mix, run_id, total, shard
         self.started = time.monotonic()
@@ -41,7 +41,7 @@ class RegenProgress:
         self.requests = self.completion_tokens = 0
         self._window: deque[tuple[float, int, int]] = deque()  # (time, requests, tokens) samples
         self._last_write = 0.0
-        self.endpoints: list[Any] = []
+        self.endpoints = endpoints or []  # client.Endpoint: live inflight/requests/failures per server
         self._bar = Progress(
             TextColumn("[bold]regenerate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),

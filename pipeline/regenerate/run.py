@@ -24,6 +24,7 @@ from rich.console import Console
 
 from adapters.records import Conversation
 from catalog.errors import DraftsetError
+from pipeline.ingest.layout import checked_name
 from pipeline.regenerate import source
 from pipeline.regenerate.client import EndpointPool, RequestFailed
 from pipeline.regenerate.config import Partition, RegenConfig
@@ -35,7 +36,7 @@ from pipeline.regenerate.conversation import (
 )
 from pipeline.regenerate.progress import RegenProgress
 from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
-from pipeline.regenerate.store import GENERATION_FILE, RegenStore, totals
+from pipeline.regenerate.store import GENERATION_FILE, RegenStore, recover, totals
 from pipeline.stage import StageRun, write_json_atomic
 
 
@@ -50,7 +51,7 @@ class RegenResult:
 
 
 def regen_dir(home: Path, mix: str) -> Path:
-    return home / "data" / "regen" / mix
+    return Path(home) / "data" / "regen" / checked_name(mix, "mix")  # never a folder outside data/regen/
 
 
 @contextmanager
@@ -122,24 +123,23 @@ class _Regeneration:
 
     async def _run_stage(self) -> RegenResult:
         config = self.config
-        self.store = RegenStore(self.out_dir, "", config.flush_rows, config.flush_seconds)
-        done = self.store.recover(retry_errors=config.retry_errors)
+        done = recover(self.out_dir, retry_errors=config.retry_errors)
         self.done = set().union(*done.values())
         self._check_same_generation()
         self.sampling_json = json.dumps(config.sampling(), sort_keys=True)
         total = source.count_rows(self.shards, config.max_rows, self.owns)
         with StageRun("regenerate", config, self.out_dir, self.catalog) as run:
-            self.run, self.store.run_id = run, run.run_id
+            self.run = run
             self.progress = RegenProgress(self.out_dir, config.mix, run.run_id, total, console=self.console,
-                                          show=self.show_progress, shard=config.shard and config.shard.label)
-            self.progress.endpoints = self.pool.endpoints
+                                          show=self.show_progress, shard=config.shard and config.shard.label,
+                                          endpoints=self.pool.endpoints)
             state = "failed"
             try:
-                with self.progress:
+                with RegenStore(self.out_dir, run.run_id, config.flush_rows, config.flush_seconds) as self.store, \
+                        self.progress:
                     await self._pump()
                 state = "finished"
             finally:
-                self.store.close()
                 self.progress.tick(state, force=True)
         on_disk = totals(self.out_dir)
         write_json_atomic(self.out_dir / "manifest.json", {

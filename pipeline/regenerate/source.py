@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
+from pipeline.ingest.layout import mix_dir
+from pipeline.ingest.shards import shard_paths
 
 REQUIRED = ("id", "mode", "conversation")
 OPTIONAL = ("repo_id", "category")
@@ -16,10 +18,10 @@ BATCH_ROWS = 512
 
 
 def mix_shards(home: Path, mix: str) -> list[Path]:
-    mix_dir = home / "data" / "mix" / mix
-    shards = sorted(mix_dir.glob("part-*.parquet"))
+    folder = mix_dir(home, mix)  # refuses a name that would escape data/mix/
+    shards = shard_paths(folder)
     if not shards:
-        raise DraftsetError(f"mix {mix!r} has no shards at {mix_dir}/part-*.parquet",
+        raise DraftsetError(f"mix {mix!r} has no shards at {folder}/part-*.parquet",
                             hint=f"create it with `draftset mix {mix}` (after `draftset ingest`)")
     return shards
 

@@ -26,15 +26,18 @@ def _alive(pid: Any) -> bool:
 
 
 def regen_jobs(home: Path) -> list[dict[str, Any]]:
-    """One entry per data/regen/<MIX>/[shard-I-of-N/]progress.json; a 'running' job whose process is gone
-    says so (checked for this host's workers only: another host's pid means nothing here)."""
+    """One entry per data/regen/<MIX>/[shard-I-of-N/]progress.json (a damaged file: only `problem`); a
+    'running' job whose process is gone says so (checked for this host's workers only: another host's pid
+    means nothing here)."""
     jobs = []
     regen = home / "data" / "regen"
     for path in sorted([*regen.glob(f"*/{PROGRESS_FILE}"), *regen.glob(f"*/shard-*/{PROGRESS_FILE}")]):
         try:
             job = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # never half-written (atomic rename); unreadable means it vanished meanwhile
+        except FileNotFoundError:
+            continue  # removed between the listing and the read
+        except (OSError, ValueError) as exc:  # never half-written (atomic rename): damaged, so say so
+            job = {"problem": f"{path} is unreadable ({exc})"}
         here = job.get("host", socket.gethostname()) == socket.gethostname()
         if job.get("state") == "running" and here and not _alive(job.get("pid")):
             job["state"] = "stopped (process gone: rerun to resume)"

@@ -14,12 +14,13 @@ import json
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
+from pipeline.ingest.shards import ShardWriter
 from pipeline.stage import atomic_path
 
 RESULT_SCHEMA = pa.schema([
@@ -57,34 +58,40 @@ def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def recover(out_dir: Path, retry_errors: bool = False) -> dict[str, set[str]]:
+    """Clean up after a killed run and return the ids already done in `out_dir`, by outcome."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.glob(".*.tmp"):  # temp files of writes that never got renamed
+        stale.unlink()
+    errors_path = out_dir / ERRORS
+    errors = _repair_jsonl(errors_path)
+    if retry_errors and errors:
+        errors_path.rename(out_dir / f"errors-retried-{datetime.now():%Y%m%d-%H%M%S}.jsonl")
+        errors = []
+    done = {"results": set(), "errors": {e["id"] for e in errors},
+            "skipped": {e["id"] for e in _repair_jsonl(out_dir / SKIPPED)}}
+    for shard in result_shards(out_dir):
+        done["results"].update(pq.read_table(shard, columns=["id"]).column("id").to_pylist())
+    return done
+
+
 class RegenStore:
+    """The outputs of one run: result rows through ingest's ShardWriter (atomic shards named
+    results-<run_id>-NNNNN.parquet, a full one every `flush_rows`), and also flushed every
+    `flush_seconds` so a slow run loses little to a kill; errors/skipped journals appended line by line.
+    Use as a context manager: on exit the last rows are written and the journals closed."""
+
     def __init__(self, out_dir: Path, run_id: str, flush_rows: int, flush_seconds: float):
-        self.out_dir, self.run_id = out_dir, run_id
-        self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
-        self._buffer: list[dict[str, Any]] = []
+        self.out_dir, self.run_id, self.flush_seconds = out_dir, run_id, flush_seconds
+        self._shards = ShardWriter(out_dir, RESULT_SCHEMA, prefix=f"results-{run_id}", rows_per_shard=flush_rows)
         self._last_flush = time.monotonic()
-        self._seq = 0
         self._journals: dict[str, Any] = {}
 
-    def recover(self, retry_errors: bool = False) -> dict[str, set[str]]:
-        """Clean up after a killed run and return the ids already done, by outcome."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in self.out_dir.glob(".*.tmp"):  # temp files of writes that never got renamed
-            stale.unlink()
-        errors_path = self.out_dir / ERRORS
-        errors = _repair_jsonl(errors_path)
-        if retry_errors and errors:
-            errors_path.rename(self.out_dir / f"errors-retried-{datetime.now():%Y%m%d-%H%M%S}.jsonl")
-            errors = []
-        done = {"results": set(), "errors": {e["id"] for e in errors},
-                "skipped": {e["id"] for e in _repair_jsonl(self.out_dir / SKIPPED)}}
-        for shard in result_shards(self.out_dir):
-            done["results"].update(pq.read_table(shard, columns=["id"]).column("id").to_pylist())
-        return done
-
-    # -- writing ---------------------------------------------------------------------------------
     def add_result(self, row: dict[str, Any]) -> None:
-        self._buffer.append(row)
+        written = len(self._shards.written)
+        self._shards.write(row)
+        if len(self._shards.written) > written:  # a full shard went out: the clock starts again
+            self._last_flush = time.monotonic()
         self.maybe_flush()
 
     def add_error(self, entry: dict[str, Any]) -> None:
@@ -100,30 +107,19 @@ class RegenStore:
         handle.write(json.dumps({**entry, "run_id": self.run_id}, ensure_ascii=False, default=str) + "\n")
         handle.flush()
 
-    def maybe_flush(self, force: bool = False) -> None:
-        due = len(self._buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds
-        if self._buffer and (force or due):
-            self._write_shard(self._buffer)
-            self._buffer = []
-        if force or due:
+    def maybe_flush(self) -> None:
+        if time.monotonic() - self._last_flush >= self.flush_seconds:
+            self._shards.flush()
             self._last_flush = time.monotonic()
 
-    def _write_shard(self, rows: Iterable[dict[str, Any]]) -> None:
-        table = pa.Table.from_pylist(list(rows), schema=RESULT_SCHEMA)
-        path = self.out_dir / f"results-{self.run_id}-{self._seq:05d}.parquet"
-        self._seq += 1
-        try:
-            with atomic_path(path) as tmp:
-                pq.write_table(table, tmp)
-        except OSError as exc:
-            raise DraftsetError(f"cannot write {path}: {exc}",
-                                hint="free disk space, then rerun: finished rows are kept and resumed by id") from exc
+    def __enter__(self) -> "RegenStore":
+        return self
 
-    def close(self) -> None:
-        self.maybe_flush(force=True)
+    def __exit__(self, *exc_info: Any) -> None:
         for handle in self._journals.values():
             handle.close()
         self._journals.clear()
+        self._shards.__exit__(*exc_info)  # writes the buffered rows unless writing them just failed
 
 
 def totals(out_dir: Path) -> dict[str, int]:

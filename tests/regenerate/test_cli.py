@@ -70,3 +70,17 @@ def test_no_endpoint_and_bad_config_are_clear_errors(home, tmp_path, draftset):
                    "  - {name: long, concurrency: 1, max_tokens: 5}\n")
     done = draftset("regenerate", "m", "--endpoint", "http://127.0.0.1:9", "--config", str(bad))
     assert done.returncode == 1 and "partitions.0.concurrency" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_status_names_a_damaged_progress_file_instead_of_hiding_the_job(home, draftset):
+    folder = home / "data" / "regen" / "m"
+    folder.mkdir(parents=True)
+    (folder / "progress.json").write_text("{not json")
+    done = draftset("status")
+    assert done.returncode == 0, done.stderr
+    assert f"{folder / 'progress.json'} is unreadable" in done.stdout.replace("\n", ""), done.stdout
+
+
+def test_a_mix_name_that_would_leave_the_data_folder_is_refused(home, draftset):
+    done = draftset("regenerate", "../../escape", "--endpoint", "http://127.0.0.1:9")
+    assert done.returncode == 1 and "invalid mix name '../../escape'" in done.stderr and "Traceback" not in done.stderr

@@ -165,7 +165,7 @@ def test_full_disk_stops_with_a_clear_error_and_loses_nothing(home, fake_server,
     monkeypatch.setattr(store.pq, "write_table", write_then_fill_up)
     with pytest.raises(DraftsetError, match="No space left on device") as caught:
         run_regenerate(_config([server.url], flush_rows=5), home, Catalog(home), show_progress=False)
-    assert "resumed by id" in caught.value.hint
+    assert "resumes by id" in caught.value.hint
     [failed] = Catalog(home).query("SELECT status, error FROM stage_runs")
     assert failed["status"] == "failed" and "No space left" in failed["error"]
     monkeypatch.setattr(store.pq, "write_table", real_write)

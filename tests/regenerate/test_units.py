@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -18,7 +19,7 @@ from pipeline.regenerate.client import Reply, base_url
 from pipeline.regenerate.config import RegenConfig, load_config, with_overrides
 from pipeline.regenerate.conversation import Skip, length_function, regenerate
 from pipeline.regenerate.progress import RegenProgress, hms
-from pipeline.regenerate.store import RegenStore
+from pipeline.regenerate.store import RegenStore, recover
 from regen_helpers import conversation
 
 
@@ -103,28 +104,37 @@ def test_store_repairs_a_torn_journal_and_drops_stale_temp_files(tmp_path):
     (tmp_path / "errors.jsonl").write_text('{"id": "a", "reason": "x"}\n{"id": "b", "rea')
     (tmp_path / "skipped.jsonl").write_text('{"id": "c", "reason": "empty_prompt"}\n')
     (tmp_path / ".results-r-00000.parquet.123.tmp").write_bytes(b"half a shard")
-    store = RegenStore(tmp_path, "r", flush_rows=2, flush_seconds=60)
-    done = store.recover()
+    done = recover(tmp_path)
     assert done == {"results": set(), "errors": {"a"}, "skipped": {"c"}}
     assert (tmp_path / "errors.jsonl").read_text() == '{"id": "a", "reason": "x"}\n'
     assert not list(tmp_path.glob(".*.tmp"))
-    store.add_error({"id": "b", "reason": "y"})
     row = {"id": "d", "conversation": "{}", "turns": "[]"}
-    store.add_result(row)
-    assert not list(tmp_path.glob("results-*.parquet"))  # buffered until flush_rows
-    store.add_result({**row, "id": "e"})
-    [shard] = tmp_path.glob("results-*.parquet")
-    assert pq.read_table(shard).column("id").to_pylist() == ["d", "e"]
-    store.close()
+    with RegenStore(tmp_path, "r", flush_rows=2, flush_seconds=60) as store:
+        store.add_error({"id": "b", "reason": "y"})
+        store.add_result(row)
+        assert not list(tmp_path.glob("results-*.parquet"))  # buffered until flush_rows
+        store.add_result({**row, "id": "e"})
+        [shard] = tmp_path.glob("results-*.parquet")
+        assert pq.read_table(shard).column("id").to_pylist() == ["d", "e"]
+        store.add_result({**row, "id": "f"})  # the rest is written on exit
     assert [json.loads(x)["id"] for x in (tmp_path / "errors.jsonl").read_text().splitlines()] == ["a", "b"]
-    assert RegenStore(tmp_path, "r2", 1, 1).recover(retry_errors=True)["errors"] == set()
+    assert recover(tmp_path)["results"] == {"d", "e", "f"}
+    assert recover(tmp_path, retry_errors=True)["errors"] == set()
     assert list(tmp_path.glob("errors-retried-*.jsonl"))
+
+
+def test_store_writes_a_partial_shard_once_flush_seconds_pass(tmp_path):
+    with RegenStore(tmp_path, "r", flush_rows=100, flush_seconds=0.001) as store:
+        store.add_result({"id": "a"})
+        time.sleep(0.01)
+        store.maybe_flush()  # what the stage's ticker calls twice a second
+        assert [p.name for p in tmp_path.glob("results-*.parquet")] == ["results-r-00000.parquet"]
 
 
 def test_store_refuses_a_corrupted_middle_line(tmp_path):
     (tmp_path / "skipped.jsonl").write_text('not json\n{"id": "c"}\n')
     with pytest.raises(DraftsetError, match="line 1"):
-        RegenStore(tmp_path, "r", 1, 1).recover()
+        recover(tmp_path)
 
 
 def test_prompt_length_in_target_tokens(tmp_path):
