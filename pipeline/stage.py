@@ -24,7 +24,7 @@ from collections import Counter
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,6 +64,11 @@ def _check_reason(reason: str) -> str:
     if not _REASON.match(reason):
         raise ValueError(f"stage reason {reason!r} must be snake_case (a-z, 0-9, _)")
     return reason
+
+
+def skipped_total(counts: Mapping[str, int]) -> int:
+    """Rows an earlier run already produced (all `skipped_<reason>` counts): they count as output."""
+    return sum(v for k, v in counts.items() if k.startswith("skipped_"))
 
 
 class StageRun:
@@ -117,10 +122,6 @@ class StageRun:
     def dropped(self) -> int:
         return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
 
-    @property
-    def skipped_total(self) -> int:
-        return sum(v for k, v in self.counts.items() if k.startswith("skipped_"))
-
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "StageRun":
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -134,7 +135,7 @@ class StageRun:
             self._quarantine = None
         error = None if exc is None else f"{type(exc).__name__}: {exc}"
         # Rows skipped because an earlier run already wrote them count as produced (resume).
-        produced = self.counts["out"] + self.skipped_total
+        produced = self.counts["out"] + skipped_total(self.counts)
         if exc is None and self.counts["in"] > 0 and produced == 0:
             error = (f"{self.stage}: {self.counts['in']} rows in, 0 out "
                      f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}")

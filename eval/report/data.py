@@ -17,6 +17,7 @@ from pipeline.dedup.lengths import TokenCounter
 from pipeline.ingest.layout import mix_dir, normalized_dir
 from pipeline.ingest.rows import from_row
 from pipeline.ingest.shards import iter_rows
+from pipeline.stage import skipped_total
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
 
@@ -43,8 +44,16 @@ class ReportData:
         """Records per raw row at ingest (None when the ingest stats are missing)."""
         counts = self.ingest.get(repo) or {}
         rows_in = counts.get("in", 0)
-        produced = counts.get("out", 0) + sum(v for k, v in counts.items() if k.startswith("skipped_"))
+        produced = counts.get("out", 0) + skipped_total(counts)
         return produced / rows_in if rows_in else None
+
+
+def percentile(values: list[int], q: float) -> int | str:
+    """Nearest-rank percentile of measured lengths ("-" when there are none)."""
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch: int = 1_024) -> ReportData:

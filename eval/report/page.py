@@ -9,7 +9,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.report.data import DEDUP_REASONS, ReportData, load_report_data
+from eval.report.data import DEDUP_REASONS, ReportData, load_report_data, percentile
 from eval.report.plots import plot_counts, plot_dedup_yield, plot_lengths
 from pipeline.ingest.layout import report_dir
 from pipeline.stage import atomic_path
@@ -21,13 +21,6 @@ class Report:
     markdown: Path
     html: Path
     plots: list[Path]
-
-
-def _percentile(values: list[int], q: float) -> int | str:
-    if not values:
-        return "-"
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]:
@@ -42,7 +35,7 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
     cats = data.manifest.get("categories", {})
     cat_rows = [[c, f"{v.get('weight', 0):g}", v.get("target", "-"), v.get("room", "-"), data.by_category.get(c, 0)]
                 for c, v in sorted(cats.items())]
-    lengths = [[name, len(vals), _percentile(vals, 0.5), _percentile(vals, 0.9), max(vals) if vals else "-"]
+    lengths = [[name, len(vals), percentile(vals, 0.5), percentile(vals, 0.9), max(vals) if vals else "-"]
                for name, vals in (("prompt", data.prompt_tokens), ("response (answered)", data.response_tokens))]
     return [
         ("Sources", ["source", "category", "ingested", *DEDUP_REASONS, "cap", "in mix", "ingest yield"], src_rows),

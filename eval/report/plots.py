@@ -9,7 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot loads)
 
-from eval.report.data import DEDUP_REASONS, ReportData  # noqa: E402
+from eval.report.data import DEDUP_REASONS, ReportData, percentile  # noqa: E402
+from pipeline.stage import atomic_path  # noqa: E402
 
 _REASON_COLORS = {"kept": "#2e7d32", "exact": "#c62828", "near": "#ef6c00", "too_long": "#6a1b9a",
                   "too_short": "#757575"}
@@ -51,7 +52,7 @@ def plot_lengths(data: ReportData, out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(9, 4))
         if values:
             ax.hist(values, bins=min(40, max(5, len(set(values)))), color=color, edgecolor="white")
-            med = sorted(values)[len(values) // 2]
+            med = percentile(values, 0.5)
             ax.axvline(med, color="black", linestyle="--", linewidth=1, label=f"median {med}")
             ax.legend()
         else:
@@ -88,8 +89,6 @@ def plot_dedup_yield(data: ReportData, out: Path) -> list[Path]:
 
 
 def _save(fig, path: Path) -> Path:
-    from pipeline.stage import atomic_path
-
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")

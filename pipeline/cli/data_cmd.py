@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from catalog.errors import DraftsetError
 from pipeline.cli.common import catalog, console, print_table, settings
+from pipeline.stage import skipped_total
 
 _TOKENIZER = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
                                                     "default: the toy target if built, else a chars/4 estimate.")
@@ -25,8 +26,7 @@ def _progress() -> Progress:
 
 def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
     dropped = {k.removeprefix("dropped_"): v for k, v in counts.items() if k.startswith("dropped_") and v}
-    skipped = sum(v for k, v in counts.items() if k.startswith("skipped_"))
-    return [name, counts.get("in", 0), counts.get("out", 0), skipped,
+    return [name, counts.get("in", 0), counts.get("out", 0), skipped_total(counts),
             ", ".join(f"{k}={v}" for k, v in sorted(dropped.items())) or "-", counts.get("errors", 0), status]
 
 
@@ -37,8 +37,8 @@ def ingest_cmd(
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
 
-    Shards go to data/normalized/<owner>__<name>/; a re-run resumes by id; rejected rows go to
-    quarantine.jsonl there with row index, field and reason."""
+    Shards go to data/normalized/<owner>__<name>/ and a re-run resumes by id.
+    Rejected rows go to quarantine.jsonl there, with row index, field and reason."""
     from pipeline.ingest.run import ingest, repos_to_ingest
 
     cfg = settings()
@@ -74,8 +74,8 @@ def dedup_cmd(
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
-    Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table
-    (see `draftset sql`) and data/dedup/decisions.parquet. `mix` runs this stage itself."""
+    Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
+    The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.lengths import TokenCounter
     from pipeline.dedup.run import DedupConfig, run_dedup
     from pipeline.ingest.layout import normalized_repos
@@ -103,10 +103,10 @@ def mix_cmd(
     tokenizer: Optional[Path] = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
 ) -> None:
-    """Dedup the plan's sources and select N records into data/mix/NAME/.
+    """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
 
-    Records are picked by the plan's category weights and per-source caps, deterministically under
-    --seed; manifest.json records what was asked for and what was selected."""
+    Records are picked by the plan's category weights and per-source caps, deterministically under --seed.
+    manifest.json records what was asked for, what was selected, and which sources were left out."""
     from pipeline.mix.run import run_mix
 
     with _progress() as progress:
@@ -123,6 +123,9 @@ def mix_cmd(
                   + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else ""))
     if m.get("missing_sources"):
         console.print(f"[yellow]planned but not ingested:[/] {', '.join(m['missing_sources'])}")
+    if m.get("unplanned_sources"):
+        console.print(f"[yellow]ingested but not in plan {m['plan_id']} (left out):[/] "
+                      f"{', '.join(m['unplanned_sources'])}")
 
 
 def report_cmd(
@@ -131,8 +134,8 @@ def report_cmd(
 ) -> None:
     """Write a dataset report for a mix under reports/<MIX>/.
 
-    PNG plots (counts per source/category/mode, prompt and response token lengths, dedup and
-    ingest yield per source) plus report.md and report.html."""
+    PNG plots: counts per source/category/mode, prompt and response token lengths, dedup and ingest yield.
+    Plus report.md and report.html with the same tables."""
     from eval.report.page import write_report
 
     report = write_report(settings().home, mix, tokenizer)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import Field
 from rich.progress import Progress
 
@@ -51,7 +52,6 @@ class DedupConfig(StageConfig):
 class DedupResult:
     run_id: str
     kept_ids: set[str]
-    decisions: pa.Table
     counts: dict[str, int]
 
 
@@ -129,13 +129,11 @@ def run_dedup(catalog: Catalog, home: Path, config: DedupConfig, out_dir: Path,
         decisions = pa.table(out, schema=DECISIONS)
         _record(catalog, decisions, out_dir)
     kept = {rid for rid, k in zip(out["record_id"], out["kept"]) if k}
-    return DedupResult(run.run_id, kept, decisions, dict(run.counts))
+    return DedupResult(run.run_id, kept, dict(run.counts))
 
 
 def _record(catalog: Catalog, decisions: pa.Table, out_dir: Path) -> None:
     """decisions.parquet (atomic) and the `dedup` table (one bulk insert through Arrow)."""
-    import pyarrow.parquet as pq
-
     with atomic_path(out_dir / "decisions.parquet") as tmp:
         pq.write_table(decisions, tmp)
     cols = ", ".join(_TABLE_COLUMNS)

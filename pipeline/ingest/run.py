@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Iterable
 
 from huggingface_hub import HfApi
-from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 from rich.progress import Progress
 
 from adapters.apply import RowError, apply_row
 from adapters.gate import require_approved
 from adapters.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
+from agents.hub_errors import hub_errors
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.ingest.layout import normalized_dir
@@ -48,25 +48,19 @@ class DatasetResult:
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     hint: str | None = None
-    out_dir: Path | None = None
 
 
 def hub_revision(repo_id: str, endpoint: str, token: str | None) -> str:
     """The dataset's current revision on the Hub: the gate compares it with the approved one."""
-    try:
+    with hub_errors(endpoint, repo_id=repo_id):  # missing repo, gated, dead endpoint: one clear error
         return HfApi(endpoint=endpoint, token=token).dataset_info(repo_id).sha
-    except RepositoryNotFoundError as exc:
-        raise DraftsetError(f"dataset {repo_id} not found on {endpoint}",
-                            hint="check the repo id, HF_ENDPOINT and HF_TOKEN") from exc
-    except (HfHubHTTPError, OSError) as exc:
-        raise DraftsetError(f"cannot reach the Hub at {endpoint} for {repo_id}: {type(exc).__name__}",
-                            hint="check HF_ENDPOINT (local fixtures: `draftset hub serve tests/fixtures/hub`)") from exc
 
 
 def _check_resumable(out: Path, config: IngestConfig, fresh: bool) -> None:
     """Shards written from another spec or revision must not be mixed with new ones."""
     if fresh:
-        shutil.rmtree(out, ignore_errors=True)
+        if out.exists():  # no ignore_errors: old shards left behind would be mixed with the new ones
+            shutil.rmtree(out)
         return
     previous = out / "config.json"
     if not (previous.is_file() and shard_paths(out)):
@@ -89,12 +83,13 @@ def ingest_dataset(catalog: Catalog, home: Path, repo_id: str, *, endpoint: str,
                           mode=spec.mode, max_conversation_chars=max_conversation_chars)
     out = normalized_dir(home, repo_id)
     _check_resumable(out, config, fresh)
-    with StageRun("ingest", config, out, catalog) as run:
+    # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
+    with StageRun("ingest", config, out, catalog) as run, hub_errors(endpoint, repo_id=repo_id, probe=False):
         ingest_rows(spec, iter_raw_rows(spec, endpoint=endpoint, token=token), out, run,
                     max_conversation_chars=max_conversation_chars, progress=progress)
     with catalog.writer() as con:  # the find/plan views show which candidates are now data
         con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [repo_id])
-    return DatasetResult(repo_id, dict(run.counts), out_dir=out)
+    return DatasetResult(repo_id, dict(run.counts))
 
 
 def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: StageRun, *,

@@ -47,7 +47,8 @@ class ShardWriter:
     """Buffer rows and write them as numbered parquet shards, each one atomically.
 
     Appends after the shards already in `directory` (resume), never overwrites one.
-    Use as a context manager so the last partial shard is flushed on success only.
+    Use as a context manager: the last partial shard is flushed on exit, also when the block
+    fails (its rows are complete), unless a flush itself failed.
     """
 
     def __init__(self, directory: Path, schema: pa.Schema = RECORD_SCHEMA, prefix: str = "part",

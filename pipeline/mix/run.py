@@ -28,7 +28,7 @@ from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.ingest.layout import mix_dir, normalized_dir
 from pipeline.ingest.shards import ShardWriter, iter_rows, read_table, shard_paths
 from pipeline.mix.allocate import allocate
-from pipeline.mix.targets import load_targets
+from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.stage import StageConfig, StageRun, write_json_atomic
 
 
@@ -114,7 +114,7 @@ def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = No
                                 hint=f"pass --overwrite to rebuild it, or choose another name than {name!r}")
     staging = final.parent / f".{name}.building-{uuid.uuid4().hex[:8]}"
     try:
-        manifest = _build(catalog, home, config, staging, counter, targets.missing, progress)
+        manifest = _build(catalog, home, config, staging, counter, targets, progress)
         _swap_into_place(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -122,7 +122,7 @@ def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = No
 
 
 def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: TokenCounter,
-           missing: list[str], progress: Progress | None) -> dict[str, Any]:
+           targets: MixTargets, progress: Progress | None) -> dict[str, Any]:
     repos = sorted(config.source_category)
     dedup = run_dedup(catalog, home, DedupConfig(
         repos=repos, threshold=config.threshold, min_prompt_tokens=config.min_prompt_tokens,
@@ -150,7 +150,8 @@ def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: 
         "samples_requested": config.samples, "samples_selected": len(chosen),
         "shortfall": max(0, (config.samples or 0) - len(chosen)), "length_unit": config.length_unit,
         "dedup_run_id": dedup.run_id, "dedup_counts": dedup.counts, "mix_run_id": run.run_id,
-        "missing_sources": missing, "shards": [p.name for p in writer.written],
+        "missing_sources": targets.missing, "unplanned_sources": targets.unplanned,
+        "shards": [p.name for p in writer.written],
         "created_at": datetime.now(timezone.utc).isoformat(), **plan,
     }
     write_json_atomic(out / "manifest.json", manifest)

@@ -23,6 +23,7 @@ class MixTargets:
     source_category: dict[str, str]           # repo_id -> category ("" = use the rows' own)
     source_caps: dict[str, int | None]        # repo_id -> most records to take (None = no cap)
     missing: list[str] = field(default_factory=list)  # planned but never ingested
+    unplanned: list[str] = field(default_factory=list)  # ingested but not in the plan: left out
 
 
 def _plan_row(catalog: Catalog, plan_id: str | None) -> dict | None:
@@ -67,4 +68,4 @@ def load_targets(catalog: Catalog, home: Path, plan_id: str | None = None,
         raise DraftsetError(f"no dataset of plan {plan['plan_id']} has been ingested "
                             f"({len(missing)} planned)", hint=f"run `draftset ingest --plan {plan['plan_id']}`")
     n = samples if samples is not None else plan.get("samples_requested")
-    return MixTargets(plan["plan_id"], n, weights, categories, caps, missing)
+    return MixTargets(plan["plan_id"], n, weights, categories, caps, missing, sorted(ingested - set(categories)))

@@ -20,15 +20,14 @@ from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
 
 
-
 def distinct_prompt(i: int, n_words: int = 40) -> str:
-    """A prompt that shares (almost) no word 3-grams with any other index."""
+    """A prompt that shares (almost) no word bigrams with any other index."""
     rng = random.Random(i)
     return " ".join(f"w{rng.randrange(10**6)}" for _ in range(n_words))
 
 
 def reworded(text: str) -> str:
-    """The same prompt with two words swapped for others: a near duplicate (Jaccard ~0.85)."""
+    """The same prompt with a word added in front and the last word replaced: a near duplicate."""
     words = text.split()
     return " ".join(["please"] + words[:-1] + ["thanks"])
 

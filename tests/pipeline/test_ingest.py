@@ -134,6 +134,18 @@ def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_h
     assert "TOTAL" in res.output and "skipped" in res.output
 
 
+def test_dead_hub_is_one_clear_error_per_dataset(home):
+    import time
+
+    from agents.localhub.server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    t0 = time.monotonic()
+    (result,) = ingest(Catalog(home), home, ["lab/clean"], endpoint=dead)
+    assert f"cannot reach the Hub at {dead}" in result.error and "HF_ENDPOINT" in result.hint
+    assert time.monotonic() - t0 < 10  # the probe answers at once instead of huggingface_hub's retries
+
+
 def test_zero_output_is_loud(home, mini_hub):
     _, url = mini_hub
     cat = Catalog(home)

@@ -61,7 +61,7 @@ def _ids(result) -> list[str]:
 
 
 def test_plan_weights_and_caps(home, sources):
-    _ingest(home, sources, SOURCES)
+    _ingest(home, sources, SOURCES | {"extra/e": ("math", 5)})  # ingested, but not in the plan
     cat = _plan(home)
     result = run_mix(cat, home, "m1")
     m = result.manifest
@@ -72,7 +72,7 @@ def test_plan_weights_and_caps(home, sources):
     assert {s: v["selected"] for s, v in m["sources"].items()} == {"chat/a": 16, "chat/b": 4, "math/c": 8,
                                                                     "code/d": 12}
     assert all(v["selected"] <= v["cap"] for v in m["sources"].values())
-    assert m["missing_sources"] == ["never/ingested"]
+    assert m["missing_sources"] == ["never/ingested"] and m["unplanned_sources"] == ["extra/e"]
     table = read_table([result.path])
     assert table.num_rows == 40 and len(set(table.column("id").to_pylist())) == 40
     assert Counter(table.column("repo_id").to_pylist()) == {"chat/a": 16, "chat/b": 4, "math/c": 8, "code/d": 12}

@@ -58,7 +58,7 @@ def test_report_token_lengths_are_measured(mix_home):
     from eval.report.data import load_report_data
 
     data = load_report_data(mix_home, "demo")
-    assert data.n_rows == 17 and sorted(set(data.prompt_tokens)) == sorted(set(data.prompt_tokens))
+    assert data.n_rows == 17 and len(data.prompt_tokens) == 17
     # chars/4 of 20 words "w<6 digits>" (~7.5 chars each) vs 80 words: the long prompts are longer.
     assert max(data.prompt_tokens) > 3 * min(data.prompt_tokens) > 0
     assert data.no_response == 0 and len(data.response_tokens) == 17
