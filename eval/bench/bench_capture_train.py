@@ -12,7 +12,6 @@ every shape so the script runs on a CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -27,7 +26,7 @@ from pipeline.capture.rows import BuiltRow
 from pipeline.capture.run import CaptureConfig, capture_rows
 from pipeline.capture.store import ShardWriter
 from pipeline.cli.common import print_table
-from pipeline.stage import StageRun
+from pipeline.stage import StageRun, write_json_atomic
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.loop import train_step
 from pipeline.train.target_head import FrozenTarget
@@ -195,7 +194,7 @@ def main() -> None:
     title = f"capture + train throughput on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}"
     print_table(["what", "tokens/s", "GB/s written", "bytes/token", "achieved", "median time"], rows, title=title)
     if a.json:
-        a.json.write_text(json.dumps({"title": title, "rows": rows}, indent=2))
+        write_json_atomic(a.json, {"title": title, "rows": rows})
 
 
 if __name__ == "__main__":

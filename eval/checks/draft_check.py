@@ -15,7 +15,8 @@ import torch
 
 from catalog.errors import DraftsetError
 from pipeline.capture.store import CaptureReader
-from pipeline.train.data import is_heldout
+from pipeline.stage import require
+from pipeline.train.data import split_ids
 from pipeline.train.export import load_exported
 from pipeline.train.target_head import FrozenTarget
 from pipeline.capture.forward import target_states
@@ -84,18 +85,18 @@ def _all_states(model, sample: dict) -> list[torch.Tensor]:
     return [h[0].to(torch.bfloat16).float() for h in states[:-1]] + [last[0].to(torch.bfloat16).float()]
 
 
-def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, max_samples: int = 64,
-                steps: int | None = None) -> DraftReport:
+def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, max_samples: int = 64) -> DraftReport:
     draft, manifest, cfg = load_exported(draft_dir)
     if not Path(captures).exists():
         raise DraftsetError(f"captures {captures} not found", hint="pass --captures the capture dir of the build")
-    steps = steps or int(cfg.get("draftset", {}).get("ttt_steps", 3))
+    steps = int(cfg.get("draftset", {}).get("ttt_steps", 3))   # as many steps as the draft was trained for
     target_dir = Path(model_dir or manifest.model_dir)
     target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to("cpu", torch.float32)
     reader = CaptureReader(captures)
+    require(bool(reader.ids()), f"no captured samples in {captures}",
+            hint="pass --captures the capture dir the draft was trained on")
     every = int(cfg.get("draftset", {}).get("heldout_every", 20))
-    train_ids = [i for i in reader.ids() if not is_heldout(i, every)][:max_samples]
-    held_ids = [i for i in reader.ids() if is_heldout(i, every)][:max_samples]
+    train_ids, held_ids = (ids[:max_samples] for ids in split_ids(reader, every))   # the split training used
 
     def stored(ids):
         return [collate([reader.load(i)]).to("cpu", torch.float32) for i in ids]

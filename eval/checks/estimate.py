@@ -26,10 +26,6 @@ class Estimate:
     def speedup(self) -> float:
         return self.accept_length / self.round_cost
 
-    @property
-    def break_even(self) -> float:
-        return self.round_cost
-
 
 def round_cost(steps: int, draft_cost: float, verify_cost: float) -> float:
     if steps < 1 or draft_cost < 0 or verify_cost <= 0:

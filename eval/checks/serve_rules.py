@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,12 +9,13 @@ from typing import Callable, Iterator
 
 from catalog.errors import DraftsetError
 from eval.checks.sglang_args import LaunchCommand
-from pipeline.capture.layers import default_aux_layers, sglang_capturable
-from pipeline.capture.manifest import MANIFEST, CaptureManifest, model_revision
+from pipeline.capture.layers import default_aux_layers, from_sglang, sglang_uncapturable, to_sglang
+from pipeline.capture.manifest import MANIFEST, CaptureManifest, model_revision, template_sha256
+from pipeline.train.export import SGLANG_BUFFERS, SGLANG_PREFIXES, WEIGHTS
 
 ALGO, DRAFT = "--speculative-algorithm", "--speculative-draft-model-path"
 STEPS, TOPK, NDT = "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"
-SGLANG_KEYS = ("midlayer.", "fc.", "norm.", "lm_head.", "embed_tokens.")
+SGLANG_KEYS = (*SGLANG_PREFIXES, "embed_tokens.")   # SGLang also loads a draft's own embedding
 REQUIRED = ("fc.weight", "midlayer.self_attn.q_proj.weight", "norm.weight", "lm_head.weight", "d2t")
 
 
@@ -42,10 +42,10 @@ class Context:
     def load(cls, draft_dir: Path, cmd: LaunchCommand, system_prompt, thinking) -> "Context":
         from safetensors import safe_open
 
-        for need in ("config.json", "model.safetensors", MANIFEST):
+        for need in ("config.json", WEIGHTS, MANIFEST):
             if not (draft_dir / need).exists():
                 raise DraftsetError(f"{draft_dir} has no {need}", hint="export the draft with `draftset export`")
-        with safe_open(str(draft_dir / "model.safetensors"), framework="numpy") as f:  # shapes only: no torch
+        with safe_open(str(draft_dir / WEIGHTS), framework="numpy") as f:  # shapes only: no torch
             shapes = {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
         return cls(draft_dir, cmd, json.loads((draft_dir / "config.json").read_text()),
                    CaptureManifest.load(draft_dir), shapes, system_prompt, thinking)
@@ -53,14 +53,6 @@ class Context:
     @property
     def ttt_steps(self) -> int:
         return int(self.cfg.get("draftset", {}).get("ttt_steps", 7))
-
-
-def template_sha(path: Path) -> str | None:
-    """sha256 of a chat template given as a .jinja file or inside a tokenizer_config-style JSON."""
-    text = path.read_text()
-    if path.suffix == ".json":
-        text = json.loads(text).get("chat_template")
-    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) else None
 
 
 def algorithm(c: Context) -> Iterator[Finding]:
@@ -91,26 +83,27 @@ def chain_shape(c: Context) -> Iterator[Finding]:
 
 def layer_ids(c: Context) -> Iterator[Finding]:
     m, n = c.manifest, c.manifest.n_layers
-    expected = [j - 1 for j in m.taps.aux]
+    expected = to_sglang(m.taps.aux)
+    uncapturable = sglang_uncapturable(n, expected)
     nested = (c.cfg.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
     top = c.cfg.get("eagle_aux_hidden_state_layer_ids")
     recapture = (f"recapture and retrain with capturable taps: draftset capture BUILD --model {m.model_dir} "
                  f"--layers {','.join(map(str, default_aux_layers(n)))}; draftset train CAPTURE")
-    if sglang_capturable(n, expected):
+    if uncapturable:
         yield Finding("draft config.json (capture manifest taps)",
                       f"the draft was trained on HF taps {m.taps.aux}; as SGLang ids {expected} "
-                      f"{sglang_capturable(n, expected)} can never be captured (0 = embedding; ids ≥ {n - 1})",
+                      f"{uncapturable} can never be captured (0 = embedding; ids ≥ {n - 1})",
                       "serving would feed the draft other layers than it was trained on", recapture)
     key = "eagle_config.eagle_aux_hidden_state_layer_ids"
     if nested != expected:
         hint = (" (these are the HF/vLLM ids: SGLang adds +1, so every tap is one layer late)"
                 if nested == m.taps.aux else "")
         yield Finding(f"draft config.json {key}",
-                      f"SGLang would capture ids {nested} (HF {[v + 1 for v in nested] if nested else 'defaults'}) but "
+                      f"SGLang would capture ids {nested} (HF {from_sglang(nested) if nested else 'defaults'}) but "
                       f"training used HF {m.taps.aux}{hint}",
                       "a wiring mismatch keeps the server running while acceptance falls toward chance",
                       f"set {key} = {expected} (draftset export writes it from the manifest)"
-                      if not sglang_capturable(n, expected) else recapture)
+                      if not uncapturable else recapture)
     if top != m.taps.aux:
         yield Finding("draft config.json eagle_aux_hidden_state_layer_ids",
                       f"top-level ids {top} differ from the manifest's HF ids {m.taps.aux}",
@@ -118,7 +111,7 @@ def layer_ids(c: Context) -> Iterator[Finding]:
 
 
 def weight_keys(c: Context) -> Iterator[Finding]:
-    foreign = sorted(k for k in c.shapes if not (k.startswith(SGLANG_KEYS) or k in ("d2t", "t2d")))
+    foreign = sorted(k for k in c.shapes if not (k.startswith(SGLANG_KEYS) or k in SGLANG_BUFFERS))
     missing = [k for k in REQUIRED if k not in c.shapes]
     if foreign or missing:
         renamed = sorted({k.split(".", 2)[2].split(".")[0] for k in foreign if k.startswith("layers.0.")})
@@ -159,9 +152,7 @@ def template_and_target(c: Context) -> Iterator[Finding]:
                       {"--model-path": m.model_dir})
     flag = c.cmd.get("--chat-template")
     if flag is not None and m.chat_template_sha256:
-        path = Path(flag)
-        sha = template_sha(path) if path.is_file() else None
-        if sha != m.chat_template_sha256:
+        if template_sha256(Path(flag)) != m.chat_template_sha256:
             yield Finding("--chat-template", f"serving template {flag!r} differs from the training template "
                           f"(sha256 {m.chat_template_sha256[:12]}…)", "prompts tokenised differently from training "
                           "shift every hidden state the draft sees", "drop --chat-template to use the model's own "

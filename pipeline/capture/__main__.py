@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from pipeline.capture.run import CaptureConfig, run_capture
+from pipeline.capture.runtime import exit_on_error
 
 
 def main() -> None:
@@ -24,4 +25,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_on_error(main)

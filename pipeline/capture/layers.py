@@ -58,22 +58,29 @@ class LayerPlan(BaseModel):
     # -- engine conventions ------------------------------------------------------------------
     def sglang_ids(self) -> list[int]:
         """`eagle_config.eagle_aux_hidden_state_layer_ids`, refusing taps SGLang cannot capture."""
-        uncapturable = [j for j in self.aux if not 1 <= j <= self.n_layers - 1]
+        ids = to_sglang(self.aux)
+        uncapturable = from_sglang(sglang_uncapturable(self.n_layers, ids))
         if uncapturable:
             raise DraftsetError(
                 f"layer ids {uncapturable} cannot be captured by SGLang (it taps id v as the input of block v+1, "
                 f"so only HF indices 1..{self.n_layers - 1} work; 0 is the embedding)",
                 hint=f"capture and train with capturable taps, e.g. {default_aux_layers(self.n_layers)}")
-        return [j - 1 for j in self.aux]
+        return ids
 
     def vllm_ids(self) -> list[int]:
         return list(self.aux)
 
-    @staticmethod
-    def from_sglang(ids: list[int]) -> list[int]:
-        return [v + 1 for v in ids]
+
+# The ±1 between the conventions lives only in these three functions.
+def to_sglang(hf_ids: list[int]) -> list[int]:
+    """HF hidden-state indices → SGLang ids (unchecked; see LayerPlan.sglang_ids for the checked form)."""
+    return [j - 1 for j in hf_ids]
 
 
-def sglang_capturable(n_layers: int, sglang_ids: list[int]) -> list[int]:
+def from_sglang(ids: list[int]) -> list[int]:
+    return [v + 1 for v in ids]
+
+
+def sglang_uncapturable(n_layers: int, sglang_ids: list[int]) -> list[int]:
     """The SGLang ids from `sglang_ids` that SGLang would never capture."""
     return [v for v in sglang_ids if not 0 <= v <= n_layers - 2]

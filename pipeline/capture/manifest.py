@@ -19,6 +19,7 @@ from pipeline.stage import write_json_atomic
 MANIFEST = "capture_manifest.json"
 HIDDEN_DTYPE = "bfloat16"
 HIDDEN_BYTES = 2  # bf16
+MODEL_KEYS = ("num_hidden_layers", "hidden_size", "vocab_size", "num_attention_heads", "intermediate_size")
 
 
 class Taps(BaseModel):
@@ -107,12 +108,37 @@ def model_revision(model_dir: Path) -> str:
     return "local-" + h.hexdigest()[:16]
 
 
-def chat_template_sha256(model_dir: Path) -> str | None:
-    """sha256 of the chat template in the model dir's tokenizer_config.json (None if it has none)."""
-    cfg = Path(model_dir) / "tokenizer_config.json"
-    template = json.loads(cfg.read_text()).get("chat_template") if cfg.exists() else None
-    if template is None and (Path(model_dir) / "chat_template.jinja").exists():
-        template = (Path(model_dir) / "chat_template.jinja").read_text()
-    if not isinstance(template, str):
+def model_config(model_dir: Path) -> dict:
+    """The target's config.json, checked for the fields capture and training read."""
+    path = Path(model_dir) / "config.json"
+    if not path.exists():
+        raise DraftsetError(f"no config.json in {model_dir}", hint="pass --model a Hugging Face model directory")
+    try:
+        cfg = json.loads(path.read_text())
+    except ValueError as exc:
+        raise DraftsetError(f"{path} is not valid JSON: {exc}", hint="re-download the model's config.json") from exc
+    missing = [k for k in MODEL_KEYS if not isinstance(cfg.get(k), int)]
+    if missing:
+        raise DraftsetError(f"{path} lacks integer field(s) {missing}",
+                            hint="point --model at the decoder's own directory (a Llama/DeepSeek-style config)")
+    return cfg
+
+
+def template_sha256(path: Path) -> str | None:
+    """sha256 of a chat template given as a .jinja file or inside a tokenizer_config-style JSON (None if none)."""
+    path = Path(path)
+    if not path.is_file():
         return None
-    return hashlib.sha256(template.encode()).hexdigest()
+    text = path.read_text()
+    if path.suffix == ".json":
+        try:
+            text = json.loads(text).get("chat_template")
+        except (ValueError, AttributeError):
+            return None
+    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) else None
+
+
+def chat_template_sha256(model_dir: Path) -> str | None:
+    """sha256 of the model dir's chat template: tokenizer_config.json's, else chat_template.jinja."""
+    model_dir = Path(model_dir)
+    return template_sha256(model_dir / "tokenizer_config.json") or template_sha256(model_dir / "chat_template.jinja")

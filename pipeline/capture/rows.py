@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,11 @@ def read_build_rows(build_dir: Path, vocab_size: int) -> tuple[dict, list[BuiltR
     if not files:
         raise DraftsetError(f"no rows-*.parquet in {build_dir}", hint="run `draftset build` first")
     manifest_path = build_dir / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    try:  # the serving facts (template, system prompt, thinking, length) travel on from here: never guess them
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DraftsetError(f"build {build_dir} has no readable manifest.json: {exc}".splitlines()[0],
+                            hint="re-run `draftset build`; it writes manifest.json last") from exc
     rows: list[BuiltRow] = []
     for f in files:
         try:
@@ -55,8 +60,7 @@ def read_build_rows(build_dir: Path, vocab_size: int) -> tuple[dict, list[BuiltR
         for rec in table.to_pylist():
             rows.append(_check(BuiltRow(rec["id"], len(rows), rec["input_ids"] or [], rec["loss_mask"]),
                                vocab_size))
-    ids = [r.id for r in rows]
-    if len(set(ids)) != len(ids):
-        dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
+    dupes = sorted((i for i, n in Counter(r.id for r in rows).items() if n > 1), key=str)[:5]
+    if dupes:
         raise DraftsetError(f"build {build_dir} has duplicate row ids {dupes}", hint="re-run `draftset build`")
     return manifest, rows

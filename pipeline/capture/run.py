@@ -6,7 +6,6 @@ world_size-th pending row and writes its own shards; rank 0 writes the manifest 
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
@@ -15,11 +14,11 @@ from catalog.errors import DraftsetError
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.forward import capture_batch
 from pipeline.capture.manifest import (CaptureManifest, chat_template_sha256, hidden_bytes_per_token,
-                                       model_revision, taps_for)
+                                       model_config, model_revision, taps_for)
 from pipeline.capture.rows import BuiltRow, read_build_rows
 from pipeline.capture.store import CaptureReader, ShardWriter
 from pipeline.stage import StageConfig, StageRun
-from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
+from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 
 ID_BYTES_PER_TOKEN = 5  # input_ids int32 + loss_mask int8 stored beside the hidden states
 DISK_MARGIN = 1.05       # safetensors headers and the temp file of the shard being written
@@ -36,13 +35,6 @@ class CaptureConfig(StageConfig):
     device: str = "auto"
 
 
-def _model_config(model_dir: Path) -> dict:
-    path = Path(model_dir) / "config.json"
-    if not path.exists():
-        raise DraftsetError(f"no config.json in {model_dir}", hint="pass --model a Hugging Face model directory")
-    return json.loads(path.read_text())
-
-
 def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
     """Refuse to start when the disk cannot hold the capture; returns the estimated bytes."""
     need = math.ceil(n_tokens * (per_token + ID_BYTES_PER_TOKEN) * DISK_MARGIN)
@@ -55,17 +47,6 @@ def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
     return need
 
 
-def _batches(rows: list[BuiltRow], batch_tokens: int) -> list[list[BuiltRow]]:
-    """Length-sorted batches whose padded size stays under batch_tokens (less padding, fewer launches)."""
-    batches, current = [], []
-    for row in sorted(rows, key=lambda r: len(r.input_ids)):
-        if current and len(row.input_ids) * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(row)
-    return batches + ([current] if current else [])
-
-
 def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tokens: int, writer: ShardWriter,
                  run: StageRun, label: str = "capture") -> None:
     """The capture loop proper (also what the benchmark times): batches → forward → checks → shards."""
@@ -73,7 +54,7 @@ def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tok
 
     with progress() as bar:
         task = bar.add_task(label, total=sum(len(r.input_ids) for r in rows))
-        for batch in _batches(rows, batch_tokens):
+        for batch in length_batches(rows, lambda r: len(r.input_ids), batch_tokens):
             for row, aux, last, finite in capture_batch(model, batch, plan, device):
                 if not finite:
                     run.drop("non_finite", where={"id": row.id, "row_index": row.row_index, "field": "hidden_states"})
@@ -91,16 +72,15 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
 
     rank, world = dist_info()
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    mcfg = _model_config(config.model_dir)
-    n_layers, hidden = int(mcfg["num_hidden_layers"]), int(mcfg["hidden_size"])
-    plan = LayerPlan.resolve(n_layers, config.layers)
-    build_manifest, rows = read_build_rows(config.build_dir, vocab_size=int(mcfg["vocab_size"]))
+    mcfg = model_config(config.model_dir)
+    plan = LayerPlan.resolve(mcfg["num_hidden_layers"], config.layers)
+    build_manifest, rows = read_build_rows(config.build_dir, vocab_size=mcfg["vocab_size"])
     if config.max_rows is not None:
         rows = rows[: config.max_rows]
     done = set(CaptureReader(config.out_dir).ids())
     mine = [r for i, r in enumerate(rows) if i % world == rank]
     pending = [r for r in mine if r.id not in done]
-    per_token = hidden_bytes_per_token(len(plan.aux), hidden)
+    per_token = hidden_bytes_per_token(len(plan.aux), mcfg["hidden_size"])
     preflight_disk(config.out_dir, sum(len(r.input_ids) for r in pending), per_token)
     _copy_vocab(config.build_dir, config.out_dir)
 
@@ -132,18 +112,17 @@ def _copy_vocab(build_dir: Path, out_dir: Path) -> None:
 
 
 def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, per_token: int) -> CaptureManifest:
-    n_samples = n_tokens = n_loss = file_bytes = 0
+    n_samples = n_tokens = n_loss = 0
     reader = CaptureReader(config.out_dir)
-    for sample_id in reader.ids():
-        sample = reader.load(sample_id)
+    for _, sample in reader.items(fields=("loss_mask",)):  # never the hidden states: a capture can be TBs
         n_samples += 1
-        n_tokens += int(sample["input_ids"].numel())
+        n_tokens += int(sample["loss_mask"].numel())
         n_loss += int(sample["loss_mask"].sum())
     file_bytes = sum(p.stat().st_size for p in set(reader.where.values()))
     return CaptureManifest(
         model_dir=str(Path(config.model_dir).resolve()), model_id=str(mcfg.get("_name_or_path") or config.model_dir),
         model_revision=model_revision(config.model_dir), model_type=str(mcfg.get("model_type", "")),
-        n_layers=plan.n_layers, hidden_size=int(mcfg["hidden_size"]), vocab_size=int(mcfg["vocab_size"]),
+        n_layers=plan.n_layers, hidden_size=mcfg["hidden_size"], vocab_size=mcfg["vocab_size"],
         rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)), taps=taps_for(plan), hidden_bytes_per_token=per_token,
         chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(config.model_dir),
         system_prompt=build.get("system_prompt"), thinking=build.get("thinking"),

@@ -1,13 +1,17 @@
-"""Process-level helpers shared by capture, train and the checks: torchrun rank, device, progress bar."""
+"""Process-level helpers shared by capture, train and the checks: torchrun rank, device, progress bar,
+padded batches."""
 
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from catalog.errors import DraftsetError
+
+T = TypeVar("T")
 
 
 def dist_info() -> tuple[int, int]:
@@ -51,3 +55,25 @@ def progress() -> Iterator:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   transient=True) as bar:
         yield bar
+
+
+def length_batches(items: list[T], length: Callable[[T], int], budget: int) -> list[list[T]]:
+    """Length-sorted batches whose padded size (longest × count) stays under `budget` tokens: less padding,
+    fewer launches. A single item longer than the budget forms its own batch."""
+    batches: list[list[T]] = []
+    current: list[T] = []
+    for item in sorted(items, key=length):
+        if current and length(item) * (len(current) + 1) > budget:
+            batches.append(current)
+            current = []
+        current.append(item)
+    return batches + ([current] if current else [])
+
+
+def exit_on_error(main: Callable[[], None]) -> None:
+    """Run a `python -m` entry point (GPU hosts have no `draftset` CLI): a DraftsetError becomes one
+    line plus what to do next and exit status 1, like the CLI, never a traceback."""
+    try:
+        main()
+    except DraftsetError as exc:
+        sys.exit(f"error: {exc}" + (f"\nnext: {exc.hint}" if exc.hint else ""))

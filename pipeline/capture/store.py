@@ -36,15 +36,26 @@ class CaptureReader:
     def ids(self) -> list[str]:
         return sorted(self.where)
 
-    def load(self, sample_id: str) -> dict:
+    def load(self, sample_id: str, fields: tuple[str, ...] = FIELDS) -> dict:
         from safetensors import safe_open
 
         with safe_open(str(self.where[sample_id]), framework="pt") as f:
-            return {name: f.get_tensor(f"{sample_id}.{name}") for name in FIELDS}
+            return {name: f.get_tensor(f"{sample_id}.{name}") for name in fields}
+
+    def items(self, fields: tuple[str, ...] = FIELDS) -> Iterator[tuple[str, dict]]:
+        """Every sample, shard by shard (each shard opened once), reading only `fields`."""
+        from safetensors import safe_open
+
+        by_shard: dict[Path, list[str]] = {}
+        for sample_id in self.ids():
+            by_shard.setdefault(self.where[sample_id], []).append(sample_id)
+        for shard, members in by_shard.items():
+            with safe_open(str(shard), framework="pt") as f:
+                for sample_id in members:
+                    yield sample_id, {name: f.get_tensor(f"{sample_id}.{name}") for name in fields}
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
-        for sample_id in self.ids():
-            yield sample_id, self.load(sample_id)
+        return self.items()
 
 
 @dataclass

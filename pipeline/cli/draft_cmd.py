@@ -91,13 +91,13 @@ def export(draft: str = typer.Argument(..., help="draft name/dir (uses its train
 
 @check_app.command("draft")
 def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
-                    captures: Path = typer.Option(..., help="capture dir (training and held-out samples)"),
+                    captures: str = typer.Option(..., help="capture name or dir (training and held-out samples)"),
                     model: Optional[Path] = typer.Option(None, help="target dir (default: the manifest's)"),
                     max_samples: int = typer.Option(64)) -> None:
     """Per-step accuracy, expected accept length, and the same under wrong wirings."""
     from eval.checks.draft_check import check_draft
 
-    r = check_draft(_resolve(draft, "drafts"), captures, model, max_samples)
+    r = check_draft(_resolve(draft, "drafts"), _resolve(captures, "captures"), model, max_samples)
     rows = [[w.name, w.hf_ids, " ".join(f"{a:.3f}" for a in w.step_accuracy), f"{w.accept_length:.3f}"]
             for w in [r.train, r.heldout, *r.wirings] if w is not None]
     print_table(["wiring", "HF taps", "accuracy per step", "expected AL"], rows, title="check draft")
@@ -137,11 +137,13 @@ def check_estimate_cmd(accept_length: list[float] = typer.Option(..., help="acce
     from eval.checks.estimate import calibrated_round_cost, estimate, round_cost
 
     calib = (baseline_tps, observed_tps, observed_accept_length)
-    if any(v is not None for v in calib) and None in calib:
-        raise DraftsetError("calibration needs all of --baseline-tps, --observed-tps, --observed-accept-length")
-    cost = calibrated_round_cost(*calib) if baseline_tps else round_cost(steps, draft_cost, verify_cost)
+    calibrated = any(v is not None for v in calib)
+    if calibrated and None in calib:
+        raise DraftsetError("calibration needs all of --baseline-tps, --observed-tps, --observed-accept-length",
+                            hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1")
+    cost = calibrated_round_cost(*calib) if calibrated else round_cost(steps, draft_cost, verify_cost)
     rows = [[f"{e.accept_length:.2f}", f"{e.speedup:.3f}x",
-             f"{baseline_tps * e.speedup:.1f}" if baseline_tps else "", "faster" if e.speedup > 1 else "SLOWER"]
+             f"{baseline_tps * e.speedup:.1f}" if calibrated else "", "faster" if e.speedup > 1 else "SLOWER"]
             for e in estimate(accept_length, cost)]
     print_table(["accept length", "speedup", "tok/s", "vs plain"], rows, title=f"round cost {cost:.3f} target steps")
     console.print(f"break-even accept length: {cost:.2f}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pipeline.capture.runtime import exit_on_error
 from pipeline.train.loop import TrainConfig, run_train
 
 
@@ -24,4 +25,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_on_error(main)

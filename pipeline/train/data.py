@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from pathlib import Path
 
+from pipeline.capture.runtime import length_batches
 from pipeline.capture.store import CaptureReader
 
 
@@ -15,34 +15,22 @@ def is_heldout(sample_id: str, every: int) -> bool:
 
 
 def split_ids(reader: CaptureReader, heldout_every: int) -> tuple[list[str], list[str]]:
+    """(train ids, held-out ids); when every id hashes to held-out (tiny captures) all train and none is
+    held out, so no accuracy is ever reported as held-out on samples the draft trained on."""
     ids = reader.ids()
     held = [i for i in ids if is_heldout(i, heldout_every)]
     train = [i for i in ids if not is_heldout(i, heldout_every)]
-    return (train or held), held
+    return (train, held) if train else (held, [])
 
 
 def token_batches(lengths: dict[str, int], batch_tokens: int, seed: int, epoch: int) -> list[list[str]]:
     """Length-sorted batches under a padded-token budget, in a seeded random order per epoch."""
-    batches, current = [], []
-    for sample_id in sorted(lengths, key=lambda i: (lengths[i], i)):
-        if current and lengths[sample_id] * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(sample_id)
-    batches += [current] if current else []
+    batches = length_batches(sorted(lengths), lengths.__getitem__, batch_tokens)  # ids sorted: ties are stable
     random.Random(seed * 1000 + epoch).shuffle(batches)
     return batches
 
 
 def lengths_of(reader: CaptureReader, ids: list[str]) -> dict[str, int]:
-    from safetensors import safe_open
-
-    out: dict[str, int] = {}
-    by_shard: dict[Path, list[str]] = {}
-    for i in ids:
-        by_shard.setdefault(reader.where[i], []).append(i)
-    for shard, members in by_shard.items():
-        with safe_open(str(shard), framework="pt") as f:
-            for i in members:
-                out[i] = f.get_slice(f"{i}.input_ids").get_shape()[0]
-    return out
+    """Token count per id, from the 1-byte loss masks (never the hidden states)."""
+    wanted = set(ids)
+    return {i: int(s["loss_mask"].numel()) for i, s in reader.items(fields=("loss_mask",)) if i in wanted}

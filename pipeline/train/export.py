@@ -81,7 +81,6 @@ def export_draft(checkpoint: Path, out_dir: Path) -> Path:
 
 def load_exported(draft_dir: Path):
     """(Eagle3Draft in fp32, capture manifest, config.json) from an exported draft dir."""
-    import torch
     from safetensors.torch import load_file
 
     from pipeline.train.draft_model import DraftConfig, Eagle3Draft

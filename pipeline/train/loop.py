@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 
 from catalog.errors import DraftsetError
-from pipeline.capture.manifest import CaptureManifest
+from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
 from pipeline.capture.store import CaptureReader
-from pipeline.stage import StageConfig, StageRun, write_json_atomic
+from pipeline.stage import StageConfig, StageRun, atomic_path, write_json_atomic
 from pipeline.train.data import lengths_of, split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.target_head import FrozenTarget
@@ -51,11 +51,9 @@ def load_vocab(capture_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path))
 
 
-def build_draft(manifest: CaptureManifest, vocab: dict, max_length: int) -> Eagle3Draft:
-    mcfg = json.loads((Path(manifest.model_dir) / "config.json").read_text()) if Path(
-        manifest.model_dir, "config.json").exists() else {}
-    if not mcfg:
-        raise DraftsetError(f"target config {manifest.model_dir}/config.json not found", hint="pass --model DIR")
+def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_length: int) -> Eagle3Draft:
+    """A draft shaped after the target's config.json, with the build's draft vocabulary."""
+    mcfg = model_config(target_dir)
     draft = Eagle3Draft(DraftConfig.from_target(mcfg, len(manifest.taps.aux), int(vocab["d2t"].numel()), max_length))
     if int(vocab["t2d"].numel()) != manifest.vocab_size:
         raise DraftsetError(f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is "
@@ -96,9 +94,9 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     device = pick_device(config.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     max_length = manifest.max_length or max(lengths.values(), default=0)
-    draft = build_draft(manifest, load_vocab(config.capture_dir), max_length).to(device)
-    target = FrozenTarget.from_model_dir(config.model_dir or Path(manifest.model_dir),
-                                         manifest.rms_norm_eps).to(device, dtype)
+    target_dir = config.model_dir or Path(manifest.model_dir)   # --model: the target lives elsewhere here
+    draft = build_draft(target_dir, manifest, load_vocab(config.capture_dir), max_length).to(device)
+    target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(device, dtype)
     model = TTTObjective(draft)
     if world > 1:  # gradients are all-reduced by DDP hooks because the objective runs through its forward
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
@@ -106,9 +104,11 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     train_dir = config.out_dir / "train"
     log_path = train_dir / "train_log.jsonl"
     step = 0
+    per_epoch = len(token_batches(lengths, config.batch_tokens, config.seed, 0)) // world
     with StageRun("train", config, rank_dir(train_dir, rank, world), catalog) as run, progress() as bar:
         run.seen(len(train_ids))
-        task = bar.add_task("train", total=config.epochs * len(token_batches(lengths, config.batch_tokens, 0, 0)))
+        run.tally("heldout", len(held_ids))
+        task = bar.add_task("train", total=min(config.epochs * per_epoch, config.max_steps or 10**12))
         for epoch in range(config.epochs):
             batches = token_batches(lengths, config.batch_tokens, config.seed, epoch)
             batches = batches[: len(batches) // world * world][rank::world]  # DDP needs equal steps per rank
@@ -132,6 +132,8 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                                 held_ids)
             if config.max_steps and step >= config.max_steps:
                 break
+        # other ranks' share, the DDP remainder batch and batches past --max-steps: counted, not lost
+        run.tally("not_trained_here", len(train_ids) - run.counts["out"])
         metrics = {"train_step_accuracy": evaluate(draft, target, reader, train_ids[:64], config.ttt_steps, device, dtype),
                    "heldout_step_accuracy": evaluate(draft, target, reader, held_ids[:64], config.ttt_steps, device,
                                                      dtype) if held_ids else None,
@@ -158,8 +160,6 @@ def save_checkpoint(ckpt: Path, draft: Eagle3Draft, config: TrainConfig, manifes
                     metrics: dict, held_ids: list[str]) -> None:
     """Weights + the fully resolved config (train knobs, draft shape, capture manifest, held-out ids)."""
     from safetensors.torch import save_file
-
-    from pipeline.stage import atomic_path
 
     ckpt.mkdir(parents=True, exist_ok=True)
     with atomic_path(ckpt / "draft.safetensors") as tmp:

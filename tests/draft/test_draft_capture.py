@@ -110,3 +110,28 @@ def test_unreadable_build_shard_is_a_clear_error(toy, tmp_path):
     (build / "rows-00001.parquet").write_bytes(b"not parquet")
     with pytest.raises(DraftsetError, match="rows-00001.parquet is unreadable"):
         run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu"))
+
+
+def test_missing_build_manifest_or_model_fields_are_clear_errors(toy, tmp_path):
+    build = make_build(tmp_path / "build", n_rows=2)
+    (build / "manifest.json").unlink()                 # its serving facts must not be guessed
+    with pytest.raises(DraftsetError, match="no readable manifest.json"):
+        run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu"))
+    model = tmp_path / "model"
+    model.mkdir()
+    cfg = json.loads((toy.model / "config.json").read_text())
+    del cfg["num_hidden_layers"]                       # e.g. a multimodal wrapper's config
+    (model / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(DraftsetError, match=r"lacks integer field\(s\) \['num_hidden_layers'\]"):
+        run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=tmp_path / "cap", device="cpu"))
+
+
+def test_length_batches_respect_the_padded_budget():
+    from pipeline.capture.runtime import length_batches
+
+    lengths = [5, 1, 9, 3, 3, 20, 2]
+    batches = length_batches(lengths, lambda n: n, 10)
+    assert sorted(n for b in batches for n in b) == sorted(lengths)            # nothing lost
+    assert all(max(b) * len(b) <= 10 for b in batches if len(b) > 1)
+    assert batches[-1] == [20]                                                  # too long: alone, not dropped
+    assert [b for b in batches if len(b) > 1][0] == [1, 2, 3]                   # shortest first

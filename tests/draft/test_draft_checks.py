@@ -117,3 +117,18 @@ def test_estimate_field_figures_break_even_near_2_5():
     assert 2.25 < five < 2.35 and 2.6 < sixteen < 2.7 and 2.4 < (five + sixteen) / 2 < 2.5
     slow, even, fast = estimate([2.1, 2.47, 3.36], (five + sixteen) / 2)
     assert slow.speedup < 1 < fast.speedup and even.speedup == pytest.approx(1.0, abs=0.01)
+
+
+def test_estimate_cli_refuses_partial_or_zero_calibration():
+    pytest.importorskip("langgraph", reason="the full CLI needs the find stack (absent on GPU hosts)")
+    from pipeline.cli.app import app
+
+    runner = CliRunner()
+    partial = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "90"])
+    assert "calibration needs all of" in str(partial.exception)
+    zero = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "0",
+                               "--observed-tps", "82.3", "--observed-accept-length", "2.1"])
+    assert "must be positive" in str(zero.exception)      # not silently the uncalibrated default
+    ok = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "90",
+                             "--observed-tps", "82.3", "--observed-accept-length", "2.1"])
+    assert ok.exit_code == 0 and "break-even accept length: 2.30" in ok.output

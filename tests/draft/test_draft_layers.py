@@ -3,7 +3,7 @@
 import pytest
 
 from catalog.errors import DraftsetError
-from pipeline.capture.layers import LayerPlan, default_aux_layers, sglang_capturable
+from pipeline.capture.layers import LayerPlan, default_aux_layers, from_sglang, sglang_uncapturable
 
 
 def test_defaults_match_eagle3_and_specforge():
@@ -12,7 +12,7 @@ def test_defaults_match_eagle3_and_specforge():
     assert plan.aux == [2, 30, 58]
     assert plan.sglang_ids() == [1, 29, 57]                  # SpecForge's deepseek-v3 config
     assert plan.vllm_ids() == [2, 30, 58]
-    assert LayerPlan.from_sglang(plan.sglang_ids()) == plan.aux
+    assert from_sglang(plan.sglang_ids()) == plan.aux
 
 
 def test_sglang_export_refuses_uncapturable_taps():
@@ -29,7 +29,7 @@ def test_embedding_is_a_valid_capture_tap_and_order_is_enforced():
         LayerPlan(n_layers=8, aux=[2, 4, 8])
 
 
-def test_sglang_capturable_flags_last_block():
-    assert sglang_capturable(61, [1, 29, 57]) == []
-    assert sglang_capturable(61, [3, 31, 60]) == [60]
-    assert sglang_capturable(61, [-1, 3, 31]) == [-1]
+def test_sglang_uncapturable_flags_last_block():
+    assert sglang_uncapturable(61, [1, 29, 57]) == []
+    assert sglang_uncapturable(61, [3, 31, 60]) == [60]
+    assert sglang_uncapturable(61, [-1, 3, 31]) == [-1]

@@ -1,12 +1,16 @@
 """Training: the draft learns the target's next token; checkpoints and exports carry the convention."""
 
 import json
+import shutil
 
+import pytest
 import torch
 from safetensors import safe_open
 
+from catalog.errors import DraftsetError
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.capture.store import CaptureReader
+from pipeline.train.data import split_ids
 from pipeline.train.export import load_exported
 from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import _shift, Batch, ttt_steps
@@ -76,3 +80,33 @@ def test_loss_counts_exactly_the_shifted_mask():
         counts = [int(s.count) for s in ttt_steps(draft, target, batch, 4)]
         assert counts == [int(i - k - 2 >= 0) for k in range(4)], (i, counts)
     assert _shift(torch.arange(5)[None], 2).tolist() == [[2, 3, 4, 0, 0]]
+
+
+def test_train_reads_the_target_from_model_when_it_moved(toy, tmp_path):
+    """On a GPU host the capture's recorded model_dir does not exist: --model supplies shape and head,
+    and rows not trained in this run are counted, never lost."""
+    from pipeline.train.loop import TrainConfig, run_train
+
+    cap = tmp_path / "cap"
+    shutil.copytree(toy.capture, cap)
+    manifest = json.loads((cap / "capture_manifest.json").read_text())
+    manifest["model_dir"] = str(tmp_path / "moved-away")
+    (cap / "capture_manifest.json").write_text(json.dumps(manifest))
+    run_train(TrainConfig(capture_dir=cap, out_dir=tmp_path / "draft", model_dir=toy.model, max_steps=1,
+                          batch_tokens=128, ttt_steps=1, heldout_every=0, device="cpu"))
+    counts = json.loads((tmp_path / "draft" / "train" / "stats.json").read_text())["counts"]
+    n = len(CaptureReader(cap).ids())
+    assert counts["in"] == n and 0 < counts["out"] < n and counts["heldout"] == 0
+    assert counts["out"] + counts["not_trained_here"] == n
+    with pytest.raises(DraftsetError, match="no config.json"):
+        run_train(TrainConfig(capture_dir=cap, out_dir=tmp_path / "d2", max_steps=1, device="cpu"))
+
+
+def test_split_never_reports_trained_samples_as_heldout():
+    class Ids:
+        def ids(self):
+            return ["a", "b", "c"]
+
+    assert split_ids(Ids(), 1) == (["a", "b", "c"], [])          # every id hashes to held-out
+    train, held = split_ids(Ids(), 0)
+    assert train == ["a", "b", "c"] and held == []
