@@ -10,6 +10,7 @@ from typing import Any, Iterator, Literal
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
+from pipeline.ingest.layout import mix_dir
 
 Source = Literal["auto", "regen", "mix"]
 NEEDED = ("id", "conversation")
@@ -37,29 +38,33 @@ class BuildInput:
         return json.loads(path.read_text()).get(key) if path else None
 
 
-def _conversation_shards(directory: Path) -> list[Path]:
-    """Finished parquet shards that carry id + conversation (temp files start with '.'), including those
-    of a regeneration split over workers (shard-I-of-N/ folders)."""
-    shards = []
-    for path in sorted([*directory.glob("*.parquet"), *directory.glob("shard-*/*.parquet")]):
-        if path.name.startswith("."):
-            continue
-        names = set(pq.read_schema(path).names)
-        if set(NEEDED) <= names:
-            shards.append(path)
+# Shard names each upstream stage writes (regenerate: results-<run>-<seq>, mix: part-<seq>).
+SHARD_GLOB = {"regen": "results-*.parquet", "mix": "part-*.parquet"}
+
+
+def _conversation_shards(directory: Path, kind: str) -> list[Path]:
+    """Finished shards of the stage that wrote `directory`, including those of a regeneration split over
+    workers (shard-I-of-N/ folders). A shard without id + conversation is an error, never skipped."""
+    pattern = SHARD_GLOB[kind]
+    shards = sorted([*directory.glob(pattern), *directory.glob(f"shard-*/{pattern}")])
+    for path in shards:
+        missing = set(NEEDED) - set(pq.read_schema(path).names)
+        if missing:
+            raise DraftsetError(f"{path} has no column {', '.join(sorted(missing))}: it is not a conversation shard",
+                                hint=f"move it out of {directory}, or re-run the stage that wrote it")
     return shards
 
 
 def resolve_input(home: Path, mix: str, source: Source = "auto") -> BuildInput:
-    candidates = {"regen": home / "data" / "regen" / mix, "mix": home / "data" / "mix" / mix}
+    candidates = {"regen": home / "data" / "regen" / mix, "mix": mix_dir(home, mix)}  # mix_dir checks the name
     order = ["regen", "mix"] if source == "auto" else [source]
     for kind in order:
         directory = candidates[kind]
         if directory.is_dir():
-            shards = _conversation_shards(directory)
-            if shards:
-                return BuildInput(kind, directory, shards)
-            raise DraftsetError(f"{directory} has no parquet shards with columns {', '.join(NEEDED)}",
+            found = BuildInput(kind, directory, _conversation_shards(directory, kind))
+            if found.count():  # no shards, or only empty ones: nothing to build, say so before starting
+                return found
+            raise DraftsetError(f"{directory} has no rows in {SHARD_GLOB[kind]} shards",
                                 hint=f"re-run: draftset regenerate {mix} --endpoint URL" if kind == "regen"
                                 else f"re-run: draftset mix {mix}")
     looked = " or ".join(str(candidates[k]) for k in order)

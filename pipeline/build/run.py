@@ -21,10 +21,11 @@ from pydantic import Field, ValidationError
 from adapters.records import Conversation
 from catalog.errors import DraftsetError
 from pipeline.build.inputs import BuildInput, Source, resolve_input
-from pipeline.build.render import MaskBuilder, NotPrefixStable, TokenRow, chat_template_sha256, \
-    template_messages, trainable_turns
+from pipeline.build.render import (MaskBuilder, NotPrefixStable, TokenRow, chat_template_sha256,
+                                   template_messages, trainable_turns)
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.ingest.shards import ShardWriter, existing_ids, shard_paths
+from pipeline.model.template import RENDER_ERRORS
 from pipeline.stage import StageConfig, StageRun, write_json_atomic
 
 ROW_SCHEMA = pa.schema([
@@ -116,15 +117,13 @@ def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg:
     if not turns:
         run.drop("no_assistant_turn", where, detail="no assistant turn to train on")
         return []
-    from jinja2 import TemplateError
-
     try:
         token_rows = builder.rows(messages, turns, per_turn=cfg.per_turn)
     except NotPrefixStable as exc:  # a property of the template, not of this row: stop the whole build
         src = conv.source
         raise NotPrefixStable(f"row {conv.id} ({src.repo_id} {src.config}/{src.split} row {src.row_index}): {exc}",
                               hint=exc.hint) from None
-    except (TemplateError, TypeError, ValueError) as exc:  # the row does not fit the template (bad tool call…)
+    except RENDER_ERRORS as exc:  # the row does not fit the template (bad tool call…)
         run.drop("template_error", where | {"field": "messages"}, detail=str(exc)[:500])
         return []
     out = []
@@ -133,7 +132,7 @@ def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg:
         row_id = rid if token_row.turn is None else f"{rid}#t{token_row.turn}"
         truncated = _truncate(token_row, cfg.max_length)
         if truncated:
-            run.counts["truncated"] += 1
+            run.tally("truncated")
         if token_row.n_trainable == 0:
             run.drop("no_trainable_tokens", where | {"row": row_id, "turn": token_row.turn},
                      detail=f"no answer token within max_length {cfg.max_length}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -18,11 +19,13 @@ def init_toy_cmd(
     train_steps: int = typer.Option(200, "--train-steps", min=0,
                                     help="Brief training steps on the corpus text (0: random weights)."),
     max_train_seconds: float = typer.Option(60.0, "--max-train-seconds", min=1, help="Stop training after this long."),
-    corpus: Path = typer.Option(None, "--corpus", help="Folder of data files (json/jsonl/csv/parquet) to train the "
-                                                       "tokenizer and model on (default: the fixture Hub)."),
+    corpus: Path = typer.Option(None, "--corpus", exists=True, file_okay=False,
+                                help="Folder of data files (json/jsonl/csv/parquet) to train the tokenizer and model "
+                                     "on (default: the fixture Hub)."),
     seed: int = typer.Option(0, "--seed", help="Seed for init, data order and sampling."),
-    hidden_size: int = typer.Option(64, "--hidden-size", min=16, help="Hidden size (64-128 keeps it tiny)."),
-    vocab_size: int = typer.Option(3000, "--vocab-size", min=300, help="BPE vocabulary size to train."),
+    # Bounds as in ToyConfig, so a bad value is a usage error, not a pydantic traceback.
+    hidden_size: int = typer.Option(64, "--hidden-size", min=16, max=512, help="Hidden size (64-128 keeps it tiny)."),
+    vocab_size: int = typer.Option(3000, "--vocab-size", min=300, max=32000, help="BPE vocabulary size to train."),
 ) -> None:
     """Create the toy target: tokenizer trained on the fixture Hub text, tiny LlamaForCausalLM, safetensors."""
     from rich.progress import Progress
@@ -54,6 +57,12 @@ def serve_dev_cmd(
     serve(model_dir, host=host, port=port, served_name=served_name)
 
 
+class BuildSource(str, Enum):
+    auto = "auto"
+    regen = "regen"
+    mix = "mix"
+
+
 def build_cmd(
     mix: str = typer.Argument(..., help="Mix name: reads data/regen/MIX (or data/mix/MIX for native-only data)."),
     model: Path = typer.Option(None, "--model", help="Target model dir whose tokenizer and chat template serve "
@@ -69,24 +78,22 @@ def build_cmd(
     keep_past_reasoning: bool = typer.Option(False, "--keep-past-reasoning",
                                              help="Per-turn rows: keep earlier answers' reasoning in the context "
                                                   "(default: dropped, as regeneration and serving clients do)."),
-    source: str = typer.Option("auto", "--from", help="auto (regen, else mix), regen or mix."),
+    source: BuildSource = typer.Option(BuildSource.auto, "--from", help="auto (regen, else mix), regen or mix."),
     end_of_turn: str = typer.Option("<|im_end|>", "--end-of-turn", help="The template's end-of-turn token."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard rows of an earlier build instead of resuming."),
 ) -> None:
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
     from rich.progress import Progress
 
-    from catalog.errors import DraftsetError
     from pipeline.build.run import run_build
     from pipeline.cli.common import catalog, settings
+    from pipeline.ingest.layout import toy_target_dir
 
-    if source not in ("auto", "regen", "mix"):
-        raise DraftsetError(f"--from must be auto, regen or mix, not {source!r}")
     home = settings().home
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"building {mix}", total=None)
-        result = run_build(home, mix, model_dir=model or home / "models" / "toy-target", catalog=catalog(),
-                           source=source, max_length=max_length, per_turn=per_turn,
+        result = run_build(home, mix, model_dir=model or toy_target_dir(home), catalog=catalog(),
+                           source=source.value, max_length=max_length, per_turn=per_turn,
                            draft_vocab_size=draft_vocab_size, system_prompt=system_prompt, thinking=thinking,
                            keep_past_reasoning=keep_past_reasoning, end_of_turn=end_of_turn, overwrite=overwrite,
                            on_progress=lambda done, total: progress.update(task, completed=done, total=total))

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from catalog.errors import DraftsetError
 from pipeline.model.runtime import single_thread
-from pipeline.model.template import END_OF_TURN, THINK_END, THINK_START
+from pipeline.model.template import END_OF_TURN, RENDER_ERRORS, THINK_END, THINK_START
 
 
 class RequestError(ValueError):
@@ -62,7 +62,7 @@ class Engine:
         try:
             text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
                                                       add_generation_prompt=True, enable_thinking=thinking)
-        except Exception as exc:  # jinja errors (e.g. raise_exception on an unknown role) are the client's
+        except RENDER_ERRORS as exc:  # e.g. raise_exception on an unknown role: the client's fault
             raise RequestError(f"chat template failed: {exc}") from exc
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
@@ -177,7 +177,10 @@ def normalise_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             msg["content"] = ""
         elif not isinstance(content, str):
             raise RequestError(f"messages[{i}].content must be a string or a list of text parts")
-        for call in msg.get("tool_calls") or []:
+        calls = msg.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise RequestError(f"messages[{i}].tool_calls must be a list")
+        for call in calls:
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict) and not isinstance(fn.get("arguments"), str):
                 fn["arguments"] = json.dumps(fn.get("arguments"))

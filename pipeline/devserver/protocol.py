@@ -65,6 +65,6 @@ def usage(prompt: int, completion: int) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def envelope(model: str, obj: str, request_id: str | None = None) -> dict[str, Any]:
-    return {"id": request_id or f"chatcmpl-{uuid.uuid4().hex}", "object": obj, "created": int(time.time()),
+def envelope(model: str, obj: str) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": obj, "created": int(time.time()),
             "model": model}

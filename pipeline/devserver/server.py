@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.localhub.server import bind, url_for
 from catalog.errors import DraftsetError
 
 
@@ -22,12 +22,6 @@ class RunningServer:
         self._thread.join(timeout=30)
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | None, log_level: str):
     import uvicorn
 
@@ -40,21 +34,26 @@ def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | No
 
 def serve(model_dir: Path, host: str = "127.0.0.1", port: int = 8000, served_name: str | None = None) -> None:
     """Serve until interrupted."""
-    _uvicorn_server(model_dir, host, port, served_name, "info").run()
+    sock = bind(host, port)  # bound first: a busy port is one clear error before the model loads
+    _uvicorn_server(model_dir, host, port, served_name, "info").run(sockets=[sock])
 
 
 def serve_in_thread(model_dir: Path, port: int = 0, host: str = "127.0.0.1",
                     served_name: str | None = None, timeout_s: float = 60.0) -> RunningServer:
     """Start the server in a daemon thread and wait until it accepts connections; port 0 picks a free one."""
-    port = port or _free_port(host)
-    server = _uvicorn_server(model_dir, host, port, served_name, "warning")
-    thread = threading.Thread(target=server.run, name=f"devserver-{port}", daemon=True)
+    sock = bind(host, port)  # bound here, not probed: port 0 stays ours, no probe-then-bind race
+    port = sock.getsockname()[1]
+    try:
+        server = _uvicorn_server(model_dir, host, port, served_name, "warning")
+    except BaseException:
+        sock.close()
+        raise
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"devserver-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout_s
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             server.should_exit = True
-            raise DraftsetError(f"dev server did not start on {host}:{port}",
-                                hint="is the port in use? pick another with --port")
+            raise DraftsetError(f"dev server did not start on {host}:{port}", hint="see the log above")
         time.sleep(0.02)
-    return RunningServer(f"http://{host}:{port}/v1", server, thread)
+    return RunningServer(f"{url_for(host, port)}/v1", server, thread)

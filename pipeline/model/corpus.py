@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from catalog.errors import DraftsetError
+
 FIXTURE_HUB = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "hub"
 MAX_FIELD_CHARS = 2000
 
@@ -63,10 +65,7 @@ def _rows(path: Path) -> Iterator[Any]:
             except json.JSONDecodeError:
                 continue  # the fixture Hub holds malformed lines on purpose; text only, so skip them
     elif suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-        except json.JSONDecodeError:
-            return
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
         yield from (data if isinstance(data, list) else [data])
     elif suffix == ".csv":
         with path.open(newline="", encoding="utf-8", errors="replace") as handle:
@@ -89,8 +88,11 @@ def corpus_rows(hub_dir: Path | None = None, max_chars: int = 3_000_000) -> list
                     total += sum(map(len, texts))
                 if total >= max_chars:
                     return rows
-        except Exception:  # noqa: BLE001 - an unreadable fixture file only means less toy text
-            continue
+        except FileNotFoundError:
+            continue  # removed since the walk listed it (the fixture Hub being regenerated)
+        except (OSError, ValueError, csv.Error) as exc:  # pyarrow's errors are ValueError/OSError subclasses
+            raise DraftsetError(f"cannot read corpus file {path}: {exc}",
+                                hint="fix or remove that file, or pass another folder with --corpus") from exc
     return rows + FALLBACK_ROWS
 
 

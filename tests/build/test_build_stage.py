@@ -142,7 +142,7 @@ def test_missing_input_says_what_to_run(home, toy_dir):
     assert "draftset regenerate nope" in info.value.hint
 
 
-def test_cli_build_prints_a_table(home, toy_dir, mix, monkeypatch):
+def test_cli_build_prints_a_table(home, toy_dir, mix):
     from typer.testing import CliRunner
 
     from pipeline.cli.app import app
@@ -172,3 +172,17 @@ def test_row_the_template_cannot_render_is_quarantined(home, toy_dir, conversati
     assert result.counts["out"] == 1 and result.counts["dropped_template_error"] == 1
     [entry] = [json.loads(l) for l in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
     assert entry["id"] == "c-11" and entry["reason"] == "template_error" and entry["detail"]
+
+
+def test_input_without_rows_or_with_a_foreign_shard_is_refused(home, toy_dir):
+    import pyarrow as pa
+
+    empty = home / "data" / "mix" / "m4"
+    empty.mkdir(parents=True)
+    pq.write_table(RECORD_SCHEMA.empty_table(), empty / "part-00000.parquet")
+    with pytest.raises(DraftsetError, match="has no rows in part-\\*.parquet shards") as info:
+        _build(home, toy_dir, "m4")
+    assert info.value.hint == "re-run: draftset mix m4"
+    pq.write_table(pa.table({"id": ["x"], "text": ["no conversation"]}), empty / "part-00001.parquet")
+    with pytest.raises(DraftsetError, match="part-00001.parquet has no column conversation"):
+        _build(home, toy_dir, "m4")

@@ -30,3 +30,14 @@ def test_reads_json_jsonl_csv_parquet_and_skips_malformed_lines(tmp_path):
 
 def test_missing_folder_falls_back_to_built_in_text(tmp_path):
     assert corpus_rows(tmp_path / "absent") == FALLBACK_ROWS
+
+
+def test_unreadable_corpus_file_is_an_error_naming_it(tmp_path):
+    import pytest
+
+    from catalog.errors import DraftsetError
+
+    (tmp_path / "good.jsonl").write_text('{"q": "fine"}\n')
+    (tmp_path / "broken.json").write_text('[{"q": "cut off"')
+    with pytest.raises(DraftsetError, match="broken.json"):
+        corpus_rows(tmp_path)

@@ -66,6 +66,11 @@ def test_seeded_sampling_is_reproducible(client, toy_model_dir):
     ({"messages": [{"role": "user", "content": "word " * 3000}]}, openai.BadRequestError, "context is 2048"),
     ({"n": 2}, openai.BadRequestError, "n must be 1"),
     ({"messages": [{"role": "narrator", "content": "hi"}]}, openai.BadRequestError, "unknown role"),
+    ({"messages": [{"role": "assistant", "content": "", "tool_calls": 5}]}, openai.BadRequestError,
+     r"messages\[0\]\.tool_calls must be a list"),
+    ({"messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": None}},
+                                                                        "not-a-call"]}]},
+     openai.BadRequestError, "chat template failed"),
 ])
 def test_bad_requests_get_clear_errors(client, toy_model_dir, kwargs, error, message):
     request = {"model": toy_model_dir.name, "messages": USER, "max_tokens": 2} | kwargs
@@ -82,3 +87,17 @@ def test_stream_with_thinking_splits_reasoning_like_non_stream(client, toy_model
     assert reasoning == whole.model_extra["reasoning_content"]
     assert "".join(d.content or "" for d in deltas) == whole.content
     assert reasoning or whole.content  # something was said, so the comparison means something
+
+
+def test_busy_port_is_one_clear_error(tmp_path):
+    import socket
+
+    from catalog.errors import DraftsetError
+    from pipeline.devserver import serve_in_thread
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(DraftsetError, match="cannot listen on 127.0.0.1") as info:
+            serve_in_thread(tmp_path / "never-loaded", port=busy.getsockname()[1])
+    assert "--port" in info.value.hint

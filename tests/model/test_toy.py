@@ -109,3 +109,14 @@ def test_cli_init_toy_writes_a_loadable_model(tmp_path):
     assert info["toy_config"]["train_steps"] == 2 == info["steps_done"] and info["final_loss"] > 0
     assert info["corpus_rows"] == 1 + len(FALLBACK_ROWS)
     assert not list(tmp_path.glob(".m.tmp"))  # the temp dir was renamed, not left behind
+
+
+@pytest.mark.parametrize("args", [["--hidden-size", "600"], ["--vocab-size", "40000"], ["--corpus", "/no/such/dir"]])
+def test_cli_init_toy_refuses_bad_options_before_building(tmp_path, args):
+    from typer.testing import CliRunner
+
+    from pipeline.cli.app import app
+
+    result = CliRunner().invoke(app, ["model", "init-toy", str(tmp_path / "m"), *args])
+    assert result.exit_code == 2 and "Invalid value" in result.output, result.output
+    assert not (tmp_path / "m").exists()
