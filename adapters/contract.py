@@ -68,7 +68,7 @@ def _problems(records: list[Conversation], mode: str) -> dict[str, list[str]]:
     for rec in records:
         where = f"row {rec.source.row_index}"
         for i, m in enumerate(rec.messages):
-            if not isinstance(m.content, str) or (not m.content.strip() and not m.tool_calls):
+            if not m.content.strip() and not m.tool_calls:  # the record model already makes it a str
                 found["content"].append(f"{where} messages[{i}] ({m.role}) has empty content")
             elif _looks_nested(m.content):
                 found["nesting"].append(f"{where} messages[{i}] content is a serialised turn list")
@@ -120,6 +120,7 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
                 records += mapper.apply(r.row_index, r.row)
                 continue
             except RowError as exc:
+                # Count by the reason's fixed part: quoted labels and "(…)" sizes would split one cause.
                 reasons[exc.reason.split(" '")[0].split(" (")[0]] += 1
                 entry = {"row_index": r.row_index, "field": exc.field, "reason": exc.reason}
         if len(quarantined) < MAX_LISTED:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 RowResult = tuple[dict[str, Any] | None, str | None]
@@ -50,10 +51,11 @@ def count_rows(path: Path, name: str) -> int:
 
 
 def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator[RowResult]:
-    """Rows of one file in order; with `wanted`, only those file-local positions (others yield None, None)."""
+    """Rows of one file in order. `wanted` (file-local positions) lets parquet skip converting the other
+    batches, which then yield (None, None) placeholders; text formats must parse every line anyway."""
     fmt = file_format(name)
     if fmt == "parquet":
-        yield from _parquet(path, wanted)
+        yield from _parquet(path, name, wanted)
     elif fmt == "jsonl":
         yield from _jsonl(path, name)
     elif fmt == "json":
@@ -64,21 +66,26 @@ def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator
         yield None, f"{name}: unsupported data file type (known: {', '.join(FORMATS)})"
 
 
-def _parquet(path: Path, wanted: set[int] | None) -> Iterator[RowResult]:
+def _parquet(path: Path, name: str, wanted: set[int] | None) -> Iterator[RowResult]:
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for a corrupt footer
-        yield None, f"{path.name}: not a readable parquet file ({exc})"
+        yield None, f"{name}: not a readable parquet file ({exc})"
         return
     offset = 0
-    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        n = batch.num_rows
-        if wanted is not None and not any(offset <= i < offset + n for i in wanted):
-            yield from ((None, None) for _ in range(n))  # keep positions without converting rows
-        else:
-            for row in batch.to_pylist():
-                yield row, None
-        offset += n
+    try:
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            n = batch.num_rows
+            if wanted is not None and not any(offset <= i < offset + n for i in wanted):
+                yield from ((None, None) for _ in range(n))  # keep positions without converting rows
+            else:
+                yield from ((row, None) for row in batch.to_pylist())
+            offset += n
+    except (OSError, pa.ArrowException) as exc:
+        # A corrupt data page: the footer still says how many rows are lost, so each one is reported
+        # and the row indexes of later files do not shift.
+        reason = f"{name}: rows from {offset} on are unreadable ({exc})"
+        yield from ((None, reason) for _ in range(pf.metadata.num_rows - offset))
 
 
 def _decode_object(text: str, where: str) -> RowResult:

@@ -19,7 +19,8 @@ from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNot
 
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
-from adapters.source import download, iter_raw_rows, require_reachable
+from adapters.hub_probe import check_reachable
+from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
@@ -35,7 +36,6 @@ class Proposal:
     role_counts: dict[str, int]
     needs_review: list[str] = field(default_factory=list)
     json_strings: list[str] = field(default_factory=list)
-    n_sampled: int = 0
 
 
 def _viewer(viewer_base: str, path: str, repo_id: str, token: str | None) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
                     target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
     """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store)."""
-    require_reachable(endpoint)
+    check_reachable(endpoint)
     try:
         info = HfApi(endpoint=endpoint, token=token).dataset_info(repo_id)
     except (RepositoryNotFoundError, GatedRepoError) as exc:
@@ -182,7 +182,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
     card = ""
     if info.card_data is not None:
         card = str(info.card_data.to_dict()) + " " + str(getattr(info, "description", "") or "")
-    card += " " + _card_text(repo_id, info.sha, endpoint, token)
+    card += " " + _card_text(source, [f.rfilename for f in info.siblings or []], endpoint, token)
     native_why = names_target(card, [row for _, row in rows], target_patterns)
     mode = "native" if native_why else "regenerate"
     d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
@@ -199,7 +199,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
                                   "needs_review": d.needs_review}, where=f"proposed for {repo_id}")
     spec.golden = _pin_golden(spec, rows)
     return Proposal(spec=spec, reasons=d.reasons, role_counts=d.role_counts, needs_review=d.needs_review,
-                    json_strings=d.json_strings, n_sampled=len(raw))
+                    json_strings=d.json_strings)
 
 
 def _example(value_type: pa.DataType, name: str) -> Any:
@@ -222,13 +222,14 @@ def _schema_rows(source: SourceSpec, endpoint: str, token: str | None) -> list[d
     return [{f.name: _example(f.type, f.name) for f in schema}]
 
 
-def _card_text(repo_id: str, revision: str, endpoint: str, token: str | None) -> str:
-    """The README body (untrusted text: only searched for the target's name, never executed)."""
-    from huggingface_hub import hf_hub_download
+def _card_text(source: SourceSpec, siblings: list[str], endpoint: str, token: str | None) -> str:
+    """The README body (untrusted text: only searched for the target's name, never executed).
 
-    try:
-        with open(hf_hub_download(repo_id, "README.md", repo_type="dataset", revision=revision,
-                                  endpoint=endpoint, token=token), encoding="utf-8", errors="replace") as fh:
-            return fh.read(200_000)
-    except (HfHubHTTPError, OSError):
+    A repo without a README has no card (""); a README that exists but cannot be fetched is an error,
+    not an empty card, or a target-native dataset would silently be proposed for regeneration.
+    """
+    if "README.md" not in siblings:
         return ""
+    path = download(source, "README.md", endpoint=endpoint, token=token)
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read(200_000)

@@ -70,7 +70,8 @@ def keep_decisions(old: AdapterSpec, new: AdapterSpec) -> AdapterSpec:
     """A re-proposed spec keeps the role mappings a person set (`map`), for labels still present."""
     for key, why in old.reasons.items():
         label = key.removeprefix("role_map.")
-        if key.startswith("role_map.") and why.startswith("set by ") and key in new.needs_review:
+        if (key.startswith("role_map.") and why.startswith("set by ") and key in new.needs_review
+                and label in old.role_map):  # a hand edit may have removed the entry but kept its reason
             new.role_map[label] = old.role_map[label]
             new.reasons[key] = why
             new.needs_review.remove(key)

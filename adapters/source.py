@@ -19,7 +19,7 @@ from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTT
 
 from adapters.files import count_rows, iter_file
 from adapters.spec import AdapterSpec, SourceSpec
-from adapters.hub_probe import check_reachable as require_reachable  # noqa: F401 (re-exported)
+from adapters.hub_probe import check_reachable
 from catalog.errors import DraftsetError
 
 
@@ -69,23 +69,19 @@ def iter_raw_rows(spec_or_source: AdapterSpec | SourceSpec, *, endpoint: str, to
                   limit: int | None = None, sample: int | None = None) -> Iterator[RawRow]:
     """Rows of the source in order; `limit` stops early, `sample` picks rows evenly across all files."""
     source = spec_or_source.source if isinstance(spec_or_source, AdapterSpec) else spec_or_source
-    require_reachable(endpoint)
+    check_reachable(endpoint)
     # Lazy: a full read starts streaming the first file before the later ones are downloaded.
-    paths: Iterable[tuple[str, Path]] = ((name, download(source, name, endpoint=endpoint, token=token))
-                                         for name in source.data_files)
+    paths = ((name, download(source, name, endpoint=endpoint, token=token)) for name in source.data_files)
+    yield from iter_local_rows(paths, limit=limit, sample=sample)
+
+
+def iter_local_rows(paths: Iterable[tuple[str, Path]], *, limit: int | None = None,
+                    sample: int | None = None) -> Iterator[RawRow]:
+    """The same stream over (name, local path) pairs (Hub downloads, tests, benchmarks)."""
     wanted: set[int] | None = None
     if sample is not None:  # sampling needs every file's row count first
         paths = list(paths)
         wanted = _evenly_spaced(sum(count_rows(path, name) for name, path in paths), sample)
-    yield from _rows(paths, wanted, limit)
-
-
-def iter_local_rows(paths: list[tuple[str, Path]], *, limit: int | None = None,
-                    sample: int | None = None) -> Iterator[RawRow]:
-    """The same stream over local files (tests, benchmarks, already-downloaded snapshots)."""
-    wanted = None
-    if sample is not None:
-        wanted = _evenly_spaced(sum(count_rows(p, n) for n, p in paths), sample)
     yield from _rows(paths, wanted, limit)
 
 

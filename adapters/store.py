@@ -24,7 +24,7 @@ Status = Literal["proposed", "approved", "rejected", "stale"]
 
 
 class AdapterRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid")
     repo_id: str
     revision: str
     spec: AdapterSpec
@@ -59,7 +59,10 @@ def yaml_path(home: Path, repo_id: str) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder, then rename: a crash never leaves half a spec behind."""
+    """Temp file in the same folder, then rename: a crash never leaves half a spec behind.
+
+    Not pipeline.stage.atomic_path: adapters/ sits below pipeline/ and may not import it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -107,10 +107,11 @@ def main() -> None:
         rng = random.Random(0)
         rows = [make(rng, i) for i in range(args.rows)]
         spec = AdapterSpec.from_data({"source": SOURCE, "layout": "messages", **fields})
-        ours = [len(apply_row(spec, i, r)[0].messages) for i, r in enumerate(rows[:1000])]
+        ours = [[(m.role, m.content) for m in apply_row(spec, i, r)[0].messages] for i, r in enumerate(rows[:1000])]
         ds = datasets.Dataset.from_list(rows)
         check = ds.select(range(1000)).map(naive_map(spec), remove_columns=ds.column_names)
-        assert ours == [len(t) for t in check["turns"]], f"{name}: baseline and apply_row disagree"
+        theirs = [[(t["role"], t["content"]) for t in turns] for turns in check["turns"]]
+        assert ours == theirs, f"{name}: baseline and apply_row disagree"
 
         def run_ours() -> int:
             return sum(len(apply_row(spec, i, r)) for i, r in enumerate(rows))

@@ -121,7 +121,8 @@ def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --
         raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
     failed = []
     for repo_id in dict.fromkeys(targets):
-        _, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
+        with console.status(f"contract of {escape(repo_id)} on {rows} sampled rows"):
+            _, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
         view.print_contract(result, repo_id)
         if not result.passed:
             failed.append(repo_id)

@@ -30,29 +30,29 @@ def contract_cell(record: AdapterRecord) -> str:
 
 def print_list(records: list[AdapterRecord]) -> None:
     _table(["repo", "status", "mode", "layout", "category", "contract", "yield", "reviewed by", "revision",
-                 "spec hash"],
-                [[r.repo_id, r.status, r.spec.mode, r.spec.layout, r.spec.category, contract_cell(r),
-                  (r.contract or {}).get("yield", ""), r.reviewed_by, r.revision[:8], r.spec_hash[:8]]
-                 for r in records], title=f"{len(records)} adapter(s)")
+            "spec hash"],
+           [[r.repo_id, r.status, r.spec.mode, r.spec.layout, r.spec.category, contract_cell(r),
+             (r.contract or {}).get("yield", ""), r.reviewed_by, r.revision[:8], r.spec_hash[:8]]
+            for r in records], title=f"{len(records)} adapter(s)")
 
 
 def print_reasons(record: AdapterRecord) -> None:
     spec = record.spec
     _table(["field", "reason", "review?"],
-                [[name, why, "REVIEW" if name in spec.needs_review else ""] for name, why in spec.reasons.items()],
-                title="why each field was chosen")
+           [[name, why, "REVIEW" if name in spec.needs_review else ""] for name, why in spec.reasons.items()],
+           title="why each field was chosen")
 
 
 def print_contract(result: ContractResult | dict[str, Any], repo_id: str) -> None:
     data = result.to_json() if isinstance(result, ContractResult) else result
     _table(["check", "result", "detail"],
-                [[c["name"], "pass" if c["passed"] else "FAIL", c["detail"]] for c in data["checks"]],
-                title=f"contract of {repo_id}: {'PASSED' if data['passed'] else 'FAILED'} "
-                      f"({data['n_records']} records / {data['n_rows']} rows)")
+           [[c["name"], "pass" if c["passed"] else "FAIL", c["detail"]] for c in data["checks"]],
+           title=f"contract of {repo_id}: {'PASSED' if data['passed'] else 'FAILED'} "
+                 f"({data['n_records']} records / {data['n_rows']} rows)")
     if data["quarantined"]:
         _table(["row", "field", "reason"],
-                    [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
-                    title=f"rejected rows (first {min(10, len(data['quarantined']))}; ingest quarantines these)")
+               [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
+               title=f"rejected rows (first {min(10, len(data['quarantined']))}; ingest quarantines these)")
 
 
 def print_role_counts(record: AdapterRecord) -> None:
@@ -61,8 +61,8 @@ def print_role_counts(record: AdapterRecord) -> None:
         return
     role_map = record.spec.role_map
     _table(["raw label", "turns", "maps to"],
-                [[label, n, role_map.get(label, "UNMAPPED")] for label, n in counts.items()],
-                title="role labels in the sample")
+           [[label, n, role_map.get(label, "UNMAPPED")] for label, n in counts.items()],
+           title="role labels in the sample")
 
 
 def print_examples(record: AdapterRecord) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
 

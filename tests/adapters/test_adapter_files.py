@@ -61,6 +61,21 @@ def test_broken_parquet_and_unknown_type_are_errors(tmp_path):
     assert "not a readable parquet file" in rows[0].error and "unsupported data file type" in rows[1].error
 
 
+def test_corrupt_parquet_page_reports_every_lost_row_and_keeps_later_indexes(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "PARQUET_BATCH_ROWS", 100)
+    pq.write_table(pa.table({"q": [f"prompt {i} " * 20 for i in range(500)]}), tmp_path / "a.parquet",
+                   row_group_size=100)
+    data = bytearray((tmp_path / "a.parquet").read_bytes())
+    data[len(data) // 2:len(data) // 2 + 200] = b"\xab" * 200  # garbage in a middle data page
+    (tmp_path / "a.parquet").write_bytes(bytes(data))
+    entry = _jsonl(tmp_path / "b.jsonl", ['{"q": "after"}'])
+    rows = list(iter_local_rows([("a.parquet", tmp_path / "a.parquet"), entry]))
+    good = [r for r in rows[:500] if r.error is None]
+    assert 0 < len(good) < 500 and all(r.row["q"].startswith(f"prompt {r.row_index} ") for r in good)
+    assert all("a.parquet: rows from" in r.error for r in rows[len(good):500])
+    assert (rows[500].row_index, rows[500].row) == (500, {"q": "after"})
+
+
 def test_sample_spreads_over_all_files_and_limit_stops(tmp_path):
     entries = [_jsonl(tmp_path / f"part-{k}.jsonl", [json.dumps({"f": k, "i": i}) for i in range(50)])
                for k in range(4)]
@@ -90,3 +105,21 @@ def test_dead_hub_is_one_clear_error_not_a_retry_loop():
         with pytest.raises(DraftsetError, match=r"cannot reach the Hub at http://127.0.0.1:9") as err:
             call()
         assert "draftset hub serve" in err.value.hint
+
+
+
+def test_card_is_empty_only_when_the_repo_has_no_readme(hub_url):
+    from huggingface_hub import HfApi
+
+    from adapters.infer import _card_text
+    from adapters.spec import SourceSpec
+    from catalog.errors import DraftsetError
+
+    repo_id = "moonshot-fans/kimi-k2-chat-native"
+    sha = HfApi(endpoint=hub_url).dataset_info(repo_id).sha
+    source = SourceSpec(repo_id=repo_id, revision=sha, config="default", split="train", data_files=["x"])
+    assert "license" in _card_text(source, ["README.md"], hub_url, None)
+    assert _card_text(source, ["data/x.jsonl"], hub_url, None) == ""  # no README: no card, nothing fetched
+    gone = source.model_copy(update={"revision": "0" * 40})
+    with pytest.raises(DraftsetError, match="revision 0+ of"):  # an unreadable README is not an empty card
+        _card_text(gone, ["README.md"], hub_url, None)

@@ -119,3 +119,17 @@ def test_edit_to_another_repo_or_invalid_yaml_is_refused(cat):
         review.accept_edit(cat, "lab/data", other.to_yaml())
     with pytest.raises(DraftsetError, match="invalid"):
         review.accept_edit(cat, "lab/data", "source: 3\nlayout: messages\n")
+
+
+def test_re_proposal_keeps_a_persons_role_decisions_only_for_labels_still_unmapped():
+    proposed = dict(role_map={"customer": "user", "agent": "assistant"}, needs_review=["role_map.supervisor_note"])
+    old = make_spec(role_map={"customer": "user", "agent": "assistant", "supervisor_note": "drop"},
+                    reasons={"role_map.supervisor_note": "set by ana: drop"})
+    kept = review.keep_decisions(old, make_spec(**proposed))
+    assert kept.role_map["supervisor_note"] == "drop" and kept.needs_review == []
+    assert kept.reasons["role_map.supervisor_note"] == "set by ana: drop"
+    # A hand edit removed the mapping but left its reason: nothing to keep, the label stays for review.
+    edited = make_spec(role_map={"customer": "user", "agent": "assistant"},
+                       reasons={"role_map.supervisor_note": "set by ana: drop"})
+    fresh = review.keep_decisions(edited, make_spec(**proposed))
+    assert "supervisor_note" not in fresh.role_map and fresh.needs_review == ["role_map.supervisor_note"]
