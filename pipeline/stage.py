@@ -170,3 +170,13 @@ def require(condition: bool, message: str, hint: str | None = None) -> None:
     """Raise a user-facing error (one line, no traceback) when `condition` is false."""
     if not condition:
         raise DraftsetError(message, hint=hint)
+
+
+def stable_bucket(key: str, buckets: int) -> int:
+    """Bucket of an id in [0, buckets), the same in every process and run.
+
+    sha1, not hash(): Python salts str hashes per process, so two workers (or a resume) would disagree.
+    Used for regeneration shards and the training held-out split."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big") % buckets

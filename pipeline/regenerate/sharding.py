@@ -10,7 +10,6 @@ so a different N is refused. The mix-level manifest.json is complete only when e
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -22,16 +21,14 @@ from pydantic import Field, model_validator
 
 from catalog.errors import DraftsetError
 from pipeline.regenerate.store import ERRORS, GENERATION_FILE, SKIPPED, result_shards
-from pipeline.stage import StageConfig, write_json_atomic
+from pipeline.stage import StageConfig, stable_bucket, write_json_atomic
 
 MANIFEST = "manifest.json"
 _SHARD_DIR = re.compile(r"shard-(\d+)-of-(\d+)")
 
 
 def shard_of(row_id: str | None, count: int) -> int:
-    # sha1, not hash(): Python salts str hashes per process, so two workers would disagree.
-    digest = hashlib.sha1((row_id or "").encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % count
+    return stable_bucket(row_id or "", count)
 
 
 class Shard(StageConfig):

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 
 from pipeline.capture.runtime import length_batches
 from pipeline.capture.store import CaptureReader
+from pipeline.stage import stable_bucket
 
 
 def is_heldout(sample_id: str, every: int) -> bool:
     """1 in `every` ids is held out, decided by the id's hash: stable across runs, resumes and ranks."""
-    return every > 0 and int(hashlib.sha1(sample_id.encode()).hexdigest()[:8], 16) % every == 0
+    return every > 0 and stable_bucket(sample_id, every) == 0
 
 
 def split_ids(reader: CaptureReader, heldout_every: int) -> tuple[list[str], list[str]]:
