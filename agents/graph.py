@@ -22,7 +22,7 @@ from agents.category_agent import AgentContext, report_from, run_category_agent
 from agents.configuration import FindConfig
 from agents.hub_errors import translate
 from agents.planning import holdings, plan_mix
-from agents.recording import record_run
+from agents.recording import agent_totals, record_run
 from agents.state import AgentInput, AgentReport, Brief, Candidate, FindState, Plan
 from agents.tools import HubTools, HubUnavailable
 from catalog import Catalog
@@ -116,9 +116,7 @@ async def summary(state: FindState) -> dict:
     reports = [AgentReport(**r) for r in state["reports"]]
     return {"summary": {
         "agents_ok": sum(r.status == "ok" for r in reports),
-        "agents_failed": [r.category for r in reports if r.status == "failed"],
-        "hub_calls": sum(r.hub_calls for r in reports), "cache_hits": sum(r.cache_hits for r in reports),
-        "llm_fallbacks": sum(r.llm_fallbacks for r in reports), "tool_calls": sum(r.tool_calls for r in reports),
+        "agents_failed": [r.category for r in reports if r.status == "failed"], **agent_totals(reports),
         "relevant": sum(c["status"] == "relevant" for c in state["candidates"]),
     }}
 

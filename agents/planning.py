@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from rich.filesize import decimal
 
 from agents.configuration import FindConfig
 from agents.state import Candidate, Plan, PlanItem
@@ -35,6 +36,7 @@ def domain_categories(weights: dict[str, float]) -> set[str]:
 
 
 def _normalized_rows(home: Path, repo_id: str) -> int | None:
+    # The ingest layout (pipeline/ingest/layout.py) spelled out: agents/ may not import pipeline/.
     folder = home / "data" / "normalized" / repo_id.replace("/", "__")
     parts = sorted(folder.glob("part-*.parquet"))
     if not parts:
@@ -119,11 +121,8 @@ def plan_mix(plan_id: str, candidates: list[Candidate], held: dict[str, int], sa
 
 
 def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(n) < 1000 or unit == "PB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} PB"
+    """Bytes in SI units, as disks are sold (9.2 TB = 9.2e12 bytes)."""
+    return decimal(int(n))
 
 
 def headline(totals: dict[str, Any]) -> str:

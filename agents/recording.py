@@ -3,7 +3,6 @@ all in one transaction so a run lands completely or not at all. Only the graph's
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +17,14 @@ def _ts(epoch: float | None) -> datetime | None:
     return None if epoch is None else datetime.fromtimestamp(epoch)
 
 
+SUMMED = ("hub_calls", "cache_hits", "llm_calls", "llm_tokens", "llm_fallbacks", "tool_calls", "tool_errors")
+
+
+def agent_totals(reports: list[AgentReport]) -> dict[str, int]:
+    """The agents' counters summed over the run (search_runs.counts and the graph's summary)."""
+    return {key: sum(getattr(r, key) for r in reports) for key in SUMMED}
+
+
 def run_status(reports: list[AgentReport]) -> str:
     failed = sum(r.status == "failed" for r in reports)
     return "ok" if failed == 0 else ("failed" if failed == len(reports) else "partial")
@@ -28,12 +35,9 @@ def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentRepor
     run_id = state["run_id"]
     planned = {i.repo_id for i in plan.items}
     counts = {
-        "agents": len(reports), "agents_failed": sum(r.status == "failed" for r in reports),
-        "hub_calls": sum(r.hub_calls for r in reports), "cache_hits": sum(r.cache_hits for r in reports),
-        "llm_calls": sum(r.llm_calls for r in reports), "llm_tokens": sum(r.llm_tokens for r in reports),
-        "llm_fallbacks": sum(r.llm_fallbacks for r in reports), "tool_calls": sum(r.tool_calls for r in reports),
-        "tool_errors": sum(r.tool_errors for r in reports), "candidates": len(candidates),
-        "relevant": sum(c.status == "relevant" for c in candidates), "planned": len(planned),
+        "agents": len(reports), "agents_failed": sum(r.status == "failed" for r in reports), **agent_totals(reports),
+        "candidates": len(candidates), "relevant": sum(c.status == "relevant" for c in candidates),
+        "planned": len(planned),
     }
     failures = "; ".join(f"{r.category}: {r.error}" for r in reports if r.status == "failed") or None
     with catalog.writer() as con:
@@ -80,7 +84,7 @@ def _candidate_row(c: Candidate, run_id: str, now: datetime, previous: tuple | N
 
 def review_queries(run_id: str, plan_id: str) -> list[str]:
     """The exact `draftset sql` commands to review a run (ids are ours, quoted safely)."""
-    rid, pid = json.dumps(run_id)[1:-1], json.dumps(plan_id)[1:-1]
+    rid, pid = run_id.replace("'", "''"), plan_id.replace("'", "''")  # SQL string literals
     return [
         f"draftset sql \"SELECT category, status, started_at, finished_at, hub_calls, n_candidates, error "
         f"FROM agent_runs WHERE run_id = '{rid}' ORDER BY started_at\"",

@@ -68,7 +68,8 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
             saved = await build_graph(FindConfig()).compile(checkpointer=saver).aget_state(cfg)
             if not saved.values:
                 raise DraftsetError(f"no find run {run_id!r} in {env.home / CHECKPOINTS}",
-                                    hint="draftset sql \"SELECT run_id, domain, status FROM search_runs\"")
+                                    hint="use the run id `draftset find` printed when it started (runs that "
+                                         "finished are listed by: draftset sql \"SELECT run_id FROM search_runs\")")
             if not saved.next:
                 raise DraftsetError(f"find run {run_id!r} already finished",
                                     hint=f"draftset sql \"SELECT * FROM candidates WHERE last_run_id = '{run_id}'\"")

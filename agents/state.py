@@ -122,6 +122,3 @@ class AgentInput(TypedDict):
     run_id: str
     brief: dict[str, Any]
     config: dict[str, Any]
-
-
-Status = Literal["ok", "partial", "failed"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,10 @@ class InjectedFailure(RuntimeError):
     """Raised by the `fail_categories` test hook."""
 
 
-
-
 def _transient(exc: Exception) -> bool:
     if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
         return True
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+    status = _status(exc)
     return status is not None and status >= 500
 
 
@@ -55,13 +52,12 @@ class HubTools:
         self.endpoint = endpoint.rstrip("/")
         self.viewer_base = viewer_base.rstrip("/")
         self.config = config
-        self._token = token  # never logged; HfApi and the Authorization header only
+        # The token goes only to HfApi and the Authorization header, never to logs or progress events.
         self.api = HfApi(endpoint=self.endpoint, token=token or False)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(timeout=30.0, headers=headers)
         self.cache_dir = cache_dir if config.cache else None
         self.meters: dict[str, AgentCounts] = {}
-        self.requests: Counter[str] = Counter()  # real HTTP requests per category, for tests and benchmarks
         self._lock = threading.Lock()
         # Agents often meet the same repo or query at once: one fetches, the others wait and reuse it.
         self._repo_locks: dict[str, threading.Lock] = {}
@@ -70,6 +66,12 @@ class HubTools:
     def meter(self, category: str) -> AgentCounts:
         with self._lock:
             return self.meters.setdefault(category, AgentCounts(category=category))
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Real HTTP requests per category made through this object (tests, benchmarks, --resume checks)."""
+        with self._lock:
+            return {category: meter.hub_calls for category, meter in self.meters.items()}
 
     def close(self) -> None:
         self.http.close()
@@ -84,8 +86,6 @@ class HubTools:
         if meter.hub_calls >= self.config.budget.hub_calls:
             raise BudgetExceeded("hub_calls")
         meter.hub_calls += 1
-        with self._lock:
-            self.requests[category] += 1
 
     def _guard(self, what: str, call):
         try:

@@ -44,16 +44,16 @@ def _resolve(scan: RepoScan, patterns: list[str]) -> tuple[RepoFile, ...]:
     return tuple(found[k] for k in sorted(found))
 
 
-_layouts: dict[tuple[str, str], list[Split]] = {}
+_layouts: dict[str, tuple[str, list[Split]]] = {}  # folder -> (revision, splits): one entry per repo
 
 
 def splits(scan: RepoScan) -> list[Split]:
     """Every (config, split) with its files, in card order; splits matching no file are left out.
-    Cached per (folder, revision): globbing is the slow part of a viewer call."""
-    key = (str(scan.root), scan.sha)
-    if key not in _layouts:
-        _layouts[key] = _find_splits(scan)
-    return _layouts[key]
+    Cached per folder at its current revision: globbing is the slow part of a viewer call."""
+    cached = _layouts.get(str(scan.root))
+    if cached is None or cached[0] != scan.sha:
+        cached = _layouts[str(scan.root)] = (scan.sha, _find_splits(scan))
+    return cached[1]
 
 
 def _find_splits(scan: RepoScan) -> list[Split]:

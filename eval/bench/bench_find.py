@@ -13,10 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,35 +22,13 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.configuration import FindConfig
+from eval.bench.bench_hub import local_hub
 from eval.bench.find_hubgen import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
-DRAFTSET = [sys.executable, "-m", "pipeline.cli.app"]
 VARIANTS = {"draftset (10 concurrent, cache)": FindConfig(),
             "naive (sequential, no cache)": FindConfig(max_concurrency=1, cache=False)}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(folder: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([*DRAFTSET, "hub", "serve", str(folder), "--port", str(port), "--quiet"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"local Hub did not start: {proc.stderr.read().decode()[-500:]}")
 
 
 def _find(url: str, home: Path, config: FindConfig) -> tuple[float, int]:
@@ -66,18 +41,14 @@ def _find(url: str, home: Path, config: FindConfig) -> tuple[float, int]:
 
 
 def bench_hub(name: str, folder: Path, repeats: int, tmp: Path) -> list[tuple]:
-    proc, url = _serve(folder)
     samples: dict[tuple[str, str], list[tuple[float, int]]] = {}
-    try:
+    with local_hub(folder)() as url:
         _find(url, tmp / f"warmup-{name}", FindConfig())  # the server's first scan of the folder
         for r in range(repeats):
             for v, (variant, config) in enumerate(VARIANTS.items()):
                 home = tmp / f"{name}-{v}-{r}"
                 for run in ("first", "second"):
                     samples.setdefault((variant, run), []).append(_find(url, home, config))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     return [(name, variant, run, statistics.median(x[0] for x in values), statistics.median(x[1] for x in values))
             for (variant, run), values in samples.items()]
 

@@ -6,11 +6,10 @@ realistic mix: many near-miss repos, some relevant ones, some non-text and unlic
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
-import yaml
+from agents.localhub.write import write_repo
 
 TOPICS = ["agent", "trajectories", "code", "chat", "math", "reasoning", "tool", "swe", "review", "essays",
           "instruct", "sharegpt", "hermes", "polyglot", "kimi", "images", "speech", "prices", "news", "poems"]
@@ -33,16 +32,13 @@ def generate(root: Path, n_repos: int = 2000, rows_per_repo: int = 20, seed: int
     for i in range(n_repos):
         topic, other = rng.sample(TOPICS, 2)
         shape = "tabular" if topic in ("prices", "images", "speech") else rng.choice(SHAPES[:2])
-        repo = root / f"org{i % 97}" / f"{topic}-{other}-{i}"
-        (repo / "data").mkdir(parents=True, exist_ok=True)
         card = {"pretty_name": f"{topic} {other} {i}", "language": ["en"],
                 "task_categories": ["tabular-regression" if shape == "tabular" else "text-generation"],
-                "downloads": rng.randint(0, 100_000)}
+                "x_downloads": rng.randint(0, 100_000)}  # the local Hub reads popularity from x_downloads
         license_ = rng.choice(LICENSES)
         if license_:
             card["license"] = license_
-        (repo / "README.md").write_text(f"---\n{yaml.safe_dump(card)}---\nA {topic} dataset about {other}.\n")
-        with (repo / "data" / "train.jsonl").open("w") as fh:
-            for row in _rows(rng, shape, topic, rows_per_repo):
-                fh.write(json.dumps(row) + "\n")
+        rows = _rows(rng, shape, topic, rows_per_repo)
+        write_repo(root, f"org{i % 97}/{topic}-{other}-{i}", card, {"data/train.jsonl": rows},
+                   body=f"A {topic} dataset about {other}.")
     return n_repos

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import nullcontext
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -59,13 +60,10 @@ async def _drive(env, request, resume: str | None, run_id: str, quiet: bool) -> 
     from pipeline.cli.find_view import AgentProgress
 
     final: dict[str, Any] = {}
-    if quiet:
+    with nullcontext() if quiet else AgentProgress() as progress:
         async for event in stream_find(env, request, resume=resume, run_id=run_id):
-            final = event
-        return final
-    with AgentProgress() as progress:
-        async for event in stream_find(env, request, resume=resume, run_id=run_id):
-            progress.update(event)
+            if progress is not None:
+                progress.update(event)
             final = event
     return final
 
@@ -75,11 +73,12 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
          policy: Policy = typer.Option(Policy.heuristic, help="heuristic (offline, default) or llm "
                                        "(DRAFTSET_LLM_BASE_URL; falls back to heuristic on bad replies)."),
          resume: str = typer.Option(None, "--resume", metavar="RUN_ID",
-                                    help="Continue an interrupted run; finished agents are not repeated."),
+                                    help="Continue an interrupted run with its saved settings; finished agents "
+                                         "are not repeated."),
          config: Path = typer.Option(None, "--config", exists=True, dir_okay=False,
                                      help="YAML/JSON FindConfig overrides (budgets, throughput, share cap...)."),
          propose: int = typer.Option(5, "--propose", min=0, help="Then infer and contract-test adapters for the N "
-                                     "highest-ranked planned datasets (0: skip)."),
+                                     "highest-ranked planned datasets (0 or --json: skip)."),
          as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables.")) -> None:
     """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
     if not domain and not resume:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 from typer.testing import CliRunner
 
+from agents.localhub import free_port
 from catalog.errors import DraftsetError
 from pipeline.cli import common
 from pipeline.cli.app import app
@@ -39,14 +39,8 @@ def test_find_tables_headline_and_resume_of_finished_run(hub_url, home):
     assert isinstance(again.exception, DraftsetError) and "already finished" in str(again.exception)
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("args, env, message", [
-    (["find", "agentic coding"], {"HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"}, "cannot reach the Hub"),
+    (["find", "agentic coding"], {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, "cannot reach the Hub"),
     (["find", "agentic coding", "--policy", "llm"], {"DRAFTSET_LLM_BASE_URL": ""}, "needs an OpenAI-compatible"),
     (["find", "--resume", "find-nope"], {}, "no find run 'find-nope'"),
     (["find"], {}, "no domain given"),

@@ -62,8 +62,9 @@ def test_non_text_fixtures_are_marked_irrelevant_when_inspected(hub_url, tmp_pat
 def test_ten_agents_ran_concurrently_and_plan_is_stored(agentic_run):
     env, final, catalog = agentic_run
     runs = _rows(catalog, "SELECT * FROM agent_runs")
-    assert len(runs) == 10 and {r["status"] for r in runs} == {"ok"}
-    assert max(r["started_at"] for r in runs) < min(r["finished_at"] for r in runs)  # all ten overlapped
+    assert len(runs) == 10 and {r["status"] for r in runs} == {"ok"}, [(r["category"], r["error"]) for r in runs]
+    spans = [(r["category"], r["started_at"], r["finished_at"]) for r in runs]
+    assert max(r["started_at"] for r in runs) < min(r["finished_at"] for r in runs), spans  # all ten overlapped
     search = _rows(catalog, "SELECT * FROM search_runs")[0]
     counts = json.loads(search["counts"])
     assert search["status"] == "ok" and counts["hub_calls"] == sum(r["hub_calls"] for r in runs) > 0

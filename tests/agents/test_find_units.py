@@ -146,5 +146,5 @@ def test_hub_token_never_reaches_reprs(tmp_path):
     env = FindEnv(home=tmp_path, endpoint="http://127.0.0.1:9", viewer_base="http://127.0.0.1:9/viewer",
                   token="hf_secret_value")
     hub = HubTools(env.endpoint, env.viewer_base, CONFIG, token=env.token)
-    assert "hf_secret_value" not in repr(env) and "hf_secret_value" not in repr(vars(hub).get("meters"))
+    assert "hf_secret_value" not in repr(env) + repr(vars(hub)) + repr(hub.http.headers)
     assert hub.http.headers["Authorization"] == "Bearer hf_secret_value"  # it is sent, only to the Hub
