@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS search_runs (
     policy            VARCHAR,
     started_at        TIMESTAMP,
     finished_at       TIMESTAMP,
-    status            VARCHAR,          -- running | ok | partial | failed
+    status            VARCHAR,          -- ok | partial | failed (written when the run ends)
     error             VARCHAR,
     counts            JSON              -- hub_calls, llm_calls, llm_fallbacks, candidates, agents_failed ...
 );

