@@ -11,6 +11,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import uvicorn
 from starlette.applications import Starlette
@@ -78,27 +79,46 @@ def create_server(root: str | Path, *, access_log: bool = False, **app_options) 
 
 
 @dataclass
-class RunningHub:
+class RunningServer:
+    """A uvicorn server on a daemon thread (the local Hub, the dev target, the test servers)."""
+
     url: str
     server: uvicorn.Server
     thread: threading.Thread
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 30.0) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=timeout_s)
+
+
+RunningHub = RunningServer  # the local Hub's handle keeps its name
+
+
+def start_in_thread(make_server: Callable[[], uvicorn.Server], host: str, port: int, *, name: str,
+                    startup_timeout: float = 15.0) -> RunningServer:
+    """Bind first (a busy port is one clear error before any slow set-up such as loading a model; port 0
+    stays ours: no probe-then-bind race), build the server, run it on a daemon thread and return once it
+    accepts connections."""
+    sock = bind(host, port)
+    try:
+        server = make_server()
+    except BaseException:
+        sock.close()
+        raise
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=name, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise DraftsetError(f"{name} did not start on {host}:{port}", hint="see the log above")
+        time.sleep(0.01)
+    return RunningServer(url_for(host, sock.getsockname()[1]), server, thread)
 
 
 def serve_in_thread(root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0,
                     **app_options) -> RunningHub:
     """Start the local Hub in a daemon thread; returns once it accepts connections.
     `app_options` go to build_app (cache, page_size, listing_ttl)."""
-    server = create_server(root, **app_options)
-    sock = bind(host, port)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="localhub", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + startup_timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise DraftsetError(f"the local Hub on {host}:{port} did not start", hint="see the log above")
-        time.sleep(0.01)
-    return RunningHub(url_for(host, sock.getsockname()[1]), server, thread)
+    return start_in_thread(lambda: create_server(root, **app_options), host, port, name="the local Hub",
+                           startup_timeout=startup_timeout)

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from agents.localhub.server import start_in_thread
 
 MODEL_ID = "fake/instant-target"
 
@@ -106,23 +107,13 @@ class RunningServer:
     """A server on a background thread; `.url` is the base URL (no /v1), `.stop()` shuts it down."""
 
     def __init__(self, behaviour: Behaviour, host: str = "127.0.0.1", port: int = 0):
-        config = uvicorn.Config(build_app(behaviour), host=host, port=port, log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(build_app(behaviour), log_level="warning", access_log=False, lifespan="off")
         self.behaviour = behaviour
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("fake OpenAI server did not start")
-            time.sleep(0.01)
-        bound = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://{host}:{bound}"
+        self._running = start_in_thread(lambda: uvicorn.Server(config), host, port, name="the fake OpenAI server")
+        self.url = self._running.url
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        self._running.stop()
 
 
 def main() -> None:
