@@ -22,7 +22,7 @@ from agents.category_agent import AgentContext, report_from, run_category_agent
 from agents.configuration import FindConfig
 from agents.hub_errors import translate
 from agents.planning import holdings, plan_mix
-from agents.recording import agent_totals, record_run
+from agents.recording import agent_totals, fallback_causes, record_run
 from agents.state import AgentInput, AgentReport, Brief, Candidate, FindState, Plan
 from agents.tools import HubTools, HubUnavailable
 from catalog import Catalog
@@ -107,8 +107,10 @@ async def plan_mix_node(state: FindState, config: RunnableConfig) -> dict:
 async def record(state: FindState, config: RunnableConfig) -> dict:
     """The only node that writes the catalog (one transaction)."""
     reports = [AgentReport(**r) for r in state["reports"]]
-    record_run(_runtime(config).catalog, state, reports, [Candidate(**c) for c in state["candidates"]],
-               Plan(**state["plan"]), time.time())
+    rt = _runtime(config)
+    caps = getattr(rt.policy, "caps", None)  # the llm policy's probe of its endpoint
+    record_run(rt.catalog, state, reports, [Candidate(**c) for c in state["candidates"]],
+               Plan(**state["plan"]), time.time(), llm_probe=caps.model_dump() if caps is not None else None)
     return {}
 
 
@@ -118,6 +120,7 @@ async def summary(state: FindState) -> dict:
         "agents_ok": sum(r.status == "ok" for r in reports),
         "agents_failed": [r.category for r in reports if r.status == "failed"], **agent_totals(reports),
         "relevant": sum(c["status"] == "relevant" for c in state["candidates"]),
+        "llm_fallback_causes": fallback_causes(reports),
     }}
 
 

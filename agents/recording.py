@@ -25,19 +25,29 @@ def agent_totals(reports: list[AgentReport]) -> dict[str, int]:
     return {key: sum(getattr(r, key) for r in reports) for key in SUMMED}
 
 
+def fallback_causes(reports: list[AgentReport]) -> dict[str, int]:
+    """How many agents fell back to heuristic scores, by cause (most frequent first)."""
+    counts: dict[str, int] = {}
+    for r in reports:
+        if r.llm_fallback_cause:
+            counts[r.llm_fallback_cause] = counts.get(r.llm_fallback_cause, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def run_status(reports: list[AgentReport]) -> str:
     failed = sum(r.status == "failed" for r in reports)
     return "ok" if failed == 0 else ("failed" if failed == len(reports) else "partial")
 
 
 def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentReport],
-               candidates: list[Candidate], plan: Plan, finished_at: float) -> None:
+               candidates: list[Candidate], plan: Plan, finished_at: float,
+               llm_probe: dict[str, Any] | None = None) -> None:
     run_id = state["run_id"]
     planned = {i.repo_id for i in plan.items}
     counts = {
         "agents": len(reports), "agents_failed": sum(r.status == "failed" for r in reports), **agent_totals(reports),
         "candidates": len(candidates), "relevant": sum(c.status == "relevant" for c in candidates),
-        "planned": len(planned),
+        "planned": len(planned), "llm_fallback_causes": fallback_causes(reports),
     }
     failures = "; ".join(f"{r.category}: {r.error}" for r in reports if r.status == "failed") or None
     with catalog.writer() as con:
@@ -47,14 +57,21 @@ def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentRepor
         upsert(con, "search_runs", [{
             "run_id": run_id, "domain": state["domain"], "samples_requested": state["samples"],
             "policy": state["config"]["policy"], "started_at": _ts(state["started_at"]),
-            "finished_at": _ts(finished_at), "status": run_status(reports), "error": failures, "counts": counts}])
+            "finished_at": _ts(finished_at), "status": run_status(reports), "error": failures, "counts": counts,
+            "llm_probe": llm_probe}])
         upsert(con, "agent_runs", [{
             "run_id": run_id, "category": r.category, "started_at": _ts(r.started_at),
             "finished_at": _ts(r.finished_at), "status": r.status, "error": r.error, "hub_calls": r.hub_calls,
             "llm_calls": r.llm_calls, "llm_tokens": r.llm_tokens, "n_candidates": len(r.candidates),
             "cache_hits": r.cache_hits, "llm_fallbacks": r.llm_fallbacks, "budget_exhausted": r.budget_exhausted,
-            "tool_calls": r.tool_calls, "tool_errors": r.tool_errors,
+            "tool_calls": r.tool_calls, "tool_errors": r.tool_errors, "llm_fallback_cause": r.llm_fallback_cause,
         } for r in reports])
+        # Re-recording a run (resume) replaces its events: they are the agents' lists, written whole.
+        con.execute("DELETE FROM llm_events WHERE run_id = ?", [run_id])
+        upsert(con, "llm_events", [{
+            "run_id": run_id, "category": r.category, "seq": i, "step": e["step"], "cause": e["cause"],
+            "status_code": e["status"], "detail": e["detail"], "outcome": e["outcome"], "logged_at": _ts(e["at"]),
+        } for r in reports for i, e in enumerate(r.llm_events)])
         upsert(con, "candidates", [_candidate_row(c, run_id, now, previous.get(c.repo_id), c.repo_id in planned)
                                    for c in candidates])
         upsert(con, "schemas", [{

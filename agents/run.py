@@ -82,6 +82,10 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
         hub = hub or HubTools(env.endpoint, env.viewer_base, config, token=env.token,
                               cache_dir=env.home / "cache" / "hub")
         policy = make_policy(config, env.llm_client, env.llm_model)
+        probed: dict[str, Any] | None = None
+        if hasattr(policy, "prepare"):  # the llm policy probes the endpoint's structured output once per run
+            probed = (await policy.prepare()).model_dump()
+            yield {"stage": "llm_probe", **probed}
         with ThreadPoolExecutor(max_workers=16, thread_name_prefix="find-agent") as pool:
             cfg["configurable"]["runtime"] = Runtime(hub=hub, policy=policy, executor=pool,
                                                      catalog=Catalog(env.home), has_token=bool(env.token))
@@ -99,7 +103,8 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
                             yield {"category": report["category"], "stage": "saved", "status": report["status"]}
                         yield {"stage": "node", "node": node}
             final = (await graph.aget_state(cfg)).values
-        yield {"stage": "finished", "run_id": run_id, "state": final, "hub_requests": dict(hub.requests)}
+        yield {"stage": "finished", "run_id": run_id, "state": final, "hub_requests": dict(hub.requests),
+               "llm_probe": probed}
 
 
 async def run_find(env: FindEnv, request: FindRequest | None = None, **kwargs: Any) -> dict[str, Any]:

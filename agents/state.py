@@ -65,6 +65,19 @@ class AgentCounts(Record):
     tool_calls: int = 0  # llm policy: tool calls the model made (each Hub request also counts in hub_calls)
     tool_errors: int = 0  # ... of which rejected (bad arguments, unknown tool, budget spent, Hub error)
     budget_exhausted: list[str] = Field(default_factory=list)
+    # llm policy: every problem with a model request, in order ({step, cause, detail, status, outcome}), and
+    # the cause of the fallback to heuristic scores when there was one (causes: agents/policies/llm_calls.py).
+    llm_events: list[dict[str, Any]] = Field(default_factory=list)
+    llm_fallback_cause: str | None = None
+
+    def llm_event(self, step: str, cause: str, detail: str, outcome: str, status: int | None = None) -> None:
+        """outcome: retried (a repair or retry follows), sent_back (a tool error went back to the model),
+        judge (the tool loop gave up; the model judges the heuristic's finds instead), fallback."""
+        self.llm_events.append({"step": step, "cause": cause, "detail": detail[:300], "status": status,
+                                "outcome": outcome, "at": time.time()})
+        if outcome == "fallback":
+            self.llm_fallbacks += 1
+            self.llm_fallback_cause = cause
 
     def exhausted(self, kind: str) -> None:
         """Note a spent budget once (the llm loop and the heuristic steps after it may both hit it)."""

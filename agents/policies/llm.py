@@ -1,12 +1,16 @@
-"""The LLM policy: the plain `openai` client in a bounded tool-calling loop.
+"""The LLM policy: the plain `openai` client, asking in the structured forms the endpoint honours.
 
-The model searches and inspects the Hub through the agent's own tools (`llm_tools.Toolbox`: every call
-validated and counted against the agent's Hub budget), then answers with a structured `Judgement` about
-the repos it inspected. Each model request counts against the LLM call/token budgets and the loop stops at
-its share of the wall-time budget. An invalid or off-schema answer (or a failed request) is retried once;
-a second failure, or a spent budget, falls back to the inherited heuristic steps, counted in
-`llm_fallbacks`. Replies are data: verdicts for repos the model did not inspect are ignored, and nothing
-the model writes becomes code or SQL.
+Once per run `prepare()` probes the endpoint (llm_probe.py): does it honour `response_format` json_schema,
+does it return forced tool calls. Then, per agent:
+  1. explore (only where tools work): the model drives the Hub tools (`llm_tools.Toolbox`, every call
+     validated and counted) and judges the repos it inspected. A model that answers without using the
+     tools (usual for small models) hands over to step 2; this is recorded (`no_tool_calls`), not a fallback.
+  2. judge: the heuristic steps search and inspect, and the model rates those candidates in one short
+     prompt; the answer's schema lists the candidate repo ids as an enum, so a constrained server cannot
+     name any other repo.
+Each answer is validated; one repair (or retry) follows a bad one; a second failure, a spent budget or a
+dead endpoint is a fallback to the heuristic scores, counted in `llm_fallbacks` with its cause. Replies
+are data: verdicts about repos outside the list are ignored, nothing the model writes becomes code or SQL.
 """
 
 from __future__ import annotations
@@ -14,16 +18,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents import prompts
 from agents.categories import BY_KEY
 from agents.configuration import FindConfig
 from agents.policies.heuristic import HeuristicPolicy
-from agents.policies.llm_tools import Toolbox, response_format, tool_definitions
+from agents.policies.llm_calls import LLMProblem, complete, parse_json, validation_detail
+from agents.policies.llm_probe import Capabilities, probe
+from agents.policies.llm_tools import Toolbox, fence, tool_definitions
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief, Candidate
+
+REASON_CHARS = 120
+RETRIED = ("not_json", "schema", "http_status", "connection")  # worth one more request; a timeout is not
+ENDPOINT_DOWN = ("http_status", "connection", "timeout")
 
 
 class Verdict(BaseModel):
@@ -40,84 +49,166 @@ class Judgement(BaseModel):
     verdicts: list[Verdict]
 
 
-class LLMPolicy(HeuristicPolicy):
-    """`explore` lets the model drive the tools; the inherited heuristic steps are its fallback."""
+def judgement_schema(repo_ids: list[str]) -> dict[str, Any]:
+    """Judgement as a JSON schema whose repo_id is one of the listed repos (constrained servers obey it)."""
+    verdict = {"type": "object", "additionalProperties": False, "required": ["repo_id", "relevance", "reason"],
+               "properties": {"repo_id": {"type": "string", "enum": repo_ids},
+                              "relevance": {"type": "number", "minimum": 0, "maximum": 1},
+                              "reason": {"type": "string", "maxLength": REASON_CHARS}}}
+    return {"type": "object", "additionalProperties": False, "required": ["verdicts"],
+            "properties": {"verdicts": {"type": "array", "items": verdict, "minItems": 1,
+                                        "maxItems": len(repo_ids)}}}
 
+
+class LLMPolicy(HeuristicPolicy):
     name = "llm"
 
-    def __init__(self, config: FindConfig, client: Any | None, model: str | None):
+    def __init__(self, config: FindConfig, client: Any | None, model: str | None,
+                 capabilities: Capabilities | None = None):
         super().__init__(config)
         self.client = client
         self.model = model or "default"
         self.tools = tool_definitions()
-        self.answer_format = response_format(Judgement)
+        self.caps = capabilities
 
+    async def prepare(self) -> Capabilities:
+        """Probe the endpoint once per run (cached); the result is recorded in search_runs.llm_probe."""
+        if self.caps is None:
+            self.caps = await probe(self.client, self.model, timeout=min(60.0, self.config.budget.wall_time_s))
+        return self.caps
+
+    # -- step 1: the model drives the tools --------------------------------------------------------
     async def explore(self, brief: Brief, toolbox: Toolbox, meter: AgentCounts) -> list[Candidate] | None:
-        """Scored candidates from the repos the model inspected, or None: fall back to the heuristic."""
+        """Scored candidates from the repos the model inspected, or None: run the heuristic steps (then judge)."""
+        caps = await self.prepare()
+        if not caps.reached:
+            problem = caps.first_problem or {"cause": "connection", "detail": "the probe got no reply"}
+            meter.llm_event("probe", problem["cause"], problem["detail"], "fallback", problem.get("status"))
+            return None
+        if not caps.tools:
+            return None  # no tool calls on this endpoint: the model judges the heuristic's finds
         cat = BY_KEY[brief.category]
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.TOOLS_SYSTEM},
             {"role": "user", "content": prompts.TOOLS_USER.format(
                 domain=brief.domain, title=cat.title, intent=cat.intent, seeds=", ".join(cat.seed_queries),
                 tags=", ".join(cat.tag_filters) or "none", inspect_top=self.config.inspect_top)}]
-        budget = self.config.budget
-        deadline = meter.started_at + budget.wall_time_s * self.config.llm_time_share
-        failures = 0
-        while failures < 2:
-            if time.time() >= deadline:
-                meter.exhausted("wall_time")
-                break
-            if meter.llm_calls >= budget.llm_calls or meter.llm_tokens >= budget.llm_tokens:
-                meter.exhausted("llm")
-                break
-            # Servers such as vLLM/SGLang drop tool calls when a response_format is set, so tool rounds are
-            # free and only the last chance (a retry, or the last affordable call) is schema-constrained.
-            final = failures > 0 or meter.llm_calls + 1 >= budget.llm_calls
-            reply = await self._complete(meter, messages, final)
-            if reply is None:
-                failures += 1
+        deadline = meter.started_at + self.config.budget.wall_time_s * self.config.llm_time_share
+        repaired = False
+        while True:
+            if self._spent(meter, deadline, "explore", outcome="judge"):
+                return None
+            # vLLM/SGLang drop tool calls when a response_format is set, so tool rounds are unconstrained and
+            # only the last chance (a repair, or the last affordable call) asks for the Judgement schema.
+            final = repaired or meter.llm_calls + 1 >= self.config.budget.llm_calls
+            ids = sorted(toolbox.inspected)
+            try:
+                choice = await self._ask(meter, messages, deadline, ids if final else None, tools=True)
+                message = choice.message
+                if message.tool_calls and not final:
+                    messages.append(message.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True))
+                    for call in message.tool_calls:
+                        fn = getattr(call, "function", None)  # only function tools are offered
+                        content = await toolbox.call(fn.name if fn else "", fn.arguments if fn else "")
+                        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                    continue
+                if not toolbox.inspected:
+                    if meter.tool_calls:
+                        meter.llm_event("explore", "schema", "verdicts: the model answered before any dataset "
+                                        "was inspected", "judge")
+                    else:
+                        meter.llm_event("explore", "no_tool_calls", "the model answered in text without "
+                                        "calling a tool", "judge")
+                    return None
+                verdicts = self._read(message.content, ids)
+            except LLMProblem as problem:
+                if repaired or problem.cause not in RETRIED:
+                    # An endpoint that stopped answering will not answer the judge either: fall back now.
+                    dead = problem.cause in ENDPOINT_DOWN
+                    meter.llm_event("explore", problem.cause, problem.detail, "fallback" if dead else "judge",
+                                    problem.status)
+                    return None
+                meter.llm_event("explore", problem.cause, problem.detail, "retried", problem.status)
+                repaired = True
+                if problem.cause in ("not_json", "schema"):
+                    messages.append({"role": "user", "content": prompts.RETRY.format(problem=problem.detail)})
                 continue
-            if reply.tool_calls and not final:
-                messages.append(reply.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True))
-                for call in reply.tool_calls:
-                    fn = getattr(call, "function", None)  # only function tools are offered
-                    content = await toolbox.call(fn.name if fn else "", fn.arguments if fn else "")
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                continue
-            verdicts, problem = self._read_answer(None if reply.tool_calls else reply.content, toolbox)
-            if problem is None:
-                return [self._apply(score_candidate(brief.category, brief.domain, toolbox.hits[repo], facts,
-                                                    self.config), verdicts.get(repo))
-                        for repo, facts in toolbox.inspected.items()]
-            failures += 1
-            messages += [{"role": "assistant", "content": reply.content or ""},
-                         {"role": "user", "content": prompts.TOOLS_RETRY.format(problem=problem)}]
-        meter.llm_fallbacks += 1
-        return None
+            return [self._apply(score_candidate(brief.category, brief.domain, toolbox.hits[repo], facts,
+                                                self.config), verdicts.get(repo))
+                    for repo, facts in toolbox.inspected.items()]
 
-    async def _complete(self, meter: AgentCounts, messages: list[dict[str, Any]], final: bool) -> Any | None:
-        """One counted model request (final: tools closed, Judgement schema enforced); None when it failed."""
-        meter.llm_calls += 1
-        mode = {"tool_choice": "none", "response_format": self.answer_format} if final else {"tool_choice": "auto"}
-        try:
-            completion = await self.client.chat.completions.create(
-                model=self.model, messages=messages, tools=self.tools, max_completion_tokens=1024, **mode)
-        except (openai.APIError, ValidationError, ValueError):
-            return None
-        if completion.usage is not None:
-            meter.llm_tokens += completion.usage.total_tokens
-        return completion.choices[0].message if completion.choices else None
+    # -- step 2: the model rates the heuristic's candidates ---------------------------------------
+    async def judge(self, brief: Brief, candidates: list[Candidate], meter: AgentCounts) -> list[Candidate]:
+        if not candidates or meter.llm_fallback_cause is not None:
+            return candidates  # nothing to judge, or this agent already fell back (the endpoint is dead)
+        cat = BY_KEY[brief.category]
+        ids = [c.repo_id for c in candidates]
+        listing = fence([_facts(c) for c in candidates], limit=400 * len(candidates))
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": prompts.JUDGE_SYSTEM},
+            {"role": "user", "content": prompts.JUDGE_USER.format(domain=brief.domain, title=cat.title,
+                                                                 intent=cat.intent, datasets=listing)}]
+        deadline = meter.started_at + self.config.budget.wall_time_s * 0.9  # the graph's hard cap is 1.0
+        for attempt in (0, 1):
+            if self._spent(meter, deadline, "judge", outcome="fallback"):
+                return candidates
+            try:
+                choice = await self._ask(meter, messages, deadline, ids, tools=False)
+                verdicts = self._read(choice.message.content, ids)
+            except LLMProblem as problem:
+                last = attempt == 1 or problem.cause not in RETRIED
+                meter.llm_event("judge", problem.cause, problem.detail, "fallback" if last else "retried",
+                                problem.status)
+                if last:
+                    return candidates
+                if problem.cause in ("not_json", "schema"):
+                    messages.append({"role": "user", "content": prompts.RETRY.format(problem=problem.detail)})
+                continue
+            return [self._apply(c, verdicts.get(c.repo_id)) for c in candidates]
+        return candidates
+
+    # -- one request, one answer ------------------------------------------------------------------
+    def _spent(self, meter: AgentCounts, deadline: float, step: str, outcome: str) -> bool:
+        budget = self.config.budget
+        kind = ("wall_time" if time.time() >= deadline else
+                "llm" if meter.llm_calls >= budget.llm_calls or meter.llm_tokens >= budget.llm_tokens else None)
+        if kind is None:
+            return False
+        meter.exhausted(kind)
+        meter.llm_event(step, "budget", f"{kind} budget spent ({meter.llm_calls} calls, {meter.llm_tokens} "
+                        f"tokens)", outcome)
+        return True
+
+    async def _ask(self, meter: AgentCounts, messages: list[dict[str, Any]], deadline: float,
+                   answer_ids: list[str] | None, tools: bool) -> Any:
+        """One counted request. answer_ids: the final answer is due (Judgement about these repos): tools are
+        closed and the schema is sent where the server honours it. None: a tool round."""
+        request: dict[str, Any] = {"messages": messages, "temperature": 0}
+        if tools:
+            request |= {"tools": self.tools, "tool_choice": "none" if answer_ids is not None else "auto"}
+        if answer_ids is None:
+            request["max_completion_tokens"] = 256
+        else:
+            request["max_completion_tokens"] = min(1024, 64 + 64 * max(1, len(answer_ids)))
+            if self.caps is not None and self.caps.json_schema and answer_ids:
+                request["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": "Judgement", "schema": judgement_schema(answer_ids), "strict": True}}
+        timeout = max(1.0, deadline - time.time())
+        choice, _ = await complete(self.client, self.model, meter, timeout, **request)
+        return choice
 
     @staticmethod
-    def _read_answer(content: str | None, toolbox: Toolbox) -> tuple[dict[str, Verdict], str | None]:
+    def _read(content: str | None, ids: list[str]) -> dict[str, Verdict]:
+        """Verdicts by repo about the listed repos, or LLMProblem naming what is wrong."""
         try:
-            answer = Judgement.model_validate_json(content or "")
+            answer = Judgement.model_validate(parse_json(content))
         except ValidationError as exc:
-            return {}, f"the answer does not match the Judgement schema ({exc.error_count()} errors)"
-        verdicts = {v.repo_id: v for v in answer.verdicts if v.repo_id in toolbox.inspected}
-        if not verdicts:  # off-schema in substance: about repos it never inspected
-            return {}, "no verdict about a dataset you inspected; inspect datasets first, then judge those"
-        return verdicts, None
+            raise LLMProblem("schema", validation_detail(exc)) from None
+        verdicts = {v.repo_id: v for v in answer.verdicts if v.repo_id in ids}
+        if not verdicts:
+            raise LLMProblem("schema", "verdicts: no verdict names a listed dataset"
+                             if ids else "verdicts: no dataset was inspected; inspect datasets first")
+        return verdicts
 
     @staticmethod
     def _apply(candidate: Candidate, verdict: Verdict | None) -> Candidate:
@@ -130,3 +221,10 @@ class LLMPolicy(HeuristicPolicy):
             "reasons": candidate.reasons + [f"{delta:+.2f} llm: {reason}"],
             "status": "irrelevant" if verdict.relevance < 0.15 else candidate.status,
         })
+
+
+def _facts(c: Candidate) -> dict[str, Any]:
+    """What the judge sees of one candidate: short, so eight of them fit a small model's context."""
+    features = sorted({k for s in c.schemas[:1] for k in (s.get("features") or {})})[:8]
+    return {"repo_id": c.repo_id, "tags": c.tags[:5], "rows": c.n_rows, "columns": features,
+            "card": c.card_summary[:200]}

@@ -52,12 +52,6 @@ def tool_definitions() -> list[dict[str, Any]]:
     return [openai.pydantic_function_tool(model, name=name) for name, model in TOOL_ARGS.items()]
 
 
-def response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """A strict json_schema response format, built with the same public helper as the tools."""
-    fn = openai.pydantic_function_tool(schema)["function"]
-    return {"type": "json_schema", "json_schema": {"name": fn["name"], "schema": fn["parameters"], "strict": True}}
-
-
 def fence(payload: Any, limit: int) -> str:
     text = json.dumps(payload, ensure_ascii=False, default=str).replace("<", "\\u003c")
     return "<data>" + (text if len(text) <= limit else text[:limit] + " …[truncated]") + "</data>"
@@ -83,11 +77,13 @@ class Toolbox:
         self.meter.tool_calls += 1
         self.progress("tool", tool=name if name in TOOL_ARGS else "unknown")
         if name not in TOOL_ARGS:
+            self.meter.llm_event("explore", "tool_args", f"unknown tool {name[:40]!r}", "sent_back")
             return self._error(f"unknown tool; use one of {sorted(TOOL_ARGS)}")
         try:
             args = TOOL_ARGS[name].model_validate_json(arguments)
         except ValidationError as exc:  # the model's input is not echoed back
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            self.meter.llm_event("explore", "tool_args", f"{name}: {problems}", "sent_back")
             return self._error(f"invalid arguments for {name}: {problems[:300]}")
         try:
             payload = await (self._search(args) if isinstance(args, SearchArgs) else self._inspect(args))

@@ -134,12 +134,35 @@ def _report(final: dict[str, Any], as_json: bool) -> None:
         console.print(f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
                       f"{summary['agents_failed'] or ''} · hub calls {summary['hub_calls']} · cache hits "
                       f"{summary['cache_hits']} · llm fallbacks {summary['llm_fallbacks']}")
+        line = llm_line(final.get("llm_probe"), summary, state["reports"], state["run_id"])
+        if line:
+            console.print(line, highlight=False, markup=False)
         show_review(queries)
     if summary["agents_ok"] == 0:
         errors = [r["error"] for r in state["reports"] if r["error"]]
         raise DraftsetError(f"all {len(state['reports'])} category agents failed: {errors[0] if errors else '?'}",
                             hint="check that HF_ENDPOINT is reachable (draftset hub serve DIR for the local Hub), "
                                  "then run find again")
+
+
+def llm_line(probe: dict[str, Any] | None, summary: dict[str, Any], reports: list[dict[str, Any]],
+             run_id: str) -> str | None:
+    """One line on the llm policy: what the endpoint honours, tokens, fallbacks by cause and the first one's
+    detail (it names the LLM endpoint, so an HTML page from a wrong DRAFTSET_LLM_BASE_URL reads as that)."""
+    if probe is None:
+        return None
+    forms = [name for name in ("json_schema", "tools") if probe.get(name)] or ["prompt only"]
+    line = (f"llm {probe['model']} at {probe['endpoint']}: {'+'.join(forms)} · calls {summary['llm_calls']} · "
+            f"tokens {summary['llm_tokens']} · fallbacks {summary['llm_fallbacks']}/{len(reports)}")
+    causes = summary.get("llm_fallback_causes") or {}
+    if causes:
+        line += " (" + ", ".join(f"{cause} {n}" for cause, n in causes.items()) + ")"
+        first = next((e for r in reports for e in r.get("llm_events", []) if e["outcome"] == "fallback"), None)
+        if first:
+            line += f" · first: {first['detail']}"
+        line += (f" · next: draftset sql \"SELECT category, step, cause, detail, outcome FROM llm_events "
+                 f"WHERE run_id = '{run_id}' ORDER BY category, seq\"")
+    return line
 
 
 def register(app: typer.Typer) -> None:

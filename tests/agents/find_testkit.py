@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import openai
 
+from agents.policies.llm_probe import HELLO, Capabilities
 from agents.run import FindEnv
 
 
@@ -19,12 +20,25 @@ def make_env(hub_url: str, home: Path, **kw: Any) -> FindEnv:
 
 
 # -- FAKE LLM (scripted replies) for control-flow tests of the llm policy, behind the REAL openai client --
-def scripted_llm(respond: Callable[[dict[str, Any]], dict[str, Any]]) -> openai.AsyncOpenAI:
-    """`respond(request body) -> assistant message` (content and/or tool_calls); each reply costs 60 tokens."""
+# What a server honouring both structured forms reports; unit tests of the policy start from it (no probe).
+CAPS = Capabilities(endpoint="http://llm.invalid/v1", model="m", json_schema=True, tools=True, reached=True)
+
+
+def probe_reply(body: dict[str, Any], json_schema: bool = True, tools: bool = True) -> dict[str, Any]:
+    """The FAKE model's answer to the run's probe requests ("Say hello."), as a server with these forms."""
+    if "response_format" in body:
+        return {"content": '{"ok": true}' if json_schema else "Hello!"}
+    return calls(("ping", {"word": "pong"})) if tools else {"content": "Hello!"}
+
+
+def scripted_llm(respond: Callable[[dict[str, Any]], dict[str, Any]], probe: bool = False) -> openai.AsyncOpenAI:
+    """`respond(request body) -> assistant message` (content and/or tool_calls); each reply costs 60 tokens.
+    probe: the run's probe requests get `probe_reply` and never reach `respond`."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
-        message = {"role": "assistant", "content": None, **respond(body)}
+        is_probe = probe and body["messages"] == HELLO
+        message = {"role": "assistant", "content": None, **(probe_reply(body) if is_probe else respond(body))}
         return httpx.Response(200, json={
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": message,

@@ -8,7 +8,7 @@ import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from find_testkit import answer, calls, script, scripted_llm
+from find_testkit import CAPS, answer, calls, script, scripted_llm
 
 from agents.category_agent import AgentContext, run_category_agent
 from agents.configuration import AgentBudget, FindConfig
@@ -33,7 +33,7 @@ def run_agent(hub_url, cache_dir, policy, config):
 
 def llm(replies, seen, **config):
     cfg = FindConfig(policy="llm", **config)
-    return LLMPolicy(cfg, scripted_llm(script(replies, seen)), "kimi-test"), cfg
+    return LLMPolicy(cfg, scripted_llm(script(replies, seen)), "kimi-test", CAPS), cfg
 
 
 def test_model_searches_then_inspects_then_answers(hub_url, tmp_path):
@@ -92,9 +92,11 @@ def test_llm_call_budget_stops_a_model_that_never_stops_calling_tools(hub_url, t
     policy, cfg = llm([calls(("search_hub", {"query": "trajectories"}))] * 10, seen,
                       budget=AgentBudget(llm_calls=3))
     report, _, _ = run_agent(hub_url, tmp_path / "llm", policy, cfg)
-    assert len(seen) == report.llm_calls == 3 and report.tool_calls == 2  # the last call closes the tools:
-    assert seen[2]["tool_choice"] == "none" and seen[2]["response_format"]["json_schema"]["name"] == "Judgement"
-    assert report.budget_exhausted == ["llm"] and report.llm_fallbacks == 1
+    assert len(seen) == report.llm_calls == 3 and report.tool_calls == 2  # the last call closes the tools
+    assert seen[2]["tool_choice"] == "none" and "response_format" not in seen[2]  # nothing inspected to judge
+    assert report.budget_exhausted == ["llm"] and report.llm_fallbacks == 1 and report.llm_fallback_cause == "budget"
+    assert [(e["step"], e["cause"], e["outcome"]) for e in report.llm_events] == [
+        ("explore", "schema", "judge"), ("judge", "budget", "fallback")]
     heuristic, _, _ = run_agent(hub_url, tmp_path / "heuristic", HeuristicPolicy(FindConfig()), FindConfig())
     assert [c.repo_id for c in report.candidates] == [c.repo_id for c in heuristic.candidates]
     assert report.candidates  # the heuristic carried the agent
@@ -110,13 +112,26 @@ def test_invalid_final_answer_is_retried_once_then_accepted(hub_url, tmp_path):
     assert (report.llm_calls, report.llm_fallbacks) == (4, 0) and report.candidates[0].reasons[-1].endswith("fits")
 
 
-def test_two_invalid_answers_fall_back_to_the_heuristic_and_count(hub_url, tmp_path):
+def test_two_invalid_answers_hand_over_to_the_judge_and_two_more_fall_back_with_their_cause(hub_url, tmp_path):
     seen = []
     policy, cfg = llm([calls(("search_hub", {"query": "trajectories"})), calls(("inspect_dataset", {"repo_id": SWE})),
-                       {"content": '{"wrong": 1}'}, answer(("someone/else", 1.0, "not inspected"))], seen)
+                       {"content": '{"wrong": 1}'}, answer(("someone/else", 1.0, "not inspected")),
+                       {"content": "I think they are all great"}, {"content": '{"verdicts": [{"repo_id": 3}]}'}],
+                      seen)
     report, _, _ = run_agent(hub_url, tmp_path, policy, cfg)
-    assert (report.llm_calls, report.llm_fallbacks, report.tool_calls) == (4, 1, 2)
+    assert (report.llm_calls, report.llm_fallbacks, report.tool_calls) == (6, 1, 2)
     assert len(report.candidates) > 1 and not any("llm:" in r for c in report.candidates for r in c.reasons)
+    events = [(e["step"], e["cause"], e["outcome"]) for e in report.llm_events]
+    assert events == [("explore", "schema", "retried"), ("explore", "schema", "judge"),
+                      ("judge", "not_json", "retried"), ("judge", "schema", "fallback")]
+    assert report.llm_events[0]["detail"].startswith("verdicts: Field required")  # the field is named
+    assert report.llm_events[1]["detail"] == "verdicts: no verdict names a listed dataset"
+    assert "verdicts.0.repo_id" in report.llm_events[3]["detail"] and report.llm_fallback_cause == "schema"
+    judge = seen[4]  # the judge's request: candidates fenced, repo ids an enum in the schema, no tools
+    listed = judge["response_format"]["json_schema"]["schema"]["properties"]["verdicts"]["items"]
+    assert sorted(listed["properties"]["repo_id"]["enum"]) == sorted(c.repo_id for c in report.candidates)
+    assert "tools" not in judge and "<data>" in judge["messages"][1]["content"]
+    assert "rejected: the answer is not JSON" in seen[5]["messages"][-1]["content"]  # the repair says why
 
 
 def test_tool_calls_spend_the_agents_hub_budget(hub_url, tmp_path):
@@ -127,4 +142,6 @@ def test_tool_calls_spend_the_agents_hub_budget(hub_url, tmp_path):
     report, hub, _ = run_agent(hub_url, tmp_path, policy, cfg)
     assert seen[2]["messages"][-1]["content"] == "error: budget exhausted: hub_calls; answer now with what you have"
     assert hub.requests["agentic"] == report.hub_calls == 2  # search + card; the viewer call was refused
-    assert report.budget_exhausted == ["hub_calls"] and report.llm_fallbacks == 1 and report.candidates == []
+    assert report.budget_exhausted == ["hub_calls"] and report.candidates == []
+    # nothing was inspected, so the judge had nothing to rate: no fallback, and no further request
+    assert report.llm_fallbacks == 0 and len(seen) == report.llm_calls == 3

@@ -1,0 +1,90 @@
+"""What structured output the LLM endpoint honours, probed once per `find` run and recorded.
+
+Two tiny requests (16 tokens each), both asked "Say hello." so that only the server, never the model's
+good will, can make the reply structured:
+  json_schema  `response_format` with a one-field JSON schema: passes when the reply validates against it
+               (llama.cpp, vLLM, SGLang and serve-dev turn this into constrained decoding);
+  tools        a forced (named) tool call: passes when a `tool_calls` entry with that name and JSON-object
+               arguments comes back.
+The policy asks in the forms that passed; when neither request got a JSON chat completion back, the
+endpoint is unusable for this run and every agent falls back at once with the probe's cause.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.policies.llm_calls import LLMProblem, complete, endpoint_of
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+             "additionalProperties": False}
+PING = {"type": "function", "function": {
+    "name": "ping", "description": "Answer the ping.",
+    "parameters": {"type": "object", "properties": {"word": {"type": "string", "enum": ["pong"]}},
+                   "required": ["word"], "additionalProperties": False}}}
+
+
+class Capabilities(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    endpoint: str
+    model: str
+    json_schema: bool = False
+    tools: bool = False
+    reached: bool = Field(False, description="at least one probe got a JSON chat completion back")
+    detail: dict[str, str] = Field(default_factory=dict, description="per probe: ok, or cause: detail")
+    first_problem: dict[str, Any] | None = Field(None, description="cause/detail/status of the first failure")
+    tokens: int = 0
+
+    @property
+    def answer_format(self) -> str:
+        return "json_schema" if self.json_schema else "prompt"
+
+
+async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
+    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=16,
+                                    temperature=0, response_format={"type": "json_schema", "json_schema": {
+                                        "name": "probe", "schema": OK_SCHEMA, "strict": True}})
+    caps.reached, caps.tokens = True, caps.tokens + tokens
+    try:
+        value = json.loads(choice.message.content or "")
+    except ValueError:
+        raise LLMProblem("not_json", "response_format json_schema was not honoured: the reply is not JSON") from None
+    if not (isinstance(value, dict) and set(value) == {"ok"} and isinstance(value["ok"], bool)):
+        raise LLMProblem("schema", "response_format json_schema was not honoured: the reply is other JSON")
+
+
+async def _tools(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
+    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=32,
+                                    temperature=0, tools=[PING],
+                                    tool_choice={"type": "function", "function": {"name": "ping"}})
+    caps.reached, caps.tokens = True, caps.tokens + tokens
+    calls = choice.message.tool_calls or []
+    if not calls or getattr(calls[0], "function", None) is None or calls[0].function.name != "ping":
+        raise LLMProblem("no_tool_calls", "a forced tool call came back as text, not tool_calls")
+    try:
+        args = json.loads(calls[0].function.arguments or "")
+    except ValueError:
+        raise LLMProblem("tool_args", "a forced tool call's arguments are not JSON") from None
+    if not isinstance(args, dict):
+        raise LLMProblem("tool_args", "a forced tool call's arguments are not a JSON object")
+
+
+async def probe(client: Any, model: str, timeout: float = 60.0) -> Capabilities:
+    caps = Capabilities(endpoint=endpoint_of(client), model=model)
+    for name, check in (("json_schema", _json_schema), ("tools", _tools)):
+        try:
+            await check(client, model, timeout, caps)
+        except LLMProblem as problem:
+            caps.detail[name] = f"{problem.cause}: {problem.detail}"
+            if problem.cause == "http_status" and problem.status in (400, 422):
+                caps.reached = True  # the server is there; it refused this form (e.g. no tool support)
+            caps.first_problem = caps.first_problem or {"cause": problem.cause, "detail": problem.detail,
+                                                        "status": problem.status}
+            continue
+        setattr(caps, name, True)
+        caps.detail[name] = "ok"
+    return caps
