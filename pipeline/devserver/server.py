@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from agents.localhub.server import RunningServer, bind, start_in_thread
+from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread
 
 
 def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | None, log_level: str):
