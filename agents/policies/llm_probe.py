@@ -1,6 +1,6 @@
 """What structured output the LLM endpoint honours, probed once per `find` run and recorded.
 
-Two tiny requests (16 tokens each), both asked "Say hello." so that only the server, never the model's
+Two tiny requests (at most 64 tokens each), both asked "Say hello." so that only the server, never the model's
 good will, can make the reply structured:
   json_schema  `response_format` with a one-field JSON schema: passes when the reply validates against it
                (llama.cpp, vLLM, SGLang and serve-dev turn this into constrained decoding);
@@ -45,7 +45,7 @@ class Capabilities(BaseModel):
 
 
 async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
-    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=16,
+    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=64,
                                     temperature=0, response_format={"type": "json_schema", "json_schema": {
                                         "name": "probe", "schema": OK_SCHEMA, "strict": True}})
     caps.reached, caps.tokens = True, caps.tokens + tokens
@@ -58,7 +58,7 @@ async def _json_schema(client: Any, model: str, timeout: float, caps: Capabiliti
 
 
 async def _tools(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
-    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=32,
+    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=64,
                                     temperature=0, tools=[PING],
                                     tool_choice={"type": "function", "function": {"name": "ping"}})
     caps.reached, caps.tokens = True, caps.tokens + tokens

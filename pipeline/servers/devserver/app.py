@@ -14,7 +14,10 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from pipeline.servers.devserver.engine import Detokenizer, Engine, RequestError, SamplingParams, normalise_messages
+from pipeline.servers.devserver.constrain import forced_call_schema, response_schema
 from pipeline.servers.devserver.protocol import ChatRequest, envelope, error_body, usage
+from pipeline.servers.devserver.toolcalls import call as tool_call
+from pipeline.servers.devserver.toolcalls import parse_tool_calls
 
 _DONE = object()
 
@@ -40,21 +43,23 @@ def create_app(engine: Engine) -> Starlette:
                                                f"{engine.served_name!r}", "NotFoundError", 404), status_code=404)
             prompt_ids = engine.render(normalise_messages(req.messages), req.tools, req.thinking)
             engine.max_new_tokens(len(prompt_ids), req.token_budget)  # refuse an over-long prompt up front
+            constraint = _constraint(engine, req)
         except json.JSONDecodeError as exc:
             return JSONResponse(error_body(f"request body is not JSON: {exc}"), status_code=400)
         except (ValidationError, RequestError) as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
         params = SamplingParams(req.token_budget, req.temperature, req.top_p, req.seed)
         if req.stream:
-            return StreamingResponse(_stream(engine, req, prompt_ids, params), media_type="text/event-stream")
+            return StreamingResponse(_stream(engine, req, prompt_ids, params, constraint),
+                                     media_type="text/event-stream")
         detok = Detokenizer(engine, req.thinking)
         loop = asyncio.get_running_loop()
-        gen = await loop.run_in_executor(None, engine.generate, prompt_ids, params, detok.push)
-        message: dict[str, Any] = {"role": "assistant", "content": detok.text["content"], "tool_calls": None}
+        gen = await loop.run_in_executor(None, engine.generate, prompt_ids, params, detok.push, None, constraint)
+        content, calls, finish = _answer(req, detok, gen.finish_reason)
+        message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
         if req.thinking:
             message["reasoning_content"] = detok.text["reasoning"]
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": gen.finish_reason,
-                                  "logprobs": None}
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
         body = envelope(engine.served_name, "chat.completion")
         if req.return_token_ids:
             choice["token_ids"] = gen.completion_ids
@@ -68,8 +73,33 @@ def create_app(engine: Engine) -> Starlette:
     ])
 
 
+def _constraint(engine: Engine, req: ChatRequest) -> Any | None:
+    """The logits processor for a forced tool call or a JSON response_format; None for free text."""
+    if req.forced_tools:
+        return engine.grammars.processor(forced_call_schema(req.tools or [], req.forced_tools))
+    schema = response_schema(req.response_format)
+    return None if schema is None else engine.grammars.processor(schema)
+
+
+def _answer(req: ChatRequest, detok: Detokenizer, finish: str) -> tuple[str | None, list | None, str]:
+    """(content, tool_calls, finish_reason) of a finished generation.
+
+    A forced call was decoded as {"name", "arguments"} JSON: it is the call. With tools offered and choice
+    auto, the template's tool-call markers in the completion become `tool_calls`. A call cut off by
+    max_tokens stays text with finish_reason "length"."""
+    text = detok.text["content"]
+    if req.forced_tools and finish == "stop":
+        body = json.loads(text)  # constrained: it parses whenever generation ended on the end-of-turn token
+        return None, [tool_call(body["name"], body["arguments"])], "tool_calls"
+    if req.parses_tool_calls:
+        before, calls = parse_tool_calls(detok.raw_content(), req.tool_names)
+        if calls:
+            return before.strip() or None, calls, "tool_calls"
+    return text, None, finish
+
+
 async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
-                  params: SamplingParams) -> AsyncIterator[str]:
+                  params: SamplingParams, constraint: Any | None) -> AsyncIterator[str]:
     """Server-sent events: role chunk, one chunk per token with text, a finish chunk, usage, [DONE]."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
@@ -79,7 +109,7 @@ async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
     def work():
         try:
             return engine.generate(prompt_ids, params, lambda t: loop.call_soon_threadsafe(queue.put_nowait, t),
-                                   cancelled)
+                                   cancelled, constraint)
         finally:
             loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
@@ -88,12 +118,17 @@ async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
                                   "finish_reason": None}]}
     if req.return_token_ids:
         first["prompt_token_ids"] = prompt_ids
+    # Content that may turn out to be a tool call is held back and sent whole at the end, as content or
+    # as one tool_calls delta (reasoning still streams).
+    hold = bool(req.forced_tools) or req.parses_tool_calls
     future = loop.run_in_executor(None, work)
     try:
         yield _sse(first)
         while (token := await queue.get()) is not _DONE:
             piece = detok.push(token)
             delta = {} if piece is None else {"reasoning_content" if piece[0] == "reasoning" else "content": piece[1]}
+            if hold:
+                delta.pop("content", None)
             choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}
             if req.return_token_ids:
                 choice["token_ids"] = [token]
@@ -101,7 +136,12 @@ async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
                 continue  # a token with no visible text (e.g. </think>) only matters to token-id clients
             yield _sse({**head, "choices": [choice]})
         gen = await future
-        yield _sse({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": gen.finish_reason}]})
+        finish = gen.finish_reason
+        if hold:
+            content, calls, finish = _answer(req, detok, gen.finish_reason)
+            delta = {"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]} if calls else {"content": content}
+            yield _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        yield _sse({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if req.include_usage:
             yield _sse({**head, "choices": [], "usage": usage(len(prompt_ids), len(gen.completion_ids))})
         yield "data: [DONE]\n\n"

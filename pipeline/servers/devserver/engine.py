@@ -55,6 +55,7 @@ class Engine:
         self.think_start_id = self.tokenizer.convert_tokens_to_ids(THINK_START)
         self.think_end_id = self.tokenizer.convert_tokens_to_ids(THINK_END)
         self._lock = threading.Lock()
+        self._grammars = None
 
     # -- prompt ------------------------------------------------------------------------------
     def render(self, messages: list[dict[str, Any]], tools: list[dict] | None, thinking: bool) -> list[int]:
@@ -76,10 +77,19 @@ class Engine:
         return room if requested is None else min(requested, room)
 
     # -- generation --------------------------------------------------------------------------
+    @property
+    def grammars(self):
+        """llguidance's view of the vocabulary, built on the first constrained request (it scans the vocab)."""
+        if self._grammars is None:
+            from pipeline.servers.devserver.constrain import Grammars
+
+            self._grammars = Grammars(self.tokenizer, int(self.model.config.vocab_size), self.eos_id)
+        return self._grammars
+
     def generate(self, prompt_ids: list[int], params: SamplingParams, on_token: Callable[[int], None],
-                 cancelled: threading.Event | None = None) -> Generation:
+                 cancelled: threading.Event | None = None, logits_processor: Any | None = None) -> Generation:
         import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList
+        from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
         from transformers.generation.streamers import BaseStreamer
 
         budget = self.max_new_tokens(len(prompt_ids), params.max_tokens)
@@ -115,7 +125,8 @@ class Engine:
                 torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
                 max_new_tokens=budget, do_sample=sample, eos_token_id=self.eos_id,
                 pad_token_id=self.tokenizer.pad_token_id, streamer=_Collect(),
-                stopping_criteria=StoppingCriteriaList([_Cancel()]), **extra,
+                stopping_criteria=StoppingCriteriaList([_Cancel()]),
+                logits_processor=LogitsProcessorList([logits_processor] if logits_processor else []), **extra,
             )
         finish = "stop" if produced and produced[-1] == self.eos_id else "length"
         return Generation(produced, finish)
@@ -136,6 +147,11 @@ class Detokenizer:
         self.segment: list[int] = []
         self.emitted = 0
         self.text = {"reasoning": "", "content": ""}
+        self.content_ids: list[int] = []
+
+    def raw_content(self) -> str:
+        """The content decoded with special tokens kept (Kimi's tool-call markers are special tokens)."""
+        return self.engine.tokenizer.decode(self.content_ids, skip_special_tokens=False)
 
     def push(self, token: int) -> tuple[str, str] | None:
         """Feed one token; returns (field, new_text) when there is text to emit."""
@@ -150,6 +166,8 @@ class Detokenizer:
             self.phase, self.segment, self.emitted = "content", [], 0
             return None
         self.segment.append(token)
+        if self.phase == "content":
+            self.content_ids.append(token)  # re-decoded with special tokens to read tool-call markers
         text = eng.tokenizer.decode(self.segment, skip_special_tokens=True)
         if text.endswith("\ufffd"):
             return None  # an incomplete UTF-8 sequence: wait for the next byte token

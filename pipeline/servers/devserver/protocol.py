@@ -27,6 +27,9 @@ class ChatRequest(BaseModel):
     stop: str | list[str] | None = None
     logprobs: bool | None = None
     tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: dict[str, Any] | None = None  # text | json_object | json_schema: constrained decoding
     chat_template_kwargs: dict[str, Any] | None = None
     return_token_ids: bool = False  # vLLM's flag: prompt_token_ids and per-choice token_ids
 
@@ -41,7 +44,38 @@ class ChatRequest(BaseModel):
         unknown = set(self.chat_template_kwargs or {}) - {"enable_thinking", "thinking"}
         if unknown:
             raise ValueError(f"unsupported chat_template_kwargs: {sorted(unknown)}")
+        for i, tool in enumerate(self.tools or []):
+            fn = tool.get("function")
+            if tool.get("type") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise ValueError(f"tools[{i}] must be {{type: function, function: {{name, parameters}}}}")
+        choice = self.tool_choice
+        if isinstance(choice, dict):
+            name = (choice.get("function") or {}).get("name") if choice.get("type") == "function" else None
+            if name not in self.tool_names:
+                raise ValueError(f"tool_choice names {name!r}, which is not among the tools")
+        elif choice not in (None, "none", "auto", "required"):
+            raise ValueError(f"tool_choice {choice!r} is not one of none, auto, required or a named function")
+        if choice == "required" and not self.tools:
+            raise ValueError("tool_choice 'required' needs tools")
+        if self.forced_tools and self.response_format and self.response_format.get("type") != "text":
+            raise ValueError("a forced tool_choice and a JSON response_format cannot be combined")
         return self
+
+    @property
+    def tool_names(self) -> set[str]:
+        return {t["function"]["name"] for t in self.tools or []}
+
+    @property
+    def forced_tools(self) -> list[str] | None:
+        """The tools one of which must be called (tool_choice required or named), else None."""
+        if isinstance(self.tool_choice, dict):
+            return [self.tool_choice["function"]["name"]]
+        return sorted(self.tool_names) if self.tool_choice == "required" else None
+
+    @property
+    def parses_tool_calls(self) -> bool:
+        """Free generation whose tool-call markers become `tool_calls` (tools offered, choice auto)."""
+        return bool(self.tools) and self.tool_choice in (None, "auto")
 
     @property
     def thinking(self) -> bool:
