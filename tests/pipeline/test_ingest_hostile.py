@@ -47,7 +47,7 @@ def _lines() -> list[bytes]:
 
 @pytest.fixture()
 def hostile_hub(tmp_path):
-    from agents.localhub.server import serve_in_thread
+    from pipeline.servers.localhub.server import serve_in_thread
 
     root = tmp_path / "hub"
     folder = root / "lab" / "hostile" / "data"
