@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 from catalog import limits
 
 
-
 class RowProblem(str):
     """Why one row could not be read: the message (a str, so callers may print it), plus the quarantine
     `reason` and where the row sits in its file (`file`, `line`: 1-based line, item or row position)."""

@@ -15,11 +15,11 @@ from huggingface_hub import HfApi
 from adapters import review, store
 from adapters.spec import AdapterSpec
 from catalog import Catalog
+from catalog.home import Home
+from catalog.shards import iter_rows
 from catalog.errors import DraftsetError
 from catalog.liveness import mark_interrupted, run_lock
-from pipeline.ingest.layout import normalized_dir
 from pipeline.ingest.run import ingest_dataset
-from pipeline.ingest.shards import iter_rows
 
 
 def _good(i: int) -> bytes:
@@ -76,7 +76,7 @@ def test_every_hostile_line_is_quarantined_with_its_true_line_and_counts_add_up(
     counts = result.counts
     dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
     assert counts["in"] == 12 and counts["out"] == 7 and counts["in"] == counts["out"] + dropped
-    out = normalized_dir(home, "lab/hostile")
+    out = Home(home).normalized("lab/hostile")
     entries = [json.loads(x) for x in (out / "quarantine.jsonl").read_text().splitlines()]
     assert {e["line"]: e["reason"] for e in entries} == {n: r for n, (_, r) in HOSTILE.items()}
     assert all(e["file"] == "data/train.jsonl" and e["row_index"] == e["line"] - 1 for e in entries)
