@@ -87,6 +87,8 @@ class LLMPolicy(HeuristicPolicy):
             return None
         if not caps.tools:
             return None  # no tool calls on this endpoint: the model judges the heuristic's finds
+        # A small context gets short tool results: about an eighth of it per result (4 chars a token).
+        toolbox.limit = min(toolbox.limit, max(400, (caps.context or 10**6) // 2))
         cat = BY_KEY[brief.category]
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.TOOLS_SYSTEM},

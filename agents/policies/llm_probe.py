@@ -38,6 +38,7 @@ class Capabilities(BaseModel):
     detail: dict[str, str] = Field(default_factory=dict, description="per probe: ok, or cause: detail")
     first_problem: dict[str, Any] | None = Field(None, description="cause/detail/status of the first failure")
     tokens: int = 0
+    context: int | None = Field(None, description="the model's context in tokens, when /v1/models says it")
 
     @property
     def answer_format(self) -> str:
@@ -73,8 +74,23 @@ async def _tools(client: Any, model: str, timeout: float, caps: Capabilities) ->
         raise LLMProblem("tool_args", "a forced tool call's arguments are not a JSON object")
 
 
+async def _context(client: Any, model: str, timeout: float) -> int | None:
+    """max_model_len (vLLM, SGLang, serve-dev) or meta.n_ctx_train (llama.cpp) of the model, if listed."""
+    try:
+        page = await client.models.list(timeout=timeout)
+    except Exception:  # noqa: BLE001 — optional information: any failure just leaves it unknown
+        return None
+    for card in getattr(page, "data", None) or []:
+        if getattr(card, "id", None) == model:
+            extra = card.model_extra or {}
+            value = extra.get("max_model_len") or (extra.get("meta") or {}).get("n_ctx_train")
+            return int(value) if isinstance(value, int) and value > 0 else None
+    return None
+
+
 async def probe(client: Any, model: str, timeout: float = 60.0) -> Capabilities:
     caps = Capabilities(endpoint=endpoint_of(client), model=model)
+    caps.context = await _context(client, model, timeout)
     for name, check in (("json_schema", _json_schema), ("tools", _tools)):
         try:
             await check(client, model, timeout, caps)

@@ -101,4 +101,4 @@ def test_the_llm_policy_probe_finds_both_forms_on_the_dev_server(devserver, toy_
     client = openai.AsyncOpenAI(base_url=devserver.url, api_key="unused", max_retries=0)
     caps = asyncio.run(probe(client, toy_model_dir.name))
     assert (caps.json_schema, caps.tools, caps.reached) == (True, True, True), caps.detail
-    assert caps.tokens > 0
+    assert caps.tokens > 0 and caps.context == 2048  # the toy's context, from /v1/models
