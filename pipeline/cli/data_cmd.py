@@ -10,11 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.cli.common import catalog, console, print_table, settings
 from pipeline.stage import skipped_total
 
-_TOKENIZER = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
-                                                    "default: the toy target if built, else a chars/4 estimate.")
 _THRESHOLD = typer.Option(0.8, "--threshold", min=0.05, max=0.98, help="Near-duplicate Jaccard threshold (MinHash LSH).")
 _MAX_TOKENS = typer.Option(16_384, "--max-prompt-tokens", min=1, help="Drop prompts longer than this (too_long).")
 _MIN_TOKENS = typer.Option(1, "--min-prompt-tokens", min=0, help="Drop prompts shorter than this (too_short).")
@@ -128,22 +127,7 @@ def mix_cmd(
                       f"{', '.join(m['unplanned_sources'])}")
 
 
-def report_cmd(
-    mix: str = typer.Argument(..., help="Name of the mix to report on."),
-    tokenizer: Optional[Path] = _TOKENIZER,
-) -> None:
-    """Write a dataset report for a mix under reports/<MIX>/.
-
-    PNG plots: counts per source/category/mode, prompt and response token lengths, dedup and ingest yield.
-    Plus report.md and report.html with the same tables."""
-    from eval.report.page import write_report
-
-    report = write_report(settings().home, mix, tokenizer)
-    console.print(f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}")
-
-
 def register(app: typer.Typer) -> None:
     app.command("ingest")(ingest_cmd)
     app.command("dedup")(dedup_cmd)
     app.command("mix")(mix_cmd)
-    app.command("report")(report_cmd)
