@@ -12,8 +12,9 @@ import gzip
 import io
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -65,7 +65,7 @@ class StageRun:
         self.started_at = datetime.now()
         self._t0 = time.monotonic()
         self.quarantine_path = self.out_dir / "quarantine.jsonl"
-        self._quarantine = None
+        self._quarantine: TextIO | None = None
 
     # -- counting ----------------------------------------------------------------------------
     def seen(self, n: int = 1) -> None:
@@ -103,7 +103,7 @@ class StageRun:
         return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> "StageRun":
+    def __enter__(self) -> StageRun:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.out_dir / "config.json", {"stage": self.stage, **self.config.model_dump(mode="json")})
         self._record("running", None, finished=False)

@@ -7,7 +7,6 @@ so pipeline never imports eval.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,7 +20,7 @@ check_app = typer.Typer(help="Check a trained draft, an SGLang serving command, 
 @check_app.command("draft")
 def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
                     captures: str = typer.Option(..., help="capture name or dir (training and held-out samples)"),
-                    model: Optional[Path] = typer.Option(None, help="target dir (default: the manifest's)"),
+                    model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
                     max_samples: int = typer.Option(64)) -> None:
     """Per-step accuracy, expected accept length, and the same under wrong wirings."""
     from eval.checks.draft_check import check_draft
@@ -38,8 +37,8 @@ def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name o
 @check_app.command("serve")
 def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
                     command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ..."),
-                    system_prompt: Optional[str] = typer.Option(None, help="system prompt clients will send"),
-                    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking",
+                    system_prompt: str | None = typer.Option(None, help="system prompt clients will send"),
+                    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking",
                                                             help="thinking mode clients will request")) -> None:
     """Lint an SGLang launch command against the draft and its manifest; exit 1 on any finding."""
     from eval.checks.serve_check import check_serve
@@ -59,9 +58,9 @@ def check_estimate_cmd(accept_length: list[float] = typer.Option(..., help="acce
                        steps: int = typer.Option(3), draft_cost: float = typer.Option(
                            0.05, help="one draft step, in target decode steps"),
                        verify_cost: float = typer.Option(1.1, help="one verify pass, in target decode steps"),
-                       baseline_tps: Optional[float] = typer.Option(None, help="calibrate: plain decoding tok/s"),
-                       observed_tps: Optional[float] = typer.Option(None, help="calibrate: speculative tok/s"),
-                       observed_accept_length: Optional[float] = typer.Option(None)) -> None:
+                       baseline_tps: float | None = typer.Option(None, help="calibrate: plain decoding tok/s"),
+                       observed_tps: float | None = typer.Option(None, help="calibrate: speculative tok/s"),
+                       observed_accept_length: float | None = typer.Option(None)) -> None:
     """Expected speedup from accept length and draft/verify cost (or calibrated from a measured run)."""
     from eval.checks.estimate import calibrated_round_cost, estimate, round_cost
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -12,7 +11,7 @@ from pipeline.cli.common import TOKENIZER_OPTION, console, settings
 
 def report_cmd(
     mix: str = typer.Argument(..., help="Name of the mix to report on."),
-    tokenizer: Optional[Path] = TOKENIZER_OPTION,
+    tokenizer: Path | None = TOKENIZER_OPTION,
 ) -> None:
     """Write a dataset report for a mix under reports/<MIX>/.
 

@@ -13,8 +13,7 @@ from importlib.metadata import entry_points
 import typer
 
 from catalog.errors import DraftsetError
-from pipeline.cli import (adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd,
-                          sql_cmd)
+from pipeline.cli import adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd, sql_cmd
 from pipeline.cli.common import err_console
 
 app = typer.Typer(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -31,8 +30,8 @@ def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
 
 
 def ingest_cmd(
-    plan: Optional[str] = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
-    repo: Optional[list[str]] = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
+    plan: str | None = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
+    repo: list[str] | None = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the dataset's shards first instead of resuming."),
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
@@ -68,9 +67,9 @@ def ingest_cmd(
 
 
 def dedup_cmd(
-    repo: Optional[list[str]] = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
+    repo: list[str] | None = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
     threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
-    tokenizer: Optional[Path] = _TOKENIZER,
+    tokenizer: Path | None = _TOKENIZER,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
@@ -95,11 +94,11 @@ def dedup_cmd(
 
 def mix_cmd(
     name: str = typer.Argument(..., help="Name of the mix (folder data/mix/NAME)."),
-    plan: Optional[str] = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
-    samples: Optional[int] = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
+    plan: str | None = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
+    samples: int | None = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
     seed: int = typer.Option(0, "--seed", help="Selection seed: same inputs + seed = same mix."),
     threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
-    tokenizer: Optional[Path] = _TOKENIZER,
+    tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.

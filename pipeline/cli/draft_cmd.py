@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -11,7 +10,8 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.cli.common import catalog, console, print_table, resolve_named, settings
 
-def _ids(text: Optional[str]) -> Optional[list[int]]:
+
+def _ids(text: str | None) -> list[int] | None:
     try:
         return [int(x) for x in text.split(",")] if text else None
     except ValueError as exc:
@@ -21,10 +21,10 @@ def _ids(text: Optional[str]) -> Optional[list[int]]:
 
 def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>) or directory"),
             model: Path = typer.Option(..., "--model", help="target model directory (Hugging Face layout)"),
-            out: Optional[Path] = typer.Option(None, help="output dir (default: $DRAFTSET_HOME/captures/<NAME>)"),
-            layers: Optional[str] = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
+            out: Path | None = typer.Option(None, help="output dir (default: $DRAFTSET_HOME/captures/<NAME>)"),
+            layers: str | None = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
             batch_tokens: int = typer.Option(16384, help="padded tokens per forward pass"),
-            max_rows: Optional[int] = typer.Option(None, help="capture only the first N rows"),
+            max_rows: int | None = typer.Option(None, help="capture only the first N rows"),
             device: str = typer.Option("auto", help="auto | cpu | cuda:N")) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import CaptureConfig, run_capture
@@ -39,11 +39,11 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
 
 
 def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="capture name or directory"),
-          out: Optional[Path] = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
-          model: Optional[Path] = typer.Option(None, help="target dir for embedding/head (default: manifest's)"),
+          out: Path | None = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
+          model: Path | None = typer.Option(None, help="target dir for embedding/head (default: manifest's)"),
           epochs: int = typer.Option(1), lr: float = typer.Option(1e-4), batch_tokens: int = typer.Option(8192),
           ttt_steps: int = typer.Option(7, help="training-time-test steps"),
-          max_steps: Optional[int] = typer.Option(None), device: str = typer.Option("auto")) -> None:
+          max_steps: int | None = typer.Option(None), device: str = typer.Option("auto")) -> None:
     """Train an EAGLE-3 draft on a capture, checkpoint it and export it for SGLang/vLLM."""
     import json
 
@@ -63,7 +63,7 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
 
 
 def export(draft: str = typer.Argument(..., help="draft name/dir (uses its train/checkpoint) or a checkpoint dir"),
-           out: Optional[Path] = typer.Option(None, help="export dir (default: the draft dir)")) -> None:
+           out: Path | None = typer.Option(None, help="export dir (default: the draft dir)")) -> None:
     """Export a checkpoint to the SGLang/vLLM layout (config.json, model.safetensors, capture manifest)."""
     from pipeline.train.export import export_draft
 

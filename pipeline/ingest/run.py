@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from huggingface_hub import HfApi
 from rich.progress import Progress
@@ -25,8 +25,8 @@ from agents.hub_errors import hub_errors
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.ingest.rows import to_row
 from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
+from pipeline.ingest.rows import to_row
 from pipeline.stage import StageConfig, StageRun
 
 
