@@ -29,7 +29,8 @@ def test_spent_budgets_fall_back_without_calling_the_model():
     for budget, kind in ((AgentBudget(llm_calls=0), "llm"), (AgentBudget(wall_time_s=1e-6), "wall_time")):
         seen, meter = [], AgentCounts(category="agentic")
         policy = LLMPolicy(FindConfig(policy="llm", budget=budget), scripted_llm(script([], seen)), "m", CAPS)
-        assert asyncio.run(policy.explore(BRIEF, None, meter)) is None  # None: run the heuristic steps
+        toolbox = Toolbox(None, "agentic", meter, 1000, None, lambda *a, **k: None)  # never used: no budget
+        assert asyncio.run(policy.explore(BRIEF, toolbox, meter)) is None  # None: run the heuristic steps
         assert asyncio.run(policy.judge(BRIEF, FOUND, meter)) == FOUND  # heuristic scores as they were
         assert seen == [] and meter.llm_fallbacks == 1 and meter.budget_exhausted == [kind]
         assert meter.llm_fallback_cause == "budget" and [e["outcome"] for e in meter.llm_events] == ["judge",
