@@ -43,12 +43,12 @@ class HubClient:
         """Raise HubUnreachable unless the endpoint accepts connections (remembered briefly)."""
         check_reachable(self.endpoint)
 
-    def errors(self, repo_id: str | None = None, *, probe: bool = True) -> hub_errors:
+    def errors(self, repo_id: str | None = None, *, revision: str | None = None, probe: bool = True) -> hub_errors:
         """Context manager/decorator: Hub failures inside become one DraftsetError about `repo_id`."""
-        return hub_errors(self.endpoint, repo_id=repo_id, probe=probe)
+        return hub_errors(self.endpoint, repo_id=repo_id, revision=revision, probe=probe)
 
     def dataset_info(self, repo_id: str, revision: str | None = None) -> DatasetInfo:
-        with self.errors(repo_id):
+        with self.errors(repo_id, revision=revision):
             return self.api.dataset_info(repo_id, revision=revision)
 
     def revision(self, repo_id: str) -> str:
@@ -65,6 +65,6 @@ class HubClient:
         """Local path of one file of a dataset at a pinned revision (cached by huggingface_hub)."""
         from huggingface_hub import hf_hub_download
 
-        with self.errors(repo_id):
+        with self.errors(repo_id, revision=revision):
             return Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
                                         endpoint=self.endpoint, token=self.token))

@@ -67,7 +67,8 @@ def _kind(err: BaseException) -> str | None:
     return None
 
 
-def translate(exc: BaseException, endpoint: str, repo_id: str | None = None) -> DraftsetError | None:
+def translate(exc: BaseException, endpoint: str, repo_id: str | None = None,
+              revision: str | None = None) -> DraftsetError | None:
     """The DraftsetError for a Hub failure, or None when `exc` is not one."""
     for err in _chain(exc):
         if isinstance(err, DraftsetError):
@@ -85,7 +86,8 @@ def translate(exc: BaseException, endpoint: str, repo_id: str | None = None) -> 
             return HubRequestError(f"dataset {repo} not found on {endpoint}",
                                    hint="check the id with `draftset hub check --search NAME`")
         if kind == "revision":
-            return HubRequestError(f"the pinned revision of {repo} no longer exists on {endpoint} "
+            pinned = f"the pinned revision {revision}" if revision else "the pinned revision"
+            return HubRequestError(f"{pinned} of {repo} no longer exists on {endpoint} "
                                    "(the dataset changed since it was pinned)",
                                    hint=f"re-propose the adapter for the current revision: draftset adapters propose {repo}")
         if kind == "entry":
@@ -127,8 +129,9 @@ def _last_line(err: BaseException) -> str:
 
 
 class hub_errors(ContextDecorator):  # noqa: N801 - used like contextlib's lower-case managers
-    def __init__(self, endpoint: str | None = None, *, repo_id: str | None = None, probe: bool = True):
-        self.endpoint, self.repo_id, self.probe = endpoint, repo_id, probe
+    def __init__(self, endpoint: str | None = None, *, repo_id: str | None = None, revision: str | None = None,
+                 probe: bool = True):
+        self.endpoint, self.repo_id, self.revision, self.probe = endpoint, repo_id, revision, probe
 
     def __enter__(self) -> hub_errors:
         self.endpoint = self.endpoint or default_endpoint()
@@ -139,6 +142,6 @@ class hub_errors(ContextDecorator):  # noqa: N801 - used like contextlib's lower
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if exc is None or isinstance(exc, DraftsetError):
             return
-        mapped = translate(exc, self.endpoint or default_endpoint(), self.repo_id)
+        mapped = translate(exc, self.endpoint or default_endpoint(), self.repo_id, self.revision)
         if mapped is not None:
             raise mapped from exc
