@@ -102,3 +102,26 @@ def test_the_llm_policy_probe_finds_both_forms_on_the_dev_server(devserver, toy_
     caps = asyncio.run(probe(client, toy_model_dir.name))
     assert (caps.json_schema, caps.tools, caps.reached) == (True, True, True), caps.detail
     assert caps.tokens > 0 and caps.context == 2048  # the toy's context, from /v1/models
+
+
+@pytest.mark.slow
+def test_a_client_that_hangs_up_frees_the_model_for_the_next_request(client, toy_model_dir):
+    import time
+
+    # A reply that cannot end early: a JSON string of at least 800 characters (hundreds of tokens).
+    long_reply = {"model": toy_model_dir.name, "messages": USER, "max_tokens": 1900, "temperature": 1.0, "seed": 1,
+                  "response_format": {"type": "json_schema", "json_schema": {"name": "long", "schema": {
+                      "type": "string", "minLength": 800}}},
+                  "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+    patient = openai.OpenAI(base_url=client.base_url, api_key="unused", max_retries=0, timeout=600)
+    started = time.monotonic()
+    full = patient.chat.completions.create(**long_reply)
+    whole = time.monotonic() - started
+    assert len(json.loads(full.choices[0].message.content)) >= 800
+    impatient = openai.OpenAI(base_url=client.base_url, api_key="unused", max_retries=0, timeout=whole / 10)
+    with pytest.raises(openai.APITimeoutError):
+        impatient.chat.completions.create(**long_reply)
+    started = time.monotonic()
+    _ask(client, toy_model_dir, max_tokens=4)
+    # not queued behind the abandoned generation (which alone would take `whole` again)
+    assert time.monotonic() - started < whole / 2

@@ -55,7 +55,14 @@ def create_app(engine: Engine) -> Starlette:
                                      media_type="text/event-stream")
         detok = Detokenizer(engine, req.thinking)
         loop = asyncio.get_running_loop()
-        gen = await loop.run_in_executor(None, engine.generate, prompt_ids, params, detok.push, None, constraint)
+        cancelled = threading.Event()
+        watcher = asyncio.create_task(_watch_disconnect(request, cancelled))
+        try:
+            gen = await loop.run_in_executor(None, engine.generate, prompt_ids, params, detok.push, cancelled,
+                                             constraint)
+        finally:
+            cancelled.set()
+            watcher.cancel()
         content, calls, finish = _answer(req, detok, gen.finish_reason)
         message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
         if req.thinking:
@@ -72,6 +79,16 @@ def create_app(engine: Engine) -> Starlette:
         Route("/health", health), Route("/v1/models", models),
         Route("/v1/chat/completions", chat, methods=["POST"]),
     ])
+
+
+async def _watch_disconnect(request: Request, cancelled: threading.Event) -> None:
+    """Stop a non-streamed generation whose client hung up (e.g. timed out): the model serves one request at
+    a time, so an abandoned generation would hold everyone queued behind it."""
+    while not cancelled.is_set():
+        if await request.is_disconnected():
+            cancelled.set()
+            return
+        await asyncio.sleep(0.2)
 
 
 def _constraint(engine: Engine, req: ChatRequest) -> Any | None:
