@@ -9,7 +9,7 @@ import typer
 
 from catalog.errors import DraftsetError
 from pipeline.cli import (adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd,
-                          sql_cmd)
+                          serve_cmd, sql_cmd)
 from pipeline.cli.common import err_console
 
 app = typer.Typer(
@@ -28,7 +28,7 @@ def _root() -> None:
 
 
 # Registration order; `--help` lists plain commands first, then the groups (hub, adapters, model, check).
-for module in (hub_cmd, find_cmd, sql_cmd, adapters_cmd, data_cmd, regen_cmd, model_cmd, draft_cmd):
+for module in (hub_cmd, find_cmd, sql_cmd, adapters_cmd, data_cmd, regen_cmd, model_cmd, draft_cmd, serve_cmd):
     module.register(app)
 
 

@@ -20,7 +20,10 @@ def sql(query: str = typer.Argument(..., help="A SQL query over the catalog (rea
         format: Format = typer.Option(Format.table, "--format", "-f", help="table | csv | json")) -> None:
     """Query the catalog read-only (tables: search_runs, agent_runs, candidates, schemas, adapters,
     plans, plan_items, stage_runs, dedup). Writing statements are refused."""
-    columns, rows = run_readonly(catalog(), query)
+    from pipeline.servers.service.client import remote
+
+    client = remote()  # DRAFTSET_SERVER: the running service owns the catalog, ask it
+    columns, rows = client.sql(query) if client else run_readonly(catalog(), query)
     if format is Format.csv:
         typer.echo(format_csv(columns, rows), nl=False)
     elif format is Format.json:

@@ -1,0 +1,106 @@
+"""One process owns the catalog: the team service (`draftset serve`) holds it open for its lifetime.
+
+DuckDB lets exactly one process open a file read-write, and inside that process every connection must
+share one configuration. The service therefore opens the file once (`own`), and while it does, every
+`Catalog` of that home in this process is served from the one database instance: writers get a cursor
+under a process-wide lock (one writer at a time, so no transaction conflicts), readers get a cursor of
+their own (DuckDB's MVCC gives each a consistent snapshot while a writer works).
+
+Other processes cannot open the file while the service holds it. `service.json` beside the catalog says
+who holds it, so their `Catalog` fails at once with the one-line busy error naming the service's URL
+instead of retrying for seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+SERVICE_FILE = "service.json"
+
+
+@dataclass
+class Owner:
+    """The owning process's one database instance and its writer lock."""
+
+    path: Path
+    con: duckdb.DuckDBPyConnection
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+_OWNED: dict[Path, Owner] = {}
+_GUARD = threading.Lock()
+
+
+def _key(path: Path) -> Path:
+    return Path(path).resolve()
+
+
+def owner_of(path: Path) -> Owner | None:
+    """The owner of the catalog file `path` in this process, if any."""
+    return _OWNED.get(_key(path)) if _OWNED else None
+
+
+def own(path: Path, connect) -> Owner:
+    """Open and hold `path` for this process; `connect()` opens the read-write connection (with its retry)."""
+    with _GUARD:
+        if _key(path) in _OWNED:
+            return _OWNED[_key(path)]
+        # File-system access stays off: nothing the catalog does reads or writes other files, and the
+        # SQL console's queries run on this instance (no COPY TO, ATTACH, read_csv('/etc/...')).
+        con = connect()
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        owner = Owner(_key(path), con)
+        _OWNED[owner.path] = owner
+        return owner
+
+
+def release(path: Path) -> None:
+    with _GUARD:
+        owner = _OWNED.pop(_key(path), None)
+    if owner is not None:
+        with owner.write_lock:
+            owner.con.close()
+
+
+# -- the service file: who owns the catalog, for other processes' one-line busy error -------------
+def write_service_file(home: Path, url: str) -> Path:
+    path = Path(home) / SERVICE_FILE
+    tmp = path.with_name(f".{SERVICE_FILE}.{os.getpid()}")
+    tmp.write_text(json.dumps({"url": url, "pid": os.getpid()}))
+    os.replace(tmp, path)
+    return path
+
+
+def remove_service_file(home: Path) -> None:
+    path = Path(home) / SERVICE_FILE
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_service(home: Path) -> dict[str, Any] | None:
+    """{url, pid} of a live service on `home` (another process), else None; a stale file is ignored."""
+    try:
+        info = json.loads((Path(home) / SERVICE_FILE).read_text())
+        pid = int(info["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's
+    return info

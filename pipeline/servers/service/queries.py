@@ -1,0 +1,99 @@
+"""Catalog reads of the service: filtered candidates, a plan with its cost, and streamed read-only SQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import duckdb
+
+from catalog.db import Catalog, first_line
+from catalog.errors import CatalogReadOnly, DraftsetError
+from catalog.sql import READ_ONLY_HINT, check_read_only
+
+BATCH = 500
+
+
+def candidates(catalog: Catalog, category: str | None, status: str | None, q: str | None,
+               min_score: float | None, limit: int) -> list[dict[str, Any]]:
+    where, params = [], []
+    if category:
+        where.append("category = ?")
+        params.append(category)
+    if status:
+        where.append("coalesce(status, '') = ?")
+        params.append(status)
+    if q:
+        where.append("(repo_id ILIKE ? OR coalesce(card_summary, '') ILIKE ?)")
+        params += [f"%{q}%", f"%{q}%"]
+    if min_score is not None:
+        where.append("score >= ?")
+        params.append(min_score)
+    sql = ("SELECT repo_id, category, score, status, mode, n_rows, license, flags, card_summary, last_run_id "
+           "FROM candidates" + (" WHERE " + " AND ".join(where) if where else "")
+           + " ORDER BY score DESC NULLS LAST, repo_id LIMIT ?")
+    rows = catalog.query(sql, [*params, limit])
+    for row in rows:
+        row["flags"] = json.loads(row["flags"]) if row["flags"] else []
+    return rows
+
+
+def plan(catalog: Catalog, plan_id: str | None = None) -> dict[str, Any] | None:
+    """A plan (default: the newest) with its items, total regeneration hours and hidden-state TB."""
+    found = catalog.query("SELECT * FROM plans " + ("WHERE plan_id = ? " if plan_id else "")
+                          + "ORDER BY created_at DESC LIMIT 1", [plan_id] if plan_id else [])
+    if not found:
+        return None
+    head = found[0]
+    totals = json.loads(head["totals"]) if head["totals"] else {}
+    items = catalog.query("SELECT * FROM plan_items WHERE plan_id = ? ORDER BY est_samples DESC, repo_id",
+                          [head["plan_id"]])
+    return {"plan_id": head["plan_id"], "run_id": head["run_id"], "domain": head["domain"],
+            "samples_requested": head["samples_requested"], "created_at": head["created_at"], "totals": totals,
+            "regen_hours": totals.get("regen_hours"),
+            "hidden_state_tb": (totals.get("hidden_state_bytes") or 0) / 1e12, "items": items}
+
+
+def _fail(exc: duckdb.Error) -> DraftsetError:
+    """The CLI's translations (catalog/sql.py), so the console and `draftset sql` say the same."""
+    text = str(exc).lower()
+    if "file system operations are disabled" in text or "external access" in text:
+        return CatalogReadOnly(f"draftset sql reads the catalog only, not files: {first_line(exc)}",
+                               hint="query the catalog tables; SHOW TABLES lists them")
+    if "read-only" in text or "read only" in text:
+        return CatalogReadOnly(f"draftset sql is read-only: {first_line(exc)}", hint=READ_ONLY_HINT)
+    return DraftsetError(f"query failed: {first_line(exc)}", hint="SHOW TABLES lists the tables")
+
+
+def stream_sql(catalog: Catalog, query: str, limit: int) -> Iterator[bytes]:
+    """Check and run `query` now (errors become {error, next} before any byte is sent), then stream
+    `{"columns": [...], "rows": [...], "row_count": n, "truncated": bool}` in batches."""
+    check_read_only(query)
+    context = catalog.reader()
+    con = context.__enter__()
+    try:
+        cur = con.execute(query)
+    except duckdb.Error as exc:
+        context.__exit__(None, None, None)
+        raise _fail(exc) from exc
+    except BaseException:
+        context.__exit__(None, None, None)
+        raise
+    columns = [d[0] for d in cur.description] if cur.description else []
+
+    def body() -> Iterator[bytes]:
+        sent = 0
+        try:
+            yield (json.dumps({"columns": columns})[:-1] + ', "rows": [').encode()
+            while sent < limit:
+                batch = cur.fetchmany(min(BATCH, limit - sent)) if columns else []
+                if not batch:
+                    break
+                yield ((", " if sent else "") + ", ".join(json.dumps(list(r), default=str) for r in batch)).encode()
+                sent += len(batch)
+            truncated = bool(columns) and sent >= limit and bool(cur.fetchmany(1))
+            yield f'], "row_count": {sent}, "truncated": {json.dumps(truncated)}}}'.encode()
+        finally:
+            context.__exit__(None, None, None)
+
+    return body()
