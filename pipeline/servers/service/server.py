@@ -18,7 +18,10 @@ def _server(settings: Settings, url: str, log_level: str, access_log: bool):
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8800) -> None:
     """Serve until interrupted (Ctrl-C stops it; running jobs are marked interrupted at the next start)."""
+    from catalog.db import Catalog
+
     sock = bind(host, port)  # a busy port is one clear error before the catalog is taken
+    Catalog(settings.home).own()  # a busy catalog is one clear error, not a failed startup's traceback
     url = url_for(host if host not in ("0.0.0.0", "::") else "127.0.0.1", sock.getsockname()[1])
     print(f"draftset service on {url} for home {settings.home} (API docs: {url}/docs)", flush=True)
     _server(settings, url, "info", True).run(sockets=[sock])
