@@ -71,7 +71,10 @@ class Catalog:
         owner = _owner.owner_of(self.path)
         if owner is not None:  # the service holds the file: one writer at a time on its instance
             with owner.write_lock:
-                yield from _transaction(owner.con.cursor())
+                try:
+                    yield from _transaction(owner.con.cursor())
+                finally:
+                    owner.generation += 1
             return
         con = self._connect(read_only=False)
         try:
@@ -198,7 +201,7 @@ class Catalog:
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run a read-only query and return rows as dicts (JSON columns stay text)."""
-        with self.reader() as con:
+        with self.reader() as con, _owner.read_slot(self.path):
             cur = con.execute(sql, params or [])
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+
+import orjson
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters import review, store
@@ -99,6 +101,12 @@ def get_job(job_id: str, request: Request, user: User = role("viewer")) -> dict[
     return {**job, "params": _loads(job["params"]), "result": _loads(job["result"]), "agents": {}}
 
 
+def fast_json(data: Any) -> Response:
+    """orjson straight to bytes: FastAPI's generic encoder walks big nested answers (specs, raw rows,
+    previews) object by object, several times slower, and under 50 readers that is the bottleneck."""
+    return Response(orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
+
+
 def _loads(text: Any) -> Any:
     return json.loads(text) if isinstance(text, str) else text
 
@@ -129,37 +137,44 @@ async def job_events(job_id: str, request: Request, user: User = role("viewer"))
 
 # -- reading the catalog -----------------------------------------------------------------------------
 @router.post("/api/sql")
-def sql(body: SqlBody, request: Request, user: User = role("viewer")) -> StreamingResponse:
+def sql(body: SqlBody, request: Request, user: User = role("viewer")) -> Response:
     """Read-only SQL (the CLI's guards); rows stream as one JSON document {columns, rows, truncated}."""
-    return StreamingResponse(queries.stream_sql(service(request).catalog, body.query, body.limit),
-                             media_type="application/json")
+    answer = queries.run_sql(service(request).catalog, body.query, body.limit)
+    if isinstance(answer, bytes):
+        return Response(answer, media_type="application/json")
+    return StreamingResponse(answer, media_type="application/json")
 
 
 @router.get("/api/candidates")
 def candidates(request: Request, category: str | None = None, status: str | None = None,
                q: str | None = Query(None, max_length=200), min_score: float | None = None,
-               limit: int = Query(200, ge=1, le=5000), user: User = role("viewer")) -> list[dict[str, Any]]:
-    return queries.candidates(service(request).catalog, category, status, q, min_score, limit)
+               limit: int = Query(200, ge=1, le=5000), user: User = role("viewer")) -> Response:
+    s = service(request)
+    return fast_json(s.cache.get(("candidates", category, status, q, min_score, limit),
+                                 lambda: queries.candidates(s.catalog, category, status, q, min_score, limit)))
 
 
 @router.get("/api/plan")
-def plan(request: Request, plan_id: str | None = None, user: User = role("viewer")) -> dict[str, Any]:
-    found = queries.plan(service(request).catalog, plan_id)
+def plan(request: Request, plan_id: str | None = None, user: User = role("viewer")) -> Response:
+    s = service(request)
+    found = s.cache.get(("plan", plan_id), lambda: queries.plan(s.catalog, plan_id))
     if found is None:
         raise ApiError(404, "no plan yet", "start a find run: POST /api/find (operator)")
-    return found
+    return fast_json(found)
 
 
 @router.get("/api/adapters")
-def adapters(request: Request, user: User = role("viewer")) -> list[dict[str, Any]]:
-    return [review_data.summary(r) for r in store.list_all(service(request).catalog)]
+def adapters(request: Request, user: User = role("viewer")) -> Response:
+    s = service(request)
+    return fast_json(s.cache.get("adapters", lambda: [review_data.summary(r) for r in store.list_all(s.catalog)]))
 
 
 @router.get("/api/adapters/{owner}/{name}")
 def adapter(owner: str, name: str, request: Request, rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS),
-            user: User = role("viewer")) -> dict[str, Any]:
+            user: User = role("viewer")) -> Response:
     s = service(request)
-    return review_data.detail(s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint, token=s.hf_token)
+    return fast_json(review_data.detail(s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint,
+                                        token=s.hf_token, cache=s.cache))
 
 
 # -- reviewing -------------------------------------------------------------------------------------

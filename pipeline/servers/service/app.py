@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -19,10 +20,12 @@ from catalog.db import Catalog
 from catalog.errors import CatalogBusy, DraftsetError
 from catalog.owner import remove_service_file, write_service_file
 from pipeline.servers.service.auth import ApiError, Auth
+from pipeline.servers.service.cache import Cache
 from pipeline.servers.service.jobs import Jobs
 from pipeline.settings import Settings
 
 HERE = Path(__file__).parent
+WORKER_THREADS = 8
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Service:
     catalog: Catalog
     auth: Auth
     jobs: Jobs
+    cache: Cache
 
     @property
     def hf_token(self) -> str | None:
@@ -54,7 +58,10 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         catalog.own()  # from here on no other process can open the catalog; ours share one instance
-        service = Service(settings, catalog, Auth(catalog), Jobs(catalog))
+        # Few worker threads: request handlers mostly wait on the catalog's few query slots, and each
+        # extra runnable thread takes GIL time from the event loop that answers everyone.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
+        service = Service(settings, catalog, Auth(catalog), Jobs(catalog), Cache(catalog))
         app.state.service = service
         if url:
             write_service_file(settings.home, url)

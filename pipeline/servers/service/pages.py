@@ -154,7 +154,7 @@ async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, d
     s = _service(request)
     data = await run_in_threadpool(lambda: review_data.detail(
         s.catalog, f"{owner}/{name}", max(0, min(rows, review_data.MAX_PREVIEW_ROWS)),
-        endpoint=s.settings.hf_endpoint, token=s.hf_token))
+        endpoint=s.settings.hf_endpoint, token=s.hf_token, cache=s.cache))
     return render(request, "adapter.html", user, a=data, rows=rows, done=done)
 
 

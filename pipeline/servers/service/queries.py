@@ -6,9 +6,11 @@ import json
 from typing import Any, Iterator
 
 import duckdb
+import orjson
 
 from catalog.db import Catalog, first_line
 from catalog.errors import CatalogReadOnly, DraftsetError
+from catalog.owner import read_slot
 from catalog.sql import READ_ONLY_HINT, check_read_only
 
 BATCH = 500
@@ -65,35 +67,48 @@ def _fail(exc: duckdb.Error) -> DraftsetError:
     return DraftsetError(f"query failed: {first_line(exc)}", hint="SHOW TABLES lists the tables")
 
 
-def stream_sql(catalog: Catalog, query: str, limit: int) -> Iterator[bytes]:
-    """Check and run `query` now (errors become {error, next} before any byte is sent), then stream
-    `{"columns": [...], "rows": [...], "row_count": n, "truncated": bool}` in batches."""
+def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]:
+    """Check and run `query` now (errors become {error, next} before any byte is sent). The answer is
+    `{"columns": [...], "rows": [...], "row_count": n, "truncated": bool}`: as bytes when it fits in the
+    first batch (the common case: one thread hop, no streaming overhead), else streamed batch by batch."""
     check_read_only(query)
     context = catalog.reader()
     con = context.__enter__()
     try:
-        cur = con.execute(query)
+        with read_slot(catalog.path):
+            cur = con.execute(query)
+            columns = [d[0] for d in cur.description] if cur.description else []
+            first = cur.fetchmany(min(BATCH, limit) + 1) if columns else []
     except duckdb.Error as exc:
         context.__exit__(None, None, None)
         raise _fail(exc) from exc
     except BaseException:
         context.__exit__(None, None, None)
         raise
-    columns = [d[0] for d in cur.description] if cur.description else []
+    head = (orjson.dumps({"columns": columns})[:-1] + b', "rows": [')
+    if len(first) <= min(BATCH, limit):  # everything is here
+        context.__exit__(None, None, None)
+        return head + _rows(first) + b'], "row_count": %d, "truncated": false}' % len(first)
 
     def body() -> Iterator[bytes]:
-        sent = 0
+        batch, sent = first[:min(BATCH, limit)], 0
         try:
-            yield (json.dumps({"columns": columns})[:-1] + ', "rows": [').encode()
-            while sent < limit:
-                batch = cur.fetchmany(min(BATCH, limit - sent)) if columns else []
-                if not batch:
-                    break
-                yield ((", " if sent else "") + ", ".join(json.dumps(list(r), default=str) for r in batch)).encode()
+            yield head
+            while batch:
+                yield (b", " if sent else b"") + _rows(batch)
                 sent += len(batch)
-            truncated = bool(columns) and sent >= limit and bool(cur.fetchmany(1))
-            yield f'], "row_count": {sent}, "truncated": {json.dumps(truncated)}}}'.encode()
+                if sent >= limit:
+                    break
+                with read_slot(catalog.path):  # the slot only while DuckDB works, not while the client reads
+                    batch = cur.fetchmany(min(BATCH, limit - sent))
+            with read_slot(catalog.path):
+                truncated = sent >= limit and bool(cur.fetchmany(1))
+            yield b'], "row_count": %d, "truncated": %s}' % (sent, b"true" if truncated else b"false")
         finally:
             context.__exit__(None, None, None)
 
     return body()
+
+
+def _rows(rows: list[tuple]) -> bytes:
+    return orjson.dumps([list(r) for r in rows], default=str, option=orjson.OPT_PASSTHROUGH_DATETIME)[1:-1]

@@ -15,6 +15,7 @@ from adapters import store
 from adapters.apply import RowError, apply_row, role_labels
 from adapters.source import iter_raw_rows
 from catalog.db import Catalog
+from pipeline.servers.service.cache import Cache
 
 MAX_PREVIEW_ROWS = 50
 _CACHE: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
@@ -70,16 +71,23 @@ def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: st
     return out
 
 
-def detail(catalog: Catalog, repo_id: str, rows: int, *, endpoint: str, token: str | None) -> dict[str, Any]:
+def detail(catalog: Catalog, repo_id: str, rows: int, *, endpoint: str, token: str | None,
+           cache: Cache | None = None) -> dict[str, Any]:
+    """Everything the review page shows; all but the previews is cached until the next catalog write."""
+    record, data = (cache.get(("detail", repo_id), lambda: _detail(catalog, repo_id)) if cache
+                    else _detail(catalog, repo_id))
+    return {**data, "previews": previews(record, rows, endpoint=endpoint, token=token)}
+
+
+def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[str, Any]]:
     record = store.require(catalog, repo_id)
     spec = record.spec
     contract = record.contract
-    return {**summary(record), "stale_reason": stale_reason(record),
+    return record, {**summary(record), "stale_reason": stale_reason(record),
             "spec": spec.model_dump(mode="json", exclude={"golden", "reasons"}),
             "spec_yaml": spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml(),
             "reasons": [{"field": f, "reason": why, "needs_review": f in spec.needs_review}
                         for f, why in spec.reasons.items()],
             "role_map": spec.role_map,
             "role_counts": (contract or {}).get("role_counts") or {},
-            "contract_current": record.contract_current, "contract_result": contract,
-            "previews": previews(record, rows, endpoint=endpoint, token=token)}
+            "contract_current": record.contract_current, "contract_result": contract}
