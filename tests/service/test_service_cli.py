@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import add_users
+from service_kit import add_users
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.localhub.server import RunningServer, bind, start_in_thread, url_for
+from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread, url_for
 from pipeline.settings import Settings
 
 
