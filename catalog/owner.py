@@ -23,7 +23,8 @@ from typing import Any
 
 import duckdb
 
-SERVICE_FILE = "service.json"
+from catalog.home import Home
+
 
 
 @dataclass
@@ -86,15 +87,15 @@ def release(path: Path) -> None:
 
 # -- the service file: who owns the catalog, for other processes' one-line busy error -------------
 def write_service_file(home: Path, url: str) -> Path:
-    path = Path(home) / SERVICE_FILE
-    tmp = path.with_name(f".{SERVICE_FILE}.{os.getpid()}")
+    path = Home(home).service_file
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps({"url": url, "pid": os.getpid()}))
     os.replace(tmp, path)
     return path
 
 
 def remove_service_file(home: Path) -> None:
-    path = Path(home) / SERVICE_FILE
+    path = Home(home).service_file
     try:
         if json.loads(path.read_text()).get("pid") == os.getpid():
             path.unlink()
@@ -105,7 +106,7 @@ def remove_service_file(home: Path) -> None:
 def running_service(home: Path) -> dict[str, Any] | None:
     """{url, pid} of a live service on `home` (another process), else None; a stale file is ignored."""
     try:
-        info = json.loads((Path(home) / SERVICE_FILE).read_text())
+        info = json.loads(Home(home).service_file.read_text())
         pid = int(info["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

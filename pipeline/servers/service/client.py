@@ -7,8 +7,10 @@ the service's {error, next} comes back as the CLI's usual one-line error.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 import httpx
@@ -16,6 +18,15 @@ import httpx
 from catalog.errors import DraftsetError
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+MAX_ROWS = 100_000  # the API's per-request cap
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple[Any, ...]]):
+        self._rows = iter(rows)
+
+    def fetchmany(self, n: int) -> list[tuple[Any, ...]]:
+        return list(itertools.islice(self._rows, n))
 
 
 class Client:
@@ -39,9 +50,15 @@ class Client:
         return resp.json()
 
     # -- the commands ------------------------------------------------------------------------------
-    def sql(self, query: str, limit: int = 100_000) -> tuple[list[str], list[tuple[Any, ...]]]:
-        data = self._call("POST", "/api/sql", json={"query": query, "limit": limit})
+    def sql(self, query: str, limit: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        data = self._call("POST", "/api/sql", json={"query": query, "limit": min(limit or MAX_ROWS, MAX_ROWS)})
         return data["columns"], [tuple(r) for r in data["rows"]]
+
+    @contextmanager
+    def open_query(self, query: str, limit: int | None):
+        """catalog.sql.open_query's shape (columns, something with fetchmany), answered by the service."""
+        columns, rows = self.sql(query, limit)
+        yield columns, (_Rows(rows) if columns else None)
 
     def approve(self, repo_id: str, note: str | None, force: bool) -> dict[str, Any]:
         return self._call("POST", f"/api/adapters/{repo_id}/approve", json={"note": note, "force": force})

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-import duckdb
 import orjson
 
-from catalog.db import Catalog, first_line
-from catalog.errors import CatalogReadOnly, DraftsetError
+from catalog.db import Catalog
 from catalog.owner import read_slot
-from catalog.sql import READ_ONLY_HINT, check_read_only
+from catalog.sql import iter_rows, open_query
 
 BATCH = 500
 
@@ -56,38 +54,23 @@ def plan(catalog: Catalog, plan_id: str | None = None) -> dict[str, Any] | None:
             "hidden_state_tb": (totals.get("hidden_state_bytes") or 0) / 1e12, "items": items}
 
 
-def _fail(exc: duckdb.Error) -> DraftsetError:
-    """The CLI's translations (catalog/sql.py), so the console and `draftset sql` say the same."""
-    text = str(exc).lower()
-    if "file system operations are disabled" in text or "external access" in text:
-        return CatalogReadOnly(f"draftset sql reads the catalog only, not files: {first_line(exc)}",
-                               hint="query the catalog tables; SHOW TABLES lists them")
-    if "read-only" in text or "read only" in text:
-        return CatalogReadOnly(f"draftset sql is read-only: {first_line(exc)}", hint=READ_ONLY_HINT)
-    return DraftsetError(f"query failed: {first_line(exc)}", hint="SHOW TABLES lists the tables")
-
-
 def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]:
-    """Check and run `query` now (errors become {error, next} before any byte is sent). The answer is
-    `{"columns": [...], "rows": [...], "row_count": n, "truncated": bool}`: as bytes when it fits in the
-    first batch (the common case: one thread hop, no streaming overhead), else streamed batch by batch."""
-    check_read_only(query)
-    context = catalog.reader()
-    con = context.__enter__()
+    """Check and run `query` through the CLI's read-only path (catalog.sql.open_query: same guards, same
+    errors, raised before any byte is sent). The answer is `{"columns", "rows", "row_count", "truncated"}`:
+    as bytes when it fits in the first batch (the common case: one thread hop, no streaming overhead),
+    else streamed batch by batch."""
+    opened = open_query(catalog, query)
+    with read_slot(catalog.path):
+        columns, cur = opened.__enter__()
     try:
         with read_slot(catalog.path):
-            cur = con.execute(query)
-            columns = [d[0] for d in cur.description] if cur.description else []
-            first = cur.fetchmany(min(BATCH, limit) + 1) if columns else []
-    except duckdb.Error as exc:
-        context.__exit__(None, None, None)
-        raise _fail(exc) from exc
+            first = list(iter_rows(cur, min(BATCH, limit) + 1))
     except BaseException:
-        context.__exit__(None, None, None)
+        opened.__exit__(None, None, None)
         raise
-    head = (orjson.dumps({"columns": columns})[:-1] + b', "rows": [')
+    head = orjson.dumps({"columns": columns})[:-1] + b', "rows": ['
     if len(first) <= min(BATCH, limit):  # everything is here
-        context.__exit__(None, None, None)
+        opened.__exit__(None, None, None)
         return head + _rows(first) + b'], "row_count": %d, "truncated": false}' % len(first)
 
     def body() -> Iterator[bytes]:
@@ -100,12 +83,12 @@ def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]
                 if sent >= limit:
                     break
                 with read_slot(catalog.path):  # the slot only while DuckDB works, not while the client reads
-                    batch = cur.fetchmany(min(BATCH, limit - sent))
+                    batch = list(iter_rows(cur, min(BATCH, limit - sent)))
             with read_slot(catalog.path):
                 truncated = sent >= limit and bool(cur.fetchmany(1))
             yield b'], "row_count": %d, "truncated": %s}' % (sent, b"true" if truncated else b"false")
         finally:
-            context.__exit__(None, None, None)
+            opened.__exit__(None, None, None)
 
     return body()
 
