@@ -26,7 +26,6 @@ import duckdb
 from catalog.home import Home
 
 
-
 @dataclass
 class Owner:
     """The owning process's one database instance and its writer lock."""

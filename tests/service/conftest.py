@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 import pytest
+from service_kit import Svc, add_users
 
 from pipeline.settings import Settings
-from service_kit import Svc, add_users
 
 
 @pytest.fixture(scope="module")

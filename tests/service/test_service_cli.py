@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from service_kit import add_users
 
 ROOT = Path(__file__).resolve().parents[2]

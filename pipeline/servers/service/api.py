@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Annotated, Any, Literal
 
 import orjson
-from typing import Any, Literal
-
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,11 +29,17 @@ def service(request: Request):
     return request.app.state.service
 
 
-def role(needed: str):
+def _role(needed: str):
     async def check(request: Request) -> User:
         return await service(request).auth.require(request, needed)
 
     return Depends(check)
+
+
+# The user behind the request, checked for the role each route needs (401 without a token, 403 naming the role).
+Viewer = Annotated[User, _role("viewer")]
+Reviewer = Annotated[User, _role("reviewer")]
+Operator = Annotated[User, _role("operator")]
 
 
 class Strict(BaseModel):
@@ -68,13 +73,13 @@ def health() -> dict[str, str]:
 
 
 @router.get("/api/me")
-def me(user: User = role("viewer")) -> dict[str, str]:
+def me(user: Viewer) -> dict[str, str]:
     return {"name": user.name, "role": user.role}
 
 
 # -- jobs -----------------------------------------------------------------------------------------
 @router.post("/api/find")
-def start_find(body: FindBody, request: Request, user: User = role("operator")) -> dict[str, str]:
+def start_find(body: FindBody, request: Request, user: Operator) -> dict[str, str]:
     from pipeline.servers.service.work import start_find as start
 
     job = start(service(request), body.domain, body.samples, body.policy, body.propose, user.name)
@@ -89,12 +94,12 @@ def _job(request: Request, job_id: str) -> Job | dict[str, Any]:
 
 
 @router.get("/api/jobs")
-def list_jobs(request: Request, user: User = role("viewer")) -> list[dict[str, Any]]:
+def list_jobs(request: Request, user: Viewer) -> list[dict[str, Any]]:
     return service(request).jobs.recent()
 
 
 @router.get("/api/jobs/{job_id}")
-def get_job(job_id: str, request: Request, user: User = role("viewer")) -> dict[str, Any]:
+def get_job(job_id: str, request: Request, user: Viewer) -> dict[str, Any]:
     job = _job(request, job_id)
     if isinstance(job, Job):
         return job.view()
@@ -112,7 +117,7 @@ def _loads(text: Any) -> Any:
 
 
 @router.get("/api/jobs/{job_id}/events")
-async def job_events(job_id: str, request: Request, user: User = role("viewer")) -> StreamingResponse:
+async def job_events(job_id: str, request: Request, user: Viewer) -> StreamingResponse:
     """Server-sent events: every progress event so far, then new ones live, then `event: end`."""
     job = _job(request, job_id)
 
@@ -137,7 +142,7 @@ async def job_events(job_id: str, request: Request, user: User = role("viewer"))
 
 # -- reading the catalog -----------------------------------------------------------------------------
 @router.post("/api/sql")
-def sql(body: SqlBody, request: Request, user: User = role("viewer")) -> Response:
+def sql(body: SqlBody, request: Request, user: Viewer) -> Response:
     """Read-only SQL (the CLI's guards); rows stream as one JSON document {columns, rows, truncated}."""
     answer = queries.run_sql(service(request).catalog, body.query, body.limit)
     if isinstance(answer, bytes):
@@ -146,16 +151,16 @@ def sql(body: SqlBody, request: Request, user: User = role("viewer")) -> Respons
 
 
 @router.get("/api/candidates")
-def candidates(request: Request, category: str | None = None, status: str | None = None,
+def candidates(request: Request, user: Viewer, category: str | None = None, status: str | None = None,
                q: str | None = Query(None, max_length=200), min_score: float | None = None,
-               limit: int = Query(200, ge=1, le=5000), user: User = role("viewer")) -> Response:
+               limit: int = Query(200, ge=1, le=5000)) -> Response:
     s = service(request)
     return fast_json(s.cache.get(("candidates", category, status, q, min_score, limit),
                                  lambda: queries.candidates(s.catalog, category, status, q, min_score, limit)))
 
 
 @router.get("/api/plan")
-def plan(request: Request, plan_id: str | None = None, user: User = role("viewer")) -> Response:
+def plan(request: Request, user: Viewer, plan_id: str | None = None) -> Response:
     s = service(request)
     found = s.cache.get(("plan", plan_id), lambda: queries.plan(s.catalog, plan_id))
     if found is None:
@@ -164,14 +169,14 @@ def plan(request: Request, plan_id: str | None = None, user: User = role("viewer
 
 
 @router.get("/api/adapters")
-def adapters(request: Request, user: User = role("viewer")) -> Response:
+def adapters(request: Request, user: Viewer) -> Response:
     s = service(request)
     return fast_json(s.cache.get("adapters", lambda: [review_data.summary(r) for r in store.list_all(s.catalog)]))
 
 
 @router.get("/api/adapters/{owner}/{name}")
-def adapter(owner: str, name: str, request: Request, rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS),
-            user: User = role("viewer")) -> Response:
+def adapter(owner: str, name: str, request: Request, user: Viewer,
+            rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS)) -> Response:
     s = service(request)
     return fast_json(review_data.detail(s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint,
                                         token=s.hf_token, cache=s.cache))
@@ -179,8 +184,8 @@ def adapter(owner: str, name: str, request: Request, rows: int = Query(3, ge=0, 
 
 # -- reviewing -------------------------------------------------------------------------------------
 @router.post("/api/adapters/{owner}/{name}/test")
-def test_adapter(owner: str, name: str, request: Request, body: TestBody | None = None,
-                 user: User = role("reviewer")) -> dict[str, str]:
+def test_adapter(owner: str, name: str, request: Request, user: Reviewer,
+                 body: TestBody | None = None) -> dict[str, str]:
     from pipeline.servers.service.work import start_test
 
     job = start_test(service(request), f"{owner}/{name}", (body or TestBody()).rows, user.name)
@@ -188,20 +193,20 @@ def test_adapter(owner: str, name: str, request: Request, body: TestBody | None 
 
 
 @router.post("/api/adapters/{owner}/{name}/approve")
-def approve(owner: str, name: str, body: NoteBody, request: Request, user: User = role("reviewer")) -> dict[str, Any]:
+def approve(owner: str, name: str, body: NoteBody, request: Request, user: Reviewer) -> dict[str, Any]:
     record = review.approve(service(request).catalog, f"{owner}/{name}", user.name, body.note, body.force)
     return review_data.summary(record)
 
 
 @router.post("/api/adapters/{owner}/{name}/reject")
-def reject(owner: str, name: str, body: NoteBody, request: Request, user: User = role("reviewer")) -> dict[str, Any]:
+def reject(owner: str, name: str, body: NoteBody, request: Request, user: Reviewer) -> dict[str, Any]:
     record = review.reject(service(request).catalog, f"{owner}/{name}", user.name, body.note or "")
     return review_data.summary(record)
 
 
 @router.post("/api/adapters/{owner}/{name}/map")
 def map_roles(owner: str, name: str, body: dict[str, str], request: Request,
-              user: User = role("reviewer")) -> dict[str, Any]:
+              user: Reviewer) -> dict[str, Any]:
     if not body:
         raise DraftsetError("nothing to map", hint='send {"LABEL": "ROLE"}, e.g. {"human": "user"}')
     record = review.map_roles(service(request).catalog, f"{owner}/{name}",
@@ -216,7 +221,7 @@ class UserBody(Strict):
 
 
 @router.post("/api/users")
-def add_user(body: UserBody, request: Request, user: User = role("operator")) -> dict[str, str]:
+def add_user(body: UserBody, request: Request, user: Operator) -> dict[str, str]:
     """Create a user (or replace their token) while the service owns the catalog; the token is in this
     answer only."""
     from pipeline.servers.service.users import add_user as add

@@ -7,7 +7,8 @@ every request; the catalog only changes through this process's writers, which bu
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from catalog.db import Catalog
 from catalog.owner import owner_of

@@ -10,8 +10,9 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 
