@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import duckdb
 
@@ -95,7 +96,8 @@ class Catalog:
         connections are also cut off from the file system (no COPY TO, ATTACH, read_csv('/etc/..'),
         INSTALL) and cannot re-enable it: the review path reads the catalog and nothing else.
         """
-        config = {"enable_external_access": False, "lock_configuration": True} if read_only else {}
+        config: dict[str, str | bool | int | float | list[str]] = (
+            {"enable_external_access": False, "lock_configuration": True} if read_only else {})
         deadline = time.monotonic() + self.busy_timeout_s
         while True:
             try:
@@ -184,7 +186,7 @@ class Catalog:
         finally:
             con.close()
 
-    def own(self) -> "_owner.Owner":
+    def own(self) -> _owner.Owner:
         """Hold the catalog open read-write for this process's lifetime (the service); migrates first."""
         self.home.mkdir(parents=True, exist_ok=True)
 

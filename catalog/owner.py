@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,13 +56,13 @@ def owner_of(path: Path) -> Owner | None:
     return _OWNED.get(_key(path)) if _OWNED else None
 
 
-def read_slot(path: Path):
+def read_slot(path: Path) -> AbstractContextManager[object]:
     """Hold one of the owner's query slots while a query executes or fetches (no-op when not owned)."""
     owner = owner_of(path)
     return owner.read_slots if owner is not None else nullcontext()
 
 
-def own(path: Path, connect) -> Owner:
+def own(path: Path, connect: Callable[[], duckdb.DuckDBPyConnection]) -> Owner:
     """Open and hold `path` for this process; `connect()` opens the read-write connection (with its retry)."""
     with _GUARD:
         if _key(path) in _OWNED:
@@ -117,4 +118,4 @@ def running_service(home: Path) -> dict[str, Any] | None:
         return None
     except PermissionError:
         pass  # alive, another user's
-    return info
+    return {"url": str(info.get("url", "")), "pid": pid}

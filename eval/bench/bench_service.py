@@ -32,7 +32,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from eval.bench.bench_hub import free_port, local_hub, server
+from eval.bench.bench_hub import free_port, server
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
@@ -187,7 +187,9 @@ def main() -> None:
                         help="seconds each reader waits between requests (0: as fast as it can)")
     args = parser.parse_args()
     console = Console(width=150)
-    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp, local_hub(FIXTURE_HUB)() as hub:
+    hub_port = free_port()
+    hub_cmd = [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(FIXTURE_HUB), "--port", str(hub_port), "--quiet"]
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp, server(hub_cmd, hub_port) as hub:
         os.environ.update(HF_ENDPOINT=hub, DRAFTSET_VIEWER_URL=hub + "/viewer", HF_HOME=str(Path(tmp) / "hf"))
         home = Path(tmp) / "home"
         os.environ["DRAFTSET_HOME"] = str(home)

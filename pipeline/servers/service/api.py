@@ -20,7 +20,7 @@ from catalog.errors import DraftsetError
 from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import ApiError
 from pipeline.servers.service.jobs import Job
-from pipeline.servers.service.users import User
+from pipeline.servers.service.users import Role, User
 
 router = APIRouter()
 
@@ -29,7 +29,7 @@ def service(request: Request):
     return request.app.state.service
 
 
-def _role(needed: str):
+def _role(needed: Role) -> Any:
     async def check(request: Request) -> User:
         return await service(request).auth.require(request, needed)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from catalog.db import Catalog
-from pipeline.servers.service.users import User, user_for_token
+from pipeline.servers.service.users import Role, User, user_for_token
 
 SESSION_COOKIE = "draftset_session"
 SESSION_TTL_S = 12 * 3600
@@ -79,7 +79,7 @@ class Auth:
         return session if session is not None and session.expires > time.time() else None
 
     # -- the check every route makes -------------------------------------------------------------
-    async def require(self, request: Request, role: str) -> User:
+    async def require(self, request: Request, role: Role) -> User:
         header = request.headers.get("authorization", "")
         if header:
             scheme, _, token = header.partition(" ")
@@ -102,7 +102,7 @@ class Auth:
 
     @staticmethod
     async def _check_csrf(request: Request, session: Session) -> None:
-        sent = request.headers.get("x-csrf-token")
+        sent: object = request.headers.get("x-csrf-token")
         if sent is None and request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             sent = (await request.form()).get("csrf_token")
         if not (isinstance(sent, str) and hmac.compare_digest(sent, session.csrf)):

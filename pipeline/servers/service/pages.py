@@ -22,7 +22,7 @@ from adapters import review, store
 from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError
 from pipeline.servers.service.jobs import Job
-from pipeline.servers.service.users import User
+from pipeline.servers.service.users import Role, User
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
@@ -34,7 +34,7 @@ def _service(request: Request):
     return request.app.state.service
 
 
-async def _user(request: Request, role: str = "viewer") -> User:
+async def _user(request: Request, role: Role = "viewer") -> User:
     return await _service(request).auth.require(request, role)
 
 

@@ -17,7 +17,8 @@ BATCH = 500
 
 def candidates(catalog: Catalog, category: str | None, status: str | None, q: str | None,
                min_score: float | None, limit: int) -> list[dict[str, Any]]:
-    where, params = [], []
+    where: list[str] = []
+    params: list[Any] = []
     if category:
         where.append("category = ?")
         params.append(category)
@@ -86,7 +87,7 @@ def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]
                 with read_slot(catalog.path):  # the slot only while DuckDB works, not while the client reads
                     batch = list(iter_rows(cur, min(BATCH, limit - sent)))
             with read_slot(catalog.path):
-                truncated = sent >= limit and bool(cur.fetchmany(1))
+                truncated = sent >= limit and bool(list(iter_rows(cur, 1)))
             yield b'], "row_count": %d, "truncated": %s}' % (sent, b"true" if truncated else b"false")
         finally:
             opened.__exit__(None, None, None)
