@@ -1,0 +1,261 @@
+"""Reading the turns of one raw row, for every layout: turn lists (nested paths included), unlabelled
+alternating utterances, single-turn columns and `Human: … Assistant: …` transcripts.
+
+Kept apart from apply.py so the preference reader can read the rejected side with the same rules as
+the chosen one. Content may be a string or a list of content parts (text parts are joined, media parts
+become `parts`). Errors are raised as the caller's RowError type (passed in, no import cycle).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from adapters import media as media_mod
+from adapters.spec import AdapterSpec
+
+
+def get_path(row: Any, path: str | None) -> Any:
+    """Read a dotted path (`a.b.c`); a missing step gives None."""
+    if path is None:
+        return None
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:
+    """(role, text) segments of a transcript; markers count only at the start of a line."""
+    alternatives = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
+    rx = re.compile(rf"(?:^|\n)[ \t]*({alternatives})[ \t]?")
+    hits = list(rx.finditer(text))
+    out = []
+    for i, m in enumerate(hits):
+        end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
+        out.append((markers[m.group(1)], text[m.end():end].strip()))
+    return out
+
+
+def _name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class TurnReader:
+    def __init__(self, spec: AdapterSpec, error: type):
+        self.spec = spec
+        self.error = error
+        self.role_map = dict(spec.role_map)
+        self.null_policy = dict(spec.null_policy)
+        self.limit = spec.max_content_chars
+        reasoning = spec.reasoning
+        self.reasoning_key = reasoning.key if reasoning else None
+        self.delimiters = tuple(reasoning.delimiters) if reasoning else ()
+        self.unwrap = tuple(reasoning.unwrap) if reasoning else ()
+        self.native = spec.mode == "native"
+        # Nested keys (`payload.text`) are read by path; flat ones by a plain dict lookup (the common case).
+        self.nested = any("." in (k or "") for k in (spec.role_key, spec.content_key))
+
+    def _get(self, turn: dict[str, Any], key: str | None) -> Any:
+        if key is None:
+            return None
+        return get_path(turn, key) if self.nested and "." in key else turn.get(key)
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def read(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        layout = self.spec.layout
+        if layout == "columns":
+            return self._columns(row)
+        if layout == "utterances":
+            return self._utterances(get_path(row, self.spec.messages_path), self.spec.messages_path)
+        if layout == "transcript":
+            return self._transcript(get_path(row, self.spec.transcript.field), self.spec.transcript.field)
+        return self._turn_list(get_path(row, self.spec.messages_path), self.spec.messages_path)
+
+    def read_other(self, row: dict[str, Any], path: str, chosen: list[dict[str, Any]] | None = None
+                   ) -> list[dict[str, Any]]:
+        """The rejected side of a preference pair, read like the chosen side."""
+        value = get_path(row, path)
+        if isinstance(value, list):
+            if self.spec.layout == "utterances":
+                return self._utterances(value, path)
+            return self._turn_list(value, path)
+        if isinstance(value, str) and self.spec.layout == "transcript":
+            return self._transcript(value, path)
+        text = self.text(value, path)
+        prompt = self.read(row) if self.spec.layout == "columns" else (chosen or [])
+        cut = max((i for i, m in enumerate(prompt) if m["role"] == "user"), default=-1)
+        return [*prompt[:cut + 1], self._turn("assistant", text, None, None, None, path)]
+
+    # -- pieces --------------------------------------------------------------------------------
+    def _turn(self, role: str, content: str, calls: list | None, train: bool | None, parts: list | None,
+              where: str, **extra: Any) -> dict[str, Any]:
+        reasoning = None
+        if role == "assistant":
+            reasoning, content = self.split_reasoning(extra.pop("source_turn", {}), content, where)
+        extra.pop("source_turn", None)
+        turn = {"role": role, "content": content, "reasoning": reasoning, "tool_calls": calls, "train": train}
+        if parts:
+            turn["parts"] = parts
+        turn.update({k: v for k, v in extra.items() if v is not None})
+        return turn
+
+    def _turn_list(self, turns: Any, path: str) -> list[dict[str, Any]]:
+        from adapters.apply import as_tool_calls  # apply imports this module first
+
+        spec = self.spec
+        if not isinstance(turns, list):
+            raise self.error(path, f"expected a list of turns, got {_name(turns)}")
+        role_key, content_key, flag_key, calls_key = (spec.role_key, spec.content_key, spec.train_flag_key,
+                                                      spec.tool_calls_key)
+        out = []
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, dict):
+                raise self.error(f"{path}[{i}]", f"expected a turn object, got {_name(turn)}")
+            label = self._get(turn, role_key)
+            role = self.role_map.get(label) if isinstance(label, str) else None
+            if role is None:
+                what = f"unmapped role label {label!r}" if isinstance(label, str) else \
+                    f"role label is {_name(label)}, expected a string"
+                raise self.error(f"{path}[{i}].{role_key}", what)
+            if role == "drop":
+                continue
+            field, content = content_key, self._get(turn, content_key)
+            if content is None and role in self.null_policy:
+                field = self.null_policy[role]
+                content = turn.get(field)
+            where = f"{path}[{i}]"
+            calls = as_tool_calls(turn.get(calls_key), f"{where}.{calls_key}") if calls_key else None
+            parts = None
+            if role == "tool_call":  # the turn's text is the call itself (LLaMA-Factory function_call)
+                calls = as_tool_calls(content, f"{where}.{field}")
+                if not calls:
+                    raise self.error(f"{where}.{field}", "function_call turn holds no call")
+                role, content = "assistant", ""
+            else:
+                content, parts = self.content(content, f"{where}.{field}", allow_empty=bool(calls))
+            if spec.parts_key and turn.get(spec.parts_key):
+                parts = (parts or []) + media_mod.parts_of(turn[spec.parts_key], f"{where}.{spec.parts_key}")
+            train = turn.get(flag_key) if flag_key else None
+            if train is not None and not isinstance(train, bool):
+                raise self.error(f"{where}.{flag_key}", f"training flag must be a boolean, got {_name(train)}")
+            extra = {}
+            if role == "tool":
+                for key, name in ((spec.tool_call_id_key, "tool_call_id"), (spec.tool_name_key, "name")):
+                    value = turn.get(key) if key else None
+                    if value is not None and not isinstance(value, str):
+                        raise self.error(f"{where}.{key}", f"must be a string, got {_name(value)}")
+                    extra[name] = value or None
+            if role == "assistant" and calls and out and out[-1]["role"] == "assistant" and not out[-1]["tool_calls"]:
+                # a `function_call` turn right after the assistant's own text: one assistant step
+                out[-1]["tool_calls"] = calls
+                if train is False:
+                    out[-1]["train"] = False
+                continue
+            out.append(self._turn(role, content, calls, train, parts, where, source_turn=turn, **extra))
+        return out
+
+    def _utterances(self, items: Any, path: str) -> list[dict[str, Any]]:
+        if not isinstance(items, list):
+            raise self.error(path, f"expected a list of utterances, got {_name(items)}")
+        roles = ["system"] if self.spec.first_role == "system" else []
+        out = []
+        for i, item in enumerate(items):
+            role = roles[i] if i < len(roles) else ("user", "assistant")[(i - len(roles)) % 2]
+            if isinstance(item, dict) and self.spec.content_key:
+                item = self._get(item, self.spec.content_key)
+            text, parts = self.content(item, f"{path}[{i}]")
+            out.append(self._turn(role, text, None, None, parts, f"{path}[{i}]"))
+        return out
+
+    def _transcript(self, text: Any, field: str) -> list[dict[str, Any]]:
+        if not isinstance(text, str):
+            raise self.error(field, f"transcript must be a string, got {_name(text)}")
+        segments = split_transcript(text, self.spec.transcript.markers)
+        if not segments:
+            raise self.error(field, "no speaker markers found in the transcript")
+        return [self._turn(role, self.text(t, f"{field}#{i}"), None, None, None, f"{field}#{i}")
+                for i, (role, t) in enumerate(segments)]
+
+    def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        from adapters.apply import as_tool_calls
+
+        cols = self.spec.columns
+        first, *extra = cols.prompt
+        if get_path(row, first) is None and first not in row:
+            raise self.error(first, "prompt column is missing")
+        parts = [self.text(get_path(row, first), first)]
+        for name in extra:
+            value = get_path(row, name)
+            if value is not None and not isinstance(value, str):
+                raise self.error(name, f"expected a string, got {_name(value)}")
+            if value and value.strip():
+                parts.append(value)
+        turns = [self._turn("user", "\n\n".join(parts), None, None, None, first)]
+        if cols.response is None or not self.native:
+            return turns  # regenerate mode: the target writes the answer, the original is not needed
+        value = get_path(row, cols.response)
+        if cols.response_is_tool_calls:
+            calls = as_tool_calls(value, cols.response)
+            if not calls:
+                raise self.error(cols.response, "no tool calls in the response column")
+            turns.append(self._turn("assistant", "", calls, None, None, cols.response))
+        else:
+            turns.append(self._turn("assistant", self.text(value, cols.response), None, None, None, cols.response))
+        return turns
+
+    # -- text ------------------------------------------------------------------------------------
+    def content(self, value: Any, field: str, allow_empty: bool = False) -> tuple[str, list | None]:
+        """(text, media parts) of a content value: a string or a list of content parts."""
+        parts = None
+        if isinstance(value, list):  # content parts: [{"type": "text", "text": ...}, {"type": "image"...}]
+            texts, parts = [], []
+            for j, p in enumerate(value):
+                if isinstance(p, dict) and isinstance(p.get("text"), str):
+                    texts.append(p["text"])
+                elif isinstance(p, str):
+                    texts.append(p)
+                else:
+                    found = media_mod.parts_of(p, f"{field}[{j}]")
+                    if not found:
+                        raise self.error(field, "content parts must be text or media objects")
+                    parts += found
+            value = "".join(texts)
+            allow_empty = allow_empty or bool(parts)
+        return self.text(value, field, allow_empty), parts or None
+
+    def text(self, value: Any, field: str, allow_empty: bool = False) -> str:
+        if value is None:
+            if allow_empty:
+                return ""
+            raise self.error(field, "content is null")
+        if not isinstance(value, str):
+            raise self.error(field, f"content must be a string, got {_name(value)}")
+        if not allow_empty and not value.strip():
+            raise self.error(field, "content is empty")
+        if len(value) > self.limit:
+            raise self.error(field, f"content is huge ({len(value):,} chars, limit {self.limit:,})")
+        return value
+
+    def split_reasoning(self, turn: dict[str, Any], content: str, where: str) -> tuple[str | None, str]:
+        reasoning = None
+        if self.reasoning_key:
+            value = turn.get(self.reasoning_key)
+            if value is not None and not isinstance(value, str):
+                raise self.error(f"{where}.{self.reasoning_key}", f"reasoning must be a string, got {_name(value)}")
+            reasoning = value or None
+        for open_, close in self.delimiters:
+            start = content.find(open_)
+            if start != -1 and not content[:start].strip():
+                end = content.find(close, start)
+                if end == -1:
+                    raise self.error(where, f"reasoning opened with {open_!r} but never closed with {close!r}")
+                reasoning = content[start + len(open_):end].strip()
+                content = content[end + len(close):].strip()
+                break
+        for open_, close in self.unwrap:
+            if content.startswith(open_) and content.endswith(close):
+                content = content[len(open_):len(content) - len(close)].strip()
+        return reasoning, content
