@@ -28,8 +28,8 @@ RoleTarget = Literal["system", "user", "assistant", "tool", "tool_call", "drop"]
 HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
 # Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
 ADDED_FIELDS = {"tools_field", "tool_call_id_key", "tool_name_key", "text_tool_calls", "media", "preference",
-                "label_field", "first_role", "transcript", "parts_key"}
-TextToolFormat = Literal["hermes", "functioncall", "function_tag", "json"]
+                "label_field", "first_role", "transcript", "parts_key", "completion_path", "pair_keys"}
+TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json"]
 
 
 class SpecModel(BaseModel):
@@ -50,6 +50,7 @@ class ColumnsSpec(SpecModel):
     prompt: list[str] = Field(min_length=1, description="joined with a blank line; empty ones skipped")
     response: str | None = None
     response_is_tool_calls: bool = Field(False, description="response holds a list of tool calls (xlam)")
+    history: str | None = Field(None, description="column of earlier (user, assistant) exchanges (LLaMA-Factory)")
 
 
 class ReasoningSpec(SpecModel):
@@ -109,7 +110,10 @@ class AdapterSpec(SpecModel):
     text_tool_calls: TextToolFormat | None = Field(None, description="tool calls written inside assistant text")
     tools_field: str | None = Field(None, description="column holding the tool declarations")
     parts_key: str | None = Field(None, description="per-turn key holding media parts")
-    first_role: Literal["user", "system"] | None = Field(
+    completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
+    pair_keys: list[str] | None = Field(None, description="utterances given as exchanges: [user key, assistant key]"
+                                                          " of each item ([] for 2-item lists)")
+    first_role: Literal["user", "system", "assistant"] | None = Field(
         None, description="utterances layout: role of the first string; the rest alternate user/assistant")
     transcript: TranscriptSpec | None = None
     media: MediaSpec | None = None
@@ -137,8 +141,8 @@ class AdapterSpec(SpecModel):
             if self.columns is None:
                 raise ValueError("layout 'columns' needs a `columns` section (prompt, response)")
         elif self.layout == "utterances":
-            if not (self.messages_path and self.first_role):
-                raise ValueError("layout 'utterances' needs messages_path and first_role")
+            if not (self.messages_path and (self.first_role or self.pair_keys is not None)):
+                raise ValueError("layout 'utterances' needs messages_path and first_role (or pair_keys)")
         elif self.layout == "transcript":
             if self.transcript is None:
                 raise ValueError("layout 'transcript' needs a `transcript` section (field, markers)")
@@ -152,6 +156,8 @@ class AdapterSpec(SpecModel):
         for name in ADDED_FIELDS:
             if data.get(name) is None:
                 data.pop(name, None)
+        if isinstance(data.get("columns"), dict) and data["columns"].get("history") is None:
+            data["columns"].pop("history", None)
         return data
 
     def spec_hash(self) -> str:

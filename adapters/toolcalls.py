@@ -25,8 +25,9 @@ HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 FUNCTIONCALL = re.compile(r"<functioncall>\s*")
 FUNCTION_TAG = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.S)
 PARAMETER_TAG = re.compile(r"<parameter=([\w.\-]+)>\n?(.*?)\n?</parameter>", re.S)
-GLAIVE_QUOTED = re.compile(r"""\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"arguments"\s*:\s*'(.*)'\s*\}""", re.S)
-MARKERS = {"hermes": "<tool_call>", "functioncall": "<functioncall>", "function_tag": "<function="}
+GLAIVE_QUOTED = re.compile(r"""\s*\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"arguments"\s*:\s*'(.*?)'\s*\}""", re.S)
+REACT = re.compile(r"^Action:[ \t]*([\w.\-]+)[ \t]*\nAction Input:[ \t]*(.*)\Z", re.S | re.M)
+MARKERS = {"react": "Action Input:", "hermes": "<tool_call>", "functioncall": "<functioncall>", "function_tag": "<function="}
 
 
 class ToolFormatError(ValueError):
@@ -116,18 +117,33 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
         m = FUNCTIONCALL.search(text)
         if not m:
             return [], text
-        body = text[m.end():].strip()
+        body = text[m.end():]
         quoted = GLAIVE_QUOTED.match(body)
         if quoted:  # glaive writes arguments as single-quoted JSON text (not JSON): keep that text as the string
             value: Any = {"name": quoted.group(1), "arguments": quoted.group(2)}
+            end = quoted.end()
         else:
-            value = _loads(body, "<functioncall> body")
-        return _as_calls(value, prefix), text[:m.start()].strip()
+            try:
+                value, end = json.JSONDecoder().raw_decode(body)
+            except json.JSONDecodeError as exc:
+                raise ToolFormatError(f"<functioncall> body is not valid JSON ({exc.msg})") from None
+        rest = body[end:].strip()
+        for token in ("<|endoftext|>", "</s>"):
+            rest = rest.removeprefix(token).strip()
+        # text after the call is kept, never dropped with the markup
+        return _as_calls(value, prefix), "\n\n".join(p for p in (text[:m.start()].strip(), rest) if p)
     if fmt == "function_tag":
         found = FUNCTION_TAG.findall(text)
         calls = [normalize_call({"name": name, "arguments": dict(PARAMETER_TAG.findall(body))}, f"{prefix}_{i}")
                  for i, (name, body) in enumerate(found)]
         return calls, FUNCTION_TAG.sub("", text).strip() if calls else text
+    if fmt == "react":  # ToolBench / LangChain ReAct: `Action: name` then `Action Input: {json}` at the end
+        m = REACT.search(text)
+        if not m:
+            return [], text
+        args = m.group(2).strip()
+        value = _loads(args, "Action Input") if args.startswith("{") else {"input": args}
+        return [normalize_call({"name": m.group(1), "arguments": value}, f"{prefix}_0")], text[:m.start()].strip()
     if fmt == "json":
         stripped = text.strip()
         if not stripped.startswith(("{", "[")):

@@ -27,6 +27,9 @@ def get_path(row: Any, path: str | None) -> Any:
     return value
 
 
+END_TOKENS = ("<|endoftext|>", "</s>", "<|im_end|>", "<|eot_id|>", "<|end|>")
+
+
 def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:
     """(role, text) segments of a transcript; markers count only at the start of a line."""
     alternatives = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
@@ -35,7 +38,10 @@ def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]
     out = []
     for i, m in enumerate(hits):
         end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
-        out.append((markers[m.group(1)], text[m.end():end].strip()))
+        body = text[m.end():end].strip()
+        for token in END_TOKENS:  # an end-of-turn token left in exported transcripts is not content
+            body = body.removesuffix(token).strip()
+        out.append((markers[m.group(1)], body))
     return out
 
 
@@ -72,7 +78,10 @@ class TurnReader:
             return self._utterances(get_path(row, self.spec.messages_path), self.spec.messages_path)
         if layout == "transcript":
             return self._transcript(get_path(row, self.spec.transcript.field), self.spec.transcript.field)
-        return self._turn_list(get_path(row, self.spec.messages_path), self.spec.messages_path)
+        turns = self._turn_list(get_path(row, self.spec.messages_path), self.spec.messages_path)
+        if self.spec.completion_path:  # TRL conversational prompt-completion: the answer turns live apart
+            turns += self._turn_list(get_path(row, self.spec.completion_path), self.spec.completion_path)
+        return turns
 
     def read_other(self, row: dict[str, Any], path: str, chosen: list[dict[str, Any]] | None = None
                    ) -> list[dict[str, Any]]:
@@ -85,7 +94,7 @@ class TurnReader:
         if isinstance(value, str) and self.spec.layout == "transcript":
             return self._transcript(value, path)
         text = self.text(value, path)
-        prompt = self.read(row) if self.spec.layout == "columns" else (chosen or [])
+        prompt = chosen or []
         cut = max((i for i, m in enumerate(prompt) if m["role"] == "user"), default=-1)
         return [*prompt[:cut + 1], self._turn("assistant", text, None, None, None, path)]
 
@@ -139,6 +148,8 @@ class TurnReader:
             if spec.parts_key and turn.get(spec.parts_key):
                 parts = (parts or []) + media_mod.parts_of(turn[spec.parts_key], f"{where}.{spec.parts_key}")
             train = turn.get(flag_key) if flag_key else None
+            if type(train) is int and train in (0, 1):  # OpenAI fine-tuning `weight`: 0 or 1
+                train = bool(train)
             if train is not None and not isinstance(train, bool):
                 raise self.error(f"{where}.{flag_key}", f"training flag must be a boolean, got {_name(train)}")
             extra = {}
@@ -157,13 +168,36 @@ class TurnReader:
             out.append(self._turn(role, content, calls, train, parts, where, source_turn=turn, **extra))
         return out
 
+    def exchanges(self, items: Any, path: str) -> list[dict[str, Any]]:
+        """A list of (user, assistant) exchanges: 2-item lists or objects with the two `pair_keys`."""
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise self.error(path, f"expected a list of exchanges, got {_name(items)}")
+        keys = self.spec.pair_keys or []
+        out = []
+        for i, item in enumerate(items):
+            if isinstance(item, dict) and len(keys) == 2:
+                pair = [get_path(item, keys[0]), get_path(item, keys[1])]
+            elif isinstance(item, list) and len(item) == 2:
+                pair = item
+            else:
+                raise self.error(f"{path}[{i}]", "expected one (user, assistant) exchange")
+            out.append(self._turn("user", self.text(pair[0], f"{path}[{i}][0]"), None, None, None, f"{path}[{i}]"))
+            out.append(self._turn("assistant", self.text(pair[1], f"{path}[{i}][1]"), None, None, None,
+                                  f"{path}[{i}]"))
+        return out
+
     def _utterances(self, items: Any, path: str) -> list[dict[str, Any]]:
+        if self.spec.pair_keys is not None:
+            return self.exchanges(items, path)
         if not isinstance(items, list):
             raise self.error(path, f"expected a list of utterances, got {_name(items)}")
         roles = ["system"] if self.spec.first_role == "system" else []
         out = []
         for i, item in enumerate(items):
-            role = roles[i] if i < len(roles) else ("user", "assistant")[(i - len(roles)) % 2]
+            order = ("assistant", "user") if self.spec.first_role == "assistant" else ("user", "assistant")
+            role = roles[i] if i < len(roles) else order[(i - len(roles)) % 2]
             if isinstance(item, dict) and self.spec.content_key:
                 item = self._get(item, self.spec.content_key)
             text, parts = self.content(item, f"{path}[{i}]")
@@ -183,6 +217,7 @@ class TurnReader:
         from adapters.apply import as_tool_calls
 
         cols = self.spec.columns
+        history = self.exchanges(get_path(row, cols.history), cols.history) if cols.history else []
         first, *extra = cols.prompt
         if get_path(row, first) is None and first not in row:
             raise self.error(first, "prompt column is missing")
@@ -193,7 +228,7 @@ class TurnReader:
                 raise self.error(name, f"expected a string, got {_name(value)}")
             if value and value.strip():
                 parts.append(value)
-        turns = [self._turn("user", "\n\n".join(parts), None, None, None, first)]
+        turns = [*history, self._turn("user", "\n\n".join(parts), None, None, None, first)]
         if cols.response is None or not self.native:
             return turns  # regenerate mode: the target writes the answer, the original is not needed
         value = get_path(row, cols.response)
