@@ -7,7 +7,6 @@ rejects are listed (row index, field, reason) exactly as ingest will quarantine 
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from typing import Any, Iterable, Literal
@@ -18,6 +17,7 @@ from adapters.apply import RowError, RowMapper, role_labels
 from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
+from catalog import limits
 
 MAX_LISTED = 50
 MEDIA_MARK = re.compile(r"<(image|audio|video)>")  # quarantine entries kept in the result; counts always cover every row
@@ -71,8 +71,8 @@ def _looks_nested(content: str) -> bool:
     if not text.startswith(("[{", "{")):
         return False
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = limits.loads_limited(text)
+    except limits.LimitExceeded:
         return False
     items = value if isinstance(value, list) else [value]
     return any(isinstance(v, dict) and ({"role", "from"} & v.keys()) for v in items)
@@ -80,8 +80,8 @@ def _looks_nested(content: str) -> bool:
 
 def _arguments_object(arguments: str) -> bool:
     try:
-        return isinstance(json.loads(arguments), dict)
-    except json.JSONDecodeError:
+        return isinstance(limits.loads_limited(arguments), dict)
+    except limits.LimitExceeded:
         return False
 
 

@@ -8,13 +8,13 @@ are dotted and may go through nested objects (`episode.turns`, `payload.text`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, TURN_LIST_COLUMNS, canonical_role
+from catalog import limits
 
 MAX_DEPTH = 3
 WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
@@ -24,8 +24,8 @@ def decoded(value: Any) -> tuple[Any, bool]:
     """(value, was_json_string): strings holding a JSON array/object are decoded for inspection."""
     if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
-            return json.loads(value), True
-        except json.JSONDecodeError:
+            return limits.loads_limited(value), True
+        except limits.LimitExceeded:  # bad, too deep or huge: inspected as the plain string it is
             pass
     return value, False
 
