@@ -8,6 +8,8 @@ value that did not come from our own code goes through `safe()` (inside markup f
 
 from __future__ import annotations
 
+import os
+import sys
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
@@ -20,7 +22,9 @@ from catalog import Catalog
 from catalog.untrusted import clean_text, redact
 from pipeline.settings import Settings
 
-console = Console()
+# Piped output is not wrapped at rich's default 80 columns (repo ids and reasons would fold mid-word);
+# a terminal keeps its own width, and COLUMNS still wins when set.
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
