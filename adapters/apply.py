@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from adapters import media as media_mod
-from adapters.records import Conversation, normalize_call, record_id
+from adapters.records import RECORD_VERSION, Conversation, normalize_call, record_id
 from adapters.spec import AdapterSpec
 from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls
 from adapters.turns import TurnReader, get_path, split_transcript
@@ -89,6 +89,10 @@ class RowMapper:
         self.turns = TurnReader(spec, RowError)
         self.media = spec.media
         self.keep_media = bool(spec.media and spec.media.policy == "keep")
+        targets = set(spec.role_map.values())
+        # Tool-turn linking and media checks only where they can find something (they cost per row).
+        self.tools_possible = bool(targets & {"tool", "tool_call"} or spec.tool_calls_key or spec.text_tool_calls)
+        self.media_possible = bool(spec.media or spec.parts_key or spec.layout in ("messages", "trajectory"))
 
     # -- public ------------------------------------------------------------------------------
     def apply(self, row_index: int, row: Any) -> list[Conversation]:
@@ -118,8 +122,10 @@ class RowMapper:
                 raise RowError(spec.tools_field, str(exc)) from None
         if spec.text_tool_calls:
             self._calls_from_text(messages)
-        link_tool_turns(messages)
-        self._media(row, messages)
+        if self.tools_possible:
+            link_tool_turns(messages)
+        if self.media_possible:
+            self._media(row, messages)
         if spec.preference:
             record["preference"] = self._preference(row, messages)
         if spec.label_field:
@@ -128,7 +134,7 @@ class RowMapper:
         repo, revision, config, split = self.source_key
         try:
             return [Conversation.model_validate({
-                "id": record_id(repo, config, split, row_index),
+                "record_version": RECORD_VERSION, "id": record_id(repo, config, split, row_index),
                 "source": {"repo_id": repo, "revision": revision, "config": config, "split": split,
                            "row_index": row_index},
                 "category": spec.category, "mode": spec.mode, "messages": messages, **record})]
@@ -152,14 +158,13 @@ class RowMapper:
     # -- media ---------------------------------------------------------------------------------
     def _media(self, row: dict[str, Any], messages: list[Turn]) -> None:
         spec = self.media
-        found = [p for m in messages for p in m.get("parts") or []]
+        found = [p for m in messages if "parts" in m for p in m["parts"]]
         row_parts = []
         if spec:
             for name in spec.fields:
                 if name in row:
                     row_parts += media_mod.parts_of(row[name], name)
-        texts = [m["content"] for m in messages]
-        marks = media_mod.placeholders_in(texts) if spec and spec.placeholders else []
+        marks = media_mod.placeholders_in([m["content"] for m in messages]) if spec and spec.placeholders else []
         if not (found or row_parts or marks):
             return
         if not self.keep_media:

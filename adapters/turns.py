@@ -119,53 +119,69 @@ class TurnReader:
             raise self.error(path, f"expected a list of turns, got {_name(turns)}")
         role_key, content_key, flag_key, calls_key = (spec.role_key, spec.content_key, spec.train_flag_key,
                                                       spec.tool_calls_key)
-        out = []
+        # The hot loop: plain dict reads for the common case (flat keys, string content); everything else
+        # (nested keys, content parts, calls, nulls, errors) takes the general path below.
+        role_map, null_policy, limit, nested = self.role_map, self.null_policy, self.limit, self.nested
+        reasoning_on = bool(self.reasoning_key or self.delimiters or self.unwrap)
+        out: list[dict[str, Any]] = []
         for i, turn in enumerate(turns):
-            if not isinstance(turn, dict):
+            if turn.__class__ is not dict:
                 raise self.error(f"{path}[{i}]", f"expected a turn object, got {_name(turn)}")
-            label = self._get(turn, role_key)
-            role = self.role_map.get(label) if isinstance(label, str) else None
+            label = self._get(turn, role_key) if nested else turn.get(role_key)
+            role = role_map.get(label) if label.__class__ is str else None
             if role is None:
                 what = f"unmapped role label {label!r}" if isinstance(label, str) else \
                     f"role label is {_name(label)}, expected a string"
                 raise self.error(f"{path}[{i}].{role_key}", what)
             if role == "drop":
                 continue
-            field, content = content_key, self._get(turn, content_key)
-            if content is None and role in self.null_policy:
-                field = self.null_policy[role]
+            field, content = content_key, (self._get(turn, content_key) if nested else turn.get(content_key))
+            if content is None and role in null_policy:
+                field = null_policy[role]
                 content = turn.get(field)
-            where = f"{path}[{i}]"
-            calls = as_tool_calls(turn.get(calls_key), f"{where}.{calls_key}") if calls_key else None
+            calls = None
+            if calls_key:
+                value = turn.get(calls_key)
+                if value:
+                    calls = as_tool_calls(value, f"{path}[{i}].{calls_key}")
             parts = None
             if role == "tool_call":  # the turn's text is the call itself (LLaMA-Factory function_call)
-                calls = as_tool_calls(content, f"{where}.{field}")
+                calls = as_tool_calls(content, f"{path}[{i}].{field}")
                 if not calls:
-                    raise self.error(f"{where}.{field}", "function_call turn holds no call")
+                    raise self.error(f"{path}[{i}].{field}", "function_call turn holds no call")
                 role, content = "assistant", ""
-            else:
-                content, parts = self.content(content, f"{where}.{field}", allow_empty=bool(calls))
+            elif not (content.__class__ is str and len(content) <= limit and (calls or (
+                    content and not content.isspace()))):
+                content, parts = self.content(content, f"{path}[{i}].{field}", allow_empty=bool(calls))
             if spec.parts_key and turn.get(spec.parts_key):
-                parts = (parts or []) + media_mod.parts_of(turn[spec.parts_key], f"{where}.{spec.parts_key}")
+                parts = (parts or []) + media_mod.parts_of(turn[spec.parts_key], f"{path}[{i}].{spec.parts_key}")
             train = turn.get(flag_key) if flag_key else None
-            if type(train) is int and train in (0, 1):  # OpenAI fine-tuning `weight`: 0 or 1
-                train = bool(train)
-            if train is not None and not isinstance(train, bool):
-                raise self.error(f"{where}.{flag_key}", f"training flag must be a boolean, got {_name(train)}")
-            extra = {}
-            if role == "tool":
-                for key, name in ((spec.tool_call_id_key, "tool_call_id"), (spec.tool_name_key, "name")):
-                    value = turn.get(key) if key else None
-                    if value is not None and not isinstance(value, str):
-                        raise self.error(f"{where}.{key}", f"must be a string, got {_name(value)}")
-                    extra[name] = value or None
+            if train is not None and train.__class__ is not bool:
+                if type(train) is int and train in (0, 1):  # OpenAI fine-tuning `weight`: 0 or 1
+                    train = bool(train)
+                else:
+                    raise self.error(f"{path}[{i}].{flag_key}",
+                                     f"training flag must be a boolean, got {_name(train)}")
             if role == "assistant" and calls and out and out[-1]["role"] == "assistant" and not out[-1]["tool_calls"]:
                 # a `function_call` turn right after the assistant's own text: one assistant step
                 out[-1]["tool_calls"] = calls
                 if train is False:
                     out[-1]["train"] = False
                 continue
-            out.append(self._turn(role, content, calls, train, parts, where, source_turn=turn, **extra))
+            reasoning = None
+            if role == "assistant" and reasoning_on:
+                reasoning, content = self.split_reasoning(turn, content, f"{path}[{i}]")
+            m = {"role": role, "content": content, "reasoning": reasoning, "tool_calls": calls, "train": train}
+            if parts:
+                m["parts"] = parts
+            if role == "tool":
+                for key, name in ((spec.tool_call_id_key, "tool_call_id"), (spec.tool_name_key, "name")):
+                    value = turn.get(key) if key else None
+                    if value is not None and not isinstance(value, str):
+                        raise self.error(f"{path}[{i}].{key}", f"must be a string, got {_name(value)}")
+                    if value:
+                        m[name] = value
+            out.append(m)
         return out
 
     def exchanges(self, items: Any, path: str) -> list[dict[str, Any]]:
