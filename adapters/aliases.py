@@ -6,7 +6,6 @@ so the contract fails naming it until a person decides (`draftset adapters map R
 
 from __future__ import annotations
 
-
 # Lower-cased raw label → canonical role. Sources: ShareGPT (human/gpt), OpenAI (user/assistant/tool),
 # nebius (ai), LLaMA-Factory tags (observation/function_call), ipython (Llama 3 tool results), etc.
 ROLE_ALIASES: dict[str, str] = {

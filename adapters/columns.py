@@ -36,23 +36,23 @@ def _markers(text: str) -> list[str]:
 
 
 def detect_transcript(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
-    found = {}
+    found: dict[str, tuple[dict[str, str], int, int]] = {}
     for name in dict.fromkeys(k for r in rows for k in r):
-        values = [r.get(name) for r in rows if isinstance(r.get(name), str)]
+        values = [r[name] for r in rows if isinstance(r.get(name), str)]
         if name in skip or len(values) < 0.8 * len(rows) or not values:
             continue
         per_row = [_markers(v) for v in values]
         ok = [m for m in per_row if {canonical_role(x.lstrip("# ")) for x in m} >= {"user", "assistant"}]
         if len(ok) >= 0.8 * len(values):
             counts = Counter(x for m in ok for x in m)
-            found[name] = ({f"{x}:": canonical_role(x.lstrip("# ")) for x in counts}, len(ok), len(values))
+            found[name] = ({f"{x}:": canonical_role(x.lstrip("# ")) or "user" for x in counts}, len(ok), len(values))
     if not found:
         return False
     chosen = next((n for n in CHOSEN if n in found), None)
     rejected = next((n for n in REJECTED if n in found), None)
     name = chosen if chosen and rejected else max(found, key=lambda n: found[n][1])
-    markers, ok, total = found[name]
-    d.decide("layout", "transcript", f"column {name!r} holds whole dialogues: {ok}/{total} rows have speaker "
+    markers, n_ok, total = found[name]
+    d.decide("layout", "transcript", f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker "
                                      f"markers {sorted(markers)} at line starts")
     d.decide("transcript", {"field": name, "markers": markers},
              "speaker markers → roles: " + ", ".join(f"{k}→{v}" for k, v in markers.items()), review=True)
@@ -115,10 +115,11 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
         d.refuse("plain_text", f"one text column {texts[0]!r} and no second one to answer it")
         return False
     else:
-        prompt, response, why = _pair(texts, stats, order)
-        if prompt is None:
+        pair_prompt, pair_response, why = _pair(texts, stats, order)
+        if pair_prompt is None or pair_response is None:
             d.refuse("no_dialogue", why)
             return False
+        prompt, response = pair_prompt, pair_response
     extra = [k for k in texts if k not in (prompt, response, rejected) and k.lower() in EXTRA_PROMPT_NAMES
              and order.index(k) > order.index(prompt)]
     prompt_cols = [prompt, *extra]
@@ -138,7 +139,7 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     if label:
         d.decide("label_field", label, f"column {label!r} labels each answer true/false (KTO-style): "
                                        "undesirable answers are recorded, never trained")
-    detect_markers(d, [r.get(response) for r in rows if isinstance(r.get(response), str)])
+    detect_markers(d, [r[response] for r in rows if isinstance(r.get(response), str)])
     return True
 
 
@@ -151,7 +152,7 @@ def _exchanges(values: list[Any]) -> bool:
 def _speaker_column(rows: list[dict[str, Any]], order: list[str]) -> str | None:
     """A column whose values are role labels (one message per row)."""
     for k in order:
-        values = [r.get(k) for r in rows if isinstance(r.get(k), str)]
+        values = [r[k] for r in rows if isinstance(r.get(k), str)]
         labels = set(values)
         if len(values) >= 0.8 * len(rows) and 2 <= len(labels) <= 6 and all(
                 canonical_role(v) in ("user", "assistant", "system") for v in labels):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

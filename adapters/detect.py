@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from adapters import media as media_mod
 from adapters import structure as st
+from adapters.aliases import canonical_role
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
 from adapters.roles import detect_turn_fields, infer_role_map
-from adapters.aliases import canonical_role
 from adapters.toolcalls import normalize_tools
 
 # The one list of target-model families (native detection) for find and proposal alike.
@@ -60,7 +61,7 @@ class Detected:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Detected":
+    def from_json(cls, data: dict[str, Any]) -> Detected:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 

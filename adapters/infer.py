@@ -21,9 +21,9 @@ from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNot
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.hub_probe import check_reachable
-from adapters.trial import spec_data
 from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
+from adapters.trial import spec_data
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 
@@ -181,14 +181,15 @@ def _detection(repo_id: str, source: SourceSpec, catalog: Catalog | None, endpoi
     """What find detected for this (revision, config, split) when it stored it; else sample and detect."""
     stored = stored_detection(catalog, source) if catalog is not None else None
     if stored is not None:
-        d, rows = stored
+        d, stored_rows = stored
         if d.layout is not None or d.refusal is not None:
-            return d, list(enumerate(rows)), (f"detected by find on {d.n_rows} row(s) of {source.config}/"
+            return d, list(enumerate(stored_rows)), (f"detected by find on {d.n_rows} row(s) of {source.config}/"
                                               f"{source.split} at this revision (catalog `schemas`); the contract "
                                               "samples across every file")
     raw = [r for r in iter_raw_rows(source, endpoint=endpoint, token=token, sample=sample_rows)]
-    rows = [(r.row_index, r.row) for r in raw if r.row is not None]
-    d = detect([row for _, row in rows] or _schema_rows(source, endpoint, token), card_text=card, file_names=files)
+    rows: list[tuple[int, dict[str, Any]]] = [(r.row_index, r.row) for r in raw if r.row is not None]
+    sampled: list[dict[str, Any]] = [row for _, row in rows if row is not None]
+    d = detect(sampled or _schema_rows(source, endpoint, token), card_text=card, file_names=files)
     if not raw:  # placeholder labels are not a vocabulary: leave the role map empty
         d.fields["role_map"], d.role_counts = {}, {}
         d.needs_review = [f for f in d.needs_review if not f.startswith("role_map.")]

@@ -8,8 +8,8 @@ the role mappings a person made.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from adapters import review, store
 from adapters.contract import ContractResult
@@ -36,7 +36,8 @@ class Outcome:
             return f"failed {self.repo_id}: {self.error}"
         if self.refused:
             return f"refused {self.repo_id}: {self.refused}"
-        return f"{'pass' if self.ok else 'FAIL'} {self.repo_id}: {self.contract.summary()}"
+        summary = self.contract.summary() if self.contract else "no contract result"
+        return f"{'pass' if self.ok else 'FAIL'} {self.repo_id}: {summary}"
 
 
 def propose_one(catalog: Catalog, repo_id: str, *, endpoint: str, viewer_base: str, token: str | None,

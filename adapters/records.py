@@ -101,7 +101,7 @@ class Preference(Strict):
 
 
 class Conversation(Strict):
-    record_version: Literal[2] = RECORD_VERSION
+    record_version: Literal[2] = 2  # RECORD_VERSION
     id: str
     source: Source
     category: str
@@ -125,7 +125,7 @@ class Conversation(Strict):
                                        f"(it reads v1 and v{RECORD_VERSION})")
         return upgrade_v1(data)
 
-    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
+    def model_dump_json(self, **kwargs: Any) -> str:
         # Stored compactly: an absent optional field reads back as None, so nulls are not written
         # (most turns have no calls, parts or ids; writing them would double small records).
         kwargs.setdefault("exclude_none", True)
@@ -184,11 +184,12 @@ def normalize_call(call: Any, fallback_id: str) -> dict[str, Any]:
     """
     if not isinstance(call, dict):
         raise ValueError(f"a tool call must be an object, got {type(call).__name__}")
-    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    inner = call.get("function")
+    fn: dict[str, Any] = inner if isinstance(inner, dict) else call
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("a tool call has no function name")
-    args = next((fn[k] for k in ("arguments", "parameters", "args", "input") if k in fn), {})
+    args: Any = next((fn[k] for k in ("arguments", "parameters", "args", "input") if k in fn), {})
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, sort_keys=False)
     call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else fallback_id

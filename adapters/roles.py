@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from adapters.aliases import REASONING_DELIMITERS, REASONING_KEYS, ANSWER_WRAPPERS, TRAIN_FLAG_KEYS, \
-    canonical_role
+from adapters.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
 from adapters.structure import get, text_stats
 from adapters.toolcalls import detect_text_format
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, TURN_LIST_COLUMNS, canonical_role
 from catalog import limits

@@ -76,7 +76,8 @@ def normalize_tools(value: Any) -> list[dict[str, Any]] | None:
             item = json.loads(item)  # some sets store one JSON string per tool
         if not isinstance(item, dict):
             raise ValueError("a tool declaration is not an object")
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        inner = item.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else item
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError("a tool declaration has no name")

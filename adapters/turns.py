@@ -71,14 +71,15 @@ class TurnReader:
 
     # -- dispatch ------------------------------------------------------------------------------
     def read(self, row: dict[str, Any]) -> list[dict[str, Any]]:
-        layout = self.spec.layout
+        layout, path = self.spec.layout, self.spec.messages_path or ""  # the spec validator requires the path
         if layout == "columns":
             return self._columns(row)
         if layout == "utterances":
-            return self._utterances(get_path(row, self.spec.messages_path), self.spec.messages_path)
+            return self._utterances(get_path(row, path), path)
         if layout == "transcript":
-            return self._transcript(get_path(row, self.spec.transcript.field), self.spec.transcript.field)
-        turns = self._turn_list(get_path(row, self.spec.messages_path), self.spec.messages_path)
+            field = self.spec.transcript.field if self.spec.transcript else ""
+            return self._transcript(get_path(row, field), field)
+        turns = self._turn_list(get_path(row, path), path)
         if self.spec.completion_path:  # TRL conversational prompt-completion: the answer turns live apart
             turns += self._turn_list(get_path(row, self.spec.completion_path), self.spec.completion_path)
         return turns
@@ -223,7 +224,8 @@ class TurnReader:
     def _transcript(self, text: Any, field: str) -> list[dict[str, Any]]:
         if not isinstance(text, str):
             raise self.error(field, f"transcript must be a string, got {_name(text)}")
-        segments = split_transcript(text, self.spec.transcript.markers)
+        markers: dict[str, str] = dict(self.spec.transcript.markers) if self.spec.transcript else {}
+        segments = split_transcript(text, markers)
         if not segments:
             raise self.error(field, "no speaker markers found in the transcript")
         return [self._turn(role, self.text(t, f"{field}#{i}"), None, None, None, f"{field}#{i}")
@@ -233,6 +235,7 @@ class TurnReader:
         from adapters.apply import as_tool_calls
 
         cols = self.spec.columns
+        assert cols is not None  # the spec validator requires `columns` for this layout
         history = self.exchanges(get_path(row, cols.history), cols.history) if cols.history else []
         first, *extra = cols.prompt
         if get_path(row, first) is None and first not in row:
