@@ -297,8 +297,14 @@ def detect(rows: list[dict[str, Any]], *, features: dict[str, Any] | None = None
             if completion["encoded"]:
                 d.fields.setdefault("json_fields", []).append(completion["path"])
     elif not detect_transcript(d, rows, skip) and not detect_columns(d, rows, skip):
+        lists = sorted(p for p, (_, _, kind) in st.turn_list_paths(rows).items()
+                       if kind == "dicts" and p.split(".")[0] not in skip)
         if media_fields and d.refusal in ("plain_text", "no_text"):  # captions / labels beside images
             d.refuse("media", f"media in {sorted(media_fields)} with {REFUSALS[d.refusal]} beside them")
+        elif lists and d.refusal == "no_text":  # unreadable turn lists are not "no text": nobody decided yet
+            d.refusal = None
+            d.decide("layout", None, f"lists of objects at {lists}, but no speaker key or text key could be told "
+                                     "from their values: undecided (write the spec, or --policy llm)", review=True)
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
     if d.layout and d.layout != "columns":
         _system_column(d, rows, skip)

@@ -135,8 +135,11 @@ def _pin_golden(spec: AdapterSpec, rows: list[tuple[int, dict[str, Any]]]) -> li
 
 def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str | None = None,
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
-                    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
-    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store)."""
+                    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
+                    llm: tuple[Any, str] | None = None) -> Proposal:
+    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store).
+
+    `llm` = (openai client, model): when structure cannot decide, the model may propose the reading."""
     check_reachable(endpoint)
     try:
         info = HfApi(endpoint=endpoint, token=token).dataset_info(repo_id)
@@ -168,6 +171,13 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
         card = str(info.card_data.to_dict()) + " " + str(getattr(info, "description", "") or "")
     card += " " + _card_text(source, [f.rfilename for f in info.siblings or []], endpoint, token)
     d, rows, why_rows = _detection(repo_id, source, catalog, endpoint, token, sample_rows, card, files)
+    if d.layout is None and d.refusal is None and llm is not None and rows:
+        from adapters.llm_spec import propose_with_llm
+
+        proposed = propose_with_llm([row for _, row in rows], d.reasons.get("layout", "no layout"),
+                                    client=llm[0], model=llm[1])
+        if proposed is not None:  # only the contract decides whether the model's reading stands
+            d = proposed
     d.reasons["source.revision"] = f"pinned to the current revision {info.sha[:12]}"
     d.reasons["source.config"], d.reasons["source.split"] = config_why, split_why
     d.reasons["source.data_files"] = f"{len(files)} file(s) as `datasets` resolves {config}/{split}"

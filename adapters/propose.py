@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from adapters import review, store
 from adapters.contract import ContractResult
@@ -41,11 +42,11 @@ class Outcome:
 
 
 def propose_one(catalog: Catalog, repo_id: str, *, endpoint: str, viewer_base: str, token: str | None,
-                rows: int = 500, category: str | None = None) -> Outcome:
+                rows: int = 500, category: str | None = None, llm: tuple[Any, str] | None = None) -> Outcome:
     """Propose, store (keeping a person's role mappings) and contract-test one dataset."""
     try:
         proposal = propose_adapter(repo_id, endpoint=endpoint, viewer_base=viewer_base, token=token,
-                                   catalog=catalog, category=category)
+                                   catalog=catalog, category=category, llm=llm)
     except AdapterRefused as exc:
         return Outcome(repo_id, refused=str(exc))
     old = store.load(catalog, repo_id)
@@ -55,7 +56,7 @@ def propose_one(catalog: Catalog, repo_id: str, *, endpoint: str, viewer_base: s
 
 
 def propose_many(catalog: Catalog, targets: list[str], *, endpoint: str, viewer_base: str, token: str | None,
-                 rows: int = 500, category: str | None = None,
+                 rows: int = 500, category: str | None = None, llm: tuple[Any, str] | None = None,
                  progress: Callable[[str], None] | None = None) -> list[Outcome]:
     """Every target's outcome; a DraftsetError of one target is recorded, the others still run."""
     outcomes = []
@@ -64,7 +65,7 @@ def propose_many(catalog: Catalog, targets: list[str], *, endpoint: str, viewer_
             progress(repo_id)
         try:
             outcomes.append(propose_one(catalog, repo_id, endpoint=endpoint, viewer_base=viewer_base, token=token,
-                                        rows=rows, category=category))
+                                        rows=rows, category=category, llm=llm))
         except DraftsetError as exc:
             if len(targets) == 1:
                 raise

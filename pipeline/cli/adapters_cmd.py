@@ -6,6 +6,7 @@ import getpass
 import os
 import shlex
 import subprocess
+from typing import Any
 
 import typer
 from rich.progress import Progress
@@ -26,7 +27,24 @@ def _token() -> str | None:
     return token.get_secret_value() if token else None
 
 
-def propose_many(targets: list[str], rows: int = 500, category: str | None = None) -> bool:
+def _llm(policy: str) -> tuple[Any, str] | None:
+    """(openai client, model) for `--policy llm`, from DRAFTSET_LLM_*; None for the heuristic policy."""
+    if policy == "heuristic":
+        return None
+    if policy != "llm":
+        raise DraftsetError(f"unknown policy {policy!r}", hint="--policy heuristic (default) or --policy llm")
+    cfg = settings()
+    if not (cfg.llm_base_url and cfg.llm_model):
+        raise DraftsetError("--policy llm needs a model endpoint",
+                            hint="set DRAFTSET_LLM_BASE_URL and DRAFTSET_LLM_MODEL (an OpenAI-compatible server)")
+    import openai
+
+    key = cfg.llm_api_key.get_secret_value() if cfg.llm_api_key else "none"
+    return openai.OpenAI(base_url=cfg.llm_base_url, api_key=key, max_retries=1, timeout=60), cfg.llm_model
+
+
+def propose_many(targets: list[str], rows: int = 500, category: str | None = None, policy: str = "heuristic"
+                 ) -> bool:
     """Propose and contract-test each target (adapters.propose); print the table, each problem and a summary
     line. True when every target got a passing contract."""
     from adapters import propose as proposing
@@ -40,7 +58,8 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
             progress.update(task, description=f"proposing {safe(repo_id)}", completed=targets.index(repo_id))
 
         outcomes = proposing.propose_many(cat, targets, endpoint=cfg.hf_endpoint, viewer_base=cfg.viewer_base,
-                                          token=_token(), rows=rows, category=category, progress=tick)
+                                          token=_token(), rows=rows, category=category, llm=_llm(policy),
+                                          progress=tick)
     records = [o.record for o in outcomes if o.record is not None]
     if records:
         view.print_list(records)
@@ -58,7 +77,10 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
 def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
             all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
             rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
-            category: str | None = typer.Option(None, help="category (default: from the find ranking)")) -> None:
+            category: str | None = typer.Option(None, help="category (default: from the find ranking)"),
+            policy: str = typer.Option("heuristic", help="heuristic, or llm: when structure cannot decide, a model "
+                                                         "(DRAFTSET_LLM_*) proposes the reading; the contract decides")
+            ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
     targets = list(repos or [])
     if all_top:
@@ -68,7 +90,7 @@ def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owne
     if not targets:
         raise DraftsetError("nothing to propose", hint="name a dataset (draftset adapters propose OWNER/NAME) "
                                                        "or use --all-top N after `draftset find`")
-    if not propose_many(targets, rows, category):
+    if not propose_many(targets, rows, category, policy):
         raise typer.Exit(1)  # a failing contract, a refusal or an error: scripts must not go on to ingest
 
 
