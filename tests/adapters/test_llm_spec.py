@@ -7,12 +7,12 @@ import json
 
 import openai
 import uvicorn
+from adapter_helpers import raw
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from adapter_helpers import raw
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import build_proposal
