@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from adapter_helpers import make_spec, raw
+
 from adapters.contract import run_contract
 
 TOOLS = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
