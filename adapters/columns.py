@@ -90,6 +90,12 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     texts = [k for k in order if stats[k].strings >= 0.5 * len(rows)
              and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
              and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))]
+    # Short answers (`Paris`) read like labels by their values; an answer-named column of varied strings
+    # beside a prompt-like text column is still the answer (short-answer QA), never a label set.
+    if texts:
+        texts += [k for k in order if k not in texts and k.lower() in RESPONSE_NAMES[:6]
+                  and stats[k].strings >= 0.9 * len(rows) and stats[k].distinct >= 0.3 * stats[k].strings
+                  and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))]
     calls = [k for k in order if k not in texts and _calls_column([r.get(k) for r in rows])]
     if not texts:
         d.refuse("no_text", f"no column holds natural-language text among {order}")

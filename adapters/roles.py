@@ -109,8 +109,10 @@ def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) ->
             break
     for key in keys:
         values = [t.get(key) for t in turns if t.get(key) not in (None, [], "")]
-        if values and all(isinstance(v, list) and v and all(isinstance(c, dict) and (
-                "function" in c or "name" in c) for c in v) for v in values):
+        calls = [v if isinstance(v, list) else [v] for v in values]  # legacy OpenAI `function_call`: one dict
+        if values and all(isinstance(v, (list, dict)) for v in values) and all(c and all(isinstance(x, dict) and (
+                "function" in x or ("name" in x and "arguments" in x) or "name" in x and isinstance(v, list))
+                for x in c) for v, c in zip(values, calls)):
             d.decide("tool_calls_key", key, f"turns carry structured tool calls in {key!r} ({len(values)} turns)")
             break
     tool_turns = by_role.get("tool", [])
