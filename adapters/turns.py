@@ -12,7 +12,10 @@ import re
 from typing import Any
 
 from adapters import media as media_mod
+from adapters.records import normalize_call
 from adapters.spec import AdapterSpec
+
+BLOCK_TYPES = ("tool_use", "tool_result", "thinking")
 
 
 def get_path(row: Any, path: str | None) -> Any:
@@ -146,6 +149,10 @@ class TurnReader:
                 if value:
                     calls = as_tool_calls(value, f"{path}[{i}].{calls_key}")
             parts = None
+            if content.__class__ is list and any(isinstance(b, dict) and b.get("type") in BLOCK_TYPES
+                                                 for b in content):
+                out += self._blocks(role, content, f"{path}[{i}].{field}", turn.get(flag_key) if flag_key else None)
+                continue
             if role == "tool_call":  # the turn's text is the call itself (LLaMA-Factory function_call)
                 calls = as_tool_calls(content, f"{path}[{i}].{field}")
                 if not calls:
@@ -183,6 +190,41 @@ class TurnReader:
                     if value:
                         m[name] = value
             out.append(m)
+        return out
+
+    def _blocks(self, role: str, blocks: list[Any], where: str, train: Any) -> list[dict[str, Any]]:
+        """Anthropic-style content blocks: text, thinking, tool_use (→ calls) and tool_result (→ tool turns)."""
+        texts, thinking, calls, results = [], [], [], []
+        for j, b in enumerate(blocks):
+            kind = b.get("type") if isinstance(b, dict) else None
+            if kind == "text" and isinstance(b.get("text"), str):
+                texts.append(b["text"])
+            elif kind == "thinking" and isinstance(b.get("thinking"), str):
+                thinking.append(b["thinking"])
+            elif kind == "tool_use":
+                try:
+                    calls.append(normalize_call({"id": b.get("id"), "name": b.get("name"),
+                                                 "arguments": b.get("input", {})}, f"call_{j}"))
+                except ValueError as exc:
+                    raise self.error(f"{where}[{j}]", str(exc)) from None
+            elif kind == "tool_result":
+                body = b.get("content")
+                if isinstance(body, list):
+                    body = "".join(x.get("text", "") for x in body if isinstance(x, dict))
+                results.append({"role": "tool", "content": self.text(body, f"{where}[{j}].content", allow_empty=True),
+                                "reasoning": None, "tool_calls": None, "train": None,
+                                **({"tool_call_id": b["tool_use_id"]} if isinstance(b.get("tool_use_id"), str) else {})})
+            else:
+                raise self.error(f"{where}[{j}]", f"content block of type {kind!r} is not text, thinking, tool_use "
+                                                  "or tool_result")
+        out = list(results)
+        text = "".join(texts)
+        if text.strip() or calls or (role != "tool" and not results):
+            if role != "assistant" and calls:
+                raise self.error(where, f"tool_use blocks in a {role} turn")
+            out.append({"role": role, "content": self.text(text, where, allow_empty=bool(calls)),
+                        "reasoning": "\n".join(thinking) or None, "tool_calls": calls or None,
+                        "train": train if isinstance(train, bool) else None})
         return out
 
     def exchanges(self, items: Any, path: str) -> list[dict[str, Any]]:
