@@ -30,9 +30,21 @@ REJECTED = ("rejected", "dispreferred", "worse", "loser", "response_rejected", "
 MARKER = re.compile(r"(?:^|\n)[ \t]*((?:#{1,3} ?)?[A-Za-z][A-Za-z_]{1,20}(?: [A-Za-z]{2,12})?):")
 
 
+CHATML = re.compile(r"<\|im_start\|>([A-Za-z_]+)")
+SPEAKERS = ("user", "assistant", "system", "tool")
+
+
+def _speaker(marker: str) -> str | None:
+    """The role a full marker (`Human:`, `### Response:`, `<|im_start|>user`) names."""
+    name = marker.removeprefix("<|im_start|>").rstrip(":").lstrip("# ")
+    role = canonical_role(name)
+    return role if role in SPEAKERS else None
+
+
 def _markers(text: str) -> list[str]:
-    return [m for m in MARKER.findall(text) if canonical_role(m.lstrip("# ")) in ("user", "assistant", "system",
-                                                                                   "tool")]
+    """Speaker markers at line starts: `Name:` lines, or ChatML `<|im_start|>role` headers."""
+    found = [f"{m}:" for m in MARKER.findall(text)] + [f"<|im_start|>{m}" for m in CHATML.findall(text)]
+    return [m for m in found if _speaker(m)]
 
 
 def detect_transcript(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
@@ -42,10 +54,10 @@ def detect_transcript(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
         if name in skip or len(values) < 0.8 * len(rows) or not values:
             continue
         per_row = [_markers(v) for v in values]
-        ok = [m for m in per_row if {canonical_role(x.lstrip("# ")) for x in m} >= {"user", "assistant"}]
+        ok = [m for m in per_row if {_speaker(x) for x in m} >= {"user", "assistant"}]
         if len(ok) >= 0.8 * len(values):
             counts = Counter(x for m in ok for x in m)
-            found[name] = ({f"{x}:": canonical_role(x.lstrip("# ")) or "user" for x in counts}, len(ok), len(values))
+            found[name] = ({x: _speaker(x) or "user" for x in counts}, len(ok), len(values))
     if not found:
         return False
     chosen = next((n for n in CHOSEN if n in found), None)

@@ -47,17 +47,21 @@ def infer_role_map(d, turns: list[dict], lists: list[list[dict]], role_key: str,
     if conversational and len(conversational) + len(known_roles) == 2 and len(conversational) <= 2:
         missing = [r for r in ("user", "assistant") if r not in known_roles]
         if len(conversational) == 1:
-            role_map[conversational[0]] = missing[0]
-            d.reasons[f"role_map.{conversational[0]}"] = (
-                f"{conversational[0]!r} is not a known label; it alternates with the {known_roles.pop()} side, so it "
-                f"is the {missing[0]}")
-            d.needs_review.append(f"role_map.{conversational[0]}")
+            label = conversational[0]
+            other = next(lab for lab in labels if role_map.get(lab) in known_roles)
+            user_side, answer_side = (label, other) if missing[0] == "user" else (other, label)
+            if _prompt_like(texts[user_side], texts[answer_side]):
+                role_map[label] = missing[0]
+                d.reasons[f"role_map.{label}"] = (
+                    f"{label!r} is not a known label; it alternates with the {role_map[other]} side and the "
+                    f"{user_side!r} side reads like prompts, so it is the {missing[0]}")
+                d.needs_review.append(f"role_map.{label}")
         else:
             a, b = conversational
             opener = max((a, b), key=lambda lab: first[lab])
             longer = max((a, b), key=lambda lab: text_stats(texts[lab]).mean_chars)
             other = b if opener == a else a
-            if opener != longer or first[opener] > first[other]:
+            if (opener != longer or first[opener] > first[other]) and _prompt_like(texts[opener], texts[other]):
                 role_map[opener], role_map[other] = "user", "assistant"
                 for lab in (a, b):
                     d.reasons[f"role_map.{lab}"] = (
@@ -71,6 +75,16 @@ def infer_role_map(d, turns: list[dict], lists: list[list[dict]], role_key: str,
                                               "contract fails until a person maps it")
             d.needs_review.append(f"role_map.{label}")
     d.decide("role_map", role_map, "labels mapped: " + ", ".join(f"{k}→{v}" for k, v in role_map.items()))
+
+
+def _prompt_like(asks: list[Any], answers: list[Any]) -> bool:
+    """Does one side read like prompts next to the other (more questions, or clearly shorter)? Two sides that
+    read alike (two models' answers, two annotators) are not a dialogue: no role is inferred from them."""
+    a, b = text_stats(asks), text_stats(answers)
+    if not a.strings or not b.strings:
+        return False
+    more_questions = a.questions / a.strings >= b.questions / b.strings + 0.2
+    return more_questions or a.mean_chars <= 0.7 * b.mean_chars
 
 
 def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) -> None:
