@@ -77,6 +77,10 @@ def as_tool_calls(value: Any, field: str) -> list[dict[str, Any]] | None:
         raise RowError(field, str(exc)) from None
 
 
+# The strict model's compiled validator, called directly (Conversation.model_validate adds a Python layer per row).
+VALIDATE = Conversation.__pydantic_validator__.validate_python
+
+
 class RowMapper:
     """A spec compiled for fast application to many rows."""
 
@@ -133,7 +137,7 @@ class RowMapper:
         messages = self._finish(messages)
         repo, revision, config, split = self.source_key
         try:
-            return [Conversation.model_validate({
+            return [VALIDATE({
                 "record_version": RECORD_VERSION, "id": record_id(repo, config, split, row_index),
                 "source": {"repo_id": repo, "revision": revision, "config": config, "split": split,
                            "row_index": row_index},
