@@ -11,12 +11,13 @@ their reason with the verdict (`media ...`, `undesirable ...`) so counts group b
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from pydantic import ValidationError
 
 from adapters import media as media_mod
-from adapters.records import RECORD_VERSION, Conversation, normalize_call, record_id
+from adapters.records import RECORD_VERSION, Conversation, normalize_call
 from adapters.spec import AdapterSpec
 from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls
 from adapters.turns import TurnReader, get_path, split_transcript
@@ -88,6 +89,8 @@ class RowMapper:
         self.spec = spec
         src = spec.source
         self.source_key = (src.repo_id, src.revision, src.config, src.split)
+        # record_id's hash over the fixed provenance prefix, copied per row (the same ids, less work)
+        self.id_prefix = hashlib.sha1(f"{src.repo_id}|{src.config}|{src.split}|".encode())
         self.json_fields = tuple(spec.json_fields)
         self.native = spec.mode == "native"
         self.turns = TurnReader(spec, RowError)
@@ -138,13 +141,18 @@ class RowMapper:
         repo, revision, config, split = self.source_key
         try:
             return [VALIDATE({
-                "record_version": RECORD_VERSION, "id": record_id(repo, config, split, row_index),
+                "record_version": RECORD_VERSION, "id": self._id(row_index),
                 "source": {"repo_id": repo, "revision": revision, "config": config, "split": split,
                            "row_index": row_index},
                 "category": spec.category, "mode": spec.mode, "messages": messages, **record})]
         except ValidationError as exc:  # a value the checks above missed: still one row's error, never a crash
             first = exc.errors()[0]
             raise RowError(".".join(map(str, first["loc"])) or "<record>", first["msg"]) from None
+
+    def _id(self, row_index: int) -> str:
+        h = self.id_prefix.copy()
+        h.update(str(row_index).encode())
+        return h.hexdigest()[:20]
 
     # -- tool calls written in text ------------------------------------------------------------
     def _calls_from_text(self, messages: list[Turn]) -> None:

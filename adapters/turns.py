@@ -22,6 +22,8 @@ def get_path(row: Any, path: str | None) -> Any:
     """Read a dotted path (`a.b.c`); a missing step gives None."""
     if path is None:
         return None
+    if "." not in path:  # the common case, one dict read
+        return row.get(path) if isinstance(row, dict) else None
     value: Any = row
     for part in path.split("."):
         if not isinstance(value, dict):
@@ -66,6 +68,9 @@ class TurnReader:
         self.native = spec.mode == "native"
         # Nested keys (`payload.text`) are read by path; flat ones by a plain dict lookup (the common case).
         self.nested = any("." in (k or "") for k in (spec.role_key, spec.content_key))
+        reasoning_on = bool(self.reasoning_key or self.delimiters or self.unwrap)
+        self.plain = not (self.nested or spec.tool_calls_key or spec.parts_key or reasoning_on
+                          or set(self.role_map.values()) - {"system", "user", "assistant"})
 
     def _get(self, turn: dict[str, Any], key: str | None) -> Any:
         if key is None:
@@ -115,8 +120,38 @@ class TurnReader:
         turn.update({k: v for k, v in extra.items() if v is not None})
         return turn
 
+    def _plain_list(self, turns: list[Any]) -> list[dict[str, Any]] | None:
+        """The fastest reading, for specs with flat keys, chat roles only and no per-turn extras: plain string
+        content for every turn, or None (then the general reader handles the row, errors included)."""
+        role_map, role_key, content_key, limit = self.role_map, self.spec.role_key, self.spec.content_key, self.limit
+        null_policy, flag_key = self.null_policy, self.spec.train_flag_key
+        out = []
+        for turn in turns:
+            if turn.__class__ is not dict:
+                return None
+            label = turn.get(role_key)
+            if label.__class__ is not str:
+                return None
+            role = role_map.get(label)
+            content = turn.get(content_key)
+            if content is None and role in null_policy:
+                content = turn.get(null_policy[role])
+            if role is None or content.__class__ is not str or not content or len(content) > limit \
+                    or content.isspace():
+                return None
+            train = turn.get(flag_key) if flag_key else None
+            if train is not None and train.__class__ is not bool:
+                return None
+            out.append({"role": role, "content": content, "reasoning": None, "tool_calls": None, "train": train})
+        return out
+
     def _turn_list(self, turns: Any, path: str) -> list[dict[str, Any]]:
         from adapters.apply import as_tool_calls  # apply imports this module first
+
+        if self.plain and turns.__class__ is list:
+            fast = self._plain_list(turns)
+            if fast is not None:
+                return fast
 
         spec = self.spec
         if not isinstance(turns, list):
@@ -127,6 +162,7 @@ class TurnReader:
         # (nested keys, content parts, calls, nulls, errors) takes the general path below.
         role_map, null_policy, limit, nested = self.role_map, self.null_policy, self.limit, self.nested
         reasoning_on = bool(self.reasoning_key or self.delimiters or self.unwrap)
+        parts_key = spec.parts_key
         out: list[dict[str, Any]] = []
         for i, turn in enumerate(turns):
             if turn.__class__ is not dict:
@@ -161,8 +197,8 @@ class TurnReader:
             elif not (content.__class__ is str and len(content) <= limit and (calls or (
                     content and not content.isspace()))):
                 content, parts = self.content(content, f"{path}[{i}].{field}", allow_empty=bool(calls))
-            if spec.parts_key and turn.get(spec.parts_key):
-                parts = (parts or []) + media_mod.parts_of(turn[spec.parts_key], f"{path}[{i}].{spec.parts_key}")
+            if parts_key and turn.get(parts_key):
+                parts = (parts or []) + media_mod.parts_of(turn[parts_key], f"{path}[{i}].{parts_key}")
             train = turn.get(flag_key) if flag_key else None
             if train is not None and train.__class__ is not bool:
                 if type(train) is int and train in (0, 1):  # OpenAI fine-tuning `weight`: 0 or 1

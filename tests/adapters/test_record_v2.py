@@ -155,3 +155,10 @@ def test_new_spec_fields_do_not_change_the_hash_of_existing_specs():
     data = spec.model_dump(mode="json")
     assert "tools_field" in data and "tools_field" not in spec.hashed_payload()
     assert make_spec(tools_field="tools").spec_hash() != spec.spec_hash()
+
+
+def test_record_ids_are_the_provenance_hash():
+    from adapters.records import record_id
+
+    [rec] = apply_row(make_spec(), 41, {"messages": [{"role": "user", "content": "q"}]})
+    assert rec.id == record_id("lab/data", "default", "train", 41)  # resume-by-id across versions needs this
