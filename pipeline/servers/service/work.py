@@ -37,9 +37,9 @@ def propose(service, repo_id: str, rows: int = 500) -> Any:
 
 
 def start_find(service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:
-    from adapters.hub_probe import check_reachable
     from agents.configuration import FindConfig
     from agents.run import FindRequest
+    from catalog.hub import check_reachable
 
     check_reachable(service.settings.hf_endpoint)  # a dead Hub is a 400 now, not a failed job later
     if policy == "llm" and not service.settings.llm_base_url:
