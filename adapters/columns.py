@@ -104,9 +104,9 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
              and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))]
     # Short answers (`Paris`) read like labels by their values; an answer-named column of varied strings
     # beside a prompt-like text column is still the answer (short-answer QA), never a label set.
-    if texts:
-        texts += [k for k in order if k not in texts and k.lower() in RESPONSE_NAMES[:6]
-                  and stats[k].strings >= 0.9 * len(rows) and stats[k].distinct >= 0.3 * stats[k].strings
+    if texts and any(_name_score(k, PROMPT_NAMES) for k in texts):
+        texts += [k for k in order if k not in texts and _name_score(k, RESPONSE_NAMES)
+                  and stats[k].strings >= 0.9 * len(rows) and stats[k].distinct >= 2
                   and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))]
     calls = [k for k in order if k not in texts and _calls_column([r.get(k) for r in rows])]
     if not texts:
