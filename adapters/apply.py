@@ -158,7 +158,7 @@ class RowMapper:
     def _calls_from_text(self, messages: list[Turn]) -> None:
         fmt = self.spec.text_tool_calls
         for i, m in enumerate(messages):
-            if m["role"] != "assistant" or m["tool_calls"]:
+            if m["role"] != "assistant" or m.get("tool_calls"):
                 continue
             try:
                 calls, text = parse_text_calls(fmt, m["content"], f"call_{i}")
@@ -229,10 +229,10 @@ class RowMapper:
             (spec.transcript.field if spec.transcript else "<row>")
         if self.native:
             for m in messages:
-                if m["role"] == "assistant" and m["train"] is None:
+                if m["role"] == "assistant" and m.get("train") is None:
                     m["train"] = True  # native multi-turn data: every assistant turn is a training target
             last = len(messages) - 1
-            while last >= 0 and not (messages[last]["role"] == "assistant" and messages[last]["train"]):
+            while last >= 0 and not (messages[last]["role"] == "assistant" and messages[last].get("train")):
                 last -= 1
             if last < 0:
                 why = "undesirable answer (label false): kept out of training" if spec.label_field else \

@@ -142,7 +142,9 @@ class TurnReader:
             train = turn.get(flag_key) if flag_key else None
             if train is not None and train.__class__ is not bool:
                 return None
-            out.append({"role": role, "content": content, "reasoning": None, "tool_calls": None, "train": train})
+            # only the keys that carry a value: fewer keys for the validator to walk on every record
+            out.append({"role": role, "content": content} if train is None else
+                       {"role": role, "content": content, "train": train})
         return out
 
     def _turn_list(self, turns: Any, path: str) -> list[dict[str, Any]]:
