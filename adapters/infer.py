@@ -180,14 +180,13 @@ def _detection(repo_id: str, source: SourceSpec, catalog: Catalog | None, endpoi
                sample_rows: int, card: str, files: list[str]) -> tuple[Detected, list[tuple[int, dict]], str]:
     """What find detected for this (revision, config, split) when it stored it; else sample and detect."""
     stored = stored_detection(catalog, source) if catalog is not None else None
-    if stored is not None:
-        d, stored_rows = stored
-        if d.layout is not None or d.refusal is not None:
-            return d, list(enumerate(stored_rows)), (f"detected by find on {d.n_rows} row(s) of {source.config}/"
-                                              f"{source.split} at this revision (catalog `schemas`); the contract "
-                                              "samples across every file")
     raw = [r for r in iter_raw_rows(source, endpoint=endpoint, token=token, sample=sample_rows)]
     rows: list[tuple[int, dict[str, Any]]] = [(r.row_index, r.row) for r in raw if r.row is not None]
+    if stored is not None and (stored[0].layout is not None or stored[0].refusal is not None):
+        d = stored[0]
+        why = (f"detected by find on {d.n_rows} row(s) of {source.config}/{source.split} at this revision (catalog "
+               f"`schemas`); {len(rows)} rows sampled across {len(files)} file(s) complete the role vocabulary")
+        return complete_vocabulary(d, [row for _, row in rows]), rows or list(enumerate(stored[1])), why
     sampled: list[dict[str, Any]] = [row for _, row in rows if row is not None]
     d = detect(sampled or _schema_rows(source, endpoint, token), card_text=card, file_names=files)
     if not raw:  # placeholder labels are not a vocabulary: leave the role map empty
@@ -198,6 +197,37 @@ def _detection(repo_id: str, source: SourceSpec, catalog: Catalog | None, endpoi
             d.reasons["layout"] += " (no rows: detected from the file schema only; the contract will fail)"
     why = f"{len(raw)} rows sampled evenly across {len(files)} file(s), {len(raw) - len(rows)} malformed"
     return d, rows, why
+
+
+def complete_vocabulary(d: Detected, rows: list[dict[str, Any]]) -> Detected:
+    """find saw a few first rows; labels that only occur later (a `system` turn in row 40) are mapped by the same
+    rules from the wider sample, so starting from find's detection never leaves a label unmapped for nothing."""
+    from adapters.roles import infer_role_map
+    from adapters.structure import decoded, get
+
+    role_key, content_key, path = d.fields.get("role_key"), d.fields.get("content_key"), d.fields.get("messages_path")
+    if not (rows and role_key and content_key and path and d.layout in ("messages", "trajectory")):
+        return d
+    lists = [v for v in (decoded(get(r, path))[0] for r in rows) if isinstance(v, list)]
+    turns = [t for lst in lists for t in lst if isinstance(t, dict)]
+    if not turns:
+        return d
+    wider = Detected()
+    infer_role_map(wider, turns, lists, role_key, content_key)
+    known = dict(d.fields.get("role_map", {}))
+    for label, role in wider.fields.get("role_map", {}).items():
+        if label not in known:
+            known[label] = role
+            d.reasons[f"role_map.{label}"] = wider.reasons.get(f"role_map.{label}",
+                                                               f"{label!r} first seen in the wider sample")
+    for key in wider.needs_review:
+        if key.startswith("role_map.") and key.removeprefix("role_map.") not in d.fields.get("role_map", {}):
+            d.reasons.setdefault(key, wider.reasons.get(key, ""))
+            if key not in d.needs_review:
+                d.needs_review.append(key)
+    d.fields["role_map"] = known
+    d.role_counts = wider.role_counts
+    return d
 
 
 def stored_detection(catalog: Catalog, source: SourceSpec) -> tuple[Detected, list[dict[str, Any]]] | None:

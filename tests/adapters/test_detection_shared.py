@@ -45,7 +45,8 @@ def test_proposal_starts_from_finds_stored_detection(hub_url, home):
     proposal = propose_adapter(repo, endpoint=hub_url, viewer_base=hub_url + "/viewer", catalog=cat)
     assert proposal.reasons["sample"].startswith("detected by find")
     assert proposal.reasons["role_key"] == "stored by find"
-    assert proposal.spec.role_map == {"human": "user", "gpt": "assistant"}
+    # find saw two labels; a `system` turn occurs only in later rows: the sample completes the vocabulary
+    assert proposal.spec.role_map == {"human": "user", "gpt": "assistant", "system": "system"}
 
 
 def test_unknown_label_stays_unmapped_when_structure_cannot_decide():
