@@ -108,21 +108,37 @@ def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name o
 
 @check_app.command("serve")
 def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
-                    command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ..."),
+                    command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ... | sglang "
+                                                        "serve MODEL ... | vllm serve MODEL --speculative-config JSON"),
                     system_prompt: Optional[str] = typer.Option(None, help="system prompt clients will send"),
                     thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking",
-                                                            help="thinking mode clients will request")) -> None:
-    """Lint an SGLang launch command against the draft and its manifest; exit 1 on any finding."""
+                                                            help="thinking mode clients will request"),
+                    target_config: Optional[Path] = typer.Option(
+                        None, help="the target's config.json (default: the command's model dir, then the manifest's)"),
+                    as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+    """Lint a launch command against the draft as the engine reads it; exit 1 on any error."""
+    import json
+
     from eval.checks.serve_check import check_serve
 
-    r = check_serve(_resolve(draft, "drafts"), command, system_prompt, thinking)
+    r = check_serve(_resolve(draft, "drafts"), command, system_prompt, thinking, target_config)
+    if as_json:
+        print(json.dumps(r.as_json(), indent=1))
+        if r.errors:
+            raise typer.Exit(1)
+        return
+    console.print(f"[dim]{r.engine}: {r.parser}; target config from {r.target_origin}; "
+                  f"{'; '.join(r.rules_applied)}[/]", highlight=False)
     if r.clean:
         console.print("[green]clean:[/] the command matches the draft's training configuration")
         return
-    print_table(["flag", "problem", "why it matters", "fix"], [[f.flag, f.problem, f.why, f.fix] for f in r.findings],
-                title=f"{len(r.findings)} finding(s)")
-    console.print("corrected command:\n" + r.corrected(), highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
+    for f in r.findings:     # one block per finding: long flags and paths stay whole in narrow terminals
+        console.print(f"[{'red' if f.severity == 'error' else 'yellow'}]{f.severity.upper()}[/] {f.rule}  {f.flag}\n"
+                      f"  {f.problem}\n  why: {f.why}\n  fix: {f.fix}\n  source: {f.source}",
+                      highlight=False, soft_wrap=True, markup=True)
+    console.print("corrected command:\n" + (r.corrected() or ""), highlight=False, soft_wrap=True)
+    if r.errors:
+        raise typer.Exit(1)
 
 
 @check_app.command("estimate")
