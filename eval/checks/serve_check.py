@@ -32,6 +32,7 @@ class ServeReport:
     target_origin: str
     rules_applied: list[str] = field(default_factory=list)
     parser: str = f"built-in SGLang {SGLANG_VERSION} table"
+    fixed: str | None = None            # the corrected command, re-checked until nothing more to fix
 
     @property
     def errors(self) -> list[Finding]:
@@ -46,6 +47,9 @@ class ServeReport:
         return "error" if self.errors else ("warning" if self.findings else "clean")
 
     def corrected(self) -> str | None:
+        return self.fixed if self.fixed is not None else self.one_fix()
+
+    def one_fix(self) -> str | None:
         if self.clean:
             return None
         if isinstance(self.command, VllmCommand):
@@ -87,6 +91,22 @@ def is_vllm(tokens: list[str]) -> bool:
 
 def check_serve(draft_dir: Path, argv: list[str] | str, system_prompt: str | None = None,
                 thinking: bool | None = None, target_config: Path | None = None) -> ServeReport:
+    report = _check(draft_dir, argv, system_prompt, thinking, target_config)
+    fixed, current = None, report
+    for _ in range(3):       # a repaired flag can reveal the next problem (misspelt --speculative-algoritm EAGLE)
+        step = current.one_fix()
+        if step is None or step == fixed:
+            break
+        fixed = step
+        current = _check(draft_dir, step, system_prompt, thinking, target_config)
+        if not current.errors and not [f for f in current.findings if f.changes]:
+            break
+    report.fixed = fixed
+    return report
+
+
+def _check(draft_dir: Path, argv: list[str] | str, system_prompt: str | None, thinking: bool | None,
+           target_config: Path | None) -> ServeReport:
     tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
     draft = Draft.load(Path(draft_dir))
     if is_vllm(tokens):
@@ -129,8 +149,8 @@ def _disagreement(builtin: LaunchCommand, real: LaunchCommand) -> str | None:
         return (f"built-in table: {builtin.failure or 'accepted'}; installed sglang: {real.failure or 'accepted'}")
     if builtin.values is None or real.values is None:
         return None
-    keys = [k for k in builtin.values if k.startswith("speculative_") or k in ("model_path", "context_length")]
-    diff = [k for k in keys if builtin.values.get(k) != real.values.get(k)]
+    # only what the command sets: the built-in parser keeps no defaults (unset stays None)
+    diff = sorted(k for k in builtin.explicit if builtin.values.get(k) != real.values.get(k))
     return f"values differ for {diff}" if diff else None
 
 

@@ -82,7 +82,8 @@ def resolve(values: dict, target_arch: str | None, draft_arch: str | None = None
                      "(_handle_eagle_family compares speculative_eagle_topk > 1)")
         return out
     if topk == 1 and steps is not None and ndt != steps + 1:
-        out.forced_draft_tokens = (ndt, steps + 1)
+        if ndt is not None:      # unset is simply filled in (same log line); a given value is overridden
+            out.forced_draft_tokens = (ndt, steps + 1)
         ndt = steps + 1
     out.steps, out.topk, out.draft_tokens = steps, topk, ndt
     return out

@@ -42,8 +42,7 @@ class VllmCommand:
             i = next(j for j, t in enumerate(tokens) if t == "serve") + 1
         except StopIteration:
             i = 0
-        args = [_KEY.sub(lambda m: m.group(0).replace("_", "-"), a, count=1) if a.startswith("--") else a
-                for a in tokens[i:]]
+        args = [_dashes(a) if a.startswith("--") else a for a in tokens[i:]]
         if args and not args[0].startswith("-"):
             cmd.model, args = args[0], args[1:]
         spec: dict = {}
@@ -80,6 +79,12 @@ class VllmCommand:
             spec[key] = int(value) if key == "num_speculative_tokens" and str(value).isdigit() else value
         cmd.spec = spec or None
         return cmd
+
+
+def _dashes(arg: str) -> str:
+    """FlexibleArgumentParser: underscores become dashes in the key only (before "=" and the first ".")."""
+    key, eq, value = arg.partition("=")
+    return _KEY.sub(lambda m: m.group(0).replace("_", "-"), key, count=1) + eq + value
 
 
 def vllm_rules(cmd: VllmCommand, draft: Draft) -> Iterator[Finding]:
