@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from eval.bench.serve_corpus import CASES
-from eval.bench.serve_drafts import make_draft, make_target
+from eval.bench.serve_drafts import materialize
 from eval.checks.serve_check import check_serve
 
 
@@ -47,7 +47,7 @@ def naive_verdict(draft: Path, command: str) -> str:
     from safetensors import safe_open
 
     with safe_open(str(draft / "model.safetensors"), framework="numpy") as f:
-        errors |= any(not k.startswith(("midlayer.", "fc.", "norm.", "lm_head.", "d2t", "t2d")) for k in f.keys())
+        errors |= any(not k.startswith(("midlayer.", "fc.", "norm.", "lm_head.", "d2t", "t2d")) for k in f.keys())  # noqa: SIM118
     return "error" if errors else "clean"
 
 
@@ -63,9 +63,7 @@ def run(verbose: bool = False) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for i, (kind, variant, template, verdict, rules) in enumerate(CASES):
-            draft = make_draft(root, f"draft{i}", **variant)
-            model = make_target(root, variant.get("target", "llama"))
-            command = template.replace("{model}", str(model)).replace("{draft}", str(draft))
+            draft, _, command = materialize(root, f"draft{i}", variant, template)
             r = check_serve(draft, command)
             found = {f.rule for f in r.findings}
             ours.append((kind, verdict, rules, r.verdict, found))

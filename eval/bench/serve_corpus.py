@@ -28,14 +28,14 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
     ("canonical", {}, GOOD, "clean", set()),
     ("lowercase eagle3", {}, GOOD.replace("EAGLE3", "eagle3"), "clean", set()),
     ("mixed-case Eagle3", {}, GOOD.replace("EAGLE3", "Eagle3"), "clean", set()),
-    ("unique prefixes", {}, f"{L} --model-path {{model}} --speculative-algo EAGLE3 --speculative-draft-model-p {{draft}} "
-     "--speculative-num-step 3 --speculative-eagle 1 --speculative-num-draft 4", "clean", set()),
+    ("unique prefixes", {}, (f"{L} --model-path {{model}} --speculative-algo EAGLE3 --speculative-draft-model-p {{draft}} "
+     "--speculative-num-step 3 --speculative-eagle 1 --speculative-num-draft 4"), "clean", set()),
     ("alias --speculative-draft-model", {}, GOOD.replace("--speculative-draft-model-path", "--speculative-draft-model"),
      "clean", set()),
     ("alias --model", {}, GOOD.replace("--model-path", "--model"), "clean", set()),
-    ("--flag=value", {}, f"{L} --model-path={{model}} --speculative-algorithm=EAGLE3 "
+    ("--flag=value", {}, (f"{L} --model-path={{model}} --speculative-algorithm=EAGLE3 "
      "--speculative-draft-model-path={draft} --speculative-num-steps=3 --speculative-eagle-topk=1 "
-     "--speculative-num-draft-tokens=4", "clean", set()),
+     "--speculative-num-draft-tokens=4"), "clean", set()),
     ("sglang serve MODEL", {}, f"sglang serve {{model}} {SPEC} {CHAIN}", "clean", set()),
     ("sglang serve --model-path", {}, f"sglang serve --model-path {{model}} {SPEC} {CHAIN}", "clean", set()),
     ("sglang serve --model-type llm", {}, f"sglang serve {{model}} --model-type llm {SPEC} {CHAIN}", "clean", set()),
@@ -43,10 +43,10 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
     ("--tensor-parallel-size", {}, GOOD + " --tensor-parallel-size 2", "clean", set()),
     ("env + python3 path", {}, "CUDA_VISIBLE_DEVICES=0,1 /usr/bin/python3 " + GOOD[len("python "):] + " --tp-size 2",
      "clean", set()),
-    ("topk 1 without draft tokens", {}, f"{L} --model-path {{model}} {SPEC} --speculative-num-steps 3 "
-     "--speculative-eagle-topk 1", "clean", set()),
-    ("tree topk 4", {}, f"{L} --model-path {{model}} {SPEC} --speculative-num-steps 3 --speculative-eagle-topk 4 "
-     "--speculative-num-draft-tokens 8", "clean", set()),
+    ("topk 1 without draft tokens", {}, (f"{L} --model-path {{model}} {SPEC} --speculative-num-steps 3 "
+     "--speculative-eagle-topk 1"), "clean", set()),
+    ("tree topk 4", {}, (f"{L} --model-path {{model}} {SPEC} --speculative-num-steps 3 --speculative-eagle-topk 4 "
+     "--speculative-num-draft-tokens 8"), "clean", set()),
     ("layers.0.* keys", {"key_prefix": "layers.0."}, GOOD, "clean", set()),
     ("Kimi-K2.5 default taps", {"target": "kimi-k25"}, GOOD, "clean", set()),
     ("Kimi-K2.5 taps 3,31,59", {"target": "kimi-k25", "taps": [3, 31, 59]}, GOOD, "clean", set()),
@@ -58,10 +58,23 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
     ("vllm serve", {}, vllm(V3), "clean", set()),
     ("vllm --speculative_config=", {}, "vllm serve {model} --speculative_config=" + "'" + json.dumps(V3) + "'",
      "clean", set()),
-    ("vllm dotted keys", {}, "vllm serve {model} --speculative-config.method eagle3 --speculative-config.model {draft} "
-     "--speculative-config.num_speculative_tokens 3", "clean", set()),
+    ("vllm dotted keys", {}, ("vllm serve {model} --speculative-config.method eagle3 --speculative-config.model {draft} "
+     "--speculative-config.num_speculative_tokens 3"), "clean", set()),
     ("vllm Kimi-K2.5", {"target": "kimi-k25", "taps": [3, 31, 59]}, vllm(V3), "clean", set()),
+    ("--config YAML", {"yaml": {"speculative-algorithm": "EAGLE3", "speculative-draft-model-path": "{draft}",
+                                "speculative-num-steps": 3, "speculative-eagle-topk": 1,
+                                "speculative-num-draft-tokens": 4}}, f"{L} --model-path {{model}} --config {{config}}",
+     "clean", set()),
+    ("--config YAML overridden on the command line", {"yaml": {"speculative-algorithm": "EAGLE"}},
+     f"{L} --model-path {{model}} --config {{config}} {SPEC} {CHAIN}", "clean", set()),
     # -- planted faults ------------------------------------------------------------------------
+    ("--config YAML sets EAGLE", {"yaml": {"speculative-algorithm": "EAGLE", "speculative-eagle-topk": 1}},
+     f"{L} --model-path {{model}} --config {{config}} --speculative-draft-model-path {{draft}} "
+     "--speculative-num-steps 3", "error", {"sglang.algorithm.not_eagle3"}),
+    ("--config YAML with underscore keys", {"yaml": {"speculative_num_steps": 3}},
+     f"{L} --model-path {{model}} --config {{config}} {SPEC}", "error", {"sglang.args.unknown"}),
+    ("--config not YAML", {}, f"{L} --model-path {{model}} --config /etc/sglang.json {SPEC} {CHAIN}", "error",
+     {"sglang.args.config"}),
     ("EAGLE instead of EAGLE3", {}, GOOD.replace("EAGLE3", "EAGLE"), "error", {"sglang.algorithm.not_eagle3"}),
     ("NEXTN", {}, GOOD.replace("EAGLE3", "NEXTN"), "error", {"sglang.algorithm.not_eagle3"}),
     ("no algorithm", {}, GOOD.replace("--speculative-algorithm EAGLE3 ", ""), "error", {"sglang.algorithm.missing"}),

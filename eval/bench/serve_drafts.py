@@ -82,6 +82,20 @@ def make_draft(root: Path, name: str, target: str = "llama", taps: list[int] | N
     return d
 
 
+def materialize(root: Path, name: str, variant: dict, template: str) -> tuple[Path, Path, str]:
+    """(draft, target dir, command) for one corpus case; a `yaml` entry becomes the --config file {config}."""
+    variant = dict(variant)
+    config = variant.pop("yaml", None)
+    draft = make_draft(root, name, **variant)
+    model = make_target(root, variant.get("target", "llama"))
+    command = template.replace("{model}", str(model)).replace("{draft}", str(draft))
+    if config is not None:
+        path = Path(root) / f"{name}.yaml"
+        path.write_text(json.dumps(config).replace("{draft}", str(draft)))   # JSON is YAML
+        command = command.replace("{config}", str(path))
+    return draft, model, command
+
+
 def _manifest(tdir: Path, cfg_t: dict, n: int, taps: list[int]) -> dict:
     return {"model_dir": str(tdir), "model_id": tdir.name, "model_revision": model_revision(tdir),
             "model_type": cfg_t["model_type"], "n_layers": n, "hidden_size": H, "vocab_size": V, "rms_norm_eps": 1e-6,

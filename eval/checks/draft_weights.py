@@ -13,6 +13,7 @@ Key rules follow each engine's loader for `LlamaForCausalLMEagle3` drafts:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 SGLANG_LOADER = ("python/sglang/srt/models/llama_eagle3.py", "0.5.23")
 VLLM_LOADER = ("vllm/model_executor/models/llama_eagle3.py", "0.33.0")
@@ -109,7 +110,7 @@ def vocab_problems(cfg: dict, tensors: dict, d2t, t2d, target_vocab: int | None)
         out.append(f"{key} has shape {shape}, draft_vocab_size is {k}")
     if d2t is not None and dtype == "I64":
         hot = [int(x) + i for i, x in enumerate(d2t)]
-        if any(b <= a for a, b in zip(hot, hot[1:])):
+        if any(b <= a for a, b in pairwise(hot)):
             out.append(f"{key}: hot ids d + d2t[d] are not strictly increasing (the draft vocabulary is the sorted "
                        "top-K target ids; a permuted map scores the wrong tokens)")
         if v is not None and hot and (min(hot) < 0 or max(hot) >= v):

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.checks.serve_context import Draft, Finding, resolve_target
-from eval.checks.serve_draft_rules import serving_facts, sglang_layers, vllm_layers, weights
+from eval.checks.serve_draft_rules import (
+    serving_facts,
+    sglang_layers,
+    vllm_layers,
+    weights,
+)
 from eval.checks.serve_rules import FLAG_RULES, SGLangContext, parse_errors
 from eval.checks.sglang_args import LaunchCommand
 from eval.checks.sglang_flags import SGLANG_VERSION, native_parser, native_version
@@ -134,7 +139,8 @@ def _check(draft_dir: Path, argv: list[str] | str, system_prompt: str | None, th
     arch = (target.get("architectures") or [None])[0]
     applied = []
     if cmd.values is not None:
-        ctx = SGLangContext(draft, cmd, resolve(cmd.values, arch, None), target, origin)
+        ctx = SGLangContext(draft, cmd, resolve(cmd.values, arch, (draft.cfg.get("architectures") or [None])[0]),
+                            target, origin)
         for rule in FLAG_RULES:
             findings += list(rule(ctx))
     applied.append(sglang_tap_rule(target).describe())

@@ -39,7 +39,7 @@ class Draft:
     t2d: list[bool] | None
 
     @classmethod
-    def load(cls, directory: Path) -> "Draft":
+    def load(cls, directory: Path) -> Draft:
         from safetensors import safe_open
 
         directory = Path(directory)
@@ -48,7 +48,7 @@ class Draft:
                 raise DraftsetError(f"{directory} has no {need}", hint="export the draft with `draftset export`")
         tensors, d2t, t2d = {}, None, None
         with safe_open(str(directory / WEIGHTS), framework="numpy") as f:   # header + two small int tensors: no torch
-            for k in f.keys():
+            for k in f.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
                 sl = f.get_slice(k)
                 tensors[k] = (sl.get_dtype(), list(sl.get_shape()))
                 if "d2t" in k and tensors[k][0] == "I64":

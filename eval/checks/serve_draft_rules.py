@@ -3,13 +3,20 @@ vocabulary map, and the serving facts training fixed (target, template, system p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
+from catalog.errors import DraftsetError
 from eval.checks.draft_weights import SGLANG_LOADER, VLLM_LOADER, check_weights
 from eval.checks.serve_context import Draft, Finding
-from pipeline.capture.layers import (TapRule, default_aux_layers, engine_captures, sglang_tap_rule, vllm_tap_rule,
-                                     written_ids)
+from pipeline.capture.layers import (
+    TapRule,
+    default_aux_layers,
+    engine_captures,
+    sglang_tap_rule,
+    vllm_tap_rule,
+    written_ids,
+)
 from pipeline.capture.manifest import model_revision, template_sha256
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
@@ -20,7 +27,7 @@ def _fix_ids(draft: Draft, rule: TapRule, key: str) -> str:
     taps = draft.trained_taps
     try:
         return f"set {key} = {written_ids(rule, taps)} (draftset export writes it for this target)"
-    except Exception:
+    except DraftsetError:
         return (f"recapture and retrain with taps this engine can capture, e.g. --layers "
                 f"{','.join(map(str, default_aux_layers(rule.n_layers)))}")
 
@@ -65,7 +72,7 @@ def vllm_layers(draft: Draft, target: dict, origin: str) -> Iterator[Finding]:
     if taps is None:
         return
     top = draft.cfg.get(TOP) or (draft.cfg.get("eagle_config") or {}).get(TOP) or None
-    captured, lost = engine_captures(rule, list(top) if top else None)
+    captured, _ = engine_captures(rule, list(top) if top else None)
     if captured != taps:
         yield Finding("vllm.layers.mismatch", "error", f"draft config.json {TOP}",
                       f"{TOP} = {top}: vLLM captures HF {captured}, the draft was trained on HF {taps}",

@@ -8,9 +8,9 @@ resolution replayed (sglang_startup.py); these rules compare the outcome with wh
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from eval.checks.serve_context import Draft, Finding
 from eval.checks.sglang_args import LaunchCommand, resolve_flag
@@ -43,6 +43,10 @@ def parse_errors(cmd: LaunchCommand) -> Iterator[Finding]:
     if f is None:
         return
     msg = str(f)
+    if "config_parser" in cmd.failure_source:
+        yield Finding("sglang.args.config", "error", "--config", msg, "prepare_server_args raises before parsing",
+                      "give one existing .yaml/.yml file holding a mapping", cmd.failure_source + f", SGLang {V}")
+        return
     if f.status == 1:
         yield Finding("sglang.args.model_path", "error", "--model-path", msg, "the server exits at once",
                       "sglang serve MODEL ... or --model-path MODEL (spelled out)", cmd.failure_source + f", SGLang {V}")

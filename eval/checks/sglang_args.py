@@ -15,10 +15,12 @@ tokens are kept so a corrected command is the user's own command with the fewest
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from eval.checks.sglang_flags import ParseFailure, build_parser, builtin_table
 
@@ -50,7 +52,7 @@ class LaunchCommand:
 
     # -- reading -------------------------------------------------------------------------------
     @classmethod
-    def parse(cls, argv: list[str] | str, parser: argparse.ArgumentParser | None = None) -> "LaunchCommand":
+    def parse(cls, argv: list[str] | str, parser: argparse.ArgumentParser | None = None) -> LaunchCommand:
         tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
         prefix, args, entry = _split_entry(tokens)
         cmd = cls(prefix, args, entry)
@@ -68,6 +70,16 @@ class LaunchCommand:
         return cmd
 
     def _server_argv(self) -> tuple[list[str], bool]:
+        args, positional = self._serve_argv()
+        if "--config" in args and self.failure is None:
+            try:
+                args = _merge_config(args)
+            except (OSError, ValueError) as exc:
+                self.failure = ParseFailure(f"ValueError: {exc}", status=1)
+                self.failure_source = "python/sglang/srt/utils/server_args_config_parser.py"
+        return args, positional
+
+    def _serve_argv(self) -> tuple[list[str], bool]:
         args = list(self.args)
         if self.entry != "serve":
             return args, False
@@ -94,7 +106,7 @@ class LaunchCommand:
         return s.written if s else _canonical(dest)
 
     # -- rewriting -----------------------------------------------------------------------------
-    def with_changes(self, changes: dict[str, str | None]) -> "LaunchCommand":
+    def with_changes(self, changes: dict[str, str | None]) -> LaunchCommand:
         """Set (or, with None, remove) options by dest; the last occurrence is edited, new ones appended."""
         args = list(self.args)
         edits = []
@@ -116,13 +128,49 @@ class LaunchCommand:
             args[start:stop] = new
         return LaunchCommand(self.prefix, args, self.entry)
 
-    def replace_token(self, index: int, new: str) -> "LaunchCommand":
+    def replace_token(self, index: int, new: str) -> LaunchCommand:
         args = list(self.args)
         args[index] = new
         return LaunchCommand(self.prefix, args, self.entry)
 
     def render(self) -> str:
         return " ".join(shlex.quote(p) for p in self.prefix + self.args)
+
+
+def _merge_config(args: list[str]) -> list[str]:
+    """prepare_server_args + ConfigArgumentMerger: YAML keys become `--key value` *before* the command line
+    (command line wins); store_true keys are added only when true; lists expand; dicts become JSON."""
+    import yaml
+
+    if args.count("--config") > 1:
+        raise ValueError("Multiple config files specified! Only one allowed.")
+    at = args.index("--config")
+    if at == len(args) - 1:
+        raise ValueError("No config file specified after --config flag!")
+    path = Path(args[at + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise ValueError(f"Config file must be YAML format, got: {path.suffix}")
+    if not path.exists():
+        raise ValueError(f"Config file not found: {path}")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError("Config file must contain a dictionary at root level")
+    switches = {k for spec in builtin_table()["actions"] if spec["kind"] == "store_true"
+                for k in [spec["dest"], *(f[2:].replace("-", "_") for f in spec["flags"] if f.startswith("--"))]}
+    out: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            if key.replace("-", "_") in switches:
+                out += [f"--{key}"] if value else []
+            else:
+                out += [f"--{key}", str(value).lower()]
+        elif isinstance(value, list):
+            out += [f"--{key}", *(str(v) for v in value)] if value else []
+        elif isinstance(value, dict):
+            out += [f"--{key}", json.dumps(value)]
+        else:
+            out += [f"--{key}", str(value)]
+    return out + args[:at] + args[at + 2:]
 
 
 def _split_entry(tokens: list[str]) -> tuple[list[str], list[str], str]:

@@ -129,7 +129,7 @@ def native_parser() -> argparse.ArgumentParser | None:
     """SGLang's own parser when `sglang` is importable, else None (it is not installed in draftset's venv)."""
     try:
         from sglang.srt.server_args import ServerArgs  # type: ignore[import-not-found]
-    except Exception:   # absent, or present but unimportable without its GPU stack: fall back to the table
+    except Exception:  # noqa: BLE001  absent, or unimportable without its GPU stack: use the table
         return None
     parser = _Parser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
@@ -141,5 +141,10 @@ def native_version() -> str | None:
         from importlib.metadata import version
 
         return version("sglang")
-    except Exception:
-        return None
+    except Exception:  # noqa: BLE001  metadata absent (a source checkout): ask the package
+        try:
+            from sglang.version import __version__  # type: ignore[import-not-found]
+
+            return str(__version__)
+        except Exception:  # noqa: BLE001
+            return None

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from eval.checks.serve_context import Draft, Finding
 
@@ -35,7 +35,7 @@ class VllmCommand:
     errors: list[str] = field(default_factory=list)
 
     @classmethod
-    def parse(cls, argv: list[str] | str) -> "VllmCommand":
+    def parse(cls, argv: list[str] | str) -> VllmCommand:
         tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
         cmd = cls(tokens)
         try:

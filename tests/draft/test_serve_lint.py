@@ -13,7 +13,7 @@ import pytest
 
 from catalog.errors import DraftsetError
 from eval.bench.serve_corpus import CASES, GOOD
-from eval.bench.serve_drafts import TARGETS, make_draft, make_target
+from eval.bench.serve_drafts import TARGETS, make_draft, make_target, materialize
 from eval.checks.serve_check import check_serve
 from eval.checks.sglang_args import LaunchCommand
 from pipeline.capture.layers import engine_captures, sglang_tap_rule, written_ids
@@ -24,9 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(tmp_path, variant, template):
-    draft = make_draft(tmp_path, "draft", **variant)
-    model = make_target(tmp_path, variant.get("target", "llama"))
-    return draft, model, check_serve(draft, template.replace("{model}", str(model)).replace("{draft}", str(draft)))
+    draft, model, command = materialize(tmp_path, "draft", variant, template)
+    return draft, model, check_serve(draft, command)
 
 
 @pytest.mark.parametrize("kind,variant,template,verdict,rules", CASES, ids=[c[0] for c in CASES])
@@ -60,13 +59,13 @@ def test_every_rule_has_a_planted_case_and_a_readme_row():
     ({}, GOOD.replace(" --speculative-num-draft-tokens 4", "") + " --speculative-eagle-topk 4",
      "sglang.chain.tree_size"),
     ({}, GOOD + " --context-length 999", "serve.context_length"),
-    ({"top": None}, 'vllm serve {model} --speculative-config \'{"method": "eagle3", "model": "/x", '
-     '"num_speculative_tokens": 3}\'', "vllm.draft.path"),
+    ({"top": None}, ('vllm serve {model} --speculative-config \'{"method": "eagle3", "model": "/x", '
+     '"num_speculative_tokens": 3}\''), "vllm.draft.path"),
     ({}, "vllm serve {model} --speculative-config '{not json'", "vllm.args.speculative_config"),
-    ({}, 'vllm serve {model} --speculative-config \'{"method": "eagle3", "model": "{draft}", '
-     '"num_speculative_tokens": 0}\'', "vllm.tokens.invalid"),
-    ({"key_prefix": "decoder.0."}, 'vllm serve {model} --speculative-config \'{"method": "eagle3", '
-     '"model": "{draft}", "num_speculative_tokens": 3}\'', "weights.vllm.refused"),
+    ({}, ('vllm serve {model} --speculative-config \'{"method": "eagle3", "model": "{draft}", '
+     '"num_speculative_tokens": 0}\''), "vllm.tokens.invalid"),
+    ({"key_prefix": "decoder.0."}, ('vllm serve {model} --speculative-config \'{"method": "eagle3", '
+     '"model": "{draft}", "num_speculative_tokens": 3}\''), "weights.vllm.refused"),
 ])
 def test_more_planted_rules(tmp_path, variant, template, rule):
     _, _, r = _run(tmp_path, variant, template)
