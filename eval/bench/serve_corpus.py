@@ -69,8 +69,8 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
      f"{L} --model-path {{model}} --config {{config}} {SPEC} {CHAIN}", "clean", set()),
     # -- planted faults ------------------------------------------------------------------------
     ("--config YAML sets EAGLE", {"yaml": {"speculative-algorithm": "EAGLE", "speculative-eagle-topk": 1}},
-     f"{L} --model-path {{model}} --config {{config}} --speculative-draft-model-path {{draft}} "
-     "--speculative-num-steps 3", "error", {"sglang.algorithm.not_eagle3"}),
+     (f"{L} --model-path {{model}} --config {{config}} --speculative-draft-model-path {{draft}} "
+     "--speculative-num-steps 3"), "error", {"sglang.algorithm.not_eagle3"}),
     ("--config YAML with underscore keys", {"yaml": {"speculative_num_steps": 3}},
      f"{L} --model-path {{model}} --config {{config}} {SPEC}", "error", {"sglang.args.unknown"}),
     ("--config not YAML", {}, f"{L} --model-path {{model}} --config /etc/sglang.json {SPEC} {CHAIN}", "error",

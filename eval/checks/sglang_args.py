@@ -154,7 +154,7 @@ def _merge_config(args: list[str]) -> list[str]:
         raise ValueError(f"Config file not found: {path}")
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):
-        raise ValueError("Config file must contain a dictionary at root level")
+        raise ValueError("Config file must contain a dictionary at root level")  # noqa: TRY004  (as SGLang raises)
     switches = {k for spec in builtin_table()["actions"] if spec["kind"] == "store_true"
                 for k in [spec["dest"], *(f[2:].replace("-", "_") for f in spec["flags"] if f.startswith("--"))]}
     out: list[str] = []

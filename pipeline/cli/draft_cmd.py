@@ -120,6 +120,7 @@ def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name o
                     as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
     """Lint a launch command against the draft as the engine reads it; exit 1 on any error."""
     import json
+    import shlex
 
     from eval.checks.serve_check import check_serve
 
@@ -129,16 +130,22 @@ def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name o
         if r.errors:
             raise typer.Exit(1)
         return
-    console.print(f"[dim]{r.engine}: {r.parser}; target config from {r.target_origin}; "
-                  f"{'; '.join(r.rules_applied)}[/]", highlight=False)
+    console.print(f"{r.engine}: {r.parser}; target config from {r.target_origin}; {'; '.join(r.rules_applied)}",
+                  highlight=False, markup=False)
     if r.clean:
         console.print("[green]clean:[/] the command matches the draft's training configuration")
         return
+    from rich.markup import escape
+
     for f in r.findings:     # one block per finding: long flags and paths stay whole in narrow terminals
-        console.print(f"[{'red' if f.severity == 'error' else 'yellow'}]{f.severity.upper()}[/] {f.rule}  {f.flag}\n"
-                      f"  {f.problem}\n  why: {f.why}\n  fix: {f.fix}\n  source: {f.source}",
-                      highlight=False, soft_wrap=True, markup=True)
-    console.print("corrected command:\n" + (r.corrected() or ""), highlight=False, soft_wrap=True)
+        console.print(f"[{'red' if f.severity == 'error' else 'yellow'}]{f.severity.upper()}[/] "
+                      + escape(f"{f.rule}  {f.flag}\n  {f.problem}\n  why: {f.why}\n  fix: {f.fix}\n  source: {f.source}"),
+                      highlight=False, soft_wrap=True)
+    fixed = r.corrected()
+    if fixed and shlex.split(fixed) != list(command):
+        console.print("corrected command:\n" + fixed, highlight=False, soft_wrap=True, markup=False)
+    else:
+        console.print("the command needs no flag change; fix the draft as above", highlight=False)
     if r.errors:
         raise typer.Exit(1)
 
