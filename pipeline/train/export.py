@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 from catalog.errors import DraftsetError
+from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.layers import sglang_tap_rule, target_config, written_ids
 from pipeline.capture.manifest import MANIFEST, CaptureManifest
-from catalog.io import atomic_path, write_json_atomic
 
 WEIGHTS = "model.safetensors"
 SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")
