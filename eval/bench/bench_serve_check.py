@@ -41,7 +41,7 @@ def naive_verdict(draft: Path, command: str) -> str:
     errors = flags.get("--speculative-algorithm") != "EAGLE3"
     errors |= Path(flags.get("--speculative-draft-model-path") or "/nonexistent").resolve() != draft.resolve()
     steps, topk, ndt = (flags.get(f"--speculative-{k}") for k in ("num-steps", "eagle-topk", "num-draft-tokens"))
-    errors |= topk == "1" and (steps or "").isdigit() and (ndt or "").isdigit() and int(ndt) != int(steps) + 1
+    errors |= topk == "1" and (steps or "").isdigit() and (ndt or "").isdigit() and int(ndt or 0) != int(steps or 0) + 1
     taps = cfg["draftset"]["hf_hidden_state_ids"]
     errors |= cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] != [j - 1 for j in taps]
     from safetensors import safe_open

@@ -19,7 +19,7 @@ from pipeline.capture.layers import sglang_tap_rule, written_ids
 from pipeline.capture.manifest import model_revision
 
 H, K, V = 16, 32, 64           # draft hidden, draft vocab, target vocab
-TARGETS = {
+TARGETS: dict[str, dict] = {
     "llama": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 8},
     "kimi-k25": {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
                  "text_config": {"model_type": "kimi_k2", "num_hidden_layers": 61}},

@@ -117,9 +117,9 @@ def _check(draft_dir: Path, argv: list[str] | str, system_prompt: str | None, th
     if is_vllm(tokens):
         vcmd = VllmCommand.parse(tokens)
         target, origin = resolve_target(draft, vcmd.model, target_config)
-        findings = [*vllm_rules(vcmd, draft), *vllm_layers(draft, target, origin), *weights(draft, target, "vllm"),
-                    *serving_facts(draft, vcmd.model, None, system_prompt, thinking)]
-        return ServeReport("vllm", vcmd, findings, origin, [vllm_tap_rule(target).describe()], "vLLM 0.33.0 forms")
+        vfindings = [*vllm_rules(vcmd, draft), *vllm_layers(draft, target, origin), *weights(draft, target, "vllm"),
+                     *serving_facts(draft, vcmd.model, None, system_prompt, thinking)]
+        return ServeReport("vllm", vcmd, vfindings, origin, [vllm_tap_rule(target).describe()], "vLLM 0.33.0 forms")
     cmd = LaunchCommand.parse(tokens)
     native = native_parser()
     findings: list[Finding] = []

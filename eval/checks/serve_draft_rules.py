@@ -24,7 +24,7 @@ TOP = "eagle_aux_hidden_state_layer_ids"
 
 
 def _fix_ids(draft: Draft, rule: TapRule, key: str) -> str:
-    taps = draft.trained_taps
+    taps = draft.trained_taps or []
     try:
         return f"set {key} = {written_ids(rule, taps)} (draftset export writes it for this target)"
     except DraftsetError:

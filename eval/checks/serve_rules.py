@@ -28,7 +28,7 @@ STEPS, TOPK, NDT = "speculative_num_steps", "speculative_eagle_topk", "speculati
 class SGLangContext:
     draft: Draft
     cmd: LaunchCommand
-    startup: Startup | None
+    startup: Startup
     target: dict
     target_origin: str
 
@@ -96,7 +96,7 @@ def algorithm(c: SGLangContext) -> Iterator[Finding]:
                       "the draft is never loaded", "SGLang serves without speculation; --speculative-draft-model-path "
                       "alone does nothing", "--speculative-algorithm EAGLE3", HOOK_SRC, {ALGO: "EAGLE3"})
     elif s.algorithm != "EAGLE3":
-        alias = f" ({s.written} is read as {s.algorithm})" if s.written.upper() != s.algorithm else ""
+        alias = f" ({s.written} is read as {s.algorithm})" if (s.written or "").upper() != s.algorithm else ""
         yield Finding("sglang.algorithm.not_eagle3", "error", flag,
                       f"{flag} {s.written}{alias}; the draft is an EAGLE-3 draft with {len(taps)} aux taps",
                       "only EAGLE3 makes SGLang capture aux hidden states (spec_aux_hidden_state.py); under "
@@ -117,7 +117,7 @@ def draft_path(c: SGLangContext) -> Iterator[Finding]:
 
 def chain(c: SGLangContext) -> Iterator[Finding]:
     s, ttt = c.startup, c.draft.ttt_steps
-    if s.algorithm not in ("EAGLE", "EAGLE3", "STANDALONE") and not (s.crash and "_handle_eagle_family" in s.crash):
+    if (s.algorithm or "") not in ("EAGLE", "EAGLE3", "STANDALONE") and not (s.crash and "_handle_eagle_family" in s.crash):
         return
     if s.crash and "AssertionError" in s.crash:
         steps = ttt or 3

@@ -128,7 +128,7 @@ def build_parser(actions: list[dict] | None = None) -> argparse.ArgumentParser:
 def native_parser() -> argparse.ArgumentParser | None:
     """SGLang's own parser when `sglang` is importable, else None (it is not installed in draftset's venv)."""
     try:
-        from sglang.srt.server_args import ServerArgs  # type: ignore[import-not-found]
+        from sglang.srt.server_args import ServerArgs
     except Exception:  # noqa: BLE001  absent, or unimportable without its GPU stack: use the table
         return None
     parser = _Parser(prog="sglang serve")
@@ -143,7 +143,7 @@ def native_version() -> str | None:
         return version("sglang")
     except Exception:  # noqa: BLE001  metadata absent (a source checkout): ask the package
         try:
-            from sglang.version import __version__  # type: ignore[import-not-found]
+            from sglang.version import __version__
 
             return str(__version__)
         except Exception:  # noqa: BLE001
