@@ -14,6 +14,7 @@ from typing import Any
 
 from adapters.records import Conversation, Message
 from catalog.errors import DraftsetError
+from pipeline.model.tool_render import for_template
 
 
 class NotPrefixStable(DraftsetError):
@@ -42,6 +43,11 @@ def chat_template_sha256(tokenizer) -> str:
     return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
 
+def template_tools(conversation: Conversation) -> list[dict[str, Any]] | None:
+    """The conversation's tool declarations as `tools=` takes them (None when it has none)."""
+    return conversation.to_export().get("tools") or None
+
+
 def template_messages(conversation: Conversation, system_prompt: str | None) -> list[dict[str, Any]]:
     """The conversation in template keys (OpenAI/Kimi: reasoning_content, tool_calls); the system prompt is
     injected only when one is set and the conversation has no system turn."""
@@ -61,9 +67,12 @@ class MaskBuilder:
             raise DraftsetError(f"end-of-turn token {end_of_turn!r} is not a single token of this tokenizer",
                                 hint="pass the template's end-of-turn token with --end-of-turn")
         self.eot_id = eot
+        self.tools: list[dict[str, Any]] | None = None  # the conversation being rendered's declarations
 
     def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt,
+        # tools= as the serving engine passes them, so the declarations sit where serving puts them
+        return self.tokenizer.apply_chat_template(messages, tools=self.tools, tokenize=False,
+                                                  add_generation_prompt=generation_prompt,
                                                   enable_thinking=self.thinking)
 
     def _encode(self, *texts: str) -> list[list[int]]:
@@ -105,12 +114,17 @@ class MaskBuilder:
         return [{k: v for k, v in m.items() if k != "reasoning_content"} if i < j and m["role"] == "assistant"
                 else m for i, m in enumerate(messages)]
 
-    def rows(self, messages: list[dict[str, Any]], trainable: list[int], per_turn: bool) -> list[TokenRow]:
+    def rows(self, messages: list[dict[str, Any]], trainable: list[int], per_turn: bool,
+             tools: list[dict[str, Any]] | None = None) -> list[TokenRow]:
         """One row per trainable assistant turn, or one row with every trainable turn masked.
 
         One row can only hold one rendering of the history, so all-turns rows keep every turn's
         reasoning; per-turn rows (the default) give each answer the context it was generated in.
+        `tools` (the conversation's declarations) go to the template; tool calls are rendered by it, or
+        written into the content for a template that ignores them (pipeline/model/tool_render.py).
         """
+        self.tools = tools or None
+        messages = for_template(self.tokenizer, messages)
         if per_turn:
             rows = []
             for j in trainable:

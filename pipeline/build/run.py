@@ -31,6 +31,7 @@ from pipeline.build.render import (
     TokenRow,
     chat_template_sha256,
     template_messages,
+    template_tools,
     trainable_turns,
 )
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
@@ -127,7 +128,7 @@ def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg:
         run.drop("no_assistant_turn", where, detail="no assistant turn to train on")
         return []
     try:
-        token_rows = builder.rows(messages, turns, per_turn=cfg.per_turn)
+        token_rows = builder.rows(messages, turns, per_turn=cfg.per_turn, tools=template_tools(conv))
     except NotPrefixStable as exc:  # a property of the template, not of this row: stop the whole build
         src = conv.source
         raise NotPrefixStable(f"row {conv.id} ({src.repo_id} {src.config}/{src.split} row {src.row_index}): {exc}",

@@ -45,6 +45,7 @@ class Reply:
     endpoint: str
     attempts: int
     latency_s: float
+    tool_calls: list[dict[str, Any]] | None = None  # the target's own calls, OpenAI-shaped
 
 
 class RequestFailed(Exception):
@@ -173,8 +174,11 @@ def _reply(data: Any, endpoint: str, attempts: int, latency: float) -> Reply:
         content = message.get("content") or ""
         # SGLang returns `reasoning_content` with --reasoning-parser; newer vLLM says `reasoning`.
         reasoning = message.get("reasoning_content") or message.get("reasoning")
+        calls = [{"id": c["id"], "type": "function", "function": {
+            "name": c["function"]["name"], "arguments": c["function"].get("arguments") or "{}"}}
+            for c in message.get("tool_calls") or []]
         return Reply(content=content, reasoning=reasoning, finish_reason=choice.get("finish_reason"),
                      usage=usage, model=str(data.get("model")), endpoint=endpoint, attempts=attempts,
-                     latency_s=latency)
+                     latency_s=latency, tool_calls=calls or None)
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BadResponse(f"response is not a chat completion ({type(exc).__name__}: {exc})") from exc

@@ -266,8 +266,12 @@ class _Regeneration:
         config = self.config
         where = {"id": conversation.id, "repo_id": conversation.source.repo_id, "partition": partition.name}
 
+        # The conversation's tool declarations go with every request, so the target sees the tools the
+        # replayed calls used and may call them itself.
+        tools = [t.model_dump(exclude_none=True) for t in getattr(conversation, "tools", None) or []] or None
+
         async def ask(context: list[dict[str, Any]], turn: int):
-            reply = await self.pool.chat(context, {
+            reply = await self.pool.chat(context, {"tools": tools,
                 "model": config.model, "max_tokens": partition.max_tokens, "temperature": config.temperature,
                 "top_p": config.top_p, "seed": _request_seed(config.seed, conversation.id, turn),
                 "chat_template_kwargs": {"enable_thinking": config.thinking},

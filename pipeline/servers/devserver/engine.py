@@ -61,6 +61,9 @@ class Engine:
     # -- prompt ------------------------------------------------------------------------------
     def render(self, messages: list[dict[str, Any]], tools: list[dict] | None, thinking: bool) -> list[int]:
         """Prompt token ids exactly as the chat template renders them (no extra BOS)."""
+        from pipeline.model.tool_render import for_template
+
+        messages = for_template(self.tokenizer, messages)  # earlier calls visible even to a template without tools
         try:
             text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
                                                       add_generation_prompt=True, enable_thinking=thinking)
