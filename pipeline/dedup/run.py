@@ -23,9 +23,9 @@ from catalog.home import Home
 from catalog.io import atomic_path
 from catalog.shards import iter_rows
 from pipeline.dedup.keys import context_text, hash_normalized, normalize, prompt_text
-from pipeline.dedup.lengths import TokenCounter
 from pipeline.dedup.near import NearIndex
 from pipeline.ingest.rows import from_row
+from pipeline.model.lengths import TokenCounter
 from pipeline.stage import StageConfig, StageRun
 
 DECISIONS = pa.schema([
