@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.record_text import ConversationText
+
 Role = Literal["system", "user", "assistant", "tool"]
 Mode = Literal["native", "regenerate"]
 
@@ -36,7 +38,7 @@ class Message(Strict):
     train: bool | None = None
 
 
-class Conversation(Strict):
+class Conversation(ConversationText, Strict):  # prompt_text/context_text/response_text/length: record_text.py
     id: str
     source: Source
     category: str

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.shards import iter_rows
-from pipeline.dedup.keys import context_text, response_text
 from pipeline.ingest.rows import from_row
 from pipeline.model.lengths import TokenCounter
 from pipeline.stage import skipped_total
@@ -87,7 +86,7 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
         data.by_category[row["category"]] += 1
         data.by_mode[row["mode"]] += 1
         conv = from_row(row)
-        pending.append((context_text(conv), response_text(conv)))
+        pending.append((conv.context_text(), conv.response_text()))
         if len(pending) >= batch:
             measure()
     measure()

@@ -60,13 +60,13 @@ def load_tokenizer_json(where: Path | str) -> TokenizerFile:
         raise DraftsetError("counting target tokens needs the `tokenizers` package",
                             hint="pip install 'draftset[model]', or leave out --tokenizer for the estimate") from exc
     if not path.is_file():
-        raise DraftsetError(f"no tokenizer.json at {path}",
+        raise DraftsetError(f"cannot load tokenizer {path}: no tokenizer.json there",
                             hint="pass --tokenizer DIR of a Hugging Face model folder, or leave it "
                                  "out to use the toy target / a chars/4 estimate")
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises a bare Exception on a bad file
-        raise DraftsetError(f"cannot load {path}: {exc}",
+        raise DraftsetError(f"cannot load tokenizer {path}: {exc}",
                             hint="point --tokenizer at the target's model folder (tokenizer.json)") from exc
     return TokenizerFile(path, tokenizer, _untruncated(tokenizer))
 

@@ -42,11 +42,6 @@ def prompt_messages(conversation: Conversation) -> list[tuple[Message, bool]]:
     return kept
 
 
-def prompt_text(conversation: Conversation) -> str:
-    """The text the partition threshold is measured on (every system and user turn)."""
-    return "\n".join(m.content for m in conversation.messages if m.role in ("system", "user"))
-
-
 def length_function(unit: str, tokenizer_path: str | None) -> Callable[[str], int]:
     """How prompt length is measured for partitioning: characters, or the target tokenizer's tokens."""
     if unit == "chars":

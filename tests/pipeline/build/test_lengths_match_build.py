@@ -19,7 +19,6 @@ from catalog.home import Home
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 from eval.report.data import load_report_data
 from pipeline.build.run import run_build
-from pipeline.dedup.keys import context_text
 from pipeline.model.lengths import TokenCounter
 
 
@@ -56,7 +55,7 @@ def test_report_and_mix_lengths_equal_build_token_counts(home, toy_dir, conversa
     (mix / "manifest.json").write_text(json.dumps({"sources": {}}))
 
     report = load_report_data(home, "m1", tokenizer=model)
-    mix_lengths = TokenCounter(model).count_many([context_text(c) for c in convs])  # dedup/mix's length filter
+    mix_lengths = TokenCounter(model).count_many([c.context_text() for c in convs])  # dedup/mix's length filter
     assert report.prompt_tokens == mix_lengths
     assert min(report.prompt_tokens + report.response_tokens) > 128  # clipped counts would all read 128
 
