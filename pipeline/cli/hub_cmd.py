@@ -33,8 +33,8 @@ def serve(directory: Path = typer.Argument(..., metavar="DIR",
 
     Point the real huggingface_hub/datasets clients at it with the printed `export HF_ENDPOINT=...`.
     """
-    from agents.localhub.server import bind, create_server, url_for
-    from agents.localhub.store import HubStore
+    from pipeline.servers.localhub.server import bind, create_server, url_for
+    from pipeline.servers.localhub.store import HubStore
 
     # Both raise a clear DraftsetError (missing folder, busy port) before anything is printed.
     server = create_server(directory, access_log=not quiet, cache=not no_cache)

@@ -87,7 +87,7 @@ def serve_dev_cmd(
     served_name: str = typer.Option(None, "--served-model-name", help="Model id clients send (default: dir name)."),
 ) -> None:
     """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
-    from pipeline.devserver import serve
+    from pipeline.servers.devserver import serve
 
     console.print(f"serving {model_dir} on http://{host}:{port}/v1 (Ctrl-C to stop)")
     serve(model_dir, host=host, port=port, served_name=served_name)

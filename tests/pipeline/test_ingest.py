@@ -48,7 +48,7 @@ def _write_repo(root: Path, repo_id: str, lines: list[str]) -> None:
 
 @pytest.fixture()
 def mini_hub(tmp_path):
-    from agents.localhub.server import serve_in_thread
+    from pipeline.servers.localhub.server import serve_in_thread
 
     root = tmp_path / "hub"
     _write_repo(root, "lab/clean", [json.dumps(_turns(i)) for i in range(7)])
@@ -137,7 +137,7 @@ def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_h
 def test_dead_hub_is_one_clear_error_per_dataset(home):
     import time
 
-    from agents.localhub.server import free_port
+    from pipeline.servers.localhub.server import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     t0 = time.monotonic()
