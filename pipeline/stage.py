@@ -1,4 +1,4 @@
-"""The small base every stage stands on: strict config, counts, quarantine, atomic writes.
+"""The small base every stage stands on: strict config, counts, quarantine, the run record.
 
     with StageRun("ingest", config, out_dir, catalog) as run:
         for row in rows:
@@ -15,45 +15,25 @@ when it saw input but emitted nothing.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
 import uuid
 from collections import Counter
-from contextlib import contextmanager
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from catalog.errors import DraftsetError, ZeroOutput
+from catalog.io import write_json_atomic
 
 
 class StageConfig(BaseModel):
     """Base for every stage's config: unknown keys and wrong types fail at load."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temp path beside `path`; rename it over `path` only if the block succeeds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, payload: Any) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -139,7 +119,8 @@ class StageRun:
         if exc is None and self.counts["in"] > 0 and produced == 0:
             error = (f"{self.stage}: {self.counts['in']} rows in, 0 out "
                      f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}")
-            exc = ZeroOutput(error, hint=f"read {self.quarantine_path} for the reason of each rejected row")
+            exc = ZeroOutput(error, stage=self.stage, run_id=self.run_id, counts=self.counts,
+                             hint=f"read {self.quarantine_path} for the reason of each rejected row")
         write_json_atomic(self.out_dir / "stats.json", {
             "run_id": self.run_id, "stage": self.stage, "counts": dict(self.counts), "error": error,
             "started_at": self.started_at, "elapsed_s": round(time.monotonic() - self._t0, 3)})
@@ -170,13 +151,3 @@ def require(condition: bool, message: str, hint: str | None = None) -> None:
     """Raise a user-facing error (one line, no traceback) when `condition` is false."""
     if not condition:
         raise DraftsetError(message, hint=hint)
-
-
-def stable_bucket(key: str, buckets: int) -> int:
-    """Bucket of an id in [0, buckets), the same in every process and run.
-
-    sha1, not hash(): Python salts str hashes per process, so two workers (or a resume) would disagree.
-    Used for regeneration shards and the training held-out split."""
-    import hashlib
-
-    return int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big") % buckets

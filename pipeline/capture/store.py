@@ -96,7 +96,7 @@ class ShardWriter:
     def _write(tensors: dict, path: Path) -> Path:
         from safetensors.torch import save_file
 
-        from pipeline.stage import atomic_path
+        from catalog.io import atomic_path
 
         try:
             with atomic_path(path) as tmp:

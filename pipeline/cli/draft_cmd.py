@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from catalog.errors import DraftsetError
+from catalog.home import Home
 from pipeline.cli.common import catalog, console, print_table, settings
 
 check_app = typer.Typer(help="Check a trained draft, an SGLang serving command, or the expected speedup.",
@@ -19,11 +20,12 @@ def _resolve(name_or_path: str, kind: str) -> Path:
     path = Path(name_or_path)
     if path.exists():
         return path
-    under = settings().home / kind / name_or_path
+    root = Home(settings().home).kind_root(kind)
+    under = root / name_or_path
     if under.exists():
         return under
-    raise DraftsetError(f"{name_or_path!r} is neither a directory nor a name under {settings().home / kind}",
-                        hint=f"list them with: ls {settings().home / kind}")
+    raise DraftsetError(f"{name_or_path!r} is neither a directory nor a name under {root}",
+                        hint=f"list them with: ls {root}")
 
 
 def _ids(text: Optional[str]) -> Optional[list[int]]:
@@ -45,7 +47,7 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
     from pipeline.capture.run import CaptureConfig, run_capture
 
     build_dir = _resolve(build, "data/build")
-    out = out or settings().home / "captures" / build_dir.name
+    out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
                                   batch_tokens=batch_tokens, max_rows=max_rows, device=device), catalog())
     print_table(["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
@@ -65,7 +67,7 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
     from pipeline.train.loop import TrainConfig, run_train
 
     capture_dir = _resolve(capture_name, "captures")
-    out = out or settings().home / "drafts" / capture_dir.name
+    out = out or Home(settings().home).draft(capture_dir.name)
     ckpt = run_train(TrainConfig(capture_dir=capture_dir, out_dir=out, model_dir=model, epochs=epochs, lr=lr,
                                  batch_tokens=batch_tokens, ttt_steps=ttt_steps, max_steps=max_steps, device=device),
                      catalog())

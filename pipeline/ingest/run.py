@@ -24,9 +24,9 @@ from adapters.spec import AdapterSpec
 from agents.hub_errors import hub_errors
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import normalized_dir
+from catalog.home import Home
 from pipeline.ingest.rows import to_row
-from pipeline.ingest.shards import ShardWriter, existing_ids, shard_paths
+from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
 from pipeline.stage import StageConfig, StageRun
 
 
@@ -81,7 +81,7 @@ def ingest_dataset(catalog: Catalog, home: Path, repo_id: str, *, endpoint: str,
     config = IngestConfig(repo_id=repo_id, revision=src.revision, config=src.config, split=src.split,
                           data_files=list(src.data_files), spec_hash=spec.spec_hash(), category=spec.category,
                           mode=spec.mode, max_conversation_chars=max_conversation_chars)
-    out = normalized_dir(home, repo_id)
+    out = Home(home).normalized(repo_id)
     _check_resumable(out, config, fresh)
     # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
     with StageRun("ingest", config, out, catalog) as run, hub_errors(endpoint, repo_id=repo_id, probe=False):
@@ -98,7 +98,7 @@ def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: S
     src = spec.source
     done = existing_ids(out)
     task = progress.add_task(src.repo_id, total=None) if progress else None
-    with ShardWriter(out) as writer:
+    with ParquetShardWriter(out) as writer:
         for raw in raw_rows:
             run.seen()
             if progress:
@@ -157,7 +157,7 @@ def ingest(catalog: Catalog, home: Path, repos: list[str], *, endpoint: str, tok
         except DraftsetError as exc:
             results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))
         except OSError as exc:  # full disk or permissions while writing quarantine/stats files
-            results.append(DatasetResult(repo_id, {}, f"cannot write under {normalized_dir(home, repo_id)}: {exc}",
+            results.append(DatasetResult(repo_id, {}, f"cannot write under {Home(home).normalized(repo_id)}: {exc}",
                                          "free disk space or fix permissions, then re-run (resumes by id)"))
     return results
 

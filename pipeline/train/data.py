@@ -6,7 +6,7 @@ import random
 
 from pipeline.capture.runtime import length_batches
 from pipeline.capture.store import CaptureReader
-from pipeline.stage import stable_bucket
+from catalog.io import stable_bucket
 
 
 def is_heldout(sample_id: str, every: int) -> bool:
