@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from catalog.errors import DraftsetError
-from pipeline.stage import write_json_atomic
+from catalog.io import write_json_atomic
 
 DTYPES = ("bfloat16", "float32")
 PROBE = [{"role": "user", "content": "Write a Python function that checks whether a number is prime."}]
