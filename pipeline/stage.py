@@ -15,6 +15,7 @@ when it saw input but emitted nothing.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import uuid
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.errors import DraftsetError, ZeroOutput
 from catalog.io import write_json_atomic
+from catalog.liveness import mark_interrupted, owner
 
 
 class StageConfig(BaseModel):
@@ -66,6 +68,7 @@ class StageRun:
         self._t0 = time.monotonic()
         self.quarantine_path = self.out_dir / "quarantine.jsonl"
         self._quarantine = None
+        self._quarantined: set[str] = set()  # rows already in quarantine.jsonl (this run or an earlier one)
 
     # -- counting ----------------------------------------------------------------------------
     def seen(self, n: int = 1) -> None:
@@ -90,8 +93,15 @@ class StageRun:
         self.counts[f"dropped_{_check_reason(reason)}"] += 1
         if self._quarantine is None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._quarantined = _quarantine_keys(self.quarantine_path)
             self._quarantine = self.quarantine_path.open("a", encoding="utf-8")
+            if self.quarantine_path.stat().st_size and not _ends_with_newline(self.quarantine_path):
+                self._quarantine.write("\n")  # a run killed mid-line: never glue the next entry to it
         entry = {"run_id": self.run_id, "reason": reason, "detail": detail, **(where or {})}
+        key = _entry_key(entry)
+        if key in self._quarantined:  # a resumed run meets the same bad row again: counted, not re-written
+            return
+        self._quarantined.add(key)
         self._quarantine.write(json.dumps(entry, default=str, ensure_ascii=False) + "\n")
         self._quarantine.flush()  # a crash later in the run must not lose the reasons already found
 
@@ -104,6 +114,8 @@ class StageRun:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "StageRun":
+        if self.catalog is not None:
+            mark_interrupted(self.catalog)  # earlier runs whose process died stop showing as running
         self.out_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.out_dir / "config.json", {"stage": self.stage, **self.config.model_dump(mode="json")})
         self._record("running", None, finished=False)
@@ -113,6 +125,7 @@ class StageRun:
         if self._quarantine is not None:
             self._quarantine.close()
             self._quarantine = None
+        self._quarantined: set[str] = set()  # rows already in quarantine.jsonl (this run or an earlier one)
         error = None if exc is None else f"{type(exc).__name__}: {exc}"
         # Rows skipped because an earlier run already wrote them count as produced (resume).
         produced = self.counts["out"] + skipped_total(self.counts)
@@ -138,13 +151,37 @@ class StageRun:
             "run_id": self.run_id, "stage": self.stage,
             "params": self.config.model_dump(mode="json"), "counts": dict(self.counts),
             "status": status, "error": error, "started_at": self.started_at,
-            "finished_at": datetime.now() if finished else None,
+            "finished_at": datetime.now() if finished else None, "owner": owner(),
         }])
 
     def summary(self) -> str:
         parts = [f"in={self.counts['in']}", f"out={self.counts['out']}"]
         parts += [f"{k}={v}" for k, v in sorted(self.counts.items()) if k not in ("in", "out") and v]
         return f"{self.stage}: " + " ".join(parts)
+
+
+def _entry_key(entry: Mapping[str, Any]) -> str:
+    """A quarantine entry's identity: the row and the reason, not the run or the wording."""
+    return json.dumps({k: v for k, v in entry.items() if k not in ("run_id", "detail")}, sort_keys=True, default=str)
+
+
+def _quarantine_keys(path: Path) -> set[str]:
+    keys: set[str] = set()
+    if not path.is_file():
+        return keys
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                keys.add(_entry_key(json.loads(line)))
+            except (ValueError, AttributeError):  # a line cut by a kill: its row is written again
+                continue
+    return keys
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
 
 
 def require(condition: bool, message: str, hint: str | None = None) -> None:

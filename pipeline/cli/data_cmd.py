@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.cli.common import catalog, console, print_table, settings
+from pipeline.cli.common import catalog, console, print_table, safe, settings
 from pipeline.stage import skipped_total
 
 _TOKENIZER = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
@@ -59,8 +59,8 @@ def ingest_cmd(
                 title="ingest")
     failed = [r for r in results if r.error]
     for r in failed:
-        console.print(f"[red]{r.repo_id}[/]: {r.error}" + (f"\n  [yellow]next:[/] {r.hint}" if r.hint else ""),
-                      highlight=False)
+        console.print(f"[red]{safe(r.repo_id)}[/]: {safe(r.error)}"
+                      + (f"\n  [yellow]next:[/] {safe(r.hint)}" if r.hint else ""), highlight=False)
     if failed:
         raise DraftsetError(f"ingest failed for {len(failed)} of {len(results)} dataset(s): "
                             + ", ".join(r.repo_id for r in failed),
@@ -122,10 +122,10 @@ def mix_cmd(
     console.print(f"{m['samples_selected']} records {state} → {result.path}"
                   + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else ""))
     if m.get("missing_sources"):
-        console.print(f"[yellow]planned but not ingested:[/] {', '.join(m['missing_sources'])}")
+        console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
     if m.get("unplanned_sources"):
-        console.print(f"[yellow]ingested but not in plan {m['plan_id']} (left out):[/] "
-                      f"{', '.join(m['unplanned_sources'])}")
+        console.print(f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
+                      f"{safe(', '.join(m['unplanned_sources']))}")
 
 
 def report_cmd(

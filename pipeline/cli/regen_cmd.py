@@ -109,6 +109,9 @@ def status_cmd(
             title="regeneration jobs")
     else:
         console.print(f"no regeneration jobs under {Home(home).regen_root}", highlight=False)
+    from catalog.liveness import mark_interrupted
+
+    mark_interrupted(catalog())  # runs whose process died read `interrupted`, not `running`
     runs = recent_stage_runs(home, limit)
     if runs is None:
         console.print("[yellow]catalog busy[/]: a stage is writing it; run `draftset status` again for stage runs")
