@@ -24,7 +24,6 @@ def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name o
                     max_samples: int = typer.Option(64)) -> None:
     """Per-step accuracy, expected accept length, and the same under wrong wirings."""
     from eval.checks.draft_check import check_draft
-
     from eval.specdecode import records
 
     draft_dir = resolve_named(draft, "drafts")
