@@ -11,6 +11,7 @@ differently), and is counted, never hidden.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from eval.checks.draft_check import wrong_wirings
 from eval.specdecode.decode import Decoded, greedy, speculative, step_acceptance
 from eval.specdecode.runners import DraftRunner, TargetRunner
 from pipeline.capture.store import CaptureReader
+from pipeline.model.runtime import single_thread
 from pipeline.stage import require
 from pipeline.train.data import split_ids
 from pipeline.train.export import load_exported
@@ -121,14 +123,17 @@ def measure(draft_dir: Path, captures: Path, model_dir: Path | None = None, step
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
     prompts = [p for p in heldout_prompts(captures, int(cfg.get("draftset", {}).get("heldout_every", 20)), n_prompts)]
-    greedy(target, prompts[0], 4, eos)  # warm-up: first-call allocations stay out of the timings
-    refs = [greedy(target, p, max_new, eos) for p in prompts]
-    result = Measurement(str(Path(draft_dir).resolve()), str(target_dir.resolve()), str(dev), len(prompts),
-                         sum(len(r.tokens) for r in refs), sum(r.seconds for r in refs))
     wirings = [("configured", manifest.taps.aux)]
     if with_wrong:
         wirings += wrong_wirings(manifest.taps.aux, manifest.n_layers)
-    for k in steps:
-        for name, ids in wirings:
-            result.runs.append(_run(target, draft, name, ids, prompts, refs, k, max_new, eos))
+    # CPU: one intra-op thread. Batch-1 decoding gains little from a second one, and OpenMP spin-waiting on
+    # shared cores made a toy measurement 50x slower (pipeline/model/runtime.py has the figures).
+    with single_thread() if dev.type == "cpu" else nullcontext():
+        greedy(target, prompts[0], 4, eos)  # warm-up: first-call allocations stay out of the timings
+        refs = [greedy(target, p, max_new, eos) for p in prompts]
+        result = Measurement(str(Path(draft_dir).resolve()), str(target_dir.resolve()), str(dev), len(prompts),
+                             sum(len(r.tokens) for r in refs), sum(r.seconds for r in refs))
+        for k in steps:
+            for name, ids in wirings:
+                result.runs.append(_run(target, draft, name, ids, prompts, refs, k, max_new, eos))
     return result
