@@ -7,7 +7,7 @@ capture and train make an EAGLE-3 draft; `check draft` estimates its accept leng
 types it. The same commands scale up on a GPU host (more `--samples`, longer `--max-tokens`, more
 epochs); eval/bench/bench_real_target.py runs that scale with batched generation.
 
-Knobs (environment): DEMO_REAL_SAMPLES (32), DEMO_REAL_MAX_TOKENS (64), DEMO_REAL_EPOCHS (20).
+Knobs (environment): DEMO_REAL_SAMPLES (24), DEMO_REAL_MAX_TOKENS (48), DEMO_REAL_EPOCHS (20).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ CHAT_SETS = ["h4-mini/ultrachat-mini", "sharegpt-lab/sharegpt-vicuna-mini", "ope
 
 def main() -> None:
     started = time.monotonic()
-    samples = os.environ.get("DEMO_REAL_SAMPLES", "32")
-    max_tokens = os.environ.get("DEMO_REAL_MAX_TOKENS", "64")
+    samples = os.environ.get("DEMO_REAL_SAMPLES", "24")
+    max_tokens = os.environ.get("DEMO_REAL_MAX_TOKENS", "48")
     epochs = os.environ.get("DEMO_REAL_EPOCHS", "20")
     if HOME.exists():
         shutil.rmtree(HOME)
@@ -63,8 +63,10 @@ def main() -> None:
         console.print(Rule("3. SmolLM2 answers them (serve-dev + regenerate), build rows with its chat template"))
         background(["serve-dev", model, "--port", str(target_port)], env, HOME / "logs" / "serve-dev.log", stack)
         wait_http(f"{target}/health", timeout_s=300)
+        # Greedy answers, kept when max_tokens cuts them: on CPU the budget is tokens, and a cut answer is
+        # still the target's own text to train on.
         run("regenerate", "real", "--endpoint", f"{target}/v1", "--max-tokens", max_tokens, "--temperature", "0",
-            "--no-progress")
+            "--include-length-truncated", "--no-progress")
         run("build", "real", "--model", model, "--max-length", "1024", "--draft-vocab-size", "8000")
         console.print(Rule("4. capture, train the EAGLE-3 draft (3 steps, as served), check it"))
         run("capture", "real", "--model", model)
