@@ -69,7 +69,7 @@ def main() -> None:
             "--include-length-truncated", "--no-progress")
         run("build", "real", "--model", model, "--max-length", "1024", "--draft-vocab-size", "8000")
         console.print(Rule("4. capture, train the EAGLE-3 draft (3 steps, as served), check it"))
-        run("capture", "real", "--model", model)
+        run("capture", str(HOME / "data" / "build" / "real"), "--model", model, "--out", captures)
         run("train", "real", "--epochs", epochs, "--lr", "1e-3", "--ttt-steps", "3", "--batch-tokens", "4096")
         run("check", "accept-length", "real", "--captures", captures, "--prompts", "4", "--max-new-tokens", "32",
             "--device", "cpu")
