@@ -56,7 +56,9 @@ def _generate(model, input_ids: list[list[int]], pad: int, max_new: int, stop: i
 def magpie_prompts(model, tok, n: int, batch: int, max_new: int, seed: int) -> list[str]:
     prefix = tok(_chat_prefix(tok), add_special_tokens=False)["input_ids"]
     stop = tok.convert_tokens_to_ids("<|im_end|>")
-    seen, prompts, round_ = set(), [], 0
+    seen: set[str] = set()
+    prompts: list[str] = []
+    round_ = 0
     while len(prompts) < n and round_ < 4 * (n // batch + 1):
         for row in _generate(model, [prefix] * batch, stop, max_new, stop, True, seed + round_):
             text = tok.decode(row, skip_special_tokens=True).strip()

@@ -65,7 +65,9 @@ class DraftRunner:
     def __init__(self, draft, target_embed: torch.Tensor, wiring: list[int]):
         self.draft, self.embed, self.wiring = draft, target_embed, wiring
         self.k = self.v = None           # committed step-0 keys/values [1, heads, T, d]
-        self.last_out = self.last_logits = None   # step 0's output [1, 1, H] and logits at the last position
+        # step 0's output [1, 1, H] and logits at the last committed position
+        self.last_out: torch.Tensor | None = None
+        self.last_logits: torch.Tensor | None = None
 
     def reset(self) -> None:
         self.k = self.v = self.last_out = self.last_logits = None
@@ -112,8 +114,11 @@ class DraftRunner:
         proposals: list[int] = []
         p = self.committed - 1
         with torch.inference_mode():
-            logits = self.last_logits   # step 0 at p ran in commit
-            hidden, k, v = self.last_out, self.k, self.v
+            if self.last_logits is None or self.last_out is None:
+                raise RuntimeError("propose() before commit(): the draft has no position to speculate from")
+            logits: torch.Tensor = self.last_logits   # step 0 at p ran in commit
+            hidden: torch.Tensor = self.last_out
+            k, v = self.k, self.v
             for step in range(1, steps + 1):
                 token = int(self.draft.to_target_ids(logits.argmax(-1)))
                 proposals.append(token)
