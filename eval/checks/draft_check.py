@@ -39,6 +39,9 @@ class DraftReport:
     train: WiringResult
     heldout: WiringResult | None
     wirings: list[WiringResult] = field(default_factory=list)   # configured first, recomputed with the model
+    target_dir: Path | None = None
+    steps: int = 3                # speculation steps evaluated (as trained)
+    n_samples: int = 0            # training samples the wirings were evaluated on
 
     @property
     def best_wrong(self) -> WiringResult | None:
@@ -103,7 +106,7 @@ def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, 
     ids = manifest.taps.aux
     report = DraftReport(ids, _evaluate(draft, target, stored(train_ids), steps, "configured (train)", ids),
                          _evaluate(draft, target, stored(held_ids), steps, "configured (held-out)", ids)
-                         if held_ids else None)
+                         if held_ids else None, target_dir=target_dir, steps=steps, n_samples=len(train_ids))
     if model_dir is None and not (target_dir / "config.json").exists():
         return report
     from pipeline.model.load import load_target

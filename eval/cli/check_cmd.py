@@ -1,4 +1,4 @@
-"""`draftset check draft|serve|estimate`: eval's checks, registered on the CLI by eval itself.
+"""`draftset check draft|accept-length|serve|estimate`: eval's checks, registered on the CLI by eval itself.
 
 pipeline's CLI shell finds this module through the `draftset.commands` entry-point group (pyproject.toml),
 so pipeline never imports eval.
@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from catalog.errors import DraftsetError
-from pipeline.cli.common import console, print_table, resolve_named
+from pipeline.cli.common import catalog, console, print_table, resolve_named
 
 check_app = typer.Typer(help="Check a trained draft, an SGLang serving command, or the expected speedup.",
                         no_args_is_help=True)
@@ -24,14 +24,56 @@ def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name o
                     max_samples: int = typer.Option(64)) -> None:
     """Per-step accuracy, expected accept length, and the same under wrong wirings."""
     from eval.checks.draft_check import check_draft
+    from eval.specdecode import records
 
-    r = check_draft(resolve_named(draft, "drafts"), resolve_named(captures, "captures"), model, max_samples)
+    draft_dir = resolve_named(draft, "drafts")
+    r = check_draft(draft_dir, resolve_named(captures, "captures"), model, max_samples)
     rows = [[w.name, w.hf_ids, " ".join(f"{a:.3f}" for a in w.step_accuracy), f"{w.accept_length:.3f}"]
             for w in [r.train, r.heldout, *r.wirings] if w is not None]
     print_table(["wiring", "HF taps", "accuracy per step", "expected AL"], rows, title="check draft")
     console.print(r.verdict())
+    if r.wirings:
+        records.save(catalog(), records.estimate_rows(r, draft_dir, r.target_dir, r.steps, r.n_samples))
+    measured = [e for e in records.load(catalog(), draft_dir) if e["method"] == "specdecode"]
+    estimates = {w.name: w.accept_length for w in r.wirings}
+    if measured:
+        print_table(["wiring", "steps", "measured AL", "estimated AL", "tok/s (plain)", "prompts", "tokens"],
+                    [[e["wiring"], e["steps"], f"{e['accept_length']:.3f}",
+                      f"{estimates[e['wiring']]:.3f}" if e["steps"] == r.steps and e["wiring"] in estimates else "",
+                      f"{e['tokens_per_s']:.1f} ({e['baseline_tokens_per_s']:.1f})", e["n_prompts"], e["n_tokens"]]
+                     for e in measured], title="accept length measured by speculative decoding (draft_evals)")
+    else:
+        console.print(f"no measured accept length yet: draftset check accept-length {draft} --captures {captures}",
+                      highlight=False, soft_wrap=True)
     if r.configured_is_best is False:
         raise typer.Exit(1)
+
+
+@check_app.command("accept-length")
+def check_accept_length_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
+                            captures: str = typer.Option(..., help="capture name or dir: prompts are its held-out "
+                                                                   "samples, cut at the generation prompt"),
+                            model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
+                            steps: list[int] | None = typer.Option(None, help="draft tokens per round "
+                                                                             "(repeatable; default: as trained)"),
+                            prompts: int = typer.Option(16, min=1, help="held-out prompts to decode"),
+                            max_new_tokens: int = typer.Option(64, min=1, help="tokens to generate per prompt"),
+                            wrong_wirings: bool = typer.Option(True, "--wrong-wirings/--configured-only",
+                                                               help="also decode under every wrong wiring"),
+                            device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
+                            dtype: str = typer.Option("float32", help="float32 | bfloat16")) -> None:
+    """Accept length measured by real speculative decoding (chain, greedy verification), per wiring."""
+    from eval.specdecode import records
+    from eval.specdecode.evaluate import measure
+
+    m = measure(resolve_named(draft, "drafts"), resolve_named(captures, "captures"), model, steps, prompts,
+                max_new_tokens, wrong_wirings, device, dtype)
+    records.save(catalog(), records.specdecode_rows(m))
+    print_table(["wiring", "HF taps", "steps", "accept length", "acceptance per step", "tok/s", "speedup", "ties"],
+                [[r.name, r.hf_ids, r.steps, f"{r.accept_length:.3f}", " ".join(f"{a:.3f}" for a in r.step_acceptance),
+                  f"{r.tokens_per_s:.1f}", f"{r.tokens_per_s / m.greedy_tokens_per_s:.2f}x", r.ties] for r in m.runs],
+                title=f"speculative decoding on {m.device}: {m.n_prompts} held-out prompts, plain greedy "
+                      f"{m.greedy_tokens_per_s:.1f} tok/s ({m.greedy_tokens} tokens); output equals plain greedy")
 
 
 @check_app.command("serve")

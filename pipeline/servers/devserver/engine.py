@@ -53,8 +53,9 @@ class Engine:
         self.model = load_target(model_dir, torch.float32)
         self.max_positions = int(self.model.config.max_position_embeddings)
         self.eos_id = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
-        self.think_start_id = self.tokenizer.convert_tokens_to_ids(THINK_START)
-        self.think_end_id = self.tokenizer.convert_tokens_to_ids(THINK_END)
+        # A vocabulary without think tokens (SmolLM2's ChatML) would map them to <unk>: no reasoning phase then.
+        vocab = self.tokenizer.get_vocab()
+        self.think_start_id, self.think_end_id = vocab.get(THINK_START, -1), vocab.get(THINK_END, -1)
         self._lock = threading.Lock()
         self._grammars = None
 
