@@ -23,17 +23,16 @@ def _find_env(service):
 
 
 def propose(service, repo_id: str, rows: int = 500) -> Any:
-    """Infer an adapter for `repo_id`, keep a person's earlier role decisions, store it and run its contract."""
-    from adapters import review, store
-    from adapters.infer import propose_adapter
+    """Propose and contract-test one dataset through adapters.propose (what `draftset find --propose` runs);
+    a dataset refused by name (plain text, media, ...) is reported as not proposed, with the verdict."""
+    from adapters.propose import propose_one
 
-    s, cat = service.settings, service.catalog
-    proposal = propose_adapter(repo_id, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=service.hf_token,
-                               catalog=cat)
-    old = store.load(cat, repo_id)
-    store.save_spec(cat, review.keep_decisions(old.spec, proposal.spec) if old else proposal.spec)
-    record, _ = review.check_adapter(cat, repo_id, endpoint=s.hf_endpoint, token=service.hf_token, rows=rows)
-    return record
+    s = service.settings
+    outcome = propose_one(service.catalog, repo_id, endpoint=s.hf_endpoint, viewer_base=s.viewer_base,
+                          token=service.hf_token, rows=rows)
+    if outcome.refused:
+        raise DraftsetError(f"refused: {outcome.refused}")
+    return outcome.record
 
 
 def start_find(service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:
