@@ -17,6 +17,7 @@ from pipeline.capture.manifest import (CaptureManifest, chat_template_sha256, hi
                                        model_config, model_revision, taps_for)
 from pipeline.capture.rows import BuiltRow, read_build_rows
 from pipeline.capture.store import CaptureReader, ShardWriter
+from pipeline.model.tiktoken_convert import tokenizer_sha256
 from pipeline.stage import StageConfig, StageRun
 from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 
@@ -125,6 +126,7 @@ def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, p
         n_layers=plan.n_layers, hidden_size=mcfg["hidden_size"], vocab_size=mcfg["vocab_size"],
         rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)), taps=taps_for(plan), hidden_bytes_per_token=per_token,
         chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(config.model_dir),
+        tokenizer_sha256=tokenizer_sha256(config.model_dir),
         system_prompt=build.get("system_prompt"), thinking=build.get("thinking"),
         max_length=build.get("max_length"), draft_vocab_size=build.get("draft_vocab_size"),
         build_dir=str(Path(config.build_dir).resolve()), n_samples=n_samples, n_tokens=n_tokens,

@@ -9,7 +9,7 @@ import typer
 
 from pipeline.cli.common import console, print_table
 
-model_app = typer.Typer(help="The embedded toy target model (a tiny Llama with a Kimi-style chat template).",
+model_app = typer.Typer(help="Target models: the embedded toy target, and converting a real target's tokenizer.",
                         no_args_is_help=True)
 
 
@@ -42,6 +42,22 @@ def init_toy_cmd(
                 [[out_dir, info["vocab_size"], f"{info['n_parameters']:,}", info["steps_done"],
                   "-" if info["final_loss"] is None else f"{info['final_loss']:.3f}"]])
     console.print(f"next: draftset serve-dev {out_dir} --port 8000")
+
+
+@model_app.command("convert-tokenizer")
+def convert_tokenizer_cmd(
+    model_dir: Path = typer.Argument(..., exists=True, file_okay=False,
+                                     help="Target snapshot with tiktoken.model (e.g. Kimi-K2.5)."),
+    out: Path = typer.Option(None, "--out", help="Write here instead of into MODEL_DIR."),
+) -> None:
+    """Write a tokenizer.json that encodes exactly as the target's tiktoken tokenizer, so build and
+    capture run without trust_remote_code (its tokenization_*.py is parsed, never executed)."""
+    from pipeline.model.tiktoken_convert import convert_tokenizer
+
+    r = convert_tokenizer(model_dir, out)
+    print_table(["out dir", "BPE ranks", "special ids", "split pattern from", "tokenizer.json sha256"],
+                [[r.out_dir, f"{r.n_ranks:,}", r.n_special, r.pattern_source, r.sha256[:16]]])
+    console.print(f"next: draftset build MIX --model {r.out_dir}", highlight=False)
 
 
 def serve_dev_cmd(
