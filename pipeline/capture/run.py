@@ -2,6 +2,8 @@
 
 Runs without the catalog (GPU hosts): pass catalog=None. Under torchrun each rank takes every
 world_size-th pending row and writes its own shards; rank 0 writes the manifest at the end.
+With `tp=True` (a target larger than one GPU) the ranks instead load ONE copy of the target with
+transformers' tensor parallelism (`tp_plan="auto"`), all run every batch together, and rank 0 writes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class CaptureConfig(StageConfig):
     shard_bytes: int = 1 << 30
     max_rows: int | None = None
     device: str = "auto"
+    tp: bool = False            # tensor-parallel target across the torchrun ranks (transformers tp_plan)
+    writer_threads: int = 4
 
 
 def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
@@ -48,23 +52,26 @@ def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
     return need
 
 
-def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tokens: int, writer: ShardWriter,
+def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tokens: int, writer: ShardWriter | None,
                  run: StageRun, label: str = "capture") -> None:
-    """The capture loop proper (also what the benchmark times): batches → forward → checks → shards."""
-    import torch
+    """The capture loop proper (also what the benchmark times): batches → forward → shards.
 
+    The loop never waits for the GPU: each batch's device→host copy and its write run behind the next
+    forwards (forward.capture_batch, store.ShardWriter). `writer=None`: a tensor-parallel peer rank that
+    only takes part in the forwards."""
     with progress() as bar:
         task = bar.add_task(label, total=sum(len(r.input_ids) for r in rows))
         for batch in length_batches(rows, lambda r: len(r.input_ids), batch_tokens):
-            for row, aux, last, finite in capture_batch(model, batch, plan, device):
-                if not finite:
-                    run.drop("non_finite", where={"id": row.id, "row_index": row.row_index, "field": "hidden_states"})
-                    continue
-                writer.add(row.id, {"aux": aux, "last": last, "input_ids": torch.tensor(row.input_ids, dtype=torch.int32),
-                                    "loss_mask": torch.tensor(row.loss_mask, dtype=torch.int8)})
-                run.emitted()
+            host = capture_batch(model, batch, plan, device)
+            if writer is not None:
+                writer.add_batch(host)
             bar.advance(task, sum(len(r.input_ids) for r in batch))
+    if writer is None:
+        return
     writer.close()
+    for row in writer.non_finite:
+        run.drop("non_finite", where={"id": row.id, "row_index": row.row_index, "field": "hidden_states"})
+    run.emitted(writer.kept)
 
 
 def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
@@ -79,7 +86,9 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     if config.max_rows is not None:
         rows = rows[: config.max_rows]
     done = set(CaptureReader(config.out_dir).ids())
-    mine = [r for i, r in enumerate(rows) if i % world == rank]
+    shard = not config.tp   # tensor parallel: every rank runs every row (one model across the GPUs)
+    mine = [r for i, r in enumerate(rows) if not shard or i % world == rank]
+    writes = shard or rank == 0
     pending = [r for r in mine if r.id not in done]
     per_token = hidden_bytes_per_token(len(plan.aux), mcfg["hidden_size"])
     preflight_disk(config.out_dir, sum(len(r.input_ids) for r in pending), per_token)
@@ -87,16 +96,21 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
 
     device = pick_device(config.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    with StageRun("capture", config, rank_dir(config.out_dir, rank, world), catalog) as run:
+    bookkeeping = rank_dir(config.out_dir, rank, world if shard else 1) if writes else config.out_dir / f"rank{rank}"
+    with StageRun("capture", config, bookkeeping, catalog if writes else None) as run:
         run.seen(len(mine))
         run.skipped("already_captured", len(mine) - len(pending))
         for bad in [r for r in pending if r.problem]:
             run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
         good = [r for r in pending if not r.problem]
         if good:
-            model = load_target(config.model_dir, dtype)
-            writer = ShardWriter(config.out_dir, rank, config.shard_bytes)
-            capture_rows(model.to(device), good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
+            model = load_target(config.model_dir, dtype, tp=config.tp and world > 1)
+            if not (config.tp and world > 1):
+                model = model.to(device)
+            writer = ShardWriter(config.out_dir, rank, config.shard_bytes, config.writer_threads) if writes else None
+            capture_rows(model, good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
+        if not writes:
+            run.emitted(len(good))   # this rank computed them; rank 0 stored them
     if world > 1:
         torch.distributed.barrier()
     manifest = _manifest(config, mcfg, plan, build_manifest, per_token)

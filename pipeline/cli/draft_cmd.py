@@ -40,14 +40,16 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
             layers: Optional[str] = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
             batch_tokens: int = typer.Option(16384, help="padded tokens per forward pass"),
             max_rows: Optional[int] = typer.Option(None, help="capture only the first N rows"),
-            device: str = typer.Option("auto", help="auto | cpu | cuda:N")) -> None:
+            device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
+            tp: bool = typer.Option(False, "--tp", help="under torchrun: one target tensor-parallel across the ranks "
+                                                         "(transformers tp_plan), for targets larger than one GPU")) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import CaptureConfig, run_capture
 
     build_dir = _resolve(build, "data/build")
     out = out or settings().home / "captures" / build_dir.name
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
-                                  batch_tokens=batch_tokens, max_rows=max_rows, device=device), catalog())
+                                  batch_tokens=batch_tokens, max_rows=max_rows, device=device, tp=tp), catalog())
     print_table(["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
                 [[m.n_samples, m.n_tokens, m.n_loss_tokens, m.taps.aux, m.taps.sglang_ids, m.hidden_bytes_per_token,
                   f"{m.file_bytes / 1e9:.3f}", out]], title="capture")
