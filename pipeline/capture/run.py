@@ -134,14 +134,21 @@ def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, p
         n_tokens += int(sample["loss_mask"].numel())
         n_loss += int(sample["loss_mask"].sum())
     file_bytes = sum(p.stat().st_size for p in set(reader.where.values()))
+    return manifest_for(config.model_dir, config.build_dir, mcfg, plan, build, per_token,
+                        n_samples=n_samples, n_tokens=n_tokens, n_loss_tokens=n_loss,
+                        hidden_bytes=n_tokens * per_token, file_bytes=file_bytes)
+
+
+def manifest_for(model_dir: Path, build_dir: Path, mcfg: dict, plan: LayerPlan, build: dict, per_token: int,
+                 **counts: int) -> CaptureManifest:
+    """The manifest of taps taken from `model_dir` over `build_dir` (offline capture and online training)."""
     return CaptureManifest(
-        model_dir=str(Path(config.model_dir).resolve()), model_id=str(mcfg.get("_name_or_path") or config.model_dir),
-        model_revision=model_revision(config.model_dir), model_type=str(mcfg.get("model_type", "")),
+        model_dir=str(Path(model_dir).resolve()), model_id=str(mcfg.get("_name_or_path") or model_dir),
+        model_revision=model_revision(model_dir), model_type=str(mcfg.get("model_type", "")),
         n_layers=plan.n_layers, hidden_size=mcfg["hidden_size"], vocab_size=mcfg["vocab_size"],
         rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)), taps=taps_for(plan), hidden_bytes_per_token=per_token,
-        chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(config.model_dir),
-        tokenizer_sha256=tokenizer_sha256(config.model_dir),
+        chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(model_dir),
+        tokenizer_sha256=tokenizer_sha256(model_dir),
         system_prompt=build.get("system_prompt"), thinking=build.get("thinking"),
         max_length=build.get("max_length"), draft_vocab_size=build.get("draft_vocab_size"),
-        build_dir=str(Path(config.build_dir).resolve()), n_samples=n_samples, n_tokens=n_tokens,
-        n_loss_tokens=n_loss, hidden_bytes=n_tokens * per_token, file_bytes=file_bytes)
+        build_dir=str(Path(build_dir).resolve()), **counts)

@@ -55,21 +55,32 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
                   f"{m.file_bytes / 1e9:.3f}", out]], title="capture")
 
 
-def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="capture name or directory"),
+def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="capture name or directory (with --online: "
+                                                                         "a build name or directory)"),
           out: Optional[Path] = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
-          model: Optional[Path] = typer.Option(None, help="target dir for embedding/head (default: manifest's)"),
+          model: Optional[Path] = typer.Option(None, help="target dir for embedding/head (default: manifest's); "
+                                                          "with --online the target whose forward makes the taps"),
+          online: bool = typer.Option(False, "--online", help="run the target inside the training loop: no "
+                                                              "hidden-state files (CAPTURE is then a build)"),
+          layers: Optional[str] = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
           epochs: int = typer.Option(1), lr: float = typer.Option(1e-4), batch_tokens: int = typer.Option(8192),
           ttt_steps: int = typer.Option(7, help="training-time-test steps"),
-          max_steps: Optional[int] = typer.Option(None), device: str = typer.Option("auto")) -> None:
-    """Train an EAGLE-3 draft on a capture, checkpoint it and export it for SGLang/vLLM."""
+          max_steps: Optional[int] = typer.Option(None), device: str = typer.Option("auto"),
+          save_every: int = typer.Option(500, help="steps between resumable states (and every epoch end)"),
+          resume: bool = typer.Option(False, "--resume", help="continue an interrupted run from its last state")) -> None:
+    """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
     import json
 
     from pipeline.train.loop import TrainConfig, run_train
 
-    capture_dir = _resolve(capture_name, "captures")
-    out = out or settings().home / "drafts" / capture_dir.name
-    ckpt = run_train(TrainConfig(capture_dir=capture_dir, out_dir=out, model_dir=model, epochs=epochs, lr=lr,
-                                 batch_tokens=batch_tokens, ttt_steps=ttt_steps, max_steps=max_steps, device=device),
+    if online and model is None:
+        raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")
+    source = _resolve(capture_name, "data/build" if online else "captures")
+    inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
+    out = out or settings().home / "drafts" / source.name
+    ckpt = run_train(TrainConfig(**inputs, out_dir=out, model_dir=model, epochs=epochs, lr=lr, online=online,
+                                 layers=_ids(layers), batch_tokens=batch_tokens, ttt_steps=ttt_steps,
+                                 max_steps=max_steps, device=device, save_every=save_every, resume=resume),
                      catalog())
     metrics = json.loads((ckpt / "resolved.json").read_text())["metrics"]
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]
