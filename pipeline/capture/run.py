@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 from pathlib import Path
 
 from catalog.errors import DraftsetError
@@ -37,6 +38,7 @@ class CaptureConfig(StageConfig):
     max_rows: int | None = None
     device: str = "auto"
     tp: bool = False            # tensor-parallel target across the torchrun ranks (transformers tp_plan)
+    dtype: str = "auto"         # forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16
     writer_threads: int = 4
 
 
@@ -95,7 +97,8 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     _copy_vocab(config.build_dir, config.out_dir)
 
     device = pick_device(config.device)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(
+        config.dtype, torch.bfloat16 if device.type == "cuda" else torch.float32)
     bookkeeping = rank_dir(config.out_dir, rank, world if shard else 1) if writes else config.out_dir / f"rank{rank}"
     with StageRun("capture", config, bookkeeping, catalog if writes else None) as run:
         run.seen(len(mine))
@@ -108,7 +111,14 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
             if not (config.tp and world > 1):
                 model = model.to(device)
             writer = ShardWriter(config.out_dir, rank, config.shard_bytes, config.writer_threads) if writes else None
+            t0 = time.perf_counter()
             capture_rows(model, good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - t0
+            tokens = sum(len(r.input_ids) for r in good)
+            print(f"capture r{rank}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s "
+                  f"(forward + copy + write, model load excluded)", flush=True)
         if not writes:
             run.emitted(len(good))   # this rank computed them; rank 0 stored them
     if world > 1:

@@ -138,7 +138,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
         if rank == 0:
             save_state(state_path, draft, opt, sched, Position(step, epoch, next_batch), order)
 
-    step = pos.step
+    step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
     done = lambda: bool(config.max_steps) and step >= config.max_steps  # noqa: E731
     with StageRun("train", config, rank_dir(train_dir, rank, world), catalog) as run, progress() as bar:
         run.seen(len(train_ids))
@@ -162,6 +162,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                 loss, stats = train_step(model, draft, target, batch, opt, config.ttt_steps, config.grad_clip,
                                          sched=sched)
                 step += 1
+                trained_tokens += sum(lengths[i] for i in ids)
                 if not torch.isfinite(loss):
                     raise DraftsetError(f"training loss is {float(loss)} at step {step} (batch {ids[:3]}…)",
                                         hint="lower --lr; resume from the last good state with --resume")
@@ -181,12 +182,15 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                                 held_ids)
             if done():
                 break
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        loop_seconds = time.perf_counter() - t_loop   # batches (online: the target's forward) + steps + saves
         # other ranks' share, the DDP remainder batch and batches past --max-steps: counted, not lost
         run.tally("not_trained_here", len(train_ids) - run.counts["out"] - run.counts.get("skipped_already_trained", 0))
         metrics = {"train_step_accuracy": evaluate(draft, target, source, train_ids[:64], config.ttt_steps, device, dtype),
                    "heldout_step_accuracy": evaluate(draft, target, source, held_ids[:64], config.ttt_steps, device,
                                                      dtype) if held_ids else None,
-                   "steps": step}
+                   "steps": step, "rank0_tokens": trained_tokens, "rank0_loop_seconds": round(loop_seconds, 3)}
     ckpt = train_dir / CHECKPOINT
     if rank == 0:
         save_checkpoint(ckpt, draft, config, manifest, metrics, held_ids)

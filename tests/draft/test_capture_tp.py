@@ -1,0 +1,70 @@
+"""Tensor-parallel capture (transformers tp_plan="auto" under torchrun) stores the same taps as one process.
+
+The target is a random DeepSeek-V3-shaped model (MLA attention, shared + routed experts, a dense first
+layer), the architecture of Kimi-K2.5. On CPU the two ranks talk over gloo; the forward runs in fp32,
+where sharded sums agree with the unsharded ones to rounding (random routers sit near ties, so bf16
+could flip expert choices; see shared/reference/measured-facts.md).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from draft_toy import make_build
+from pipeline.capture.manifest import CaptureManifest
+from pipeline.capture.store import CaptureReader
+
+VOCAB = 512
+
+
+def make_dsv3(model_dir: Path) -> Path:
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+    cfg = DeepseekV3Config(vocab_size=VOCAB, hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
+                           num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1,
+                           n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, first_k_dense_replace=1,
+                           kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=16, v_head_dim=32, qk_nope_head_dim=32,
+                           max_position_embeddings=256, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    DeepseekV3ForCausalLM(cfg).save_pretrained(model_dir)
+    return model_dir
+
+
+def _run(*args: str, ranks: int) -> str:
+    path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": ""}
+    launcher = ["-m", "torch.distributed.run", "--nproc_per_node", str(ranks)] if ranks > 1 else []
+    done = subprocess.run([sys.executable, *launcher, "-m", "pipeline.capture", *args], env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_tensor_parallel_capture_equals_single_process(tmp_path):
+    model = make_dsv3(tmp_path / "dsv3")
+    build = make_build(tmp_path / "build", n_rows=12, vocab_size=VOCAB)
+    common = [str(build), str(model)]
+    _run(*common, str(tmp_path / "one"), "--dtype", "float32", ranks=1)
+    _run(*common, str(tmp_path / "tp"), "--dtype", "float32", "--tp", ranks=2)
+    one, tp = CaptureReader(tmp_path / "one"), CaptureReader(tmp_path / "tp")
+    assert one.ids() == tp.ids() and len(one.ids()) == 12
+    assert {p.name.split("-")[1] for p in (tmp_path / "tp").glob("shard-*")} == {"r000"}   # one copy, by rank 0
+    m = CaptureManifest.load(tmp_path / "tp")
+    assert m.model_type == "deepseek_v3" and m.taps == CaptureManifest.load(tmp_path / "one").taps
+    H = m.hidden_size
+    worst = [0.0] * (len(m.taps.aux) + 1)
+    for sample_id in one.ids():
+        a, b = one.load(sample_id), tp.load(sample_id)
+        assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["loss_mask"], b["loss_mask"])
+        pieces = [(a["aux"][:, k * H:(k + 1) * H], b["aux"][:, k * H:(k + 1) * H]) for k in range(len(m.taps.aux))]
+        for k, (x, y) in enumerate(pieces + [(a["last"], b["last"])]):     # per tap: MoE layers included
+            worst[k] = max(worst[k], float((x.float() - y.float()).norm() / x.float().norm()))
+    assert max(worst) < 2e-3, worst                                     # bf16 storage of fp32-equal states
+    stats = json.loads((tmp_path / "tp" / "stats.json").read_text())["counts"]
+    assert stats["in"] == stats["out"] == 12
