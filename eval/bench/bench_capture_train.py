@@ -91,7 +91,7 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
         _sync(); t0 = time.perf_counter()
         with StageRun("capture-bench", cfg, out) as run:
             run.seen(len(rows))
-            capture_rows(model, rows, plan, device, 16384, ShardWriter(out, 0, 1 << 30), run)
+            capture_rows(model, rows, plan, device, 16384, ShardWriter(out, 0, 1 << 28), run)
         _sync(); dt = time.perf_counter() - t0
         written = sum(p.stat().st_size for p in out.glob("shard-*"))
         if r:

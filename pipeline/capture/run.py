@@ -34,7 +34,7 @@ class CaptureConfig(StageConfig):
     out_dir: Path
     layers: list[int] | None = None
     batch_tokens: int = 16384
-    shard_bytes: int = 1 << 30
+    shard_bytes: int = 1 << 28   # a shard closes past this: about one forward batch, so writes start early
     max_rows: int | None = None
     device: str = "auto"
     tp: bool = False            # tensor-parallel target across the torchrun ranks (transformers tp_plan)

@@ -134,9 +134,16 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
         batches = token_batches(lengths, config.batch_tokens, config.seed, epoch)
         return batches[: len(batches) // world * world][rank::world]  # DDP needs equal steps per rank
 
+    saving = [0.0]   # seconds spent writing states and checkpoints, kept out of the throughput figure
+
     def save(epoch: int, next_batch: int) -> None:
+        t = time.perf_counter()
         if rank == 0:
             save_state(state_path, draft, opt, sched, Position(step, epoch, next_batch), order)
+            if next_batch == 0:  # the exportable checkpoint too, so a crash loses at most one epoch of it
+                save_checkpoint(train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch},
+                                held_ids)
+        saving[0] += time.perf_counter() - t
 
     step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
     done = lambda: bool(config.max_steps) and step >= config.max_steps  # noqa: E731
@@ -177,20 +184,18 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                     resume_at = (epoch, k + 1)
                     break
             save(*resume_at)
-            if rank == 0:  # the exportable checkpoint too, so a crash loses at most one epoch of it
-                save_checkpoint(train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch},
-                                held_ids)
             if done():
                 break
         if device.type == "cuda":
             torch.cuda.synchronize()
-        loop_seconds = time.perf_counter() - t_loop   # batches (online: the target's forward) + steps + saves
+        loop_seconds = time.perf_counter() - t_loop - saving[0]   # batches (online: the target's forward) + steps
         # other ranks' share, the DDP remainder batch and batches past --max-steps: counted, not lost
         run.tally("not_trained_here", len(train_ids) - run.counts["out"] - run.counts.get("skipped_already_trained", 0))
         metrics = {"train_step_accuracy": evaluate(draft, target, source, train_ids[:64], config.ttt_steps, device, dtype),
                    "heldout_step_accuracy": evaluate(draft, target, source, held_ids[:64], config.ttt_steps, device,
                                                      dtype) if held_ids else None,
-                   "steps": step, "rank0_tokens": trained_tokens, "rank0_loop_seconds": round(loop_seconds, 3)}
+                   "steps": step, "rank0_tokens": trained_tokens, "rank0_loop_seconds": round(loop_seconds, 3),
+                   "rank0_save_seconds": round(saving[0], 3)}
     ckpt = train_dir / CHECKPOINT
     if rank == 0:
         save_checkpoint(ckpt, draft, config, manifest, metrics, held_ids)
