@@ -10,13 +10,13 @@ a half-mapped record and never drops a turn the spec did not explicitly drop.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
 
 from adapters.records import Conversation, record_id
 from adapters.spec import AdapterSpec
+from catalog import limits
 
 
 class RowError(ValueError):
@@ -42,10 +42,11 @@ def decode_json_field(value: Any, field: str) -> Any:
     """A JSON-string column becomes its value; non-strings pass through; bad JSON is a RowError."""
     if not isinstance(value, str):
         return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise RowError(field, f"not valid JSON ({exc.msg} at char {exc.pos})") from None
+    try:  # under the depth/int limits: a deeply nested JSON string is a row error, not a RecursionError
+        return limits.loads_limited(value, "value")
+    except limits.LimitExceeded as exc:
+        detail = str(exc).removeprefix("value: ")
+        raise RowError(field, f"not valid JSON ({detail})" if exc.reason == "invalid_json" else detail) from None
 
 
 Turn = dict[str, Any]  # a Message as a plain dict until the record is validated
@@ -268,8 +269,8 @@ def role_labels(spec: AdapterSpec, row: Any) -> list[str]:
     turns = get_path(row, spec.messages_path)
     if isinstance(turns, str) and spec.messages_path in spec.json_fields:
         try:
-            turns = json.loads(turns)
-        except json.JSONDecodeError:
+            turns = limits.loads_limited(turns)
+        except limits.LimitExceeded:
             return []
     if not isinstance(turns, list):
         return []

@@ -7,7 +7,6 @@ rejects are listed (row index, field, reason) exactly as ingest will quarantine 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any, Iterable
 
@@ -17,6 +16,7 @@ from adapters.apply import RowError, RowMapper, role_labels
 from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
+from catalog import limits
 
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
 
@@ -56,8 +56,8 @@ def _looks_nested(content: str) -> bool:
     if not text.startswith(("[{", "{")):
         return False
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = limits.loads_limited(text)
+    except limits.LimitExceeded:
         return False
     items = value if isinstance(value, list) else [value]
     return any(isinstance(v, dict) and ({"role", "from"} & v.keys()) for v in items)

@@ -7,7 +7,6 @@ stay out of the role map so the contract fails naming them.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any, Iterable
 
 from adapters.aliases import (ANSWER_WRAPPERS, COLUMN_PAIRS, CONTENT_KEYS, REASONING_DELIMITERS, REASONING_KEYS,
                               ROLE_KEYS, SYSTEM_COLUMNS, TRAIN_FLAG_KEYS, TURN_LIST_COLUMNS, canonical_role)
+from catalog import limits
 
 DEFAULT_TARGET_PATTERNS = (r"\bkimi\b", r"kimi-k2", r"moonshot")
 TEXT_TOOL_MARKERS = ("<tool_call>", "<function=", "<functioncall>")
@@ -40,8 +40,8 @@ def _decoded(value: Any) -> tuple[Any, bool]:
     """(value, was_json_string): strings holding a JSON array/object are decoded for inspection."""
     if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
-            return json.loads(value), True
-        except json.JSONDecodeError:
+            return limits.loads_limited(value), True
+        except limits.LimitExceeded:  # bad, too deep or huge: inspected as the plain string it is
             pass
     return value, False
 

@@ -1,8 +1,11 @@
 """Parse one local data file into rows: parquet, jsonl, json (array), csv/tsv, optionally gzipped.
 
 Every reader yields `(row, error)` pairs and never raises for bad content: a malformed line, a
-non-object row or an over-long line comes back as an error string naming file and line, so one bad
-row is quarantined instead of killing the run (the `datasets` JSON builder aborts the whole file).
+non-object row, invalid UTF-8, a lone surrogate, a too-deep or huge-int row (the limits in
+catalog/limits.py) or a corrupt parquet page comes back as a `RowProblem` (a str naming file and line,
+with a quarantine reason), so one bad row is quarantined instead of killing the run (the `datasets`
+JSON builder aborts the whole file). Text formats are read as bytes, line by line, and each line is
+decoded on its own, so line numbers stay true and one bad byte loses one line.
 """
 
 from __future__ import annotations
@@ -11,18 +14,39 @@ import csv
 import gzip
 import io
 import json
+import re
 import sys
+import zlib
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from catalog import limits
+
+
+class RowProblem(str):
+    """Why one row could not be read: the message (a str, so callers may print it), plus the quarantine
+    `reason` and where the row sits in its file (`file`, `line`: 1-based line, item or row position)."""
+
+    reason: str = "malformed"
+    file: str | None = None
+    line: int | None = None
+
+    @classmethod
+    def of(cls, message: str, reason: str = "malformed", file: str | None = None,
+           line: int | None = None) -> "RowProblem":
+        problem = cls(message)
+        problem.reason, problem.file, problem.line = reason, file, line
+        return problem
+
+
 RowResult = tuple[dict[str, Any] | None, str | None]
 FORMATS = ("parquet", "jsonl", "json", "csv", "tsv")
 # A single raw row above this is refused with a reason rather than loaded (a runaway row is almost
 # always a broken export, and ingest's length filter would drop it anyway).
-MAX_ROW_BYTES = 32 * 1024 * 1024
+MAX_ROW_BYTES = limits.MAX_ROW_BYTES
 PARQUET_BATCH_ROWS = 4096
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # long answers exceed csv's 128 KB default
@@ -38,121 +62,286 @@ def file_format(name: str) -> str | None:
     return None
 
 
-def _open_text(path: Path) -> IO[str]:
-    raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
+def _open_binary(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+
+
+# What a broken compressed stream or a vanishing file raises mid-read (gzip: EOFError/BadGzipFile/zlib.error).
+_READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def count_rows(path: Path, name: str) -> int:
-    """Rows in a file (parquet from its footer; others by a parse, the only reliable count)."""
+    """Results `iter_file` yields for a file (parquet from its footer; others by a parse, the only
+    reliable count). An unreadable parquet footer is one result: the one problem reported for it."""
     if file_format(name) == "parquet":
-        return pq.ParquetFile(path).metadata.num_rows
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception:
+            return 1
     return sum(1 for _ in iter_file(path, name))
 
 
 def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator[RowResult]:
     """Rows of one file in order. `wanted` (file-local positions) lets parquet skip converting the other
-    batches, which then yield (None, None) placeholders; text formats must parse every line anyway."""
+    batches, which then yield (None, None) placeholders; text formats must parse every line anyway.
+
+    Each reader handles bad rows itself; this guard is the last resort for a library raising something
+    no reader expected: the file ends with one problem, and the run goes on with the next file."""
     fmt = file_format(name)
-    if fmt == "parquet":
-        yield from _parquet(path, name, wanted)
-    elif fmt == "jsonl":
-        yield from _jsonl(path, name)
-    elif fmt == "json":
-        yield from _json(path, name)
-    elif fmt in ("csv", "tsv"):
-        yield from _csv(path, name, "\t" if fmt == "tsv" else ",")
-    else:
-        yield None, f"{name}: unsupported data file type (known: {', '.join(FORMATS)})"
+    readers = {"parquet": lambda: _parquet(path, name, wanted), "jsonl": lambda: _jsonl(path, name),
+               "json": lambda: _json(path, name), "csv": lambda: _csv(path, name, ","),
+               "tsv": lambda: _csv(path, name, "\t")}
+    if fmt not in readers:
+        yield None, RowProblem.of(f"{name}: unsupported data file type (known: {', '.join(FORMATS)})",
+                                  "unsupported_file", name)
+        return
+    produced = 0
+    try:
+        for result in readers[fmt]():
+            produced += 1
+            yield result
+    except Exception as exc:  # noqa: BLE001 - untrusted bytes; the message names the file and position
+        yield None, RowProblem.of(f"{name}: reading stopped after {produced} rows ({type(exc).__name__}: "
+                                  f"{_short(exc)})", "unreadable_file", name, produced + 1)
 
 
 def _parquet(path: Path, name: str, wanted: set[int] | None) -> Iterator[RowResult]:
+    """Row group by row group: a corrupt page loses the rows of its group only (each one reported, so
+    later row indexes do not shift), and one row pyarrow cannot convert loses that row only."""
     try:
         pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several types for a corrupt footer
-        yield None, f"{name}: not a readable parquet file ({exc})"
+        groups = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
+    except Exception as exc:  # pyarrow raises several types for a truncated or corrupt footer
+        yield None, RowProblem.of(f"{name}: not a readable parquet file ({_short(exc)})", "unreadable_file", name)
         return
     offset = 0
-    try:
-        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            n = batch.num_rows
-            if wanted is not None and not any(offset <= i < offset + n for i in wanted):
-                yield from ((None, None) for _ in range(n))  # keep positions without converting rows
-            else:
-                yield from ((row, None) for row in batch.to_pylist())
+    for group, n in enumerate(groups):
+        if wanted is not None and not any(offset <= i < offset + n for i in wanted):
+            yield from ((None, None) for _ in range(n))  # keep positions without converting rows
             offset += n
-    except (OSError, pa.ArrowException) as exc:
-        # A corrupt data page: the footer still says how many rows are lost, so each one is reported
-        # and the row indexes of later files do not shift.
-        reason = f"{name}: rows from {offset} on are unreadable ({exc})"
-        yield from ((None, reason) for _ in range(pf.metadata.num_rows - offset))
+            continue
+        done = 0
+        try:
+            for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[group]):
+                yield from _batch_rows(batch, name, offset + done)
+                done += batch.num_rows
+        except Exception as exc:  # a corrupt data page: the footer still says how many rows are lost
+            for i in range(offset + done, offset + n):
+                yield None, RowProblem.of(f"{name}: rows from {offset + done} to {offset + n - 1} (row group "
+                                          f"{group}) are unreadable ({_short(exc)})", "unreadable_rows", name, i + 1)
+        offset += n
 
 
-def _decode_object(text: str, where: str) -> RowResult:
-    if len(text) > MAX_ROW_BYTES:
-        return None, f"{where}: row is {len(text):,} bytes, over the {MAX_ROW_BYTES:,}-byte limit"
+def _batch_rows(batch: pa.RecordBatch, name: str, offset: int) -> Iterator[RowResult]:
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"{where}: invalid JSON ({exc.msg} at char {exc.pos})"
+        rows = batch.to_pylist()
+    except Exception:  # one cell pyarrow cannot turn into Python (dates out of range, ...): row by row
+        rows = []
+        for i in range(batch.num_rows):
+            try:
+                rows.append(batch.slice(i, 1).to_pylist()[0])
+            except Exception as exc:
+                rows.append(RowProblem.of(f"{name}: row {offset + i}: cannot convert ({_short(exc)})",
+                                          "unreadable_rows", name, offset + i + 1))
+    for i, row in enumerate(rows):
+        if isinstance(row, RowProblem):
+            yield None, row
+            continue
+        try:
+            limits.check_value(row, f"{name}: row {offset + i}")
+        except limits.LimitExceeded as exc:
+            yield None, RowProblem.of(str(exc), exc.reason, name, offset + i + 1)
+            continue
+        yield row, None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def _decode_object(data: bytes | str, name: str, line: int | None, where: str) -> RowResult:
+    """One row's text → dict, under every limit in catalog/limits.py; any failure is a RowProblem."""
+    if len(data) > MAX_ROW_BYTES:
+        return None, RowProblem.of(f"{where}: row is {len(data):,} bytes, over the {MAX_ROW_BYTES:,}-byte limit",
+                                   "too_large", name, line)
+    try:
+        value = limits.loads_limited(data, where)
+    except limits.LimitExceeded as exc:
+        return None, RowProblem.of(str(exc), exc.reason, name, line)
     if not isinstance(value, dict):
-        return None, f"{where}: expected a JSON object, got {type(value).__name__}"
+        return None, RowProblem.of(f"{where}: expected a JSON object, got {type(value).__name__}",
+                                   "not_an_object", name, line)
     return value, None
 
 
 def _jsonl(path: Path, name: str) -> Iterator[RowResult]:
-    with _open_text(path) as fh:
-        lineno = 0
-        while True:
-            try:
-                line = fh.readline()
-            except UnicodeDecodeError as exc:
-                yield None, f"{name}:{lineno + 1}: not UTF-8 text ({exc.reason}); rest of file unreadable"
-                return
-            if not line:
-                return
-            lineno += 1
-            if line.strip():
-                yield _decode_object(line, f"{name}:{lineno}")
+    """Bytes line by line, each decoded on its own: invalid UTF-8 or a bad line loses that line only,
+    and line numbers stay true (a text-mode reader stops at the first undecodable byte)."""
+    lineno = 0
+    try:
+        with _open_binary(path) as fh:
+            while True:
+                line = fh.readline(MAX_ROW_BYTES + 1)
+                if not line:
+                    return
+                lineno += 1
+                if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]  # a UTF-8 byte-order mark
+                if len(line) > MAX_ROW_BYTES and not line.endswith(b"\n"):
+                    size = len(line)
+                    while line and not line.endswith(b"\n"):  # skip the rest of the line unread
+                        line = fh.readline(1 << 20)
+                        size += len(line)
+                    yield None, RowProblem.of(f"{name}:{lineno}: row is {size:,} bytes, over the "
+                                              f"{MAX_ROW_BYTES:,}-byte limit", "too_large", name, lineno)
+                    continue
+                if line.strip():
+                    yield _decode_object(line, name, lineno, f"{name}:{lineno}")
+    except _READ_ERRORS as exc:  # truncated gzip, file gone: the rows after this point cannot be counted
+        yield None, RowProblem.of(f"{name}:{lineno + 1}: unreadable from here on ({_short(exc)}); rest of "
+                                  "file skipped", "unreadable_file", name, lineno + 1)
+
+
+_ARRAY_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
+
+
+def _array_items(text: str) -> Iterator[tuple[int, str]] | None:
+    """(start offset, text) of each top-level item of a JSON array, without parsing: for an array
+    whose items are too deep or too odd to parse in one go. None when the text is not an array."""
+    stripped = text.lstrip()
+    if not stripped.startswith("["):
+        return None
+
+    def items() -> Iterator[tuple[int, str]]:
+        depth, start = 0, None
+        for m in _ARRAY_TOKEN.finditer(text):
+            tok = m.group()
+            if tok in "[{":
+                depth += 1
+                if depth == 1:
+                    start = m.end()
+            elif tok in "]}":
+                depth -= 1
+                if depth == 0:
+                    if start is not None and text[start:m.start()].strip():
+                        yield start, text[start:m.start()]
+                    return
+            elif tok == "," and depth == 1:
+                yield start, text[start:m.start()]
+                start = m.end()
+        if start is not None and text[start:].strip():  # truncated file: the unfinished last item
+            yield start, text[start:]
+    return items()
 
 
 def _json(path: Path, name: str) -> Iterator[RowResult]:
     try:
-        with _open_text(path) as fh:
-            data = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        # Some `.json` files are really JSON Lines; fall back before giving up on the whole file.
-        lines = _jsonl(path, name)
-        first = next(lines, None)
-        if first is not None and first[1] is None:
-            yield first
-            yield from lines
-        else:
-            yield None, f"{name}: not valid JSON or JSON Lines ({exc})"
+        with _open_binary(path) as fh:
+            raw = fh.read()
+        text = raw.decode("utf-8-sig")
+    except _READ_ERRORS as exc:
+        yield None, RowProblem.of(f"{name}: unreadable ({_short(exc)})", "unreadable_file", name)
+        return
+    except UnicodeDecodeError:
+        yield from _json_lines_or_error(path, name, "not UTF-8 text")
+        return
+    data: Any = None
+    try:
+        if limits.json_depth(text) <= limits.MAX_JSON_DEPTH + 1:  # +1: the array around the items
+            data = limits.loads_limited(text, name) if len(text) <= MAX_ROW_BYTES else json.loads(text)
+    except limits.LimitExceeded as exc:
+        if exc.reason == "invalid_json":
+            yield from _json_lines_or_error(path, name, str(exc))
+            return
+    except json.JSONDecodeError as exc:
+        yield from _json_lines_or_error(path, name, f"invalid JSON ({exc.msg} at char {exc.pos})")
+        return
+    except (ValueError, RecursionError):  # huge ints or too deep somewhere: split the items instead
+        pass
+    if data is None:
+        items = _array_items(text)
+        if items is None:
+            yield None, RowProblem.of(f"{name}: a JSON document too deep or too large to read as one value",
+                                      "too_deep", name)
+            return
+        for i, (start, item) in enumerate(items):
+            line = text.count("\n", 0, start) + 1
+            yield _decode_object(item.strip(), name, line, f"{name}[{i}] (line {line})")
         return
     if isinstance(data, dict):  # {"data": [...]} style wrappers: the one list of objects inside
         lists = [v for v in data.values() if isinstance(v, list)]
         data = lists[0] if len(lists) == 1 else [data]
     if not isinstance(data, list):
-        yield None, f"{name}: expected a JSON array of objects, got {type(data).__name__}"
+        yield None, RowProblem.of(f"{name}: expected a JSON array of objects, got {type(data).__name__}",
+                                  "not_an_object", name)
         return
     for i, item in enumerate(data):
-        yield (item, None) if isinstance(item, dict) else \
-            (None, f"{name}[{i}]: expected a JSON object, got {type(item).__name__}")
+        if not isinstance(item, dict):
+            yield None, RowProblem.of(f"{name}[{i}]: expected a JSON object, got {type(item).__name__}",
+                                      "not_an_object", name, i + 1)
+            continue
+        try:
+            limits.check_value(item, f"{name}[{i}]")
+        except limits.LimitExceeded as exc:
+            yield None, RowProblem.of(str(exc), exc.reason, name, i + 1)
+            continue
+        yield item, None
+
+
+def _json_lines_or_error(path: Path, name: str, why: str) -> Iterator[RowResult]:
+    """Some `.json` files are really JSON Lines: read them so before giving up on the whole file."""
+    lines = _jsonl(path, name)
+    first = next(lines, None)
+    if first is not None and first[1] is None:
+        yield first
+        yield from lines
+    else:
+        yield None, RowProblem.of(f"{name}: not valid JSON or JSON Lines ({why})", "unreadable_file", name)
+
+
+def _has_bad_text(row: dict[str, Any]) -> bool:
+    try:
+        for key, value in row.items():
+            str(key).encode("utf-8")
+            if isinstance(value, str):
+                value.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
 
 
 def _csv(path: Path, name: str, delimiter: str) -> Iterator[RowResult]:
-    with _open_text(path) as fh:
-        reader = csv.DictReader(fh, delimiter=delimiter)
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except (csv.Error, UnicodeDecodeError) as exc:
-                yield None, f"{name}:{reader.line_num}: unreadable CSV ({exc}); rest of file skipped"
-                return
-            if None in row:  # more cells than header columns
-                yield None, f"{name}:{reader.line_num}: {len(row[None])} cells beyond the header's columns"
-            else:
-                yield row, None
+    """Undecodable bytes are kept as surrogate escapes so the reader goes on; that row alone is refused."""
+    line = 0
+    try:
+        with _open_binary(path) as raw:
+            fh = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="")
+            reader = csv.DictReader(fh, delimiter=delimiter)
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as exc:
+                    if reader.line_num == line:  # no progress: the reader cannot resync
+                        yield None, RowProblem.of(f"{name}:{line}: unreadable CSV ({exc}); rest of file skipped",
+                                                  "unreadable_file", name, line)
+                        return
+                    line = reader.line_num
+                    yield None, RowProblem.of(f"{name}:{line}: unreadable CSV ({exc})", "malformed", name, line)
+                    continue
+                line = reader.line_num
+                if None in row:  # more cells than header columns
+                    yield None, RowProblem.of(f"{name}:{line}: {len(row[None])} cells beyond the header's columns",
+                                              "malformed", name, line)
+                elif _has_bad_text(row):
+                    yield None, RowProblem.of(f"{name}:{line}: not UTF-8 text", "invalid_utf8", name, line)
+                elif sum(len(v) for v in row.values() if isinstance(v, str)) > MAX_ROW_BYTES:
+                    yield None, RowProblem.of(f"{name}:{line}: row over the {MAX_ROW_BYTES:,}-byte limit",
+                                              "too_large", name, line)
+                else:
+                    yield row, None
+    except _READ_ERRORS as exc:
+        yield None, RowProblem.of(f"{name}:{line + 1}: unreadable from here on ({_short(exc)}); rest of file "
+                                  "skipped", "unreadable_file", name, line + 1)

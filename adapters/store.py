@@ -8,8 +8,6 @@ hash or revision differs from the approved pair turns the status to `stale`.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from adapters.spec import AdapterSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.home import Home
+from catalog.io import write_text_atomic
 
 Status = Literal["proposed", "approved", "rejected", "stale"]
 
@@ -55,23 +55,7 @@ class AdapterRecord(BaseModel):
 
 
 def yaml_path(home: Path, repo_id: str) -> Path:
-    return Path(home) / "adapters" / (repo_id.replace("/", "__") + ".yaml")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder, then rename: a crash never leaves half a spec behind.
-
-    Not pipeline.stage.atomic_path: adapters/ sits below pipeline/ and may not import it.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return Home(home).adapter_yaml(repo_id)
 
 
 def load(catalog: Catalog, repo_id: str) -> AdapterRecord | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from catalog import limits
+
 ROLE_KEYS = ("role", "from")
 CONTENT_KEYS = ("content", "value", "text")
 PROMPT_COLUMNS = ("prompt", "instruction", "question", "problem", "query", "input")
@@ -21,8 +23,8 @@ USER_ROLES = {"user", "human", "customer", "prompter"}
 def _decode(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return json.loads(value)
-        except ValueError:
+            return limits.loads_limited(value)
+        except limits.LimitExceeded:
             return value
     return value
 

@@ -18,6 +18,7 @@ from rich.filesize import decimal
 from agents.configuration import FindConfig
 from agents.state import Candidate, Plan, PlanItem
 from catalog import Catalog
+from catalog.home import Home, flat_repo_name
 
 UNPLANNABLE = {"no_license", "non_english", "non_text", "empty"}
 
@@ -36,8 +37,7 @@ def domain_categories(weights: dict[str, float]) -> set[str]:
 
 
 def _normalized_rows(home: Path, repo_id: str) -> int | None:
-    # The ingest layout (pipeline/ingest/layout.py) spelled out: agents/ may not import pipeline/.
-    folder = home / "data" / "normalized" / repo_id.replace("/", "__")
+    folder = Home(home).normalized_root / flat_repo_name(repo_id)
     parts = sorted(folder.glob("part-*.parquet"))
     if not parts:
         return None

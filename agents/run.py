@@ -27,8 +27,8 @@ from agents.policies import make_policy
 from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
+from catalog.home import Home
 
-CHECKPOINTS = "find-checkpoints.sqlite"
 
 
 @dataclass
@@ -63,11 +63,11 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
     env.home.mkdir(parents=True, exist_ok=True)
     run_id = resume or run_id or new_run_id()
     cfg: dict[str, Any] = {"configurable": {"thread_id": run_id}}
-    async with AsyncSqliteSaver.from_conn_string(str(env.home / CHECKPOINTS)) as saver:
+    async with AsyncSqliteSaver.from_conn_string(str(Home(env.home).find_checkpoints)) as saver:
         if resume:
             saved = await build_graph(FindConfig()).compile(checkpointer=saver).aget_state(cfg)
             if not saved.values:
-                raise DraftsetError(f"no find run {run_id!r} in {env.home / CHECKPOINTS}",
+                raise DraftsetError(f"no find run {run_id!r} in {Home(env.home).find_checkpoints}",
                                     hint="use the run id `draftset find` printed when it started (runs that "
                                          "finished are listed by: draftset sql \"SELECT run_id FROM search_runs\")")
             if not saved.next:
@@ -80,7 +80,7 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
                            "config": config.model_dump(mode="json"), "started_at": time.time(), "reports": []}
         cfg["max_concurrency"] = config.max_concurrency
         hub = hub or HubTools(env.endpoint, env.viewer_base, config, token=env.token,
-                              cache_dir=env.home / "cache" / "hub")
+                              cache_dir=Home(env.home).hub_cache)
         policy = make_policy(config, env.llm_client, env.llm_model)
         with ThreadPoolExecutor(max_workers=16, thread_name_prefix="find-agent") as pool:
             cfg["configurable"]["runtime"] = Runtime(hub=hub, policy=policy, executor=pool,

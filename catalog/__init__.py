@@ -1,12 +1,14 @@
-"""DuckDB catalog: schema, migrations, the single writer API and read-only SQL access.
+"""The ground floor: the DuckDB catalog (schema, migrations, the single writer API, read-only SQL), `Home`
+(every path of a home), io (atomic writes, parquet shards), the error family and the one Hub client.
 
 `Catalog` and `upsert` load duckdb lazily: GPU hosts run capture/train with `catalog.errors` alone
 and no duckdb installed.
 """
 
-from catalog.errors import CatalogBusy, CatalogReadOnly, DraftsetError, ZeroOutput
+from catalog.errors import CatalogBusy, CatalogReadOnly, DraftsetError, StageFailed, ZeroOutput
+from catalog.home import Home
 
-__all__ = ["Catalog", "upsert", "CatalogBusy", "CatalogReadOnly", "DraftsetError", "ZeroOutput"]
+__all__ = ["Catalog", "upsert", "CatalogBusy", "CatalogReadOnly", "DraftsetError", "Home", "StageFailed", "ZeroOutput"]
 
 
 def __getattr__(name: str):

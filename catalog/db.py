@@ -19,8 +19,7 @@ from typing import Any, Iterator, Sequence
 import duckdb
 
 from catalog.errors import CatalogBusy, DraftsetError
-
-CATALOG_FILENAME = "catalog.duckdb"
+from catalog.home import Home
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -55,7 +54,7 @@ class Catalog:
 
     def __init__(self, home: Path | str, busy_timeout_s: float = 5.0):
         self.home = Path(home)
-        self.path = self.home / CATALOG_FILENAME
+        self.path = Home(home).catalog_file
         self.busy_timeout_s = busy_timeout_s
 
     # -- writing -----------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
+from catalog.home import Home
+
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / "draftset-home" / "demo"
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
@@ -78,7 +80,7 @@ def main() -> None:
     HOME.mkdir(parents=True)
     hub_port, target_port = free_port(), free_port()
     hub = f"http://127.0.0.1:{hub_port}"
-    env = {**os.environ, "DRAFTSET_HOME": str(HOME), "HF_ENDPOINT": hub, "HF_HOME": str(HOME / "hf-cache"),
+    env = {**os.environ, "DRAFTSET_HOME": str(HOME), "HF_ENDPOINT": hub, "HF_HOME": str(Home(HOME).hf_cache),
            "HF_HUB_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("HF_TOKEN", None)
     if not sys.stdout.isatty():
@@ -105,7 +107,7 @@ TRAP = "weird-roles/customer-support-chats"  # a role label no alias maps: appro
 
 def journey(env, target_port, stack):
     """(title, [steps]) for each part of the journey, in the order a user runs it."""
-    model = str(HOME / "models" / "toy-target")
+    model = str(Home(HOME).toy_target)
     target = f"http://127.0.0.1:{target_port}"
     run = lambda *args, **kw: (lambda: draftset(*args, env=env, **kw))  # noqa: E731 (a step is a thunk)
     proposed: list[str] = []
@@ -126,7 +128,7 @@ def journey(env, target_port, stack):
         console.print(f"toy target served at {target}/v1 (log: {HOME / 'logs' / 'serve-dev.log'})")
 
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model, "--speculative-algorithm", "EAGLE3",
-              "--speculative-draft-model-path", str(HOME / "drafts" / "demo"), "--speculative-eagle-topk", "1"]
+              "--speculative-draft-model-path", str(Home(HOME).draft("demo")), "--speculative-eagle-topk", "1"]
     return [
         ("2. find: ten category agents search the Hub and plan the mix", [
             run("find", "agentic coding", "--samples", "2000"),
@@ -163,7 +165,7 @@ def journey(env, target_port, stack):
             run("capture", "demo", "--model", model),
             # 3 speculation steps, as the published Kimi-K2 EAGLE-3 draft serves (steps 3, topk 1).
             run("train", "demo", "--epochs", "8", "--lr", "5e-3", "--ttt-steps", "3"),
-            run("check", "draft", "demo", "--captures", str(HOME / "captures" / "demo"), allow_fail=True),
+            run("check", "draft", "demo", "--captures", str(Home(HOME).capture("demo")), allow_fail=True),
             lambda: console.print(
                 "[dim]On the toy target the wirings tie and the check says so: a one-layer draft as wide as this\n"
                 "8-layer, width-64 target can rebuild its predictions from the tokens alone, so the taps add nothing.\n"

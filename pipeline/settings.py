@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from catalog.home import Home
 
 DEFAULT_HUB = "https://huggingface.co"
 
@@ -39,7 +40,7 @@ class Settings(BaseSettings):
 
     @property
     def catalog_path(self) -> Path:
-        return self.home / "catalog.duckdb"
+        return Home(self.home).catalog_file
 
 
 def load_settings() -> Settings:

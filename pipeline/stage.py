@@ -1,4 +1,4 @@
-"""The small base every stage stands on: strict config, counts, quarantine, atomic writes.
+"""The small base every stage stands on: strict config, counts, quarantine, the run record.
 
     with StageRun("ingest", config, out_dir, catalog) as run:
         for row in rows:
@@ -17,43 +17,25 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 import uuid
 from collections import Counter
-from contextlib import contextmanager
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from catalog.errors import DraftsetError, ZeroOutput
+from catalog.io import write_json_atomic
+from catalog.liveness import mark_interrupted, owner
 
 
 class StageConfig(BaseModel):
     """Base for every stage's config: unknown keys and wrong types fail at load."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temp path beside `path`; rename it over `path` only if the block succeeds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, payload: Any) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -86,6 +68,7 @@ class StageRun:
         self._t0 = time.monotonic()
         self.quarantine_path = self.out_dir / "quarantine.jsonl"
         self._quarantine = None
+        self._quarantined: set[str] = set()  # rows already in quarantine.jsonl (this run or an earlier one)
 
     # -- counting ----------------------------------------------------------------------------
     def seen(self, n: int = 1) -> None:
@@ -110,8 +93,15 @@ class StageRun:
         self.counts[f"dropped_{_check_reason(reason)}"] += 1
         if self._quarantine is None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._quarantined = _quarantine_keys(self.quarantine_path)
             self._quarantine = self.quarantine_path.open("a", encoding="utf-8")
+            if self.quarantine_path.stat().st_size and not _ends_with_newline(self.quarantine_path):
+                self._quarantine.write("\n")  # a run killed mid-line: never glue the next entry to it
         entry = {"run_id": self.run_id, "reason": reason, "detail": detail, **(where or {})}
+        key = _entry_key(entry)
+        if key in self._quarantined:  # a resumed run meets the same bad row again: counted, not re-written
+            return
+        self._quarantined.add(key)
         self._quarantine.write(json.dumps(entry, default=str, ensure_ascii=False) + "\n")
         self._quarantine.flush()  # a crash later in the run must not lose the reasons already found
 
@@ -124,6 +114,8 @@ class StageRun:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "StageRun":
+        if self.catalog is not None:
+            mark_interrupted(self.catalog)  # earlier runs whose process died stop showing as running
         self.out_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.out_dir / "config.json", {"stage": self.stage, **self.config.model_dump(mode="json")})
         self._record("running", None, finished=False)
@@ -133,13 +125,15 @@ class StageRun:
         if self._quarantine is not None:
             self._quarantine.close()
             self._quarantine = None
+        self._quarantined: set[str] = set()  # rows already in quarantine.jsonl (this run or an earlier one)
         error = None if exc is None else f"{type(exc).__name__}: {exc}"
         # Rows skipped because an earlier run already wrote them count as produced (resume).
         produced = self.counts["out"] + skipped_total(self.counts)
         if exc is None and self.counts["in"] > 0 and produced == 0:
             error = (f"{self.stage}: {self.counts['in']} rows in, 0 out "
                      f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}")
-            exc = ZeroOutput(error, hint=f"read {self.quarantine_path} for the reason of each rejected row")
+            exc = ZeroOutput(error, stage=self.stage, run_id=self.run_id, counts=self.counts,
+                             hint=f"read {self.quarantine_path} for the reason of each rejected row")
         write_json_atomic(self.out_dir / "stats.json", {
             "run_id": self.run_id, "stage": self.stage, "counts": dict(self.counts), "error": error,
             "started_at": self.started_at, "elapsed_s": round(time.monotonic() - self._t0, 3)})
@@ -157,7 +151,7 @@ class StageRun:
             "run_id": self.run_id, "stage": self.stage,
             "params": self.config.model_dump(mode="json"), "counts": dict(self.counts),
             "status": status, "error": error, "started_at": self.started_at,
-            "finished_at": datetime.now() if finished else None,
+            "finished_at": datetime.now() if finished else None, "owner": owner(),
         }])
 
     def summary(self) -> str:
@@ -166,17 +160,31 @@ class StageRun:
         return f"{self.stage}: " + " ".join(parts)
 
 
+def _entry_key(entry: Mapping[str, Any]) -> str:
+    """A quarantine entry's identity: the row and the reason, not the run or the wording."""
+    return json.dumps({k: v for k, v in entry.items() if k not in ("run_id", "detail")}, sort_keys=True, default=str)
+
+
+def _quarantine_keys(path: Path) -> set[str]:
+    keys: set[str] = set()
+    if not path.is_file():
+        return keys
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                keys.add(_entry_key(json.loads(line)))
+            except (ValueError, AttributeError):  # a line cut by a kill: its row is written again
+                continue
+    return keys
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
+
+
 def require(condition: bool, message: str, hint: str | None = None) -> None:
     """Raise a user-facing error (one line, no traceback) when `condition` is false."""
     if not condition:
         raise DraftsetError(message, hint=hint)
-
-
-def stable_bucket(key: str, buckets: int) -> int:
-    """Bucket of an id in [0, buckets), the same in every process and run.
-
-    sha1, not hash(): Python salts str hashes per process, so two workers (or a resume) would disagree.
-    Used for regeneration shards and the training held-out split."""
-    import hashlib
-
-    return int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big") % buckets

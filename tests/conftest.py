@@ -17,7 +17,7 @@ FIXTURE_HUB = Path(__file__).parent / "fixtures" / "hub"
 
 
 def _free_port() -> int:
-    # Not agents.localhub.free_port: importing agents here would import huggingface_hub before HF_ENDPOINT is set.
+    # Not the local Hub's free_port: importing it here would import huggingface_hub before HF_ENDPOINT is set.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -37,7 +37,7 @@ os.environ.pop("HF_TOKEN", None)
 @pytest.fixture(scope="session")
 def hub_url() -> str:
     """URL of the local Hub serving tests/fixtures/hub (started once per session)."""
-    from agents.localhub.server import serve_in_thread
+    from pipeline.servers.localhub.server import serve_in_thread
 
     running = serve_in_thread(FIXTURE_HUB, host="127.0.0.1", port=HUB_PORT)
     yield running.url

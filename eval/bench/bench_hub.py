@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from agents.localhub.server import free_port
-from agents.localhub.write import write_repo
+from pipeline.servers.localhub.server import free_port
+from pipeline.servers.localhub.write import write_repo
 
 LICENSES = ["mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0"]
 TASKS = ["text-generation", "question-answering", "summarization", "translation"]

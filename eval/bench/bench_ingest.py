@@ -132,7 +132,7 @@ def main() -> None:
                                   repeats=args.repeats)
     table.add_row("ingest", "datasets load_dataset→map→to_parquet (baseline)", f"{t_ds:.2f}",
                   f"{args.rows / t_ds:,.0f}", f"{n_ds:,} rows", "1.0x")
-    table.add_row("ingest", "draftset ingest_rows (apply_row → ShardWriter)", f"{t_ours:.2f}",
+    table.add_row("ingest", "draftset ingest_rows (apply_row → ParquetShardWriter)", f"{t_ours:.2f}",
                   f"{args.rows / t_ours:,.0f}", f"{n_ours:,} records", f"{t_ds / t_ours:.1f}x")
     sample = prompts[: args.brute_sample]
     t_bf, d_bf = _median_time(bench_near_bruteforce, sample, repeats=args.repeats)

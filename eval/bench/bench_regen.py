@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters.records import Conversation, Message, Source, record_id
+from catalog.home import Home
 from pipeline.ingest.rows import to_row
 from pipeline.regenerate.client import EndpointPool
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
@@ -60,7 +61,7 @@ def start_server(port: int) -> subprocess.Popen:
 
 
 def write_mix(home: Path, name: str, n: int, batch: int = 10_000) -> None:
-    out = home / "data" / "mix" / name
+    out = Home(home).mix(name)
     out.mkdir(parents=True, exist_ok=True)
     for part, start in enumerate(range(0, n, batch)):
         rows = [to_row(Conversation(

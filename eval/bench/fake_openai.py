@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agents.localhub.server import start_in_thread
+from pipeline.servers.localhub.server import start_in_thread
 
 MODEL_ID = "fake/instant-target"
 

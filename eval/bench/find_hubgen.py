@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from agents.localhub.write import write_repo
+from pipeline.servers.localhub.write import write_repo
 
 TOPICS = ["agent", "trajectories", "code", "chat", "math", "reasoning", "tool", "swe", "review", "essays",
           "instruct", "sharegpt", "hermes", "polyglot", "kimi", "images", "speech", "prices", "news", "poems"]

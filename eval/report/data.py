@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 from catalog.errors import DraftsetError
 from pipeline.dedup.keys import context_text, response_text
 from pipeline.dedup.lengths import TokenCounter
-from pipeline.ingest.layout import mix_dir, normalized_dir
+from catalog.home import Home
 from pipeline.ingest.rows import from_row
-from pipeline.ingest.shards import iter_rows
+from catalog.shards import iter_rows
 from pipeline.stage import skipped_total
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
@@ -57,7 +57,7 @@ def percentile(values: list[int], q: float) -> int | str:
 
 
 def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch: int = 1_024) -> ReportData:
-    folder = mix_dir(home, name)
+    folder = Home(home).mix(name)
     manifest_path = folder / "manifest.json"
     if not manifest_path.is_file():
         raise DraftsetError(f"no mix named {name!r} ({manifest_path} missing)",
@@ -87,7 +87,7 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
         for rec in pq.read_table(decisions, columns=["repo_id", "reason"]).to_pylist():
             data.dedup[rec["repo_id"]][rec["reason"]] += 1
     for repo in data.manifest.get("sources", {}):
-        stats = normalized_dir(home, repo) / "stats.json"
+        stats = Home(home).normalized(repo) / "stats.json"
         if stats.is_file():
             data.ingest[repo] = json.loads(stats.read_text()).get("counts", {})
     return data

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from eval.report.data import DEDUP_REASONS, ReportData, load_report_data, percentile
 from eval.report.plots import plot_counts, plot_dedup_yield, plot_lengths
-from pipeline.ingest.layout import report_dir
-from pipeline.stage import atomic_path
+from catalog.home import Home
+from catalog.io import atomic_path
 
 
 @dataclass
@@ -82,7 +82,7 @@ def render_html(data: ReportData, plots: list[Path]) -> str:
 
 def write_report(home: Path, mix_name: str, tokenizer: Path | None = None) -> Report:
     data = load_report_data(home, mix_name, tokenizer)
-    folder = report_dir(home, mix_name)
+    folder = Home(home).report(mix_name)
     folder.mkdir(parents=True, exist_ok=True)
     plots = plot_counts(data, folder) + plot_lengths(data, folder) + plot_dedup_yield(data, folder)
     md, page = folder / "report.md", folder / "report.html"

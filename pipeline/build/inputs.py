@@ -10,7 +10,7 @@ from typing import Any, Iterator, Literal
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import mix_dir
+from catalog.home import Home
 
 Source = Literal["auto", "regen", "mix"]
 NEEDED = ("id", "conversation")
@@ -56,7 +56,7 @@ def _conversation_shards(directory: Path, kind: str) -> list[Path]:
 
 
 def resolve_input(home: Path, mix: str, source: Source = "auto") -> BuildInput:
-    candidates = {"regen": home / "data" / "regen" / mix, "mix": mix_dir(home, mix)}  # mix_dir checks the name
+    candidates = {"regen": Home(home).regen(mix), "mix": Home(home).mix(mix)}  # both check the name
     order = ["regen", "mix"] if source == "auto" else [source]
     for kind in order:
         directory = candidates[kind]

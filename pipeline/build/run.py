@@ -24,9 +24,11 @@ from pipeline.build.inputs import BuildInput, Source, resolve_input
 from pipeline.build.render import (MaskBuilder, NotPrefixStable, TokenRow, chat_template_sha256,
                                    template_messages, trainable_turns)
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
-from pipeline.ingest.shards import ShardWriter, existing_ids, shard_paths
+from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
 from pipeline.model.template import RENDER_ERRORS
-from pipeline.stage import StageConfig, StageRun, write_json_atomic
+from pipeline.stage import StageConfig, StageRun
+from catalog.io import write_json_atomic
+from catalog.home import Home
 
 ROW_SCHEMA = pa.schema([
     ("id", pa.string()), ("conversation_id", pa.string()), ("turn", pa.int64()),
@@ -162,12 +164,12 @@ def run_build(home: Path, mix: str, *, model_dir: Path, catalog=None, source: So
                       rows_per_shard=rows_per_shard)
     builder = MaskBuilder(tokenizer, thinking=thinking, end_of_turn=end_of_turn,
                           keep_past_reasoning=keep_past_reasoning)
-    out = Path(home) / "data" / "build" / mix
+    out = Home(home).build(mix)
     _check_resume(out, cfg, overwrite)
     done = existing_ids(out, prefix="rows", column="conversation_id")
     total = inp.count()
     with StageRun("build", cfg, out, catalog) as run:
-        with ShardWriter(out, ROW_SCHEMA, prefix="rows", rows_per_shard=rows_per_shard) as writer:
+        with ParquetShardWriter(out, ROW_SCHEMA, prefix="rows", rows_per_shard=rows_per_shard) as writer:
             for n, record in enumerate(inp.rows(), start=1):
                 run.seen()
                 if record.get("id") in done:

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
-from pipeline.stage import atomic_path
+from catalog.io import atomic_path
 
 
 def token_counts(shards: Iterable[Path], vocab_size: int) -> np.ndarray:

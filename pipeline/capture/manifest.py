@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.errors import DraftsetError
 from pipeline.capture.layers import LayerPlan, TAP_MEANING, VERIFIER_MEANING
-from pipeline.stage import write_json_atomic
+from catalog.io import write_json_atomic
 
 MANIFEST = "capture_manifest.json"
 HIDDEN_DTYPE = "bfloat16"

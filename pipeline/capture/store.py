@@ -74,7 +74,7 @@ def write_shard(path: Path, tensors: list[tuple[str, object]]) -> Path:
 
     import torch
 
-    from pipeline.stage import atomic_path
+    from catalog.io import atomic_path
 
     header, offset = {}, 0
     for key, t in tensors:

@@ -9,11 +9,10 @@ import subprocess
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.progress import Progress
 
 from catalog.errors import DraftsetError
-from pipeline.cli.common import catalog, console, settings
+from pipeline.cli.common import catalog, console, safe, settings
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -60,10 +59,10 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
     if done:
         view.print_list(done)
     for repo_id, why in failed:
-        console.print(f"[red]failed[/] {escape(repo_id)}: {escape(why)}", highlight=False)
+        console.print(f"[red]failed[/] {safe(repo_id)}: {safe(why)}", highlight=False)
     review_hint = " ".join(r.repo_id for r in done)
     if done:
-        console.print(f"next: draftset adapters show REPO, then approve (proposed: {review_hint})", highlight=False)
+        console.print(f"next: draftset adapters show REPO, then approve (proposed: {safe(review_hint)})", highlight=False)
     if failed:
         raise typer.Exit(1)
 
@@ -121,13 +120,13 @@ def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --
         raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
     failed = []
     for repo_id in dict.fromkeys(targets):
-        with console.status(f"contract of {escape(repo_id)} on {rows} sampled rows"):
+        with console.status(f"contract of {safe(repo_id)} on {rows} sampled rows"):
             _, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
         view.print_contract(result, repo_id)
         if not result.passed:
             failed.append(repo_id)
     if failed:
-        console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
+        console.print(f"[red]contract failed:[/] {safe(', '.join(failed))}", highlight=False)
         raise typer.Exit(1)
 
 
@@ -144,8 +143,8 @@ def approve(repo_id: str = REPO,
     from adapters import review
 
     record = review.approve(catalog(), repo_id, _reviewer(by), note, force)
-    console.print(f"approved {repo_id} (spec {record.spec_hash[:12]}, revision {record.revision[:12]}) "
-                  f"by {record.reviewed_by}", highlight=False)
+    console.print(safe(f"approved {repo_id} (spec {record.spec_hash[:12]}, revision {record.revision[:12]}) "
+                       f"by {record.reviewed_by}"), highlight=False)
 
 
 @adapters_app.command("reject")
@@ -155,7 +154,7 @@ def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is re
     from adapters import review
 
     review.reject(catalog(), repo_id, _reviewer(by), note)
-    console.print(f"rejected {repo_id}", highlight=False)
+    console.print(f"rejected {safe(repo_id)}", highlight=False)
 
 
 @adapters_app.command("map")
@@ -166,8 +165,8 @@ def map_roles(repo_id: str = REPO, assignments: list[str] = typer.Argument(..., 
     from adapters import review
 
     record = review.map_roles(catalog(), repo_id, assignments, _reviewer(by))
-    console.print(escape(f"{repo_id}: role map now {record.spec.role_map}; status {record.status}; "
-                         f"next: draftset adapters test {repo_id}"), highlight=False)
+    console.print(safe(f"{repo_id}: role map now {record.spec.role_map}; status {record.status}; "
+                       f"next: draftset adapters test {repo_id}"), highlight=False)
 
 
 @adapters_app.command("edit")
@@ -190,8 +189,8 @@ def edit(repo_id: str = REPO) -> None:
         exc.hint = f"your edits are kept in {path}; fix them and run `draftset adapters edit {repo_id}` again"
         raise
     changed = updated.spec_hash != record.spec_hash
-    console.print(f"{repo_id}: {'spec changed' if changed else 'no change'}; status {updated.status}"
-                  + (f"; next: draftset adapters test {repo_id}" if changed else ""), highlight=False)
+    console.print(safe(f"{repo_id}: {'spec changed' if changed else 'no change'}; status {updated.status}"
+                       + (f"; next: draftset adapters test {repo_id}" if changed else "")), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,19 +6,18 @@ import json
 from typing import Any
 
 from rich.columns import Columns
-from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 
 from adapters.contract import ContractResult
 from adapters.store import AdapterRecord
-from pipeline.cli.common import console, print_table  # this module is only imported by commands that run
+from catalog.untrusted import clean_text
+from pipeline.cli.common import console, print_table, safe  # this module is only imported by commands that run
 
 
 def _table(columns: list[str], rows: list[list[Any]], title: str) -> None:
-    """print_table with every cell escaped: labels, reasons and notes come from untrusted data."""
-    print_table(columns, [[escape(str(v)) if v is not None else None for v in row] for row in rows],
-                title=escape(title))
+    """print_table prints every cell literally: labels, reasons and notes come from untrusted data."""
+    print_table(columns, rows, title=title)
 
 
 def contract_cell(record: AdapterRecord) -> str:
@@ -73,24 +72,24 @@ def print_examples(record: AdapterRecord) -> None:
             canonical = [{"id": c["id"], "mode": c["mode"],
                           "messages": [{k: v for k, v in m.items() if v is not None} for m in c["messages"]]}
                          for c in canonical]
-        panels = [Panel(Syntax(json.dumps(g.row, indent=1, ensure_ascii=False, default=str)[:2500], "json",
-                               word_wrap=True), title=f"raw row {g.row_index}"),
-                  Panel(Syntax(json.dumps(canonical, indent=1, ensure_ascii=False)[:2500], "json", word_wrap=True),
-                        title="canonical record")]
+        panels = [Panel(Syntax(clean_text(json.dumps(g.row, indent=1, ensure_ascii=False, default=str)[:2500]),
+                               "json", word_wrap=True), title=f"raw row {g.row_index}"),
+                  Panel(Syntax(clean_text(json.dumps(canonical, indent=1, ensure_ascii=False)[:2500]), "json",
+                               word_wrap=True), title="canonical record")]
         console.print(Columns(panels, equal=True, expand=True))
 
 
 def print_show(record: AdapterRecord) -> None:
-    console.print(f"[bold]{escape(record.repo_id)}[/]  status [bold]{record.status}[/]  spec {record.spec_hash[:12]}  "
-                  f"revision {record.revision[:12]}"
-                  + escape(f"  reviewed by {record.reviewed_by} at {record.reviewed_at:%Y-%m-%d %H:%M}"
-                           f" ({record.note or 'no note'})" if record.reviewed_by else ""), highlight=False)
-    console.print(Syntax(record.spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml(), "yaml"))
+    console.print(f"[bold]{safe(record.repo_id)}[/]  status [bold]{safe(record.status)}[/]  spec "
+                  f"{safe(record.spec_hash[:12])}  revision {safe(record.revision[:12])}"
+                  + safe(f"  reviewed by {record.reviewed_by} at {record.reviewed_at:%Y-%m-%d %H:%M}"
+                         f" ({record.note or 'no note'})" if record.reviewed_by else ""), highlight=False)
+    console.print(Syntax(clean_text(record.spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml()), "yaml"))
     print_reasons(record)
     print_role_counts(record)
     if record.contract:
         print_contract(record.contract, record.repo_id)
         if not record.contract_current:
             console.print("[yellow]this contract ran on an older spec: run `draftset adapters test "
-                          f"{record.repo_id}`[/]")
+                          f"{safe(record.repo_id)}`[/]")
     print_examples(record)

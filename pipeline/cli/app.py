@@ -10,7 +10,7 @@ import typer
 from catalog.errors import DraftsetError
 from pipeline.cli import (adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd,
                           sql_cmd)
-from pipeline.cli.common import err_console
+from pipeline.cli.common import err_console, safe
 
 app = typer.Typer(
     name="draftset",
@@ -42,9 +42,10 @@ _OS_HINTS = {
 
 
 def _fail(message: str, hint: str | None) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    # Messages quote Hub answers, card text and file names: printed literally, secrets redacted.
+    err_console.print(f"[bold red]error:[/] {safe(message)}", highlight=False)
     if hint:
-        err_console.print(f"[yellow]next:[/] {hint}", highlight=False)
+        err_console.print(f"[yellow]next:[/] {safe(hint)}", highlight=False)
     sys.exit(1)
 
 
@@ -54,6 +55,9 @@ def main() -> None:
         app()  # standalone: click prints usage errors itself
     except DraftsetError as exc:
         _fail(str(exc), exc.hint)
+    except BrokenPipeError:  # `draftset sql ... | head`: the reader left; nothing to report
+        sys.stderr.close()
+        sys.exit(0)
     except OSError as exc:
         if exc.errno not in _OS_HINTS:
             raise

@@ -1,4 +1,10 @@
-"""Helpers shared by every CLI module: settings, catalog handle, console and table printing."""
+"""Helpers shared by every CLI module: settings, catalog handle, console and table printing.
+
+Catalog and card text is untrusted: a card can hold `[/bold]` (rich markup, which crashes or restyles
+output) or terminal escape sequences (which move the cursor, retitle the window, hide text). Every
+value that did not come from our own code goes through `safe()` (inside markup f-strings) or
+`literal()` (a rich Text, never parsed as markup); `print_table` makes every cell literal.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,12 @@ from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from catalog import Catalog
+from catalog.untrusted import clean_text, redact
 from pipeline.settings import Settings
 
 console = Console()
@@ -24,10 +33,23 @@ def catalog() -> Catalog:
     return Catalog(settings().home)
 
 
+def safe(value: Any, secrets: bool = True) -> str:
+    """Untrusted text for a markup f-string: control characters and escape sequences removed, markup
+    escaped, and tokens/keys redacted (an error body may echo them)."""
+    text = clean_text("" if value is None else str(value))
+    return escape(redact(text) if secrets else text)
+
+
+def literal(value: Any, style: str = "") -> Text:
+    """Untrusted text as a rich Text: printed exactly (no markup parsing), control characters removed."""
+    return Text(clean_text("" if value is None else str(value)), style=style)
+
+
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
-    table = Table(title=title, show_lines=False, header_style="bold")
+    """A table whose headers, cells and title are printed literally (no markup, no escape sequences)."""
+    table = Table(title=literal(title) if title is not None else None, show_lines=False, header_style="bold")
     for col in columns:
-        table.add_column(str(col), overflow="fold")
+        table.add_column(literal(col), overflow="fold")
     for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
+        table.add_row(*[literal(v) for v in row])
     console.print(table)

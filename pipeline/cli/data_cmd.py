@@ -9,7 +9,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from catalog.errors import DraftsetError
-from pipeline.cli.common import catalog, console, print_table, settings
+from catalog.home import Home
+from pipeline.cli.common import catalog, console, print_table, safe, settings
 from pipeline.stage import skipped_total
 
 _TOKENIZER = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
@@ -58,13 +59,13 @@ def ingest_cmd(
                 title="ingest")
     failed = [r for r in results if r.error]
     for r in failed:
-        console.print(f"[red]{r.repo_id}[/]: {r.error}" + (f"\n  [yellow]next:[/] {r.hint}" if r.hint else ""),
-                      highlight=False)
+        console.print(f"[red]{safe(r.repo_id)}[/]: {safe(r.error)}"
+                      + (f"\n  [yellow]next:[/] {safe(r.hint)}" if r.hint else ""), highlight=False)
     if failed:
         raise DraftsetError(f"ingest failed for {len(failed)} of {len(results)} dataset(s): "
                             + ", ".join(r.repo_id for r in failed),
                             hint="the other datasets' shards are kept; fix the named ones and re-run (resumes by id)")
-    console.print(f"quarantine files: {cfg.home / 'data' / 'normalized'}/*/quarantine.jsonl")
+    console.print(f"quarantine files: {Home(cfg.home).normalized_root}/*/quarantine.jsonl")
 
 
 def dedup_cmd(
@@ -78,17 +79,16 @@ def dedup_cmd(
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.lengths import TokenCounter
     from pipeline.dedup.run import DedupConfig, run_dedup
-    from pipeline.ingest.layout import normalized_repos
 
     home = settings().home
-    repos = repo or normalized_repos(home)
+    repos = repo or Home(home).normalized_repos()
     if not repos:
         raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
     counter = TokenCounter.resolve(tokenizer, home)
     config = DedupConfig(repos=list(repos), threshold=threshold, min_prompt_tokens=min_prompt_tokens,
                          max_prompt_tokens=max_prompt_tokens, length_unit=counter.method)
     with _progress() as progress:
-        result = run_dedup(catalog(), home, config, home / "data" / "dedup", counter, progress)
+        result = run_dedup(catalog(), home, config, Home(home).dedup, counter, progress)
     print_table(["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
                 [_counts_row("dedup", result.counts, "ok")], title=f"dedup ({counter.method})")
     console.print(f'provenance: draftset sql "SELECT * FROM dedup WHERE stage_run_id = \'{result.run_id}\'"')
@@ -122,10 +122,10 @@ def mix_cmd(
     console.print(f"{m['samples_selected']} records {state} → {result.path}"
                   + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else ""))
     if m.get("missing_sources"):
-        console.print(f"[yellow]planned but not ingested:[/] {', '.join(m['missing_sources'])}")
+        console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
     if m.get("unplanned_sources"):
-        console.print(f"[yellow]ingested but not in plan {m['plan_id']} (left out):[/] "
-                      f"{', '.join(m['unplanned_sources'])}")
+        console.print(f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
+                      f"{safe(', '.join(m['unplanned_sources']))}")
 
 
 def report_cmd(

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from catalog.errors import DraftsetError
+from catalog.home import Home
 from pipeline.cli.common import catalog, console, print_table, settings
 
 check_app = typer.Typer(help="Check a trained draft, an SGLang serving command, or the expected speedup.",
@@ -19,11 +20,13 @@ def _resolve(name_or_path: str, kind: str) -> Path:
     path = Path(name_or_path)
     if path.exists():
         return path
-    under = settings().home / kind / name_or_path
+    home = Home(settings().home)
+    root = home.build(name_or_path).parent if kind == "data/build" else home.kind_root(kind)
+    under = root / name_or_path
     if under.exists():
         return under
-    raise DraftsetError(f"{name_or_path!r} is neither a directory nor a name under {settings().home / kind}",
-                        hint=f"list them with: ls {settings().home / kind}")
+    raise DraftsetError(f"{name_or_path!r} is neither a directory nor a name under {root}",
+                        hint=f"list them with: ls {root}")
 
 
 def _ids(text: Optional[str]) -> Optional[list[int]]:
@@ -47,7 +50,7 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
     from pipeline.capture.run import CaptureConfig, run_capture
 
     build_dir = _resolve(build, "data/build")
-    out = out or settings().home / "captures" / build_dir.name
+    out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
                                   batch_tokens=batch_tokens, max_rows=max_rows, device=device, tp=tp), catalog())
     print_table(["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
@@ -77,7 +80,7 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
         raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")
     source = _resolve(capture_name, "data/build" if online else "captures")
     inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
-    out = out or settings().home / "drafts" / source.name
+    out = out or Home(settings().home).draft(source.name)
     ckpt = run_train(TrainConfig(**inputs, out_dir=out, model_dir=model, epochs=epochs, lr=lr, online=online,
                                  layers=_ids(layers), batch_tokens=batch_tokens, ttt_steps=ttt_steps,
                                  max_steps=max_steps, device=device, save_every=save_every, resume=resume),

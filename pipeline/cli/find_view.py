@@ -9,7 +9,7 @@ from rich.table import Table
 
 from agents.categories import BY_KEY
 from agents.planning import headline, human_bytes
-from pipeline.cli.common import console, print_table
+from pipeline.cli.common import console, literal, print_table
 
 STAGE_STYLE = {"start": "cyan", "search": "cyan", "inspect": "blue", "done": "green", "failed": "red"}
 
@@ -41,9 +41,10 @@ class AgentProgress:
             table.add_column(col)
         for key, row in sorted(self.rows.items()):
             stage = row.get("stage", "")
-            table.add_row(BY_KEY[key].title, f"[{STAGE_STYLE.get(stage, 'white')}]{stage}[/]",
+            # Errors quote Hub and LLM answers: literal Text, never markup.
+            table.add_row(BY_KEY[key].title, literal(stage, STAGE_STYLE.get(stage, "white")),
                           str(row.get("hub_calls", "")), str(row.get("cache_hits", "")), str(row.get("hits", "")),
-                          str(row.get("candidates", "")), str(row.get("error", ""))[:60])
+                          str(row.get("candidates", "")), literal(str(row.get("error", ""))[:60]))
         return table
 
 
@@ -71,7 +72,7 @@ def show_plan(plan: dict[str, Any]) -> None:
         [(i["repo_id"], i["category"], i["mode"], f"{i['rows_to_take']:,}", f"{i['est_samples']:,}",
           f"{i['prompt_tokens']:,}", f"{i['response_tokens']:,}", f"{i['regen_hours']:.2f}",
           human_bytes(i["hidden_state_bytes"])) for i in items],
-        title=f"plan {plan['plan_id']}")
+        title=f"plan {plan['plan_id']}")  # print_table prints titles literally
     t = plan["totals"]
     console.print(
         f"[bold]requested[/] {plan['samples_requested']:,} new samples · [bold]already held[/] "
@@ -87,4 +88,4 @@ def show_plan(plan: dict[str, Any]) -> None:
 def show_review(queries: list[str]) -> None:
     console.print("[bold]review it:[/]")
     for q in queries:
-        console.print(f"  {q}", highlight=False, soft_wrap=True)
+        console.print(literal(f"  {q}"), highlight=False, soft_wrap=True)

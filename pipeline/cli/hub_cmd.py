@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pipeline.cli.common import console, err_console, print_table, settings
+from pipeline.cli.common import console, err_console, print_table, safe, settings
 
 hub_app = typer.Typer(help="Run the local Hub-compatible server; check the configured Hub endpoint.",
                       no_args_is_help=True)
@@ -33,8 +33,8 @@ def serve(directory: Path = typer.Argument(..., metavar="DIR",
 
     Point the real huggingface_hub/datasets clients at it with the printed `export HF_ENDPOINT=...`.
     """
-    from agents.localhub.server import bind, create_server, url_for
-    from agents.localhub.store import HubStore
+    from pipeline.servers.localhub.server import bind, create_server, url_for
+    from pipeline.servers.localhub.store import HubStore
 
     # Both raise a clear DraftsetError (missing folder, busy port) before anything is printed.
     server = create_server(directory, access_log=not quiet, cache=not no_cache)
@@ -74,7 +74,7 @@ def check(limit: int = typer.Option(5, min=1, help="How many datasets to list.")
     console.print(f"[green]reachable:[/] {cfg.hf_endpoint} listed {len(infos)} dataset(s) in {elapsed_ms:.0f} ms",
                   highlight=False)
     if not infos:
-        console.print("[yellow]no datasets matched[/]" + (f" {search!r}" if search else
+        console.print("[yellow]no datasets matched[/]" + (f" {safe(repr(search))}" if search else
                       ": is the server pointed at the right folder?"))
         return
     viewer = f"{cfg.viewer_base}/is-valid"

@@ -67,7 +67,7 @@ def serve_dev_cmd(
     served_name: str = typer.Option(None, "--served-model-name", help="Model id clients send (default: dir name)."),
 ) -> None:
     """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
-    from pipeline.devserver import serve
+    from pipeline.servers.devserver import serve
 
     console.print(f"serving {model_dir} on http://{host}:{port}/v1 (Ctrl-C to stop)")
     serve(model_dir, host=host, port=port, served_name=served_name)
@@ -103,12 +103,12 @@ def build_cmd(
 
     from pipeline.build.run import run_build
     from pipeline.cli.common import catalog, settings
-    from pipeline.ingest.layout import toy_target_dir
+    from catalog.home import Home
 
     home = settings().home
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"building {mix}", total=None)
-        result = run_build(home, mix, model_dir=model or toy_target_dir(home), catalog=catalog(),
+        result = run_build(home, mix, model_dir=model or Home(home).toy_target, catalog=catalog(),
                            source=source.value, max_length=max_length, per_turn=per_turn,
                            draft_vocab_size=draft_vocab_size, system_prompt=system_prompt, thinking=thinking,
                            keep_past_reasoning=keep_past_reasoning, end_of_turn=end_of_turn, overwrite=overwrite,

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from catalog.errors import DraftsetError
+from catalog.home import Home
 from pipeline.cli.common import catalog, console, print_table, settings
 
 
@@ -107,7 +108,10 @@ def status_cmd(
              for j in jobs],
             title="regeneration jobs")
     else:
-        console.print(f"no regeneration jobs under {home / 'data' / 'regen'}", highlight=False)
+        console.print(f"no regeneration jobs under {Home(home).regen_root}", highlight=False)
+    from catalog.liveness import mark_interrupted
+
+    mark_interrupted(catalog())  # runs whose process died read `interrupted`, not `running`
     runs = recent_stage_runs(home, limit)
     if runs is None:
         console.print("[yellow]catalog busy[/]: a stage is writing it; run `draftset status` again for stage runs")

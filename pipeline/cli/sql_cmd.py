@@ -1,13 +1,21 @@
-"""`draftset sql`: the read-only review path over the catalog."""
+"""`draftset sql`: the read-only review path over the catalog, streamed.
+
+Rows are fetched in batches and written as they come (csv/json), so a 4M-row answer never sits in
+memory; a default cap (stated on stderr when hit) keeps an accidental `SELECT *` from flooding the
+terminal. The table format needs every row to size its columns, so it is capped the same way.
+"""
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 
 import typer
 
-from catalog.sql import format_csv, format_json, run_readonly
-from pipeline.cli.common import catalog, console, print_table
+from catalog.sql import csv_lines, iter_rows, json_chunks, open_query
+from pipeline.cli.common import catalog, console, err_console, print_table
+
+DEFAULT_LIMIT = 10_000
 
 
 class Format(str, Enum):
@@ -17,17 +25,40 @@ class Format(str, Enum):
 
 
 def sql(query: str = typer.Argument(..., help="A SQL query over the catalog (read-only)."),
-        format: Format = typer.Option(Format.table, "--format", "-f", help="table | csv | json")) -> None:
+        format: Format = typer.Option(Format.table, "--format", "-f", help="table | csv | json"),
+        limit: int = typer.Option(DEFAULT_LIMIT, "--limit", min=0,
+                                  help=f"Print at most this many rows (default {DEFAULT_LIMIT:,}; 0: no cap).")) -> None:
     """Query the catalog read-only (tables: search_runs, agent_runs, candidates, schemas, adapters,
     plans, plan_items, stage_runs, dedup). Writing statements are refused."""
-    columns, rows = run_readonly(catalog(), query)
-    if format is Format.csv:
-        typer.echo(format_csv(columns, rows), nl=False)
-    elif format is Format.json:
-        typer.echo(format_json(columns, rows))
-    else:
-        print_table(columns, rows)
-        console.print(f"[dim]{len(rows)} row(s)[/]")
+    cap = limit or None
+    shown, more = 0, False
+    with open_query(catalog(), query) as (columns, cursor):
+        # One row more than the cap tells whether the cap was hit, without counting the whole answer.
+        rows = iter_rows(cursor, None if cap is None else cap + 1)
+
+        def capped():
+            nonlocal shown, more
+            for row in rows:
+                if cap is not None and shown >= cap:
+                    more = True
+                    return
+                shown += 1
+                yield row
+
+        if format is Format.csv:
+            for line in csv_lines(columns, capped()):
+                sys.stdout.write(line)
+        elif format is Format.json:
+            for chunk in json_chunks(columns, capped()):
+                sys.stdout.write(chunk)
+        else:
+            print_table(columns, list(capped()))
+    sys.stdout.flush()
+    if format is Format.table:
+        console.print(f"[dim]{shown} row(s)[/]")
+    if more:
+        err_console.print(f"[yellow]stopped at the {cap:,}-row cap[/]: the query has more rows; raise it with "
+                          "--limit N, or --limit 0 for all (csv/json stream them)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import toy_target_dir
+from catalog.home import Home
 
 ESTIMATE = "estimate:chars/4"
 
@@ -43,7 +43,7 @@ class TokenCounter:
         """--tokenizer DIR, else the toy target under $DRAFTSET_HOME if built, else the estimate."""
         if tokenizer is not None:
             return cls(Path(tokenizer))
-        toy = toy_target_dir(home)
+        toy = Home(home).toy_target
         return cls(toy if (toy / "tokenizer.json").is_file() else None)
 
     @property

@@ -22,10 +22,11 @@ from catalog import Catalog
 from pipeline.dedup.keys import context_text, hash_normalized, normalize, prompt_text
 from pipeline.dedup.lengths import TokenCounter
 from pipeline.dedup.near import NearIndex
-from pipeline.ingest.layout import normalized_dir
+from catalog.home import Home
 from pipeline.ingest.rows import from_row
-from pipeline.ingest.shards import iter_rows
-from pipeline.stage import StageConfig, StageRun, atomic_path
+from catalog.shards import iter_rows
+from pipeline.stage import StageConfig, StageRun
+from catalog.io import atomic_path
 
 DECISIONS = pa.schema([
     ("record_id", pa.string()), ("repo_id", pa.string()), ("row_index", pa.int64()),
@@ -82,7 +83,7 @@ def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_04
                              raw["category"], raw["mode"], norm, n))
         pending.clear()
 
-    for raw in iter_rows([normalized_dir(home, r) for r in repos]):
+    for raw in iter_rows([Home(home).normalized(r) for r in repos]):
         conv = from_row(raw)
         pending.append((raw, normalize(prompt_text(conv)), context_text(conv)))
         if len(pending) >= batch:

@@ -12,7 +12,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from huggingface_hub import HfApi
 from rich.progress import Progress
@@ -24,9 +24,10 @@ from adapters.spec import AdapterSpec
 from agents.hub_errors import hub_errors
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import normalized_dir
+from catalog.home import Home
+from catalog.liveness import run_lock
 from pipeline.ingest.rows import to_row
-from pipeline.ingest.shards import ShardWriter, existing_ids, shard_paths
+from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
 from pipeline.stage import StageConfig, StageRun
 
 
@@ -81,12 +82,15 @@ def ingest_dataset(catalog: Catalog, home: Path, repo_id: str, *, endpoint: str,
     config = IngestConfig(repo_id=repo_id, revision=src.revision, config=src.config, split=src.split,
                           data_files=list(src.data_files), spec_hash=spec.spec_hash(), category=spec.category,
                           mode=spec.mode, max_conversation_chars=max_conversation_chars)
-    out = normalized_dir(home, repo_id)
-    _check_resumable(out, config, fresh)
-    # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
-    with StageRun("ingest", config, out, catalog) as run, hub_errors(endpoint, repo_id=repo_id, probe=False):
-        ingest_rows(spec, iter_raw_rows(spec, endpoint=endpoint, token=token), out, run,
-                    max_conversation_chars=max_conversation_chars, progress=progress)
+    out = Home(home).normalized(repo_id)
+    # One ingest per dataset at a time (an flock: released by the kernel if this process dies). Taken
+    # before --fresh removes the folder, so a second ingest cannot delete the first one's shards.
+    with run_lock(out.parent / f".{out.name}.lock", f"ingest of {repo_id}"):
+        _check_resumable(out, config, fresh)
+        # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
+        with StageRun("ingest", config, out, catalog) as run, hub_errors(endpoint, repo_id=repo_id, probe=False):
+            ingest_rows(spec, iter_raw_rows(spec, endpoint=endpoint, token=token), out, run,
+                        max_conversation_chars=max_conversation_chars, progress=progress)
     with catalog.writer() as con:  # the find/plan views show which candidates are now data
         con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [repo_id])
     return DatasetResult(repo_id, dict(run.counts))
@@ -98,7 +102,7 @@ def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: S
     src = spec.source
     done = existing_ids(out)
     task = progress.add_task(src.repo_id, total=None) if progress else None
-    with ShardWriter(out) as writer:
+    with ParquetShardWriter(out) as writer:
         for raw in raw_rows:
             run.seen()
             if progress:
@@ -106,18 +110,23 @@ def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: S
             where = {"repo_id": src.repo_id, "revision": src.revision, "config": src.config, "split": src.split,
                      "row_index": raw.row_index}
             if raw.error is not None:
-                run.drop("malformed", where={**where, "field": "<row>"}, detail=raw.error)
+                run.drop(reader_reason(raw.error), where={**where, **file_position(raw.error), "field": "<row>"},
+                         detail=raw.error)
                 continue
             try:
                 conversations = apply_row(spec, raw.row_index, raw.row)
+                rows = [to_row(conv) for conv in conversations]
             except RowError as exc:
                 run.drop("row_error", where={**where, "field": exc.field}, detail=exc.reason)
                 continue
-            for conv in conversations:
+            except Exception as exc:  # noqa: BLE001 - whatever a library raises on one row loses that row only
+                run.drop("unexpected_error", where={**where, "field": "<row>"},
+                         detail=f"{type(exc).__name__}: {str(exc)[:300]}")
+                continue
+            for conv, row in zip(conversations, rows):
                 if conv.id in done:
                     run.skipped("already_written")
                     continue
-                row = to_row(conv)
                 if len(row["conversation"]) > max_conversation_chars:
                     run.drop("too_large", where={**where, "field": "<conversation>", "record_id": conv.id},
                              detail=f"{len(row['conversation'])} chars > {max_conversation_chars}")
@@ -125,6 +134,21 @@ def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: S
                 writer.write(row)
                 done.add(conv.id)
                 run.emitted()
+
+
+# Reader problems whose reason is just "the row is not what JSON/CSV promised" keep the historical
+# `malformed`; a broken limit or a broken file keeps its own name (too_deep, huge_int, invalid_utf8, ...).
+_MALFORMED = {"malformed", "invalid_json", "not_an_object"}
+
+
+def reader_reason(problem: str) -> str:
+    reason = getattr(problem, "reason", "malformed")
+    return "malformed" if reason in _MALFORMED else reason
+
+
+def file_position(problem: str) -> dict[str, Any]:
+    """The true file and line of a reader problem, for the quarantine entry."""
+    return {k: getattr(problem, k) for k in ("file", "line") if getattr(problem, k, None) is not None}
 
 
 def repos_to_ingest(catalog: Catalog, plan_id: str | None, repos: list[str] | None) -> list[str]:
@@ -157,7 +181,7 @@ def ingest(catalog: Catalog, home: Path, repos: list[str], *, endpoint: str, tok
         except DraftsetError as exc:
             results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))
         except OSError as exc:  # full disk or permissions while writing quarantine/stats files
-            results.append(DatasetResult(repo_id, {}, f"cannot write under {normalized_dir(home, repo_id)}: {exc}",
+            results.append(DatasetResult(repo_id, {}, f"cannot write under {Home(home).normalized(repo_id)}: {exc}",
                                          "free disk space or fix permissions, then re-run (resumes by id)"))
     return results
 

@@ -25,11 +25,12 @@ from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.dedup.lengths import TokenCounter
 from pipeline.dedup.run import DedupConfig, run_dedup
-from pipeline.ingest.layout import mix_dir, normalized_dir
-from pipeline.ingest.shards import ShardWriter, iter_rows, read_table, shard_paths
+from catalog.home import Home
+from catalog.shards import ParquetShardWriter, iter_rows, read_table, shard_paths
 from pipeline.mix.allocate import allocate
 from pipeline.mix.targets import MixTargets, load_targets
-from pipeline.stage import StageConfig, StageRun, write_json_atomic
+from pipeline.stage import StageConfig, StageRun
+from catalog.io import write_json_atomic
 
 
 class MixConfig(StageConfig):
@@ -96,7 +97,7 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
 def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = None, samples: int | None = None,
             seed: int = 0, threshold: float = 0.8, max_prompt_tokens: int = 16_384, min_prompt_tokens: int = 1,
             tokenizer: Path | None = None, overwrite: bool = False, progress: Progress | None = None) -> MixResult:
-    final = mix_dir(home, name)
+    final = Home(home).mix(name)
     targets = load_targets(catalog, home, plan_id, samples)
     counter = TokenCounter.resolve(tokenizer, home)
     config = MixConfig(name=name, plan_id=targets.plan_id, samples=targets.samples, seed=seed,
@@ -127,14 +128,14 @@ def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: 
     dedup = run_dedup(catalog, home, DedupConfig(
         repos=repos, threshold=config.threshold, min_prompt_tokens=config.min_prompt_tokens,
         max_prompt_tokens=config.max_prompt_tokens, length_unit=counter.method), out / "dedup", counter, progress)
-    dirs = [normalized_dir(home, r) for r in repos]
+    dirs = [Home(home).normalized(r) for r in repos]
     meta = read_table(dirs, columns=["id", "repo_id", "category", "revision"]).to_pylist()
     with StageRun("mix", config, out, catalog) as run:
         candidates = [r for r in meta if r["id"] in dedup.kept_ids]
         run.seen(len(candidates))
         chosen, plan = select(config, candidates)
         run.tally("not_selected", len(candidates) - len(chosen))
-        with ShardWriter(out) as writer:
+        with ParquetShardWriter(out) as writer:
             for row in iter_rows(dirs):
                 if row["id"] in chosen:
                     writer.write(row)

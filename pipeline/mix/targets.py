@@ -12,7 +12,7 @@ from pathlib import Path
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import normalized_repos
+from catalog.home import Home
 
 
 @dataclass
@@ -44,7 +44,7 @@ def _plan_row(catalog: Catalog, plan_id: str | None) -> dict | None:
 
 def load_targets(catalog: Catalog, home: Path, plan_id: str | None = None,
                  samples: int | None = None) -> MixTargets:
-    ingested = set(normalized_repos(home))
+    ingested = set(Home(home).normalized_repos())
     plan = _plan_row(catalog, plan_id)
     if plan is None:
         if not ingested:

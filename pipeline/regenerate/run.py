@@ -24,7 +24,7 @@ from rich.console import Console
 
 from adapters.records import Conversation
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import checked_name
+from catalog.home import Home
 from pipeline.regenerate import source
 from pipeline.regenerate.client import EndpointPool, RequestFailed
 from pipeline.regenerate.config import Partition, RegenConfig
@@ -37,7 +37,8 @@ from pipeline.regenerate.conversation import (
 from pipeline.regenerate.progress import RegenProgress
 from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
 from pipeline.regenerate.store import GENERATION_FILE, RegenStore, recover, totals
-from pipeline.stage import StageRun, write_json_atomic
+from pipeline.stage import StageRun
+from catalog.io import write_json_atomic
 
 
 @dataclass
@@ -51,7 +52,7 @@ class RegenResult:
 
 
 def regen_dir(home: Path, mix: str) -> Path:
-    return Path(home) / "data" / "regen" / checked_name(mix, "mix")  # never a folder outside data/regen/
+    return Home(home).regen(mix)
 
 
 @contextmanager

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
-from pipeline.ingest.layout import mix_dir
-from pipeline.ingest.shards import shard_paths
+from catalog.home import Home
+from catalog.shards import shard_paths
 
 REQUIRED = ("id", "mode", "conversation")
 OPTIONAL = ("repo_id", "category")
@@ -18,7 +18,7 @@ BATCH_ROWS = 512
 
 
 def mix_shards(home: Path, mix: str) -> list[Path]:
-    folder = mix_dir(home, mix)  # refuses a name that would escape data/mix/
+    folder = Home(home).mix(mix)  # refuses a name that would escape data/mix/
     shards = shard_paths(folder)
     if not shards:
         raise DraftsetError(f"mix {mix!r} has no shards at {folder}/part-*.parquet",

@@ -14,6 +14,7 @@ from typing import Any
 
 from catalog.db import Catalog
 from catalog.errors import CatalogBusy
+from catalog.home import Home
 from pipeline.regenerate.progress import PROGRESS_FILE
 
 
@@ -30,7 +31,7 @@ def regen_jobs(home: Path) -> list[dict[str, Any]]:
     'running' job whose process is gone says so (checked for this host's workers only: another host's pid
     means nothing here)."""
     jobs = []
-    regen = home / "data" / "regen"
+    regen = Home(home).regen_root
     for path in sorted([*regen.glob(f"*/{PROGRESS_FILE}"), *regen.glob(f"*/shard-*/{PROGRESS_FILE}")]):
         try:
             job = json.loads(path.read_text())

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
-from pipeline.ingest.shards import ShardWriter
-from pipeline.stage import atomic_path
+from catalog.shards import ParquetShardWriter
+from catalog.io import atomic_path
 
 RESULT_SCHEMA = pa.schema([
     ("id", pa.string()), ("repo_id", pa.string()), ("category", pa.string()), ("mode", pa.string()),
@@ -76,14 +76,14 @@ def recover(out_dir: Path, retry_errors: bool = False) -> dict[str, set[str]]:
 
 
 class RegenStore:
-    """The outputs of one run: result rows through ingest's ShardWriter (atomic shards named
+    """The outputs of one run: result rows through ingest's ParquetShardWriter (atomic shards named
     results-<run_id>-NNNNN.parquet, a full one every `flush_rows`), and also flushed every
     `flush_seconds` so a slow run loses little to a kill; errors/skipped journals appended line by line.
     Use as a context manager: on exit the last rows are written and the journals closed."""
 
     def __init__(self, out_dir: Path, run_id: str, flush_rows: int, flush_seconds: float):
         self.out_dir, self.run_id, self.flush_seconds = out_dir, run_id, flush_seconds
-        self._shards = ShardWriter(out_dir, RESULT_SCHEMA, prefix=f"results-{run_id}", rows_per_shard=flush_rows)
+        self._shards = ParquetShardWriter(out_dir, RESULT_SCHEMA, prefix=f"results-{run_id}", rows_per_shard=flush_rows)
         self._last_flush = time.monotonic()
         self._journals: dict[str, Any] = {}
 

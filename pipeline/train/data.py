@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from pipeline.capture.runtime import length_batches
-from pipeline.stage import stable_bucket
+from catalog.io import stable_bucket
 
 
 def is_heldout(sample_id: str, every: int) -> bool:

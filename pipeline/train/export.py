@@ -12,7 +12,7 @@ from pathlib import Path
 
 from catalog.errors import DraftsetError
 from pipeline.capture.manifest import MANIFEST, CaptureManifest
-from pipeline.stage import atomic_path, write_json_atomic
+from catalog.io import atomic_path, write_json_atomic
 
 WEIGHTS = "model.safetensors"
 SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from catalog.errors import DraftsetError
-from pipeline.stage import atomic_path
+from catalog.io import atomic_path
 
 STATE = "trainer_state.pt"
 # Settings that decide which batches exist and in which order: resuming under other values would

@@ -61,7 +61,7 @@ def test_broken_parquet_and_unknown_type_are_errors(tmp_path):
     assert "not a readable parquet file" in rows[0].error and "unsupported data file type" in rows[1].error
 
 
-def test_corrupt_parquet_page_reports_every_lost_row_and_keeps_later_indexes(tmp_path, monkeypatch):
+def test_corrupt_parquet_page_loses_its_row_group_only_and_keeps_later_indexes(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "PARQUET_BATCH_ROWS", 100)
     pq.write_table(pa.table({"q": [f"prompt {i} " * 20 for i in range(500)]}), tmp_path / "a.parquet",
                    row_group_size=100)
@@ -71,8 +71,11 @@ def test_corrupt_parquet_page_reports_every_lost_row_and_keeps_later_indexes(tmp
     entry = _jsonl(tmp_path / "b.jsonl", ['{"q": "after"}'])
     rows = list(iter_local_rows([("a.parquet", tmp_path / "a.parquet"), entry]))
     good = [r for r in rows[:500] if r.error is None]
+    bad = [r for r in rows[:500] if r.error is not None]
     assert 0 < len(good) < 500 and all(r.row["q"].startswith(f"prompt {r.row_index} ") for r in good)
-    assert all("a.parquet: rows from" in r.error for r in rows[len(good):500])
+    assert len(good) + len(bad) == 500 and len(bad) % 100 == 0  # whole row groups lost, never more
+    assert all("a.parquet: rows from" in r.error and r.error.reason == "unreadable_rows" for r in bad)
+    assert any(r.row_index > bad[-1].row_index for r in good) or bad[-1].row_index == 499
     assert (rows[500].row_index, rows[500].row) == (500, {"q": "after"})
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from agents.localhub import free_port
+from pipeline.servers.localhub import free_port
 from catalog.errors import DraftsetError
 from pipeline.cli import common
 from pipeline.cli.app import app

@@ -11,7 +11,7 @@ import pytest
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from pipeline.build.run import run_build
-from pipeline.ingest.shards import RECORD_SCHEMA, ShardWriter
+from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 
 
 def _record(conv) -> dict:
@@ -35,7 +35,7 @@ def mix(home, conversation):
     ]
     rows = [_record(c) for c in convs]
     rows.append(_record(convs[0]) | {"id": "broken-5", "conversation": '{"id": "broken-5", "messages": 3}'})
-    with ShardWriter(home / "data" / "mix" / "m1", RECORD_SCHEMA) as writer:
+    with ParquetShardWriter(home / "data" / "mix" / "m1", RECORD_SCHEMA) as writer:
         writer.write_many(rows)
     return "m1"
 
@@ -110,7 +110,7 @@ def test_all_turns_one_row_and_regen_input_inherits_thinking(home, toy_dir, conv
     regen = home / "data" / "regen" / "r1"
     conv = conversation("c-7", [("user", "a"), ("assistant", "b", "t"), ("user", "c"), ("assistant", "d")],
                         mode="regenerate")
-    with ShardWriter(regen, RECORD_SCHEMA, prefix="results") as writer:
+    with ParquetShardWriter(regen, RECORD_SCHEMA, prefix="results") as writer:
         writer.write(_record(conv))
     (regen / "config.json").write_text(json.dumps({"stage": "regenerate", "thinking": False}))
     (regen / "manifest.json").write_text(json.dumps({"complete": False}))
@@ -156,7 +156,7 @@ def test_only_unregenerated_rows_is_a_zero_output_error(home, toy_dir, conversat
     from catalog.errors import ZeroOutput
 
     conv = conversation("c-9", [("user", "q"), ("assistant", "dataset answer")], mode="regenerate")
-    with ShardWriter(home / "data" / "mix" / "m2", RECORD_SCHEMA) as writer:
+    with ParquetShardWriter(home / "data" / "mix" / "m2", RECORD_SCHEMA) as writer:
         writer.write(_record(conv))
     with pytest.raises(ZeroOutput, match="dropped_not_regenerated=1"):
         _build(home, toy_dir, "m2")
@@ -166,7 +166,7 @@ def test_row_the_template_cannot_render_is_quarantined(home, toy_dir, conversati
     good = conversation("c-10", [("user", "q"), ("assistant", "a")])
     bad = conversation("c-11", [("user", "q"), ("assistant", "calling")])
     bad.messages[1].tool_calls = [{"function": "not-a-dict"}]  # the template reads function['name']
-    with ShardWriter(home / "data" / "mix" / "m3", RECORD_SCHEMA) as writer:
+    with ParquetShardWriter(home / "data" / "mix" / "m3", RECORD_SCHEMA) as writer:
         writer.write_many([_record(good), _record(bad)])
     result = _build(home, toy_dir, "m3")
     assert result.counts["out"] == 1 and result.counts["dropped_template_error"] == 1

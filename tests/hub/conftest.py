@@ -18,7 +18,7 @@ if _ROOT not in sys.path:
 
 from tests.hub import minihub  # noqa: E402
 
-from agents.localhub import serve_in_thread  # noqa: E402
+from pipeline.servers.localhub import serve_in_thread  # noqa: E402
 
 
 @pytest.fixture(scope="session")

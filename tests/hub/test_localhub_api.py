@@ -8,7 +8,7 @@ from huggingface_hub import HfFileSystem, hf_hub_download, snapshot_download
 from huggingface_hub.errors import (GatedRepoError, RemoteEntryNotFoundError, RepositoryNotFoundError,
                                     RevisionNotFoundError)
 
-from agents.localhub import serve_in_thread
+from pipeline.servers.localhub import serve_in_thread
 
 
 def ids(infos):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from huggingface_hub import HfApi
 
-from agents.localhub import free_port
+from pipeline.servers.localhub import free_port
 
 DRAFTSET = str(Path(sys.executable).parent / "draftset")
 

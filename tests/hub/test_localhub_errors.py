@@ -9,7 +9,7 @@ import pytest
 from huggingface_hub import hf_hub_download
 
 from agents.hub_errors import HubRequestError, HubUnreachable, hub_errors, translate
-from agents.localhub import free_port
+from pipeline.servers.localhub import free_port
 
 
 def test_dead_endpoint_fails_fast_with_the_fix():

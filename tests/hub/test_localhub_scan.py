@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from agents.localhub.repo import git_blob_oid
-from agents.localhub.store import HubStore, valid_repo_id
-from agents.localhub.write import write_repo
+from pipeline.servers.localhub.repo import git_blob_oid
+from pipeline.servers.localhub.store import HubStore, valid_repo_id
+from pipeline.servers.localhub.write import write_repo
 
 
 def _repo(root, repo_id="org/data", **card):

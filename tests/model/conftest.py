@@ -17,7 +17,7 @@ def toy_model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def devserver(toy_model_dir):
-    from pipeline.devserver import serve_in_thread
+    from pipeline.servers.devserver import serve_in_thread
 
     running = serve_in_thread(toy_model_dir)
     yield running

@@ -93,7 +93,7 @@ def test_busy_port_is_one_clear_error(tmp_path):
     import socket
 
     from catalog.errors import DraftsetError
-    from pipeline.devserver import serve_in_thread
+    from pipeline.servers.devserver import serve_in_thread
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.devserver.engine import Detokenizer, Engine, SamplingParams
+from pipeline.servers.devserver.engine import Detokenizer, Engine, SamplingParams
 
 
 @pytest.fixture(scope="module")

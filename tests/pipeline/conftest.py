@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from adapters.records import Conversation, Message, Source, record_id
-from pipeline.ingest.layout import normalized_dir
+from catalog.home import Home
 from pipeline.ingest.rows import to_row
-from pipeline.ingest.shards import ShardWriter
+from catalog.shards import ParquetShardWriter
 
 
 def make_conv(repo_id: str, row_index: int, prompt: str, answer: str = "An answer.", *,
@@ -28,8 +28,8 @@ def make_conv(repo_id: str, row_index: int, prompt: str, answer: str = "An answe
 
 def write_source(home: Path, convs: list[Conversation], rows_per_shard: int = 10_000) -> Path:
     """Write conversations of one repo as normalized shards, as ingest does."""
-    out = normalized_dir(home, convs[0].source.repo_id)
-    with ShardWriter(out, rows_per_shard=rows_per_shard) as writer:
+    out = Home(home).normalized(convs[0].source.repo_id)
+    with ParquetShardWriter(out, rows_per_shard=rows_per_shard) as writer:
         writer.write_many(to_row(c) for c in convs)
     return out
 

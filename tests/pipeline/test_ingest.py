@@ -17,9 +17,9 @@ from adapters.spec import AdapterSpec
 from catalog import Catalog
 from catalog.errors import DraftsetError, ZeroOutput
 from pipeline.cli.app import app
-from pipeline.ingest.layout import normalized_dir
+from catalog.home import Home
 from pipeline.ingest.run import ingest, ingest_dataset
-from pipeline.ingest.shards import RECORD_SCHEMA, ShardWriter, existing_ids, iter_rows, shard_paths
+from catalog.shards import RECORD_SCHEMA, ParquetShardWriter, existing_ids, iter_rows, shard_paths
 
 CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
 
@@ -48,7 +48,7 @@ def _write_repo(root: Path, repo_id: str, lines: list[str]) -> None:
 
 @pytest.fixture()
 def mini_hub(tmp_path):
-    from agents.localhub.server import serve_in_thread
+    from pipeline.servers.localhub.server import serve_in_thread
 
     root = tmp_path / "hub"
     _write_repo(root, "lab/clean", [json.dumps(_turns(i)) for i in range(7)])
@@ -78,7 +78,7 @@ def test_counts_quarantine_and_resume_by_id(home, mini_hub):
     result = ingest_dataset(cat, home, "lab/broken", endpoint=url)
     assert {k: v for k, v in result.counts.items() if v} == {"in": 6, "out": 2, "dropped_malformed": 1,
                                                             "dropped_row_error": 3}
-    out = normalized_dir(home, "lab/broken")
+    out = Home(home).normalized("lab/broken")
     rows = list(iter_rows([out]))
     assert [(r["row_index"], r["repo_id"], r["split"], r["n_turns"]) for r in rows] == [
         (0, "lab/broken", "train", 1), (5, "lab/broken", "train", 1)]  # regenerate: context up to the user turn
@@ -107,7 +107,7 @@ def test_gate_refuses_unapproved_and_stale_adapters(home, mini_hub):
     with pytest.raises(DraftsetError, match="stale") as exc:
         ingest_dataset(cat, home, "lab/clean", endpoint=url)
     assert "draftset adapters propose lab/clean" in exc.value.hint
-    assert not normalized_dir(home, "lab/clean").exists()
+    assert not Home(home).normalized("lab/clean").exists()
 
 
 def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_hub, monkeypatch):
@@ -120,7 +120,7 @@ def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_h
     assert by_repo["lab/clean"].error is None and by_repo["lab/clean"].counts["out"] == 7
     assert "3 rows in, 0 out (dropped_row_error=3)" in by_repo["lab/allbad"].error
     assert "not found" in by_repo["lab/missing"].error
-    assert len(list(iter_rows([normalized_dir(home, "lab/clean")]))) == 7
+    assert len(list(iter_rows([Home(home).normalized("lab/clean")]))) == 7
     failed = cat.query("SELECT error FROM stage_runs WHERE status = 'failed'")
     assert len(failed) == 1 and "0 out" in failed[0]["error"]
 
@@ -137,7 +137,7 @@ def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_h
 def test_dead_hub_is_one_clear_error_per_dataset(home):
     import time
 
-    from agents.localhub.server import free_port
+    from pipeline.servers.localhub.server import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     t0 = time.monotonic()
@@ -166,21 +166,21 @@ def test_changed_spec_needs_fresh(home, mini_hub):
     assert "--fresh" in exc.value.hint
     result = ingest_dataset(cat, home, "lab/clean", endpoint=url, fresh=True)
     assert result.counts["out"] == 7
-    assert {r["mode"] for r in iter_rows([normalized_dir(home, "lab/clean")])} == {"native"}
+    assert {r["mode"] for r in iter_rows([Home(home).normalized("lab/clean")])} == {"native"}
 
 
 def test_shard_writer_is_atomic_numbered_and_appends(tmp_path):
     row = {name: None for name in RECORD_SCHEMA.names} | {"id": "x", "row_index": 1}
-    with ShardWriter(tmp_path, rows_per_shard=2) as writer:
+    with ParquetShardWriter(tmp_path, rows_per_shard=2) as writer:
         writer.write_many(dict(row, id=f"r{i}") for i in range(5))
     assert [p.name for p in shard_paths(tmp_path)] == ["part-00000.parquet", "part-00001.parquet",
                                                         "part-00002.parquet"]
-    with ShardWriter(tmp_path) as writer:
+    with ParquetShardWriter(tmp_path) as writer:
         writer.write(dict(row, id="r5"))
     assert shard_paths(tmp_path)[-1].name == "part-00003.parquet"
     assert existing_ids(tmp_path) == {f"r{i}" for i in range(6)}
     with pytest.raises(DraftsetError, match="does not match the shard schema"):
-        with ShardWriter(tmp_path) as writer:
+        with ParquetShardWriter(tmp_path) as writer:
             writer.write(dict(row, row_index="not an int"))
     assert len(shard_paths(tmp_path)) == 4 and not list(tmp_path.glob(".*"))
 
@@ -243,7 +243,7 @@ def test_fixture_hub_ingest_gives_expected_counts_and_quarantine(fixture_home):
         res = results[repo]
         assert res.error is None, (repo, res.error)
         assert (res.counts["in"], res.counts["out"], res.counts["errors"]) == (exp.n_rows, exp.records, 0), repo
-        out = normalized_dir(home, repo)
+        out = Home(home).normalized(repo)
         rows = list(iter_rows([out], columns=["id", "repo_id", "revision", "config", "split", "row_index", "mode"]))
         assert len(rows) == exp.records and len({r["id"] for r in rows}) == exp.records
         assert {(r["repo_id"], r["config"], r["split"], r["mode"]) for r in rows} == {

@@ -12,7 +12,7 @@ import pytest
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from pipeline.ingest.shards import read_table
+from catalog.shards import read_table
 from pipeline.mix.allocate import allocate
 from pipeline.mix.run import run_mix
 

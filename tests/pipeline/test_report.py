@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app
-from pipeline.ingest.layout import normalized_dir
+from catalog.home import Home
 from pipeline.mix.run import run_mix
-from pipeline.stage import write_json_atomic
+from catalog.io import write_json_atomic
 
 PLOTS = {"counts_by_source.png", "counts_by_category.png", "counts_by_mode.png", "prompt_tokens.png",
          "response_tokens.png", "dedup_yield_by_source.png"}
@@ -32,7 +32,7 @@ def mix_home(home, sources):
           + [make("lab/chat", 99, _words("c0", 20))])  # an exact duplicate of row 0
     write(home, [make("lab/tools", i, _words(f"t{i}", 80), category="tool <use>", mode="native")
                  for i in range(5)])
-    write_json_atomic(normalized_dir(home, "lab/chat") / "stats.json", {"counts": {"in": 15, "out": 13}})
+    write_json_atomic(Home(home).normalized("lab/chat") / "stats.json", {"counts": {"in": 15, "out": 13}})
     run_mix(Catalog(home), home, "demo")
     return home
 

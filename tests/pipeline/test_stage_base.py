@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from catalog import Catalog
 from catalog.errors import ZeroOutput
-from pipeline.stage import StageConfig, StageRun, atomic_path, write_json_atomic
+from pipeline.stage import StageConfig, StageRun
+from catalog.io import atomic_path, write_json_atomic
 
 
 class DemoConfig(StageConfig):

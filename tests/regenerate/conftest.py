@@ -25,7 +25,7 @@ def fake_server():
 @pytest.fixture(scope="session")
 def devserver_url(tmp_path_factory):
     """The REAL dev server (`draftset serve-dev`'s code) in front of a freshly built toy target."""
-    from pipeline.devserver import serve_in_thread
+    from pipeline.servers.devserver import serve_in_thread
     from pipeline.model.toy import ToyConfig, init_toy
 
     model_dir = tmp_path_factory.mktemp("regen-toy") / "toy-target"

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agents.localhub.api import HubError, HubJSON, authorized
-from agents.localhub.repo import DATA_FORMATS, RepoScan
-from agents.localhub.splits import DataReadError, Split, read_split, splits
+from pipeline.servers.localhub.api import HubError, HubJSON, authorized
+from pipeline.servers.localhub.repo import DATA_FORMATS, RepoScan
+from pipeline.servers.localhub.splits import DataReadError, Split, read_split, splits
 
 FIRST_ROWS = 100
 NOT_FOUND = ("The dataset does not exist, or is not accessible without authentication (private or gated). "

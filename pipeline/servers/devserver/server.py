@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from agents.localhub.server import RunningServer, bind, start_in_thread
+from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread
 
 
 def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | None, log_level: str):
     import uvicorn
 
-    from pipeline.devserver.app import create_app
-    from pipeline.devserver.engine import Engine
+    from pipeline.servers.devserver.app import create_app
+    from pipeline.servers.devserver.engine import Engine
 
     app = create_app(Engine(Path(model_dir), served_name))
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False))

@@ -4,6 +4,6 @@
 datasets clients work against it through HF_ENDPOINT; viewer-style endpoints live under /viewer.
 """
 
-from agents.localhub.server import RunningHub, bind, build_app, create_server, free_port, serve_in_thread
+from pipeline.servers.localhub.server import RunningHub, bind, build_app, create_server, free_port, serve_in_thread
 
 __all__ = ["RunningHub", "build_app", "bind", "create_server", "free_port", "serve_in_thread"]

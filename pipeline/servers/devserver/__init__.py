@@ -1,5 +1,5 @@
 """OpenAI-compatible dev server for the toy target (`draftset serve-dev`)."""
 
-from pipeline.devserver.server import RunningServer, serve, serve_in_thread
+from pipeline.servers.devserver.server import RunningServer, serve, serve_in_thread
 
 __all__ = ["RunningServer", "serve", "serve_in_thread"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from agents.localhub.repo import DATA_FORMATS, RepoFile, RepoScan
+from pipeline.servers.localhub.repo import DATA_FORMATS, RepoFile, RepoScan
 
 
 class DataReadError(Exception):

@@ -18,8 +18,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agents.localhub import api, viewer
-from agents.localhub.store import HubStore
+from pipeline.servers.localhub import api, viewer
+from pipeline.servers.localhub.store import HubStore
 from catalog.errors import DraftsetError
 
 

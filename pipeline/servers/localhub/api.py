@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
-from agents.localhub import shapes
-from agents.localhub.repo import RepoScan
-from agents.localhub.store import HubStore
+from pipeline.servers.localhub import shapes
+from pipeline.servers.localhub.repo import RepoScan
+from pipeline.servers.localhub.store import HubStore
 
 MAX_PAGE = 1000  # the Hub's largest page; `limit` smaller than this is the page size
 

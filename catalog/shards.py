@@ -1,6 +1,6 @@
 """Parquet shards of records: atomic writes, id-based resume, streaming reads.
 
-Every stage that writes row data (ingest, mix, regenerate, build) uses `ShardWriter`: rows are
+Every stage that writes row data (ingest, mix, regenerate, build) uses `ParquetShardWriter`: rows are
 buffered and flushed as `<prefix>-NNNNN.parquet`, each shard written to a temp file and renamed,
 so a reader (or a resumed run) only ever sees whole shards. Resume is by id: `existing_ids(dir)`
 reads only the `id` column of the shards already there.
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
-from pipeline.stage import atomic_path
+from catalog.io import atomic_path
 
 # Columns of data/normalized/* and data/mix/* shards (the common brief fixes them).
 RECORD_SCHEMA = pa.schema([
@@ -43,7 +43,7 @@ def shard_paths(directory: Path, prefix: str = "part") -> list[Path]:
     return sorted(p for p in Path(directory).iterdir() if pattern.match(p.name))
 
 
-class ShardWriter:
+class ParquetShardWriter:
     """Buffer rows and write them as numbered parquet shards, each one atomically.
 
     Appends after the shards already in `directory` (resume), never overwrites one.
@@ -98,7 +98,7 @@ class ShardWriter:
         self.rows_written += len(self._buffer)
         self._buffer = []
 
-    def __enter__(self) -> "ShardWriter":
+    def __enter__(self) -> ParquetShardWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

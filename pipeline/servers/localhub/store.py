@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from agents.localhub.repo import RepoScan, Signature, iter_files, scan_repo, signature
+from pipeline.servers.localhub.repo import RepoScan, Signature, iter_files, scan_repo, signature
 
 # Hub repo-id rules (owner and name): letters, digits, '-', '_', '.'; no leading dot.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")

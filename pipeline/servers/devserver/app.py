@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from pipeline.devserver.engine import Detokenizer, Engine, RequestError, SamplingParams, normalise_messages
-from pipeline.devserver.protocol import ChatRequest, envelope, error_body, usage
+from pipeline.servers.devserver.engine import Detokenizer, Engine, RequestError, SamplingParams, normalise_messages
+from pipeline.servers.devserver.protocol import ChatRequest, envelope, error_body, usage
 
 _DONE = object()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable
 
-from agents.localhub.repo import RepoFile, RepoScan
+from pipeline.servers.localhub.repo import RepoFile, RepoScan
 
 # `sort=` values the Hub accepts and what they order by (always descending, like the Hub). There is
 # no traffic here, so the trending score is the (fake, card-given) like count.

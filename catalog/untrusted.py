@@ -1,0 +1,130 @@
+"""Reading and showing text that strangers wrote: card YAML, error bodies, catalog text for a terminal.
+
+- `load_card_yaml`: PyYAML's safe loader under the card limits. Aliases are expanded by reference in
+  the node graph, so the expanded size is counted on the graph (memoised, linear) before anything is
+  constructed: a 400-byte alias bomb is refused in microseconds instead of building gigabytes.
+- `redact`: tokens and API keys cut out of any text we echo (an endpoint may echo the key in its 401).
+- `clean_text`: terminal escape sequences and control characters removed, so catalog or card text
+  printed to a terminal cannot move the cursor, retitle the window or hide text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import yaml
+
+from catalog.limits import MAX_CARD_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES, LimitExceeded
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes of the document once every alias is expanded; raises past the limits. Iterative."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if depth > MAX_YAML_DEPTH:
+            raise LimitExceeded("yaml_too_deep", f"card YAML nested deeper than {MAX_YAML_DEPTH}")
+        if id(node) in sizes:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            sizes[id(node)] = 1
+            continue
+        children = ([c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value))
+        if children_done:
+            total = 1 + sum(sizes.get(id(c), 0) for c in children)
+            if total > MAX_YAML_NODES:
+                raise LimitExceeded("yaml_too_large", f"card YAML expands to more than {MAX_YAML_NODES:,} "
+                                    "nodes (an alias bomb?)")
+            sizes[id(node)] = total
+            continue
+        stack.append((node, depth, True))
+        # A node that refers back to itself (recursive alias) would never finish: refuse it.
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+        if len(stack) > 10 * MAX_YAML_NODES:
+            raise LimitExceeded("yaml_too_large", "card YAML has a recursive or exploding alias")
+    return sizes[id(root)]
+
+
+def load_card_yaml(text: str, where: str = "card") -> Any:
+    """yaml.safe_load with size, depth and alias-expansion limits; YAML errors stay yaml.YAMLError."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CARD_BYTES:
+        raise LimitExceeded("card_too_large", f"{where}: YAML of {len(text):,} chars, over the "
+                            f"{MAX_CARD_BYTES:,}-byte card limit")
+    # Flow/block nesting is composed recursively by PyYAML: count the openers first.
+    if text.count("[") + text.count("{") > MAX_YAML_DEPTH and _flow_depth(text) > MAX_YAML_DEPTH:
+        raise LimitExceeded("yaml_too_deep", f"{where}: YAML nested deeper than {MAX_YAML_DEPTH}")
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise LimitExceeded("yaml_too_deep", f"{where}: YAML nested too deep") from None
+        if node is None:
+            return None
+        _expanded_size(node)  # linear in the composed graph: aliases are counted, not copied
+        try:
+            return loader.construct_document(node)
+        except RecursionError:
+            raise LimitExceeded("yaml_too_deep", f"{where}: YAML nested too deep") from None
+    finally:
+        loader.dispose()
+
+
+def _flow_depth(text: str) -> int:
+    depth = peak = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            peak = max(peak, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return peak
+
+
+# -- secrets ---------------------------------------------------------------------------------
+# Each pattern's group 1 is kept (the label), the rest is the secret.
+_SECRET_PATTERNS = [
+    re.compile(r"()\bhf_[A-Za-z0-9]{16,}"),                                   # Hugging Face tokens
+    re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{12,}"),                     # OpenAI-style keys
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"),       # Authorization values
+    re.compile(r"(?i)((?:api[_-]?key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
+               r"[^\s\"',;&]{4,}"),
+]
+_SECRET_ENV = re.compile(r"(?i)(token|key|secret|password)")
+
+
+def _env_secrets() -> list[str]:
+    """Values of secret-looking environment variables (HF_TOKEN, OPENAI_API_KEY, ...): cut them verbatim."""
+    return sorted((v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6),
+                  key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
+    """`text` with known secrets and anything shaped like a token or key replaced by ***."""
+    for secret in [*secrets, *_env_secrets()]:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "***")
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + "***", text)
+    return text
+
+
+# -- terminal-safe text ----------------------------------------------------------------------
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+                   r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+# C0 (but tab and newline), DEL, C1, and the bidi overrides that reorder what a terminal shows.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\ufeff]")
+
+
+def clean_text(text: str, keep_newlines: bool = True) -> str:
+    """Printable text: escape sequences removed, other control characters shown as U+FFFD."""
+    text = _ANSI.sub("", text)
+    text = _CONTROL.sub("\ufffd", text)
+    if not keep_newlines:
+        text = text.replace("\n", " ")
+    # A lone surrogate cannot be written to a UTF-8 terminal: show it as a replacement character.
+    return text.encode("utf-8", "replace").decode("utf-8")

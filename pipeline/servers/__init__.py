@@ -1,0 +1,1 @@
+"""Servers the pipeline runs: the local Hub (`localhub`), the dev target (`devserver`), the team service."""
