@@ -66,6 +66,8 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
           online: bool = typer.Option(False, "--online", help="run the target inside the training loop: no "
                                                               "hidden-state files (CAPTURE is then a build)"),
           layers: Optional[str] = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
+          tp: bool = typer.Option(False, "--tp", help="--online under torchrun: one target tensor-parallel across "
+                                                       "the ranks (targets larger than one GPU)"),
           epochs: int = typer.Option(1), lr: float = typer.Option(1e-4), batch_tokens: int = typer.Option(8192),
           ttt_steps: int = typer.Option(7, help="training-time-test steps"),
           max_steps: Optional[int] = typer.Option(None), device: str = typer.Option("auto"),
@@ -83,7 +85,8 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
     out = out or Home(settings().home).draft(source.name)
     ckpt = run_train(TrainConfig(**inputs, out_dir=out, model_dir=model, epochs=epochs, lr=lr, online=online,
                                  layers=_ids(layers), batch_tokens=batch_tokens, ttt_steps=ttt_steps,
-                                 max_steps=max_steps, device=device, save_every=save_every, resume=resume),
+                                 max_steps=max_steps, device=device, save_every=save_every, resume=resume,
+                                 tp=tp),
                      catalog())
     metrics = json.loads((ckpt / "resolved.json").read_text())["metrics"]
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]

@@ -48,6 +48,7 @@ class TrainConfig(StageConfig):
     save_every: int = 500             # steps between resumable states (and at every epoch end)
     resume: bool = False
     online: bool = False              # taps from the target's forward inside the loop (needs build_dir, model_dir)
+    tp: bool = False                  # online, under torchrun: one target tensor-parallel across the ranks
     build_dir: Path | None = None
     layers: list[int] | None = None   # online only: aux taps (default 2, n//2, n-3), as capture takes them
 
@@ -56,6 +57,9 @@ class TrainConfig(StageConfig):
         if self.online and (self.build_dir is None or self.model_dir is None):
             raise DraftsetError("online training needs a build and the target", hint="draftset train BUILD --online "
                                 "--model TARGET_DIR")
+        if self.tp and not self.online:
+            raise DraftsetError("--tp applies to online training (the target's forward)",
+                                hint="offline: capture with `draftset capture --tp`, then train data-parallel")
         if not self.online and self.capture_dir is None:
             raise DraftsetError("offline training needs a capture", hint="draftset train CAPTURE (or --online)")
         return self
@@ -100,12 +104,19 @@ def open_source(config: TrainConfig, device, dtype):
     from pipeline.train.source import OfflineSource, OnlineSource
 
     if config.online:
-        return OnlineSource(config.build_dir, config.model_dir, config.layers, device, dtype)
+        return OnlineSource(config.build_dir, config.model_dir, config.layers, device, dtype, tp=config.tp)
     return OfflineSource(config.capture_dir)
 
 
 def run_train(config: TrainConfig, catalog=None) -> Path:
     rank, world = dist_info()
+    if config.tp:
+        # One target spans the ranks, so every rank runs every batch through it and gets the full taps; each
+        # trains the same draft on them (no DDP: identical data), and rank 0 saves. The draft's step costs a
+        # fraction of a large target's forward, so the repeats cost no wall time.
+        rank, world, tp_rank = 0, 1, rank
+    else:
+        tp_rank = 0
     torch.manual_seed(config.seed)
     device = pick_device(config.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -124,7 +135,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     log_path, state_path = train_dir / "train_log.jsonl", train_dir / CHECKPOINT / STATE
     order = config.model_dump(mode="json")
     pos = load_state(state_path, draft, opt, sched, order) if config.resume else Position()
-    if config.resume and rank == 0:
+    if config.resume and rank == 0 and tp_rank == 0:
         cut_log(log_path, pos.step)
         print(f"resuming at step {pos.step} (epoch {pos.epoch}, batch {pos.next_batch})", flush=True)
     model = TTTObjective(draft)
@@ -139,7 +150,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
 
     def save(epoch: int, next_batch: int) -> None:
         t = time.perf_counter()
-        if rank == 0:
+        if rank == 0 and tp_rank == 0:
             save_state(state_path, draft, opt, sched, Position(step, epoch, next_batch), order)
             if next_batch == 0:  # the exportable checkpoint too, so a crash loses at most one epoch of it
                 save_checkpoint(train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch},
@@ -148,7 +159,8 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
 
     step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
     done = lambda: bool(config.max_steps) and step >= config.max_steps  # noqa: E731
-    with StageRun("train", config, rank_dir(train_dir, rank, world), catalog) as run, progress() as bar:
+    bookkeeping = rank_dir(train_dir, rank, world) if tp_rank == 0 else train_dir / f"rank{tp_rank}"
+    with StageRun("train", config, bookkeeping, catalog if tp_rank == 0 else None) as run, progress() as bar:
         run.seen(len(train_ids))
         run.tally("heldout", len(held_ids))
         for bad in source.bad:
@@ -177,7 +189,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                 bar.advance(task)
                 if epoch == 0:
                     run.emitted(len(ids) - len(non_finite))
-                if rank == 0 and (step % config.log_every == 0 or step == 1):
+                if rank == 0 and tp_rank == 0 and (step % config.log_every == 0 or step == 1):
                     _log(log_path, step, epoch, loss, stats, time.perf_counter() - t0, ids)
                 if config.save_every and step % config.save_every == 0:
                     save(epoch, k + 1)
@@ -198,7 +210,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                    "steps": step, "rank0_tokens": trained_tokens, "rank0_loop_seconds": round(loop_seconds, 3),
                    "rank0_save_seconds": round(saving[0], 3)}
     ckpt = train_dir / CHECKPOINT
-    if rank == 0:
+    if rank == 0 and tp_rank == 0:
         save_checkpoint(ckpt, draft, config, manifest, metrics, held_ids)
         from pipeline.train.export import export_draft
 

@@ -49,7 +49,7 @@ class OfflineSource:
 class OnlineSource:
     """Built rows + the target model: each batch's taps come from a forward pass on the training GPU."""
 
-    def __init__(self, build_dir: Path, model_dir: Path, layers: list[int] | None, device, dtype):
+    def __init__(self, build_dir: Path, model_dir: Path, layers: list[int] | None, device, dtype, tp: bool = False):
         from pipeline.capture.layers import LayerPlan
         from pipeline.capture.rows import read_build_rows
         from pipeline.capture.run import manifest_for
@@ -67,7 +67,9 @@ class OnlineSource:
                                      n_samples=len(self.rows), n_tokens=n_tokens,
                                      n_loss_tokens=sum(sum(r.loss_mask) for r in self.rows.values()))
         self.vocab = _vocab(Path(build_dir) / "vocab.safetensors", "written by the build")
-        self.model = load_target(model_dir, dtype).to(device)
+        self.model = load_target(model_dir, dtype, tp=tp)   # tp: transformers shards it over the ranks' GPUs
+        if not tp:
+            self.model = self.model.to(device)
         self.device = device
 
     def ids(self) -> list[str]:

@@ -35,20 +35,25 @@ def make_dsv3(model_dir: Path) -> Path:
     return model_dir
 
 
-def _run(*args: str, ranks: int) -> str:
+@pytest.fixture(scope="module")
+def dsv3(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dsv3")
+    return make_dsv3(root / "model"), make_build(root / "build", n_rows=12, vocab_size=VOCAB)
+
+
+def _run(*args: str, ranks: int, module: str = "pipeline.capture") -> str:
     path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": ""}
     launcher = ["-m", "torch.distributed.run", "--nproc_per_node", str(ranks)] if ranks > 1 else []
-    done = subprocess.run([sys.executable, *launcher, "-m", "pipeline.capture", *args], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, *launcher, "-m", module, *args], env=env, capture_output=True,
                           text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
 @pytest.mark.slow
-def test_tensor_parallel_capture_equals_single_process(tmp_path):
-    model = make_dsv3(tmp_path / "dsv3")
-    build = make_build(tmp_path / "build", n_rows=12, vocab_size=VOCAB)
+def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
+    model, build = dsv3
     common = [str(build), str(model)]
     _run(*common, str(tmp_path / "one"), "--dtype", "float32", ranks=1)
     _run(*common, str(tmp_path / "tp"), "--dtype", "float32", "--tp", ranks=2)
@@ -68,3 +73,21 @@ def test_tensor_parallel_capture_equals_single_process(tmp_path):
     assert max(worst) < 2e-3, worst                                     # bf16 storage of fp32-equal states
     stats = json.loads((tmp_path / "tp" / "stats.json").read_text())["counts"]
     assert stats["in"] == stats["out"] == 12
+
+
+@pytest.mark.slow
+def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
+    """`train --online --tp`: the target spans the ranks; the draft trains on its taps, as in one process."""
+    model, build = dsv3
+    args = ["--online", "--model", str(model), "--epochs", "1", "--batch-tokens", "128", "--ttt-steps", "2",
+            "--log-every", "1", "--max-steps", "3", "--device", "cpu"]
+    _run(str(build), str(tmp_path / "one"), *args, ranks=1, module="pipeline.train")
+    _run(str(build), str(tmp_path / "tp"), *args, "--tp", ranks=2, module="pipeline.train")
+    logs = [[json.loads(line) for line in (tmp_path / d / "train" / "train_log.jsonl").read_text().splitlines()]
+            for d in ("one", "tp")]
+    assert [e["batch"] for e in logs[0]] == [e["batch"] for e in logs[1]] and len(logs[0]) == 3
+    for a, b in zip(*logs):
+        assert abs(a["loss"] - b["loss"]) <= 2e-3 * abs(a["loss"])          # same taps, same draft steps
+    assert json.loads((tmp_path / "tp" / "config.json").read_text())["draftset"]["n_target_layers"] == 8
+    assert CaptureManifest.load(tmp_path / "tp").model_type == "deepseek_v3"
+    assert not list((tmp_path / "tp").rglob("shard-*"))                     # no hidden states written

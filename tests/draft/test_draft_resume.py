@@ -16,7 +16,7 @@ from catalog.errors import DraftsetError
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.train.loop import TrainConfig, run_train
 
-ARGS = ["--epochs", "8", "--batch-tokens", "96", "--ttt-steps", "2", "--lr", "2e-3", "--log-every", "1",
+ARGS = ["--epochs", "5", "--batch-tokens", "96", "--ttt-steps", "2", "--lr", "2e-3", "--log-every", "1",
         "--save-every", "3", "--device", "cpu"]
 
 
