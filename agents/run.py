@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import aclosing
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -28,7 +29,6 @@ from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
-
 
 
 @dataclass

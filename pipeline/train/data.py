@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from pipeline.capture.runtime import length_batches
 from catalog.io import stable_bucket
+from pipeline.capture.runtime import length_batches
 
 
 def is_heldout(sample_id: str, every: int) -> bool:

@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 import torch
-
-from catalog.errors import DraftsetError
-from pipeline.capture.manifest import CaptureManifest, model_config
-from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
 from pydantic import model_validator
 
+from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
+from pipeline.capture.manifest import CaptureManifest, model_config
+from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
 from pipeline.stage import StageConfig, StageRun
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state

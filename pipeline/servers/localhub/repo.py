@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,7 @@ def git_blob_oid(data: bytes) -> str:
 
 
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def parse_card(text: str) -> tuple[dict[str, Any], str, str | None]:
@@ -141,7 +141,7 @@ def card_tags(card: dict[str, Any], files: dict[str, RepoFile]) -> list[str]:
 def scan_repo(repo_dir: Path, repo_id: str, listing: list[tuple[str, os.stat_result]]) -> RepoScan:
     files: dict[str, RepoFile] = {}
     revision = hashlib.sha1()
-    for rel, st in listing:
+    for rel, _st in listing:
         data = (repo_dir / rel).read_bytes()
         oid = git_blob_oid(data)
         files[rel] = RepoFile(rel, len(data), oid, repo_dir / rel)

@@ -50,7 +50,7 @@ def _table(scan: RepoScan, split: Split) -> pa.Table:
         return read_split(scan, split)
     except DataReadError as exc:
         raise HubError(500, "DatasetGenerationError",
-                       f"Cannot read {scan.repo_id} config {split.config!r} split {split.split!r}: {exc}")
+                       f"Cannot read {scan.repo_id} config {split.config!r} split {split.split!r}: {exc}") from exc
 
 
 def _features(table: pa.Table) -> dict[str, Any]:
