@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.rows import BuiltRow
@@ -61,10 +62,10 @@ class HostBatch:
     GPU computes the next batch while this one is copied and written."""
 
     rows: list[BuiltRow]
-    aux: "object"      # [B, W, n_aux*H] bf16
-    last: "object"     # [B, W, H] bf16
-    finite: "object"   # [B] bool
-    ready: "object | None"
+    aux: Any         # torch.Tensor [B, W, n_aux*H] bf16 (torch is imported lazily)
+    last: Any        # [B, W, H] bf16
+    finite: Any      # [B] bool
+    ready: Any       # torch.cuda.Event, or None
 
     def wait(self) -> None:
         if self.ready is not None:
@@ -89,4 +90,4 @@ def capture_batch(model, batch: list[BuiltRow], plan: LayerPlan, device) -> Host
             host.copy_(dev, non_blocking=True)
         ready = torch.cuda.Event()
         ready.record()
-    return HostBatch(batch, *pinned, ready)
+    return HostBatch(batch, pinned[0], pinned[1], pinned[2], ready)

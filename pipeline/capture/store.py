@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 FIELDS = ("aux", "last", "input_ids", "loss_mask")
 SHARD_GLOB = "shard-*.safetensors"
@@ -62,7 +63,7 @@ SAFETENSORS_DTYPES = {"torch.bfloat16": "BF16", "torch.float32": "F32", "torch.i
                       "torch.bool": "BOOL", "torch.int64": "I64"}
 
 
-def write_shard(path: Path, tensors: list[tuple[str, object]]) -> Path:
+def write_shard(path: Path, tensors: list[tuple[str, Any]]) -> Path:
     """Write (key, contiguous CPU tensor) pairs as one safetensors file, atomically.
 
     Serialised here rather than by `safetensors.save_file` so each tensor goes to the file straight from

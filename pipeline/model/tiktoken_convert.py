@@ -22,6 +22,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from catalog.errors import DraftsetError
 
@@ -70,12 +71,12 @@ def read_ranks(path: Path) -> dict[bytes, int]:
     return ranks
 
 
-def _literal(node: ast.AST):
+def _literal(node: ast.AST) -> Any:
     """A str/int literal, or `"|".join([literals...])`, evaluated without running anything."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" \
-            and isinstance(node.func.value, ast.Constant) and len(node.args) == 1:
-        parts = ast.literal_eval(node.args[0])
-        return node.func.value.value.join(parts)
+            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str) \
+            and len(node.args) == 1:
+        return node.func.value.value.join(ast.literal_eval(node.args[0]))
     return ast.literal_eval(node)
 
 
@@ -83,19 +84,23 @@ def read_remote_layout(model_dir: Path) -> tuple[str, int, str]:
     """(split pattern, reserved count, where they came from), from `tokenization_*.py` parsed as a syntax
     tree (class attributes `pat_str` and `num_reserved_special_tokens`), else Kimi's layout."""
     for source in sorted(Path(model_dir).glob("tokenization_*.py")):
-        found: dict[str, object] = {}
+        found: dict[str, Any] = {}
         for node in ast.walk(ast.parse(source.read_text(), filename=str(source))):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
             for t in targets:
                 if isinstance(t, ast.Name) and t.id in ("pat_str", "num_reserved_special_tokens"):
                     try:
-                        found[t.id] = _literal(node.value)
+                        found[t.id] = _literal(value)
                     except (ValueError, TypeError, SyntaxError):
                         pass
         if isinstance(found.get("pat_str"), str):
             reserved = found.get("num_reserved_special_tokens", KIMI_RESERVED)
-            return str(found["pat_str"]), int(reserved), source.name   # type: ignore[arg-type]
+            return str(found["pat_str"]), int(reserved), source.name
     return KIMI_PATTERN, KIMI_RESERVED, "builtin Kimi layout"
 
 

@@ -21,8 +21,8 @@ from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
 from pipeline.stage import StageConfig, StageRun
 from pipeline.train.data import split_ids, token_batches
-from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
+from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
 from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import TTTObjective, step_accuracy, total_loss
 
@@ -52,7 +52,7 @@ class TrainConfig(StageConfig):
     layers: list[int] | None = None   # online only: aux taps (default 2, n//2, n-3), as capture takes them
 
     @model_validator(mode="after")
-    def _inputs(self) -> "TrainConfig":
+    def _inputs(self) -> TrainConfig:
         if self.online and (self.build_dir is None or self.model_dir is None):
             raise DraftsetError("online training needs a build and the target", hint="draftset train BUILD --online "
                                 "--model TARGET_DIR")
@@ -103,7 +103,9 @@ def open_source(config: TrainConfig, device, dtype):
     from pipeline.train.source import OfflineSource, OnlineSource
 
     if config.online:
+        assert config.build_dir is not None and config.model_dir is not None   # the config's validator says so
         return OnlineSource(config.build_dir, config.model_dir, config.layers, device, dtype, tp=config.tp)
+    assert config.capture_dir is not None
     return OfflineSource(config.capture_dir)
 
 

@@ -31,12 +31,12 @@ NAMED = {0: "[BOS]", 1: "[EOS]", 2: "<|im_end|>", 3: "<|im_user|>", 4: "<|im_ass
          17: "<|im_middle|>", 20: "<think>", 21: "</think>", 30: "<|tool_calls_section_begin|>",
          31: "<|tool_calls_section_end|>", 32: "<|tool_call_begin|>", 33: "<|tool_call_argument_begin|>",
          34: "<|tool_call_end|>", 40: "<|endoftext|>", 41: "<|pad|>"}
-REMOTE_CODE = '''
+REMOTE_CODE = f'''
 import this_module_does_not_exist  # executing this file would fail: the converter must only parse it
 class TikTokenTokenizer:
     num_reserved_special_tokens = 256
-    pat_str = "|".join(%r)
-''' % (KIMI_PATTERN_PARTS,)
+    pat_str = "|".join({KIMI_PATTERN_PARTS!r})
+'''
 
 
 @pytest.fixture(scope="module")
