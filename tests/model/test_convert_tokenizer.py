@@ -124,3 +124,16 @@ def test_refuses_gapped_ranks_and_missing_file(tmp_path):
     (tmp_path / "tiktoken.model").write_text(f"{base64.b64encode(b'a').decode()} 0\n{base64.b64encode(b'b').decode()} 5\n")
     with pytest.raises(DraftsetError, match="without gaps"):
         convert_tokenizer(tmp_path)
+
+
+def test_capture_manifest_records_the_converted_tokenizer(kimi_dir, tmp_path):
+    from pipeline.capture.layers import LayerPlan
+    from pipeline.capture.run import manifest_for
+
+    d, _ = kimi_dir
+    convert_tokenizer(d)
+    mcfg = {"num_hidden_layers": 8, "hidden_size": 64, "vocab_size": 1024, "num_attention_heads": 4,
+            "intermediate_size": 128, "model_type": "deepseek_v3"}
+    (d / "config.json").write_text(json.dumps(mcfg))
+    m = manifest_for(d, tmp_path, mcfg, LayerPlan.resolve(8, None), {}, 512)
+    assert m.tokenizer_sha256 == tokenizer_sha256(d) and m.chat_template_sha256 is not None
