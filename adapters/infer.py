@@ -14,16 +14,14 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
-from huggingface_hub import HfApi
-from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
-from adapters.hub_probe import check_reachable
 from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.hub import HubClient
 
 METADATA_CONFIGS = ("metadata", "meta", "raw")
 N_GOLDEN = 3
@@ -136,15 +134,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
                     target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
     """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store)."""
-    check_reachable(endpoint)
-    try:
-        info = HfApi(endpoint=endpoint, token=token).dataset_info(repo_id)
-    except (RepositoryNotFoundError, GatedRepoError) as exc:
-        raise DraftsetError(f"dataset {repo_id} not found or not accessible on {endpoint}",
-                            hint="check the repo id (owner/name) and HF_TOKEN") from exc
-    except (HfHubHTTPError, OSError) as exc:
-        raise DraftsetError(f"cannot reach the Hub at {endpoint}: {type(exc).__name__}",
-                            hint="start the local Hub: draftset hub serve tests/fixtures/hub") from exc
+    info = HubClient(endpoint, token).dataset_info(repo_id)  # probe first; gated/missing/dead: one clear error
     pairs = _config_splits(repo_id, info.sha, viewer_base, token)
     if not pairs:
         raise DraftsetError(f"{repo_id} has no readable config/split", hint="the dataset may be empty or broken")
