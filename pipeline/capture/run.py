@@ -117,6 +117,8 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
             model = load_target(config.model_dir, dtype, tp=config.tp and world > 1)
             if not (config.tp and world > 1):
                 model = model.to(device)
+            elif rank == 0:   # says that transformers did shard it (a silently replicated target would not)
+                print(f"capture: target tensor-parallel over {getattr(model, 'tp_size', None)} ranks", flush=True)
             writer = ShardWriter(config.out_dir, rank, config.shard_bytes, config.writer_threads) if writes else None
             t0 = time.perf_counter()
             capture_rows(model, good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")

@@ -14,5 +14,12 @@ def load_target(model_dir: Path | str, dtype, tp: bool = False):
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # "Loading weights 0/75" in every stage's output helps nobody
-    extra = {"tp_plan": "auto"} if tp else {}
+    extra: dict = {}
+    if tp:
+        try:  # transformers >= 5.17 takes the plan in a DistributedConfig (the bare `tp_plan=` kwarg is deprecated)
+            from transformers.distributed import DistributedConfig
+
+            extra["distributed_config"] = DistributedConfig(tp_plan="auto")
+        except ImportError:
+            extra["tp_plan"] = "auto"
     return AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, trust_remote_code=False, **extra).eval()

@@ -70,6 +70,8 @@ class OnlineSource:
         self.model = load_target(model_dir, dtype, tp=tp)   # tp: transformers shards it over the ranks' GPUs
         if not tp:
             self.model = self.model.to(device)
+        elif torch.distributed.get_rank() == 0:   # says that transformers did shard it
+            print(f"online: target tensor-parallel over {getattr(self.model, 'tp_size', None)} ranks", flush=True)
         self.device = device
 
     def ids(self) -> list[str]:

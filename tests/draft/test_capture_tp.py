@@ -56,7 +56,8 @@ def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
     model, build = dsv3
     common = [str(build), str(model)]
     _run(*common, str(tmp_path / "one"), "--dtype", "float32", ranks=1)
-    _run(*common, str(tmp_path / "tp"), "--dtype", "float32", "--tp", ranks=2)
+    out = _run(*common, str(tmp_path / "tp"), "--dtype", "float32", "--tp", ranks=2)
+    assert "target tensor-parallel over 2 ranks" in out                 # sharded by transformers, not replicated
     one, tp = CaptureReader(tmp_path / "one"), CaptureReader(tmp_path / "tp")
     assert one.ids() == tp.ids() and len(one.ids()) == 12
     assert {p.name.split("-")[1] for p in (tmp_path / "tp").glob("shard-*")} == {"r000"}   # one copy, by rank 0
@@ -82,7 +83,8 @@ def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
     args = ["--online", "--model", str(model), "--epochs", "1", "--batch-tokens", "128", "--ttt-steps", "2",
             "--log-every", "1", "--max-steps", "3", "--device", "cpu"]
     _run(str(build), str(tmp_path / "one"), *args, ranks=1, module="pipeline.train")
-    _run(str(build), str(tmp_path / "tp"), *args, "--tp", ranks=2, module="pipeline.train")
+    out = _run(str(build), str(tmp_path / "tp"), *args, "--tp", ranks=2, module="pipeline.train")
+    assert "online: target tensor-parallel over 2 ranks" in out
     logs = [[json.loads(line) for line in (tmp_path / d / "train" / "train_log.jsonl").read_text().splitlines()]
             for d in ("one", "tp")]
     assert [e["batch"] for e in logs[0]] == [e["batch"] for e in logs[1]] and len(logs[0]) == 3
