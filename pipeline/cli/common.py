@@ -47,12 +47,11 @@ def catalog() -> Catalog:
 
 
 def resolve_named(name_or_path: str, kind: str) -> Path:
-    """A path as given, else a name under $DRAFTSET_HOME/<kind>/ (`captures`, `drafts` or `data/build`)."""
+    """A path as given, else a name among a home's builds, captures or drafts (`Home.kind_root`)."""
     path = Path(name_or_path)
     if path.exists():
         return path
-    home = Home(settings().home)
-    root = home.build(name_or_path).parent if kind == "data/build" else home.kind_root(kind)
+    root = Home(settings().home).kind_root(kind)
     under = root / name_or_path
     if under.exists():
         return under

@@ -31,7 +31,7 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import CaptureConfig, run_capture
 
-    build_dir = resolve_named(build, "data/build")
+    build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
                                   batch_tokens=batch_tokens, max_rows=max_rows, device=device, tp=tp), catalog())
@@ -62,7 +62,7 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
 
     if online and model is None:
         raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")
-    source = resolve_named(capture_name, "data/build" if online else "captures")
+    source = resolve_named(capture_name, "builds" if online else "captures")
     inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
     out = out or Home(settings().home).draft(source.name)
     ckpt = run_train(TrainConfig(**inputs, out_dir=out, model_dir=model, epochs=epochs, lr=lr, online=online,
