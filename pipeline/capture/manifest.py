@@ -48,6 +48,7 @@ class CaptureManifest(BaseModel):
     dtype: str = HIDDEN_DTYPE
     hidden_bytes_per_token: int
     chat_template_sha256: str | None
+    tokenizer_sha256: str | None = None   # the model dir's tokenizer.json (e.g. written by convert-tokenizer)
     system_prompt: str | None
     thinking: bool | None
     max_length: int | None

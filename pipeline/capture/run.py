@@ -2,12 +2,15 @@
 
 Runs without the catalog (GPU hosts): pass catalog=None. Under torchrun each rank takes every
 world_size-th pending row and writes its own shards; rank 0 writes the manifest at the end.
+With `tp=True` (a target larger than one GPU) the ranks instead load ONE copy of the target with
+transformers' tensor parallelism (`tp_plan="auto"`), all run every batch together, and rank 0 writes.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
+import time
 from pathlib import Path
 
 from catalog.errors import DraftsetError
@@ -24,6 +27,7 @@ from pipeline.capture.manifest import (
 from pipeline.capture.rows import BuiltRow, read_build_rows
 from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 from pipeline.capture.store import CaptureReader, ShardWriter
+from pipeline.model.tiktoken_convert import tokenizer_sha256
 from pipeline.stage import StageConfig, StageRun
 
 ID_BYTES_PER_TOKEN = 5  # input_ids int32 + loss_mask int8 stored beside the hidden states
@@ -36,9 +40,12 @@ class CaptureConfig(StageConfig):
     out_dir: Path
     layers: list[int] | None = None
     batch_tokens: int = 16384
-    shard_bytes: int = 1 << 30
+    shard_bytes: int = 1 << 28   # a shard closes past this: about one forward batch, so writes start early
     max_rows: int | None = None
     device: str = "auto"
+    tp: bool = False            # tensor-parallel target across the torchrun ranks (transformers tp_plan)
+    dtype: str = "auto"         # forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16
+    writer_threads: int = 4
 
 
 def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
@@ -53,23 +60,26 @@ def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
     return need
 
 
-def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tokens: int, writer: ShardWriter,
+def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tokens: int, writer: ShardWriter | None,
                  run: StageRun, label: str = "capture") -> None:
-    """The capture loop proper (also what the benchmark times): batches → forward → checks → shards."""
-    import torch
+    """The capture loop proper (also what the benchmark times): batches → forward → shards.
 
+    The loop never waits for the GPU: each batch's device→host copy and its write run behind the next
+    forwards (forward.capture_batch, store.ShardWriter). `writer=None`: a tensor-parallel peer rank that
+    only takes part in the forwards."""
     with progress() as bar:
         task = bar.add_task(label, total=sum(len(r.input_ids) for r in rows))
         for batch in length_batches(rows, lambda r: len(r.input_ids), batch_tokens):
-            for row, aux, last, finite in capture_batch(model, batch, plan, device):
-                if not finite:
-                    run.drop("non_finite", where={"id": row.id, "row_index": row.row_index, "field": "hidden_states"})
-                    continue
-                writer.add(row.id, {"aux": aux, "last": last, "input_ids": torch.tensor(row.input_ids, dtype=torch.int32),
-                                    "loss_mask": torch.tensor(row.loss_mask, dtype=torch.int8)})
-                run.emitted()
+            host = capture_batch(model, batch, plan, device)
+            if writer is not None:
+                writer.add_batch(host)
             bar.advance(task, sum(len(r.input_ids) for r in batch))
+    if writer is None:
+        return
     writer.close()
+    for row in writer.non_finite:
+        run.drop("non_finite", where={"id": row.id, "row_index": row.row_index, "field": "hidden_states"})
+    run.emitted(writer.kept)
 
 
 def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
@@ -85,24 +95,41 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     if config.max_rows is not None:
         rows = rows[: config.max_rows]
     done = set(CaptureReader(config.out_dir).ids())
-    mine = [r for i, r in enumerate(rows) if i % world == rank]
+    shard = not config.tp   # tensor parallel: every rank runs every row (one model across the GPUs)
+    mine = [r for i, r in enumerate(rows) if not shard or i % world == rank]
+    writes = shard or rank == 0
     pending = [r for r in mine if r.id not in done]
     per_token = hidden_bytes_per_token(len(plan.aux), mcfg["hidden_size"])
     preflight_disk(config.out_dir, sum(len(r.input_ids) for r in pending), per_token)
     _copy_vocab(config.build_dir, config.out_dir)
 
     device = pick_device(config.device)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    with StageRun("capture", config, rank_dir(config.out_dir, rank, world), catalog) as run:
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(
+        config.dtype, torch.bfloat16 if device.type == "cuda" else torch.float32)
+    bookkeeping = rank_dir(config.out_dir, rank, world if shard else 1) if writes else config.out_dir / f"rank{rank}"
+    with StageRun("capture", config, bookkeeping, catalog if writes else None) as run:
         run.seen(len(mine))
         run.skipped("already_captured", len(mine) - len(pending))
         for bad in [r for r in pending if r.problem]:
             run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
         good = [r for r in pending if not r.problem]
         if good:
-            model = load_target(config.model_dir, dtype)
-            writer = ShardWriter(config.out_dir, rank, config.shard_bytes)
-            capture_rows(model.to(device), good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
+            model = load_target(config.model_dir, dtype, tp=config.tp and world > 1)
+            if not (config.tp and world > 1):
+                model = model.to(device)
+            elif rank == 0:   # says that transformers did shard it (a silently replicated target would not)
+                print(f"capture: target tensor-parallel over {getattr(model, 'tp_size', None)} ranks", flush=True)
+            writer = ShardWriter(config.out_dir, rank, config.shard_bytes, config.writer_threads) if writes else None
+            t0 = time.perf_counter()
+            capture_rows(model, good, plan, device, config.batch_tokens, writer, run, f"capture r{rank}")
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - t0
+            tokens = sum(len(r.input_ids) for r in good)
+            print(f"capture r{rank}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s "
+                  f"(forward + copy + write, model load excluded)", flush=True)
+        if not writes:
+            run.emitted(len(good))   # this rank computed them; rank 0 stored them
     if world > 1:
         torch.distributed.barrier()
     manifest = _manifest(config, mcfg, plan, build_manifest, per_token)
@@ -126,13 +153,21 @@ def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, p
         n_tokens += int(sample["loss_mask"].numel())
         n_loss += int(sample["loss_mask"].sum())
     file_bytes = sum(p.stat().st_size for p in set(reader.where.values()))
+    return manifest_for(config.model_dir, config.build_dir, mcfg, plan, build, per_token,
+                        n_samples=n_samples, n_tokens=n_tokens, n_loss_tokens=n_loss,
+                        hidden_bytes=n_tokens * per_token, file_bytes=file_bytes)
+
+
+def manifest_for(model_dir: Path, build_dir: Path, mcfg: dict, plan: LayerPlan, build: dict, per_token: int,
+                 **counts: int) -> CaptureManifest:
+    """The manifest of taps taken from `model_dir` over `build_dir` (offline capture and online training)."""
     return CaptureManifest(
-        model_dir=str(Path(config.model_dir).resolve()), model_id=str(mcfg.get("_name_or_path") or config.model_dir),
-        model_revision=model_revision(config.model_dir), model_type=str(mcfg.get("model_type", "")),
+        model_dir=str(Path(model_dir).resolve()), model_id=str(mcfg.get("_name_or_path") or model_dir),
+        model_revision=model_revision(model_dir), model_type=str(mcfg.get("model_type", "")),
         n_layers=plan.n_layers, hidden_size=mcfg["hidden_size"], vocab_size=mcfg["vocab_size"],
         rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)), taps=taps_for(plan), hidden_bytes_per_token=per_token,
-        chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(config.model_dir),
+        chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(model_dir),
+        tokenizer_sha256=tokenizer_sha256(model_dir),
         system_prompt=build.get("system_prompt"), thinking=build.get("thinking"),
         max_length=build.get("max_length"), draft_vocab_size=build.get("draft_vocab_size"),
-        build_dir=str(Path(config.build_dir).resolve()), n_samples=n_samples, n_tokens=n_tokens,
-        n_loss_tokens=n_loss, hidden_bytes=n_tokens * per_token, file_bytes=file_bytes)
+        build_dir=str(Path(build_dir).resolve()), **counts)

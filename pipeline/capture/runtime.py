@@ -71,10 +71,22 @@ def length_batches(items: list[T], length: Callable[[T], int], budget: int) -> l
     return batches + ([current] if current else [])
 
 
+def end_dist() -> None:
+    """Tear the process group down before exit (torch warns, and NCCL may hang at exit, without it)."""
+    if "torch" not in sys.modules:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def exit_on_error(main: Callable[[], None]) -> None:
     """Run a `python -m` entry point (GPU hosts have no `draftset` CLI): a DraftsetError becomes one
-    line plus what to do next and exit status 1, like the CLI, never a traceback."""
+    line plus what to do next and exit status 1, like the CLI, never a traceback. Ranks end cleanly."""
     try:
         main()
     except DraftsetError as exc:
         sys.exit(f"error: {exc}" + (f"\nnext: {exc.hint}" if exc.hint else ""))
+    finally:
+        end_dist()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 FIELDS = ("aux", "last", "input_ids", "loss_mask")
 SHARD_GLOB = "shard-*.safetensors"
@@ -58,29 +59,74 @@ class CaptureReader:
         return self.items()
 
 
+SAFETENSORS_DTYPES = {"torch.bfloat16": "BF16", "torch.float32": "F32", "torch.int32": "I32", "torch.int8": "I8",
+                      "torch.bool": "BOOL", "torch.int64": "I64"}
+
+
+def write_shard(path: Path, tensors: list[tuple[str, Any]]) -> Path:
+    """Write (key, contiguous CPU tensor) pairs as one safetensors file, atomically.
+
+    Serialised here rather than by `safetensors.save_file` so each tensor goes to the file straight from
+    its slice of the pinned batch buffer: no per-row clone, no in-memory copy of the whole shard, and
+    the GIL is released during each write, so several writer threads overlap. The layout is the
+    safetensors spec (u64 header length, JSON header padded to 8 bytes, data in header order)."""
+    import json
+    import struct
+
+    import torch
+
+    from catalog.io import atomic_path
+
+    header, offset = {}, 0
+    for key, t in tensors:
+        n = t.numel() * t.element_size()
+        header[key] = {"dtype": SAFETENSORS_DTYPES[str(t.dtype)], "shape": list(t.shape),
+                       "data_offsets": [offset, offset + n]}
+        offset += n
+    header["__metadata__"] = {"format": "pt"}
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)
+    try:
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(blob)) + blob)
+            for _, t in tensors:
+                if t.numel():
+                    f.write(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
+    except OSError as exc:
+        from catalog.errors import DraftsetError
+
+        raise DraftsetError(f"cannot write capture shard {path}: {exc.strerror or exc}",
+                            hint="free disk space and re-run the same command: finished samples are kept "
+                                 "and capture resumes by id") from exc
+    return path
+
+
 @dataclass
 class ShardWriter:
-    """Buffers samples and writes a shard once `shard_bytes` are pending (and at close).
+    """Writes captured batches (forward.HostBatch) to shards on `threads` background threads.
 
-    Writes happen on one background thread so the GPU computes the next batch meanwhile; at most one
-    shard is in flight (bounded memory), and a failed write re-raises on the next flush or at close.
+    Batches are grouped until `shard_bytes` are pending, then one thread waits for their device→host
+    copy and writes them, while the GPU goes on with the next batches. At most `threads + 1` shards
+    are in flight (bounded pinned memory); a failed write re-raises at the next flush or at close.
+    Rows whose states are not finite are never written: `non_finite` lists them after close().
     """
 
     directory: Path
     rank: int
     shard_bytes: int
-    pending: dict = field(default_factory=dict)
+    threads: int = 4
+    pending: list = field(default_factory=list)
     pending_bytes: int = 0
     written: list[Path] = field(default_factory=list)
-    _pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=1))
-    _inflight: Future | None = None
+    kept: int = 0
+    non_finite: list = field(default_factory=list)
+    _pool: ThreadPoolExecutor | None = None
+    _inflight: list[Future] = field(default_factory=list)
     _seq: int | None = None
 
-    def add(self, sample_id: str, tensors: dict) -> None:
-        for name in FIELDS:
-            t = tensors[name].contiguous()
-            self.pending[f"{sample_id}.{name}"] = t
-            self.pending_bytes += t.numel() * t.element_size()
+    def add_batch(self, batch) -> None:
+        self.pending.append(batch)
+        self.pending_bytes += batch.aux.numel() * 2 + batch.last.numel() * 2
         if self.pending_bytes >= self.shard_bytes:
             self.flush()
 
@@ -93,34 +139,42 @@ class ShardWriter:
         return self.directory / f"shard-r{self.rank:03d}-{self._seq:05d}.safetensors"
 
     @staticmethod
-    def _write(tensors: dict, path: Path) -> Path:
-        from safetensors.torch import save_file
+    def _write(batches: list, path: Path) -> tuple[Path | None, int, list]:
+        import torch
 
-        from catalog.io import atomic_path
+        tensors, bad = [], []
+        for b in batches:
+            b.wait()
+            finite = b.finite.tolist()
+            for i, row in enumerate(b.rows):
+                if not finite[i]:
+                    bad.append(row)
+                    continue
+                n = len(row.input_ids)
+                tensors += [(f"{row.id}.aux", b.aux[i, :n]), (f"{row.id}.last", b.last[i, :n]),
+                            (f"{row.id}.input_ids", torch.tensor(row.input_ids, dtype=torch.int32)),
+                            (f"{row.id}.loss_mask", torch.tensor(row.loss_mask, dtype=torch.int8))]
+        return (write_shard(path, tensors) if tensors else None), len(tensors) // 4, bad
 
-        try:
-            with atomic_path(path) as tmp:
-                save_file(tensors, str(tmp))
-        except OSError as exc:
-            from catalog.errors import DraftsetError
-
-            raise DraftsetError(f"cannot write capture shard {path}: {exc.strerror or exc}",
-                                hint="free disk space and re-run the same command: finished samples are kept "
-                                     "and capture resumes by id") from exc
-        return path
-
-    def _wait(self) -> None:
-        if self._inflight is not None:
-            self.written.append(self._inflight.result())
-            self._inflight = None
+    def _collect(self, keep: int) -> None:
+        while len(self._inflight) > keep:
+            path, kept, bad = self._inflight.pop(0).result()
+            if path is not None:
+                self.written.append(path)
+            self.kept += kept
+            self.non_finite += bad
 
     def flush(self) -> None:
-        self._wait()
-        if self.pending:
-            self._inflight = self._pool.submit(self._write, self.pending, self._next_path())
-            self.pending, self.pending_bytes = {}, 0
+        if not self.pending:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="capture-write")
+        self._collect(self.threads)     # bounded: wait for the oldest when all threads are busy
+        self._inflight.append(self._pool.submit(self._write, self.pending, self._next_path()))
+        self.pending, self.pending_bytes = [], 0
 
     def close(self) -> None:
         self.flush()
-        self._wait()
-        self._pool.shutdown()
+        self._collect(0)
+        if self._pool is not None:
+            self._pool.shutdown()

@@ -25,34 +25,50 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
             layers: str | None = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
             batch_tokens: int = typer.Option(16384, help="padded tokens per forward pass"),
             max_rows: int | None = typer.Option(None, help="capture only the first N rows"),
-            device: str = typer.Option("auto", help="auto | cpu | cuda:N")) -> None:
+            device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
+            tp: bool = typer.Option(False, "--tp", help="under torchrun: one target tensor-parallel across the ranks "
+                                                         "(transformers tp_plan), for targets larger than one GPU")) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import CaptureConfig, run_capture
 
     build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
-                                  batch_tokens=batch_tokens, max_rows=max_rows, device=device), catalog())
+                                  batch_tokens=batch_tokens, max_rows=max_rows, device=device, tp=tp), catalog())
     print_table(["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
                 [[m.n_samples, m.n_tokens, m.n_loss_tokens, m.taps.aux, m.taps.sglang_ids, m.hidden_bytes_per_token,
                   f"{m.file_bytes / 1e9:.3f}", out]], title="capture")
 
 
-def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="capture name or directory"),
+def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="capture name or directory (with --online: "
+                                                                         "a build name or directory)"),
           out: Path | None = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
-          model: Path | None = typer.Option(None, help="target dir for embedding/head (default: manifest's)"),
+          model: Path | None = typer.Option(None, help="target dir for embedding/head (default: manifest's); "
+                                                       "with --online the target whose forward makes the taps"),
+          online: bool = typer.Option(False, "--online", help="run the target inside the training loop: no "
+                                                              "hidden-state files (CAPTURE is then a build)"),
+          layers: str | None = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
+          tp: bool = typer.Option(False, "--tp", help="--online under torchrun: one target tensor-parallel across "
+                                                       "the ranks (targets larger than one GPU)"),
           epochs: int = typer.Option(1), lr: float = typer.Option(1e-4), batch_tokens: int = typer.Option(8192),
           ttt_steps: int = typer.Option(7, help="training-time-test steps"),
-          max_steps: int | None = typer.Option(None), device: str = typer.Option("auto")) -> None:
-    """Train an EAGLE-3 draft on a capture, checkpoint it and export it for SGLang/vLLM."""
+          max_steps: int | None = typer.Option(None), device: str = typer.Option("auto"),
+          save_every: int = typer.Option(500, help="steps between resumable states (and every epoch end)"),
+          resume: bool = typer.Option(False, "--resume", help="continue an interrupted run from its last state")) -> None:
+    """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
     import json
 
     from pipeline.train.loop import TrainConfig, run_train
 
-    capture_dir = resolve_named(capture_name, "captures")
-    out = out or Home(settings().home).draft(capture_dir.name)
-    ckpt = run_train(TrainConfig(capture_dir=capture_dir, out_dir=out, model_dir=model, epochs=epochs, lr=lr,
-                                 batch_tokens=batch_tokens, ttt_steps=ttt_steps, max_steps=max_steps, device=device),
+    if online and model is None:
+        raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")
+    source = resolve_named(capture_name, "builds" if online else "captures")
+    inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
+    out = out or Home(settings().home).draft(source.name)
+    ckpt = run_train(TrainConfig(**inputs, out_dir=out, model_dir=model, epochs=epochs, lr=lr, online=online,
+                                 layers=_ids(layers), batch_tokens=batch_tokens, ttt_steps=ttt_steps,
+                                 max_steps=max_steps, device=device, save_every=save_every, resume=resume,
+                                 tp=tp),
                      catalog())
     metrics = json.loads((ckpt / "resolved.json").read_text())["metrics"]
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]

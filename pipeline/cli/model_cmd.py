@@ -9,8 +9,9 @@ import typer
 
 from pipeline.cli.common import console, print_table
 
-model_app = typer.Typer(help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template) and "
-                             "real ones imported from GGUF (SmolLM2-135M-Instruct).", no_args_is_help=True)
+model_app = typer.Typer(help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template), "
+                             "real ones imported from GGUF (SmolLM2-135M-Instruct), and converting a real "
+                             "target's tiktoken tokenizer.", no_args_is_help=True)
 
 
 @model_app.command("init-toy")
@@ -78,6 +79,22 @@ def import_gguf_cmd(
                   f"{info['n_parameters']:,}", info["dtype"], f"{info['bytes'] / 1e6:.0f}",
                   f"{check['top1_agreement']:.1%} of {check['probe_tokens']}"]], title="import-gguf")
     console.print(f"next: draftset serve-dev {out_dir} --port 8000", highlight=False, soft_wrap=True)
+
+
+@model_app.command("convert-tokenizer")
+def convert_tokenizer_cmd(
+    model_dir: Path = typer.Argument(..., exists=True, file_okay=False,
+                                     help="Target snapshot with tiktoken.model (e.g. Kimi-K2.5)."),
+    out: Path = typer.Option(None, "--out", help="Write here instead of into MODEL_DIR."),
+) -> None:
+    """Write a tokenizer.json that encodes exactly as the target's tiktoken tokenizer, so build and
+    capture run without trust_remote_code (its tokenization_*.py is parsed, never executed)."""
+    from pipeline.model.tiktoken_convert import convert_tokenizer
+
+    r = convert_tokenizer(model_dir, out)
+    print_table(["out dir", "BPE ranks", "special ids", "split pattern from", "tokenizer.json sha256"],
+                [[r.out_dir, f"{r.n_ranks:,}", r.n_special, r.pattern_source, r.sha256[:16]]])
+    console.print(f"next: draftset build MIX --model {r.out_dir}", highlight=False)
 
 
 def serve_dev_cmd(

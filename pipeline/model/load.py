@@ -5,10 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def load_target(model_dir: Path | str, dtype):
-    """`AutoModelForCausalLM` in eval mode. trust_remote_code is always False: a model repo is untrusted."""
+def load_target(model_dir: Path | str, dtype, tp: bool = False):
+    """`AutoModelForCausalLM` in eval mode. trust_remote_code is always False: a model repo is untrusted.
+
+    tp=True (under torchrun): transformers' own tensor parallelism (`tp_plan="auto"`) shards the target
+    over the ranks' GPUs by the model's published plan; nothing is sharded by hand here."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # "Loading weights 0/75" in every stage's output helps nobody
-    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, trust_remote_code=False).eval()
+    extra: dict = {}
+    if tp:
+        try:  # transformers >= 5.17 takes the plan in a DistributedConfig (the bare `tp_plan=` kwarg is deprecated)
+            from transformers.distributed import DistributedConfig
+
+            extra["distributed_config"] = DistributedConfig(tp_plan="auto")
+        except ImportError:
+            extra["tp_plan"] = "auto"
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, trust_remote_code=False, **extra).eval()

@@ -6,7 +6,6 @@ import random
 
 from catalog.io import stable_bucket
 from pipeline.capture.runtime import length_batches
-from pipeline.capture.store import CaptureReader
 
 
 def is_heldout(sample_id: str, every: int) -> bool:
@@ -14,7 +13,7 @@ def is_heldout(sample_id: str, every: int) -> bool:
     return every > 0 and stable_bucket(sample_id, every) == 0
 
 
-def split_ids(reader: CaptureReader, heldout_every: int) -> tuple[list[str], list[str]]:
+def split_ids(reader, heldout_every: int) -> tuple[list[str], list[str]]:
     """(train ids, held-out ids); when every id hashes to held-out (tiny captures) all train and none is
     held out, so no accuracy is ever reported as held-out on samples the draft trained on."""
     ids = reader.ids()
@@ -28,9 +27,3 @@ def token_batches(lengths: dict[str, int], batch_tokens: int, seed: int, epoch: 
     batches = length_batches(sorted(lengths), lengths.__getitem__, batch_tokens)  # ids sorted: ties are stable
     random.Random(seed * 1000 + epoch).shuffle(batches)
     return batches
-
-
-def lengths_of(reader: CaptureReader, ids: list[str]) -> dict[str, int]:
-    """Token count per id, from the 1-byte loss masks (never the hidden states)."""
-    wanted = set(ids)
-    return {i: int(s["loss_mask"].numel()) for i, s in reader.items(fields=("loss_mask",)) if i in wanted}

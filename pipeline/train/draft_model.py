@@ -58,6 +58,18 @@ def _rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
 
+class RMSNorm(nn.RMSNorm):
+    """RMSNorm computed in fp32 whatever the autocast dtype, like HF's LlamaRMSNorm.
+
+    Under bf16 autocast the input arrives in bf16 while the weight is an fp32 master parameter; torch's
+    rms_norm then warns "Mismatch dtype between input and weight" and falls back to its unfused path.
+    Matching the input to the weight keeps the fused kernel and fp32 statistics; the output goes back
+    to the input's dtype."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x.to(self.weight.dtype), self.normalized_shape, self.weight, self.eps).to(x.dtype)
+
+
 class Attention(nn.Module):
     def __init__(self, c: DraftConfig):
         super().__init__()
@@ -105,10 +117,10 @@ class MLP(nn.Module):
 class MidLayer(nn.Module):
     def __init__(self, c: DraftConfig):
         super().__init__()
-        self.input_layernorm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
-        self.hidden_norm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.input_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.hidden_norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.self_attn = Attention(c)
-        self.post_attention_layernorm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.mlp = MLP(c)
 
     def forward(self, embeds, hidden, pos, cache) -> torch.Tensor:
@@ -123,7 +135,7 @@ class Eagle3Draft(nn.Module):
         self.config = c
         self.fc = nn.Linear(c.n_aux * c.target_hidden_size, c.hidden_size, bias=False)
         self.midlayer = MidLayer(c)
-        self.norm = nn.RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
+        self.norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.lm_head = nn.Linear(c.hidden_size, c.draft_vocab_size, bias=False)
         self.register_buffer("d2t", torch.zeros(c.draft_vocab_size, dtype=torch.long))
         self.register_buffer("t2d", torch.zeros(c.vocab_size, dtype=torch.bool))

@@ -1,7 +1,9 @@
-"""The train stage: fit an EAGLE-3 draft on a capture, checkpoint it with its resolved config, export.
+"""The train stage: fit an EAGLE-3 draft on a capture (or online, on the target's forward), checkpoint
+it with its resolved config, export.
 
-Layer ids, hidden size and vocabulary all come from the capture (manifest + vocab.safetensors); the
-only knobs here are optimisation ones. bf16 autocast on GPU, fp32 on CPU; DDP under torchrun.
+Layer ids, hidden size and vocabulary all come from the capture manifest (online: the same manifest,
+computed from the build and the target); the only knobs here are optimisation ones. bf16 autocast on
+GPU, fp32 on CPU; DDP under torchrun; resumable mid-epoch (train/resume.py).
 """
 
 from __future__ import annotations
@@ -11,23 +13,24 @@ import time
 from pathlib import Path
 
 import torch
+from pydantic import model_validator
 
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
-from pipeline.capture.store import CaptureReader
 from pipeline.stage import StageConfig, StageRun
-from pipeline.train.data import lengths_of, split_ids, token_batches
+from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
+from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
 from pipeline.train.target_head import FrozenTarget
-from pipeline.train.ttt import TTTObjective, collate, step_accuracy, total_loss
+from pipeline.train.ttt import TTTObjective, step_accuracy, total_loss
 
 CHECKPOINT = "checkpoint"
 
 
 class TrainConfig(StageConfig):
-    capture_dir: Path
+    capture_dir: Path | None          # offline input; online: None
     out_dir: Path
     model_dir: Path | None = None     # target weights for embedding/head; default: the manifest's model_dir
     epochs: int = 1
@@ -40,16 +43,25 @@ class TrainConfig(StageConfig):
     device: str = "auto"
     max_steps: int | None = None
     log_every: int = 10
+    warmup_steps: int = 0             # linear warmup, then constant
+    save_every: int = 500             # steps between resumable states (and at every epoch end)
+    resume: bool = False
+    online: bool = False              # taps from the target's forward inside the loop (needs build_dir, model_dir)
+    tp: bool = False                  # online, under torchrun: one target tensor-parallel across the ranks
+    build_dir: Path | None = None
+    layers: list[int] | None = None   # online only: aux taps (default 2, n//2, n-3), as capture takes them
 
-
-def load_vocab(capture_dir: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    path = Path(capture_dir) / "vocab.safetensors"
-    if not path.exists():
-        raise DraftsetError(f"no vocab.safetensors in {capture_dir} (capture copies it from the build)",
-                            hint="re-run `draftset build` then `draftset capture`; the build writes the draft vocabulary")
-    return load_file(str(path))
+    @model_validator(mode="after")
+    def _inputs(self) -> TrainConfig:
+        if self.online and (self.build_dir is None or self.model_dir is None):
+            raise DraftsetError("online training needs a build and the target", hint="draftset train BUILD --online "
+                                "--model TARGET_DIR")
+        if self.tp and not self.online:
+            raise DraftsetError("--tp applies to online training (the target's forward)",
+                                hint="offline: capture with `draftset capture --tp`, then train data-parallel")
+        if not self.online and self.capture_dir is None:
+            raise DraftsetError("offline training needs a capture", hint="draftset train CAPTURE (or --online)")
+        return self
 
 
 def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_length: int) -> Eagle3Draft:
@@ -65,7 +77,7 @@ def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_le
 
 
 def train_step(model, draft: Eagle3Draft, target: FrozenTarget, batch, opt, steps: int, grad_clip: float,
-               bf16: bool | None = None):
+               bf16: bool | None = None, sched=None):
     """One optimiser step of the TTT objective (`model`: TTTObjective(draft), DDP-wrapped under torchrun)."""
     device = batch.input_ids.device
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" if bf16 is None else bf16):
@@ -75,72 +87,131 @@ def train_step(model, draft: Eagle3Draft, target: FrozenTarget, batch, opt, step
     loss.backward()
     torch.nn.utils.clip_grad_norm_(draft.parameters(), grad_clip)
     opt.step()
+    if sched is not None:
+        sched.step()
     return loss, stats
 
 
-def evaluate(draft, target, reader: CaptureReader, ids: list[str], steps: int, device, dtype) -> list[float]:
-    """Per-step accuracy on captured samples (one sample per batch: no padding effects)."""
-    batches = (collate([reader.load(i)]).to(device, dtype) for i in ids)
+def evaluate(draft, target, source, ids: list[str], steps: int, device, dtype) -> list[float]:
+    """Per-step accuracy on samples (one sample per batch: no padding effects)."""
+    batches = (source.batch([i], device, dtype)[0] for i in ids)
     with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
         return step_accuracy(draft, target, batches, steps)
 
 
+def open_source(config: TrainConfig, device, dtype):
+    from pipeline.train.source import OfflineSource, OnlineSource
+
+    if config.online:
+        assert config.build_dir is not None and config.model_dir is not None   # the config's validator says so
+        return OnlineSource(config.build_dir, config.model_dir, config.layers, device, dtype, tp=config.tp)
+    assert config.capture_dir is not None
+    return OfflineSource(config.capture_dir)
+
+
 def run_train(config: TrainConfig, catalog=None) -> Path:
     rank, world = dist_info()
+    if config.tp:
+        # One target spans the ranks, so every rank runs every batch through it and gets the full taps; each
+        # trains the same draft on them (no DDP: identical data), and rank 0 saves. The draft's step costs a
+        # fraction of a large target's forward, so the repeats cost no wall time.
+        rank, world, tp_rank = 0, 1, rank
+    else:
+        tp_rank = 0
     torch.manual_seed(config.seed)
-    manifest = CaptureManifest.load(config.capture_dir)
-    reader = CaptureReader(config.capture_dir)
-    train_ids, held_ids = split_ids(reader, config.heldout_every)
-    lengths = lengths_of(reader, train_ids)
     device = pick_device(config.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    source = open_source(config, device, dtype)
+    manifest = source.manifest
+    train_ids, held_ids = split_ids(source, config.heldout_every)
+    lengths = source.lengths(train_ids)
     max_length = manifest.max_length or max(lengths.values(), default=0)
     target_dir = config.model_dir or Path(manifest.model_dir)   # --model: the target lives elsewhere here
-    draft = build_draft(target_dir, manifest, load_vocab(config.capture_dir), max_length).to(device)
+    draft = build_draft(target_dir, manifest, source.vocab, max_length).to(device)
     target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(device, dtype)
+    opt = torch.optim.AdamW([p for p in draft.parameters() if p.requires_grad], lr=config.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / config.warmup_steps)
+                                              if config.warmup_steps else 1.0)
+    train_dir = config.out_dir / "train"
+    log_path, state_path = train_dir / "train_log.jsonl", train_dir / CHECKPOINT / STATE
+    order = config.model_dump(mode="json")
+    pos = load_state(state_path, draft, opt, sched, order) if config.resume else Position()
+    if config.resume and rank == 0 and tp_rank == 0:
+        cut_log(log_path, pos.step)
+        print(f"resuming at step {pos.step} (epoch {pos.epoch}, batch {pos.next_batch})", flush=True)
     model = TTTObjective(draft)
     if world > 1:  # gradients are all-reduced by DDP hooks because the objective runs through its forward
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
-    opt = torch.optim.AdamW([p for p in draft.parameters() if p.requires_grad], lr=config.lr)
-    train_dir = config.out_dir / "train"
-    log_path = train_dir / "train_log.jsonl"
-    step = 0
-    per_epoch = len(token_batches(lengths, config.batch_tokens, config.seed, 0)) // world
-    with StageRun("train", config, rank_dir(train_dir, rank, world), catalog) as run, progress() as bar:
-        run.seen(len(train_ids))
-        run.tally("heldout", len(held_ids))
-        task = bar.add_task("train", total=min(config.epochs * per_epoch, config.max_steps or 10**12))
-        for epoch in range(config.epochs):
-            batches = token_batches(lengths, config.batch_tokens, config.seed, epoch)
-            batches = batches[: len(batches) // world * world][rank::world]  # DDP needs equal steps per rank
-            for ids in batches:
-                t0 = time.perf_counter()
-                batch = collate([reader.load(i) for i in ids]).to(device, dtype)
-                loss, stats = train_step(model, draft, target, batch, opt, config.ttt_steps, config.grad_clip)
-                step += 1
-                if not torch.isfinite(loss):
-                    raise DraftsetError(f"training loss is {float(loss)} at step {step} (batch {ids[:3]}…)",
-                                        hint="lower --lr; the last good checkpoint is in train/checkpoint")
-                bar.advance(task)
-                if epoch == 0:
-                    run.emitted(len(ids))
-                if rank == 0 and (step % config.log_every == 0 or step == 1):
-                    _log(log_path, step, epoch, loss, stats, time.perf_counter() - t0)
-                if config.max_steps and step >= config.max_steps:
-                    break
-            if rank == 0:  # a checkpoint per epoch, so a crash loses at most one epoch
+
+    def rank_batches(epoch: int) -> list[list[str]]:
+        batches = token_batches(lengths, config.batch_tokens, config.seed, epoch)
+        return batches[: len(batches) // world * world][rank::world]  # DDP needs equal steps per rank
+
+    saving = [0.0]   # seconds spent writing states and checkpoints, kept out of the throughput figure
+
+    def save(epoch: int, next_batch: int) -> None:
+        t = time.perf_counter()
+        if rank == 0 and tp_rank == 0:
+            save_state(state_path, draft, opt, sched, Position(step, epoch, next_batch), order)
+            if next_batch == 0:  # the exportable checkpoint too, so a crash loses at most one epoch of it
                 save_checkpoint(train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch},
                                 held_ids)
-            if config.max_steps and step >= config.max_steps:
+        saving[0] += time.perf_counter() - t
+
+    step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
+    done = lambda: bool(config.max_steps) and step >= config.max_steps  # noqa: E731
+    bookkeeping = rank_dir(train_dir, rank, world) if tp_rank == 0 else train_dir / f"rank{tp_rank}"
+    with StageRun("train", config, bookkeeping, catalog if tp_rank == 0 else None) as run, progress() as bar:
+        run.seen(len(train_ids))
+        run.tally("heldout", len(held_ids))
+        for bad in source.bad:
+            run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
+        if pos.step:   # epoch-0 batches an earlier run trained: done, not lost
+            first = rank_batches(0)[: pos.next_batch if pos.epoch == 0 else None]
+            run.skipped("already_trained", sum(len(ids) for ids in first))
+        task = bar.add_task("train", total=min(config.epochs * len(rank_batches(0)), config.max_steps or 10**12))
+        bar.advance(task, step)
+        for epoch in range(pos.epoch, config.epochs):
+            batches = rank_batches(epoch)
+            resume_at = (epoch + 1, 0)
+            for k in range(pos.next_batch if epoch == pos.epoch else 0, len(batches)):
+                ids = batches[k]
+                t0 = time.perf_counter()
+                batch, non_finite = source.batch(ids, device, dtype)
+                for bad_id in non_finite:
+                    run.drop("non_finite", where={"id": bad_id, "field": "hidden_states"})
+                loss, stats = train_step(model, draft, target, batch, opt, config.ttt_steps, config.grad_clip,
+                                         sched=sched)
+                step += 1
+                trained_tokens += sum(lengths[i] for i in ids)
+                if not torch.isfinite(loss):
+                    raise DraftsetError(f"training loss is {float(loss)} at step {step} (batch {ids[:3]}…)",
+                                        hint="lower --lr; resume from the last good state with --resume")
+                bar.advance(task)
+                if epoch == 0:
+                    run.emitted(len(ids) - len(non_finite))
+                if rank == 0 and tp_rank == 0 and (step % config.log_every == 0 or step == 1):
+                    _log(log_path, step, epoch, loss, stats, time.perf_counter() - t0, ids)
+                if config.save_every and step % config.save_every == 0:
+                    save(epoch, k + 1)
+                if done():
+                    resume_at = (epoch, k + 1)
+                    break
+            save(*resume_at)
+            if done():
                 break
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        loop_seconds = time.perf_counter() - t_loop - saving[0]   # batches (online: the target's forward) + steps
         # other ranks' share, the DDP remainder batch and batches past --max-steps: counted, not lost
-        run.tally("not_trained_here", len(train_ids) - run.counts["out"])
-        metrics = {"train_step_accuracy": evaluate(draft, target, reader, train_ids[:64], config.ttt_steps, device, dtype),
-                   "heldout_step_accuracy": evaluate(draft, target, reader, held_ids[:64], config.ttt_steps, device,
+        run.tally("not_trained_here", len(train_ids) - run.counts["out"] - run.counts.get("skipped_already_trained", 0))
+        metrics = {"train_step_accuracy": evaluate(draft, target, source, train_ids[:64], config.ttt_steps, device, dtype),
+                   "heldout_step_accuracy": evaluate(draft, target, source, held_ids[:64], config.ttt_steps, device,
                                                      dtype) if held_ids else None,
-                   "steps": step}
+                   "steps": step, "rank0_tokens": trained_tokens, "rank0_loop_seconds": round(loop_seconds, 3),
+                   "rank0_save_seconds": round(saving[0], 3)}
     ckpt = train_dir / CHECKPOINT
-    if rank == 0:
+    if rank == 0 and tp_rank == 0:
         save_checkpoint(ckpt, draft, config, manifest, metrics, held_ids)
         from pipeline.train.export import export_draft
 
@@ -148,9 +219,9 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     return ckpt
 
 
-def _log(path: Path, step: int, epoch: int, loss, stats, seconds: float) -> None:
+def _log(path: Path, step: int, epoch: int, loss, stats, seconds: float, ids: list[str]) -> None:
     entry = {"step": step, "epoch": epoch, "loss": round(float(loss.detach()), 5), "seconds": round(seconds, 4),
-             "step_accuracy": [round(int(s.correct) / max(int(s.count), 1), 4) for s in stats]}
+             "step_accuracy": [round(int(s.correct) / max(int(s.count), 1), 4) for s in stats], "batch": ids}
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         f.write(json.dumps(entry) + "\n")
