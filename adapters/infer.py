@@ -24,6 +24,8 @@ from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.limits import MAX_CARD_BYTES, LimitExceeded
+from catalog.untrusted import check_card
 
 METADATA_CONFIGS = ("metadata", "meta", "raw")
 N_GOLDEN = 3
@@ -132,6 +134,26 @@ def _pin_golden(spec: AdapterSpec, rows: list[tuple[int, dict[str, Any]]]) -> li
     return [GoldenExample(row_index=ok[i][0], row=ok[i][1], expected=ok[i][2]) for i in picks[:N_GOLDEN]]
 
 
+def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> None:
+    """The card under our limits before `datasets` parses it with a plain yaml.safe_load (a 414-byte
+    alias bomb got propose OOM-killed at 21 GB). A card that cannot be fetched is left to `datasets`."""
+    if "README.md" not in {s.rfilename for s in info.siblings or []}:
+        return
+    try:
+        path = HfApi(endpoint=endpoint, token=token).hf_hub_download(repo_id, "README.md", repo_type="dataset",
+                                                                     revision=info.sha)
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CARD_BYTES + 1)
+    except (HfHubHTTPError, OSError):
+        return
+    try:
+        check_card(raw, f"the card of {repo_id}")
+    except LimitExceeded as exc:
+        raise DraftsetError(f"refused {repo_id}: {exc}",
+                            hint="the card's YAML is hostile or broken; reject this dataset "
+                                 f"(draftset adapters reject {repo_id} --note ...)") from None
+
+
 def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str | None = None,
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
                     target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
@@ -145,6 +167,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
     except (HfHubHTTPError, OSError) as exc:
         raise DraftsetError(f"cannot reach the Hub at {endpoint}: {type(exc).__name__}",
                             hint="start the local Hub: draftset hub serve tests/fixtures/hub") from exc
+    _check_card(repo_id, info, endpoint, token)
     pairs = _config_splits(repo_id, info.sha, viewer_base, token)
     if not pairs:
         raise DraftsetError(f"{repo_id} has no readable config/split", hint="the dataset may be empty or broken")
