@@ -24,6 +24,7 @@ from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.isolate import run_isolated
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card
 
@@ -59,14 +60,21 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
     try:
         return [(s["config"], s["split"]) for s in _viewer(viewer_base, "splits", repo_id, token)["splits"]]
     except DraftsetError:
-        import datasets
-
+        # `datasets` may read the data files with pyarrow to find splits: a hostile file can segfault
+        # libarrow, so this runs in an isolated child process (one clear error, never exit 139).
         try:
-            return [(c, s) for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
-                    for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)]
-        except Exception as exc:  # datasets raises many types for unreadable repos
+            return run_isolated(_datasets_config_splits, repo_id, revision, token,
+                                what=f"listing the configs/splits of {repo_id} with `datasets`")
+        except DraftsetError as exc:
             raise DraftsetError(f"cannot list the configs/splits of {repo_id}: {exc}",
-                                hint="check the dataset card's `configs:` and that its data files exist") from exc
+                                hint="check the dataset card's `configs:` and that its data files exist") from None
+
+
+def _datasets_config_splits(repo_id: str, revision: str, token: str | None) -> list[tuple[str, str]]:
+    import datasets
+
+    return [(c, s) for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
+            for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)]
 
 
 def choose_config(configs: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, Callable
 
 from catalog import limits
 
@@ -44,8 +44,11 @@ def _limit_worker() -> None:
 
 
 class IsolatedReader:
-    def __init__(self, workers: int = WORKERS, timeout_s: float = limits.MAX_REQUEST_S):
-        self.workers, self.timeout_s = workers, timeout_s
+    def __init__(self, workers: int = WORKERS, timeout_s: float = limits.MAX_REQUEST_S,
+                 job: Callable[[tuple[str, ...], int], dict[str, Any]] | None = None):
+        """`job(paths, first_rows)` runs in the worker (a module-level function; tests pass one that
+        crashes or hangs); by default splits.summarize."""
+        self.workers, self.timeout_s, self.job = workers, timeout_s, job
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
@@ -79,7 +82,7 @@ class IsolatedReader:
 
         pool = self._get_pool()
         try:
-            future = pool.submit(summarize, paths, first_rows)
+            future = pool.submit(self.job or summarize, paths, first_rows)
             result = future.result(timeout=self.timeout_s)
         except FutureTimeout:
             self._discard(pool)
