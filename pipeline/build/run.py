@@ -74,7 +74,18 @@ def load_tokenizer(model_dir: Path):
     if not (model_dir / "tokenizer_config.json").is_file():
         raise DraftsetError(f"{model_dir} has no tokenizer_config.json",
                             hint="point --model at the target's model dir (toy: draftset model init-toy DIR)")
-    return AutoTokenizer.from_pretrained(model_dir)  # never trust_remote_code
+    try:
+        return AutoTokenizer.from_pretrained(model_dir)  # never trust_remote_code
+    except (ValueError, OSError, ImportError) as exc:
+        text = str(exc)
+        if "trust_remote_code" in text or "remote code" in text or "custom code" in text:
+            raise DraftsetError(f"the tokenizer in {model_dir} needs remote code (its own Python files); draftset "
+                                "never runs code from a model folder",
+                                hint="use a model folder whose tokenizer loads without code (a tokenizer.json), "
+                                     "e.g. convert a tiktoken tokenizer first") from None
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        raise DraftsetError(f"cannot load the tokenizer in {model_dir}: {first}",
+                            hint="point --model at the target's model dir") from None
 
 
 def _check_resume(out: Path, cfg: BuildConfig, overwrite: bool) -> None:

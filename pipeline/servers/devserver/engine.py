@@ -42,13 +42,14 @@ class Engine:
             raise DraftsetError(f"{model_dir} is not a model directory (no config.json)",
                                 hint=f"create one with: draftset model init-toy {model_dir}")
         import torch
-        from transformers import AutoTokenizer
 
         from pipeline.model.load import load_target
 
         self.model_dir = model_dir
         self.served_name = served_name or model_dir.resolve().name
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)  # never trust_remote_code
+        from pipeline.build.run import load_tokenizer
+
+        self.tokenizer = load_tokenizer(Path(model_dir))  # never trust_remote_code; refusals are one line
         self.model = load_target(model_dir, torch.float32)
         self.max_positions = int(self.model.config.max_position_embeddings)
         self.eos_id = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)

@@ -43,6 +43,10 @@ def _limit_worker() -> None:
         pass
 
 
+def _noop(_: int) -> None:
+    return None
+
+
 class IsolatedReader:
     def __init__(self, workers: int = WORKERS, timeout_s: float = limits.MAX_REQUEST_S,
                  job: Callable[[tuple[str, ...], int], dict[str, Any]] | None = None):
@@ -71,6 +75,11 @@ class IsolatedReader:
         for proc in list(getattr(pool, "_processes", {}).values()):
             proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
+
+    def warm(self) -> None:
+        """Start the workers now (spawning imports pyarrow: seconds on a busy host), outside any time limit."""
+        pool = self._get_pool()
+        list(pool.map(_noop, range(self.workers)))
 
     def summary(self, sha: str, paths: tuple[str, ...], first_rows: int) -> dict[str, Any]:
         key = (sha, paths, first_rows)
