@@ -8,7 +8,8 @@ rejects are listed (row index, field, reason) exactly as ingest will quarantine 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from adapters.aliases import (ANSWER_WRAPPERS, COLUMN_PAIRS, CONTENT_KEYS, REASONING_DELIMITERS, REASONING_KEYS,
-                              ROLE_KEYS, SYSTEM_COLUMNS, TRAIN_FLAG_KEYS, TURN_LIST_COLUMNS, canonical_role)
+from adapters.aliases import (
+    ANSWER_WRAPPERS,
+    COLUMN_PAIRS,
+    CONTENT_KEYS,
+    REASONING_DELIMITERS,
+    REASONING_KEYS,
+    ROLE_KEYS,
+    SYSTEM_COLUMNS,
+    TRAIN_FLAG_KEYS,
+    TURN_LIST_COLUMNS,
+    canonical_role,
+)
 from catalog import limits
 
 DEFAULT_TARGET_PATTERNS = (r"\bkimi\b", r"kimi-k2", r"moonshot")

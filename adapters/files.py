@@ -17,8 +17,9 @@ import json
 import re
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,7 +37,7 @@ class RowProblem(str):
 
     @classmethod
     def of(cls, message: str, reason: str = "malformed", file: str | None = None,
-           line: int | None = None) -> "RowProblem":
+           line: int | None = None) -> RowProblem:
         problem = cls(message)
         problem.reason, problem.file, problem.line = reason, file, line
         return problem

@@ -9,17 +9,24 @@ miss the file whose rows differ.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from huggingface_hub import hf_hub_download
-from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                    RepositoryNotFoundError, RevisionNotFoundError)
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 
 from adapters.files import count_rows, iter_file
-from adapters.spec import AdapterSpec, SourceSpec
 from adapters.hub_probe import check_reachable
+from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError
 
 

@@ -93,7 +93,7 @@ class AdapterSpec(SpecModel):
     golden: list[GoldenExample] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _layout_fields_present(self) -> "AdapterSpec":
+    def _layout_fields_present(self) -> AdapterSpec:
         if self.layout == "columns":
             if self.columns is None:
                 raise ValueError("layout 'columns' needs a `columns` section (prompt, response)")
@@ -117,11 +117,11 @@ class AdapterSpec(SpecModel):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=110)
 
     @classmethod
-    def from_json(cls, text: str) -> "AdapterSpec":
+    def from_json(cls, text: str) -> AdapterSpec:
         return cls.from_data(json.loads(text), where="JSON")
 
     @classmethod
-    def from_yaml(cls, text: str, where: str = "YAML") -> "AdapterSpec":
+    def from_yaml(cls, text: str, where: str = "YAML") -> AdapterSpec:
         try:
             data = yaml.safe_load(text)  # safe_load: a spec file can never construct Python objects
         except yaml.YAMLError as exc:
@@ -130,7 +130,7 @@ class AdapterSpec(SpecModel):
         return cls.from_data(data, where=where)
 
     @classmethod
-    def from_data(cls, data: Any, where: str = "spec") -> "AdapterSpec":
+    def from_data(cls, data: Any, where: str = "spec") -> AdapterSpec:
         """Validate plain data from JSON/YAML into a spec, or raise one error naming every bad field."""
         if not isinstance(data, dict):
             raise DraftsetError(f"adapter spec {where} must be a mapping of fields, got {type(data).__name__}")

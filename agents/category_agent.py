@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from agents.categories import BY_KEY, tokens
 from agents.configuration import FindConfig

@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 import socket
 import sys
+from collections.abc import Iterator
 from contextlib import ContextDecorator
-from typing import Iterator
 
 from adapters.hub_probe import START_LOCAL_HUB, HubUnreachable, check_reachable, unreachable  # noqa: F401
 from catalog.errors import DraftsetError
+
 
 class HubRequestError(DraftsetError):
     """The Hub answered, but with a typed error (missing repo/revision/file, gated repo)."""
@@ -111,7 +112,7 @@ class hub_errors(ContextDecorator):  # noqa: N801 - used like contextlib's lower
     def __init__(self, endpoint: str | None = None, *, repo_id: str | None = None, probe: bool = True):
         self.endpoint, self.repo_id, self.probe = endpoint, repo_id, probe
 
-    def __enter__(self) -> "hub_errors":
+    def __enter__(self) -> hub_errors:
         self.endpoint = self.endpoint or default_endpoint()
         if self.probe:
             check_reachable(self.endpoint)

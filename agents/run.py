@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import aclosing
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -36,7 +37,6 @@ from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.liveness import mark_interrupted, owner
 from catalog.home import Home
-
 
 
 @dataclass

@@ -84,7 +84,7 @@ def score_candidate(category: str, domain: str, hit: dict[str, Any], facts: dict
     if hit["gated"] or facts["access"] == "denied":
         flags.append("gated")
         part(-0.05, "gated: needs an accepted access request and HF_TOKEN")
-    languages = [l.lower() for l in _card_field(hit, "language") if l]
+    languages = [lang.lower() for lang in _card_field(hit, "language") if lang]
     if languages and "en" not in languages and "multilingual" not in languages:
         flags.append("non_english")
         part(-0.20, f"not English: {', '.join(languages)}")

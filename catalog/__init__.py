@@ -5,13 +5,18 @@
 and no duckdb installed.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from catalog.errors import CatalogBusy, CatalogReadOnly, DraftsetError, StageFailed, ZeroOutput
 from catalog.home import Home
+
+if TYPE_CHECKING:  # the type checker sees the real names; at run time they load lazily (below)
+    from catalog.db import Catalog, upsert
 
 __all__ = ["Catalog", "upsert", "CatalogBusy", "CatalogReadOnly", "DraftsetError", "Home", "StageFailed", "ZeroOutput"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in ("Catalog", "upsert"):
         from catalog import db
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import duckdb
 
@@ -86,7 +87,8 @@ class Catalog:
         connections are also cut off from the file system (no COPY TO, ATTACH, read_csv('/etc/..'),
         INSTALL) and cannot re-enable it: the review path reads the catalog and nothing else.
         """
-        config = {"enable_external_access": False, "lock_configuration": True} if read_only else {}
+        config: dict[str, str | bool | int | float | list[str]] = (
+            {"enable_external_access": False, "lock_configuration": True} if read_only else {})
         deadline = time.monotonic() + self.busy_timeout_s
         while True:
             try:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from catalog.errors import DraftsetError
 

@@ -9,8 +9,9 @@ reads only the `id` column of the shards already there.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -101,7 +102,7 @@ class ParquetShardWriter:
     def __enter__(self) -> ParquetShardWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         # Flush on success and on failure alike: every buffered row is complete and valid, so
         # keeping it is what makes an interrupted run resume where it stopped.
         if not self._broken:

@@ -12,8 +12,9 @@ import csv
 import io
 import itertools
 import json
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import duckdb
 

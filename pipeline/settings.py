@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from catalog.home import Home
 
 DEFAULT_HUB = "https://huggingface.co"

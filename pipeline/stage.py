@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,7 +67,7 @@ class StageRun:
         self.started_at = datetime.now()
         self._t0 = time.monotonic()
         self.quarantine_path = self.out_dir / "quarantine.jsonl"
-        self._quarantine = None
+        self._quarantine: TextIO | None = None
         self._quarantined: set[str] = set()  # rows already in quarantine.jsonl (this run or an earlier one)
 
     # -- counting ----------------------------------------------------------------------------
@@ -113,7 +113,7 @@ class StageRun:
         return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> "StageRun":
+    def __enter__(self) -> StageRun:
         if self.catalog is not None:
             mark_interrupted(self.catalog)  # earlier runs whose process died stop showing as running
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +125,7 @@ class StageRun:
         if self._quarantine is not None:
             self._quarantine.close()
             self._quarantine = None
-        self._quarantined: set[str] = set()  # rows already in quarantine.jsonl (this run or an earlier one)
+        self._quarantined = set()
         error = None if exc is None else f"{type(exc).__name__}: {exc}"
         # Rows skipped because an earlier run already wrote them count as produced (resume).
         produced = self.counts["out"] + skipped_total(self.counts)

@@ -15,7 +15,8 @@ import argparse
 import random
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from adapters.apply import apply_row
 from adapters.spec import AdapterSpec

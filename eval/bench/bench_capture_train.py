@@ -21,13 +21,13 @@ from pathlib import Path
 
 import torch
 
+from catalog.io import write_json_atomic
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.rows import BuiltRow
 from pipeline.capture.run import CaptureConfig, capture_rows
 from pipeline.capture.store import ShardWriter
 from pipeline.cli.common import print_table
 from pipeline.stage import StageRun
-from catalog.io import write_json_atomic
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.loop import train_step
 from pipeline.train.target_head import FrozenTarget

@@ -14,14 +14,13 @@ from pathlib import Path
 import torch
 
 from catalog.errors import DraftsetError
+from pipeline.capture.forward import target_states
 from pipeline.capture.store import CaptureReader
 from pipeline.stage import require
 from pipeline.train.data import split_ids
 from pipeline.train.export import load_exported
 from pipeline.train.target_head import FrozenTarget
-from pipeline.capture.forward import target_states
 from pipeline.train.ttt import Batch, collate, expected_accept_length, step_accuracy
-
 
 SMALL_MARGIN = 0.02  # accept-length gap under which the verdict warns that the taps barely matter
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from catalog.errors import DraftsetError
 from eval.checks.sglang_args import LaunchCommand
@@ -39,7 +39,7 @@ class Context:
     thinking: bool | None
 
     @classmethod
-    def load(cls, draft_dir: Path, cmd: LaunchCommand, system_prompt, thinking) -> "Context":
+    def load(cls, draft_dir: Path, cmd: LaunchCommand, system_prompt, thinking) -> Context:
         from safetensors import safe_open
 
         for need in ("config.json", WEIGHTS, MANIFEST):

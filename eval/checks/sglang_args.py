@@ -20,7 +20,7 @@ class LaunchCommand:
     flags: list[tuple[str, str | None]]       # (canonical flag, value or None for a bare switch)
 
     @classmethod
-    def parse(cls, argv: list[str] | str) -> "LaunchCommand":
+    def parse(cls, argv: list[str] | str) -> LaunchCommand:
         tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
         first = next((i for i, t in enumerate(tokens) if t.startswith("--")), len(tokens))
         flags: list[tuple[str, str | None]] = []
@@ -53,7 +53,7 @@ class LaunchCommand:
         except ValueError:
             return None
 
-    def with_changes(self, changes: dict[str, str | None]) -> "LaunchCommand":
+    def with_changes(self, changes: dict[str, str | None]) -> LaunchCommand:
         """Set (or, with None, remove) flags; new ones are appended."""
         flags = [(f, changes[f]) if f in changes else (f, v) for f, v in self.flags
                  if not (f in changes and changes[f] is None)]

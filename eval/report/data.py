@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
+from catalog.home import Home
+from catalog.shards import iter_rows
 from pipeline.dedup.keys import context_text, response_text
 from pipeline.dedup.lengths import TokenCounter
-from catalog.home import Home
 from pipeline.ingest.rows import from_row
-from catalog.shards import iter_rows
 from pipeline.stage import skipped_total
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")

@@ -9,10 +9,10 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.report.data import DEDUP_REASONS, ReportData, load_report_data, percentile
-from eval.report.plots import plot_counts, plot_dedup_yield, plot_lengths
 from catalog.home import Home
 from catalog.io import atomic_path
+from eval.report.data import DEDUP_REASONS, ReportData, load_report_data, percentile
+from eval.report.plots import plot_counts, plot_dedup_yield, plot_lengths
 
 
 @dataclass

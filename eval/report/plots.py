@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot loads)
 
-from eval.report.data import DEDUP_REASONS, ReportData, percentile  # noqa: E402
 from catalog.io import atomic_path  # noqa: E402
+from eval.report.data import DEDUP_REASONS, ReportData, percentile  # noqa: E402
 
 _REASON_COLORS = {"kept": "#2e7d32", "exact": "#c62828", "near": "#ef6c00", "too_long": "#6a1b9a",
                   "too_short": "#757575"}

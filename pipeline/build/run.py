@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,15 +21,21 @@ from pydantic import Field, ValidationError
 
 from adapters.records import Conversation
 from catalog.errors import DraftsetError
-from pipeline.build.inputs import BuildInput, Source, resolve_input
-from pipeline.build.render import (MaskBuilder, NotPrefixStable, TokenRow, chat_template_sha256,
-                                   template_messages, trainable_turns)
-from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
+from catalog.home import Home
+from catalog.io import write_json_atomic
 from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
+from pipeline.build.inputs import BuildInput, Source, resolve_input
+from pipeline.build.render import (
+    MaskBuilder,
+    NotPrefixStable,
+    TokenRow,
+    chat_template_sha256,
+    template_messages,
+    trainable_turns,
+)
+from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.model.template import RENDER_ERRORS
 from pipeline.stage import StageConfig, StageRun
-from catalog.io import write_json_atomic
-from catalog.home import Home
 
 ROW_SCHEMA = pa.schema([
     ("id", pa.string()), ("conversation_id", pa.string()), ("turn", pa.int64()),

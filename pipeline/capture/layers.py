@@ -36,7 +36,7 @@ class LayerPlan(BaseModel):
     aux: list[int]
 
     @model_validator(mode="after")
-    def _check(self) -> "LayerPlan":
+    def _check(self) -> LayerPlan:
         if self.n_layers < 1:
             raise DraftsetError(f"target has {self.n_layers} decoder layers", hint="check the model's config.json")
         if not self.aux:
@@ -52,7 +52,7 @@ class LayerPlan(BaseModel):
         return self
 
     @classmethod
-    def resolve(cls, n_layers: int, aux: list[int] | None) -> "LayerPlan":
+    def resolve(cls, n_layers: int, aux: list[int] | None) -> LayerPlan:
         return cls(n_layers=n_layers, aux=sorted(aux) if aux else default_aux_layers(n_layers))
 
     # -- engine conventions ------------------------------------------------------------------

@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from catalog.errors import DraftsetError
-from pipeline.capture.layers import LayerPlan, TAP_MEANING, VERIFIER_MEANING
 from catalog.io import write_json_atomic
+from pipeline.capture.layers import TAP_MEANING, VERIFIER_MEANING, LayerPlan
 
 MANIFEST = "capture_manifest.json"
 HIDDEN_DTYPE = "bfloat16"
@@ -69,7 +69,7 @@ class CaptureManifest(BaseModel):
         return path
 
     @classmethod
-    def load(cls, directory: Path) -> "CaptureManifest":
+    def load(cls, directory: Path) -> CaptureManifest:
         path = Path(directory) / MANIFEST
         if not path.exists():
             raise DraftsetError(f"no {MANIFEST} in {directory}", hint="run `draftset capture BUILD --model DIR` first")

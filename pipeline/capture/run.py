@@ -11,14 +11,20 @@ import shutil
 from pathlib import Path
 
 from catalog.errors import DraftsetError
-from pipeline.capture.layers import LayerPlan
 from pipeline.capture.forward import capture_batch
-from pipeline.capture.manifest import (CaptureManifest, chat_template_sha256, hidden_bytes_per_token,
-                                       model_config, model_revision, taps_for)
+from pipeline.capture.layers import LayerPlan
+from pipeline.capture.manifest import (
+    CaptureManifest,
+    chat_template_sha256,
+    hidden_bytes_per_token,
+    model_config,
+    model_revision,
+    taps_for,
+)
 from pipeline.capture.rows import BuiltRow, read_build_rows
+from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 from pipeline.capture.store import CaptureReader, ShardWriter
 from pipeline.stage import StageConfig, StageRun
-from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 
 ID_BYTES_PER_TOKEN = 5  # input_ids int32 + loss_mask int8 stored beside the hidden states
 DISK_MARGIN = 1.05       # safetensors headers and the temp file of the shard being written
@@ -68,6 +74,7 @@ def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tok
 
 def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     import torch
+
     from pipeline.model.load import load_target
 
     rank, world = dist_info()

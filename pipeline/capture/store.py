@@ -7,10 +7,10 @@ are exactly the finished samples (resume by id).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 FIELDS = ("aux", "last", "input_ids", "loss_mask")
 SHARD_GLOB = "shard-*.safetensors"

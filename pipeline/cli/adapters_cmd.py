@@ -6,7 +6,6 @@ import getpass
 import os
 import shlex
 import subprocess
-from typing import Optional
 
 import typer
 from rich.progress import Progress
@@ -71,7 +70,7 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
 def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
             all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
             rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
-            category: Optional[str] = typer.Option(None, help="category (default: from the find ranking)")) -> None:
+            category: str | None = typer.Option(None, help="category (default: from the find ranking)")) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
     targets = list(repos or [])
     if all_top:
@@ -136,8 +135,8 @@ def _reviewer(by: str | None) -> str:
 
 @adapters_app.command("approve")
 def approve(repo_id: str = REPO,
-            by: Optional[str] = typer.Option(None, help="reviewer name (default: $USER)"),
-            note: Optional[str] = typer.Option(None, help="why (required with --force)"),
+            by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
+            note: str | None = typer.Option(None, help="why (required with --force)"),
             force: bool = typer.Option(False, help="approve although the contract fails (needs --note)")) -> None:
     """Approve the current spec at the current revision (refused when the contract fails)."""
     from adapters import review
@@ -149,7 +148,7 @@ def approve(repo_id: str = REPO,
 
 @adapters_app.command("reject")
 def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is rejected"),
-           by: Optional[str] = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
+           by: str | None = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
     """Reject an adapter; ingestion refuses it."""
     from adapters import review
 
@@ -160,7 +159,7 @@ def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is re
 @adapters_app.command("map")
 def map_roles(repo_id: str = REPO, assignments: list[str] = typer.Argument(..., help="LABEL=ROLE, ROLE in "
                                                                               "system|user|assistant|tool|drop"),
-              by: Optional[str] = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
+              by: str | None = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
     """Set role-map entries without an editor, e.g. `map weird/chats supervisor_note=system`."""
     from adapters import review
 

@@ -1,16 +1,20 @@
-"""The `draftset` command. Each area registers its commands from its own module."""
+"""The `draftset` command. Each area registers its commands from its own module.
+
+pipeline's own modules are imported here; the floors above pipeline (eval) are found through the
+`draftset.commands` entry-point group declared in pyproject.toml, so no import runs back up.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
 import sys
+from importlib.metadata import entry_points
 
 import typer
 
 from catalog.errors import DraftsetError
-from pipeline.cli import (adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd,
-                          sql_cmd)
+from pipeline.cli import adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd, sql_cmd
 from pipeline.cli.common import err_console, safe
 
 app = typer.Typer(
@@ -28,9 +32,19 @@ def _root() -> None:
     pass
 
 
-# Registration order; `--help` lists plain commands first, then the groups (hub, adapters, model, check).
-for module in (hub_cmd, find_cmd, sql_cmd, adapters_cmd, data_cmd, regen_cmd, model_cmd, draft_cmd):
-    module.register(app)
+COMMAND_GROUP = "draftset.commands"
+
+
+def _register_all(target: typer.Typer) -> None:
+    # Registration order; `--help` lists plain commands first, then the groups (hub, adapters, model, check).
+    for module in (hub_cmd, find_cmd, sql_cmd, adapters_cmd, data_cmd, regen_cmd, model_cmd, draft_cmd):
+        module.register(target)
+    # Then every installed package's commands (eval: report, check), in entry-point name order.
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        entry.load()(target)
+
+
+_register_all(app)
 
 
 # OS errors a user can fix themselves; anything else is a bug and keeps its traceback.

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.cli.common import catalog, console, print_table, safe, settings
 from pipeline.stage import skipped_total
 
-_TOKENIZER = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
-                                                    "default: the toy target if built, else a chars/4 estimate.")
 _THRESHOLD = typer.Option(0.8, "--threshold", min=0.05, max=0.98, help="Near-duplicate Jaccard threshold (MinHash LSH).")
 _MAX_TOKENS = typer.Option(16_384, "--max-prompt-tokens", min=1, help="Drop prompts longer than this (too_long).")
 _MIN_TOKENS = typer.Option(1, "--min-prompt-tokens", min=0, help="Drop prompts shorter than this (too_short).")
@@ -32,8 +30,8 @@ def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
 
 
 def ingest_cmd(
-    plan: Optional[str] = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
-    repo: Optional[list[str]] = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
+    plan: str | None = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
+    repo: list[str] | None = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the dataset's shards first instead of resuming."),
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
@@ -69,9 +67,9 @@ def ingest_cmd(
 
 
 def dedup_cmd(
-    repo: Optional[list[str]] = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
+    repo: list[str] | None = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
     threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
-    tokenizer: Optional[Path] = _TOKENIZER,
+    tokenizer: Path | None = _TOKENIZER,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
@@ -96,11 +94,11 @@ def dedup_cmd(
 
 def mix_cmd(
     name: str = typer.Argument(..., help="Name of the mix (folder data/mix/NAME)."),
-    plan: Optional[str] = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
-    samples: Optional[int] = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
+    plan: str | None = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
+    samples: int | None = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
     seed: int = typer.Option(0, "--seed", help="Selection seed: same inputs + seed = same mix."),
     threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
-    tokenizer: Optional[Path] = _TOKENIZER,
+    tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
@@ -128,22 +126,7 @@ def mix_cmd(
                       f"{safe(', '.join(m['unplanned_sources']))}")
 
 
-def report_cmd(
-    mix: str = typer.Argument(..., help="Name of the mix to report on."),
-    tokenizer: Optional[Path] = _TOKENIZER,
-) -> None:
-    """Write a dataset report for a mix under reports/<MIX>/.
-
-    PNG plots: counts per source/category/mode, prompt and response token lengths, dedup and ingest yield.
-    Plus report.md and report.html with the same tables."""
-    from eval.report.page import write_report
-
-    report = write_report(settings().home, mix, tokenizer)
-    console.print(f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}")
-
-
 def register(app: typer.Typer) -> None:
     app.command("ingest")(ingest_cmd)
     app.command("dedup")(dedup_cmd)
     app.command("mix")(mix_cmd)
-    app.command("report")(report_cmd)

@@ -21,7 +21,7 @@ class AgentProgress:
         self.rows: dict[str, dict[str, Any]] = {}
         self.live = Live(self._table(), console=console, refresh_per_second=8, transient=False)
 
-    def __enter__(self) -> "AgentProgress":
+    def __enter__(self) -> AgentProgress:
         self.live.__enter__()
         return self
 

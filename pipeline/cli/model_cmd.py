@@ -85,9 +85,9 @@ def build_cmd(
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
     from rich.progress import Progress
 
+    from catalog.home import Home
     from pipeline.build.run import run_build
     from pipeline.cli.common import catalog, settings
-    from catalog.home import Home
 
     home = settings().home
     with Progress(console=console, transient=True) as progress:

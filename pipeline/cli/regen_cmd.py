@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,30 +13,30 @@ from pipeline.cli.common import catalog, console, print_table, settings
 
 def regenerate_cmd(
     mix: str = typer.Argument(..., help="Mix name: reads data/mix/MIX/, writes data/regen/MIX/."),
-    endpoint: Optional[list[str]] = typer.Option(
+    endpoint: list[str] | None = typer.Option(
         None, "--endpoint", help="OpenAI-compatible server URL (repeatable; default DRAFTSET_TARGET_ENDPOINTS)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Served model name (default: what /v1/models lists)."),
-    max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, help="Only the first N rows of the mix."),
-    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking",
+    model: str | None = typer.Option(None, "--model", help="Served model name (default: what /v1/models lists)."),
+    max_rows: int | None = typer.Option(None, "--max-rows", min=1, help="Only the first N rows of the mix."),
+    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking",
                                             help="enable_thinking in chat_template_kwargs (default: on)."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML/JSON file of RegenConfig fields "
+    config_file: Path | None = typer.Option(None, "--config", help="YAML/JSON file of RegenConfig fields "
                                                "(partitions, retry, sampling); flags override it."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="max_tokens for every partition "
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="max_tokens for every partition "
                                              "(default: short 10,240 / long 16,384)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Concurrency per endpoint for "
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Concurrency per endpoint for "
                                               "every partition (default: short 150 / long 32)."),
-    split_at: Optional[int] = typer.Option(None, "--split-at", min=1, help="Short/long prompt threshold "
+    split_at: int | None = typer.Option(None, "--split-at", min=1, help="Short/long prompt threshold "
                                            "(default 32,000 chars)."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (0.7)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Base seed; each request gets hash(seed, id, turn)."),
-    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts per request (5)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per request (1800)."),
-    backoff: Optional[float] = typer.Option(None, "--backoff", min=0.0, help="First retry delay in s, doubling (1)."),
-    include_length_truncated: Optional[bool] = typer.Option(
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (0.7)."),
+    seed: int | None = typer.Option(None, "--seed", help="Base seed; each request gets hash(seed, id, turn)."),
+    max_attempts: int | None = typer.Option(None, "--max-attempts", min=1, help="Attempts per request (5)."),
+    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help="Seconds per request (1800)."),
+    backoff: float | None = typer.Option(None, "--backoff", min=0.0, help="First retry delay in s, doubling (1)."),
+    include_length_truncated: bool | None = typer.Option(
         None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."),
-    retry_errors: Optional[bool] = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
-    flush_rows: Optional[int] = typer.Option(None, "--flush-rows", min=1, help="Rows per result shard (1000)."),
-    shard: Optional[str] = typer.Option(
+    retry_errors: bool | None = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
+    flush_rows: int | None = typer.Option(None, "--flush-rows", min=1, help="Rows per result shard (1000)."),
+    shard: str | None = typer.Option(
         None, "--shard", metavar="I/N", help="Take only rows with sha1(id) mod N == I (0 <= I < N), writing "
         "data/regen/MIX/shard-I-of-N/: N workers (processes or hosts on a shared filesystem) split one mix and "
         "each resumes on its own. Every run on a mix must use the same N."),

@@ -29,7 +29,7 @@ def context_text(conv: Conversation) -> str:
 
 def response_text(conv: Conversation) -> str:
     """The assistant side (reasoning included): what the report's response lengths measure."""
-    parts = []
+    parts: list[str] = []
     for m in conv.messages:
         if m.role == "assistant":
             parts.extend(p for p in (m.reasoning, m.content) if p)

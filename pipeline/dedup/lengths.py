@@ -6,8 +6,8 @@ serving model, without importing transformers (kept out of the light install).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
@@ -39,7 +39,7 @@ class TokenCounter:
                 raise DraftsetError(f"cannot load {path}: {exc}") from exc
 
     @classmethod
-    def resolve(cls, tokenizer: Path | str | None, home: Path) -> "TokenCounter":
+    def resolve(cls, tokenizer: Path | str | None, home: Path) -> TokenCounter:
         """--tokenizer DIR, else the toy target under $DRAFTSET_HOME if built, else the estimate."""
         if tokenizer is not None:
             return cls(Path(tokenizer))

@@ -6,7 +6,7 @@ similarity recorded for a dropped row is the measured one, not the LSH band gues
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import xxhash
 from datasketch import LeanMinHash, MinHash, MinHashLSH

@@ -19,14 +19,14 @@ from pydantic import Field
 from rich.progress import Progress
 
 from catalog import Catalog
+from catalog.home import Home
+from catalog.io import atomic_path
+from catalog.shards import iter_rows
 from pipeline.dedup.keys import context_text, hash_normalized, normalize, prompt_text
 from pipeline.dedup.lengths import TokenCounter
 from pipeline.dedup.near import NearIndex
-from catalog.home import Home
 from pipeline.ingest.rows import from_row
-from catalog.shards import iter_rows
 from pipeline.stage import StageConfig, StageRun
-from catalog.io import atomic_path
 
 DECISIONS = pa.schema([
     ("record_id", pa.string()), ("repo_id", pa.string()), ("row_index", pa.int64()),

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from huggingface_hub import HfApi
 from rich.progress import Progress
@@ -26,8 +27,8 @@ from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.liveness import run_lock
-from pipeline.ingest.rows import to_row
 from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
+from pipeline.ingest.rows import to_row
 from pipeline.stage import StageConfig, StageRun
 
 

@@ -8,7 +8,7 @@ never makes the mix come out short while another source still has rows.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def allocate(total: int, weights: Mapping[str, float], capacity: Mapping[str, int]) -> dict[str, int]:

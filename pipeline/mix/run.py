@@ -14,7 +14,7 @@ import shutil
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,14 @@ from rich.progress import Progress
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
+from catalog.home import Home
+from catalog.io import write_json_atomic
+from catalog.shards import ParquetShardWriter, iter_rows, read_table, shard_paths
 from pipeline.dedup.lengths import TokenCounter
 from pipeline.dedup.run import DedupConfig, run_dedup
-from catalog.home import Home
-from catalog.shards import ParquetShardWriter, iter_rows, read_table, shard_paths
 from pipeline.mix.allocate import allocate
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.stage import StageConfig, StageRun
-from catalog.io import write_json_atomic
 
 
 class MixConfig(StageConfig):
@@ -153,7 +153,7 @@ def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: 
         "dedup_run_id": dedup.run_id, "dedup_counts": dedup.counts, "mix_run_id": run.run_id,
         "missing_sources": targets.missing, "unplanned_sources": targets.unplanned,
         "shards": [p.name for p in writer.written],
-        "created_at": datetime.now(timezone.utc).isoformat(), **plan,
+        "created_at": datetime.now(UTC).isoformat(), **plan,
     }
     write_json_atomic(out / "manifest.json", manifest)
     return manifest

@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from catalog.errors import DraftsetError
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from pipeline.model.template import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS
 

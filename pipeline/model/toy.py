@@ -10,8 +10,8 @@ import json
 import random
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pydantic import Field
 

@@ -72,7 +72,7 @@ class RegenConfig(StageConfig):
         return parse_shard(value)
 
     @model_validator(mode="after")
-    def _check(self) -> "RegenConfig":
+    def _check(self) -> RegenConfig:
         names = [p.name for p in self.partitions]
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"partition names must be unique and non-empty, got {names}")

@@ -9,8 +9,9 @@ non-user turn (or the end), so `user, assistant, user, assistant` gets two answe
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from adapters.records import Conversation, Message
 from catalog.errors import DraftsetError

@@ -10,7 +10,7 @@ import os
 import socket
 import time
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ class RegenProgress:
         self.path = out_dir / PROGRESS_FILE
         self.mix, self.run_id, self.total, self.shard = mix, run_id, total, shard
         self.started = time.monotonic()
-        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
         # rows of this run by outcome; "resumed" = done by an earlier run, met again in the mix
         self.counts = {"results": 0, "errors": 0, "skipped": 0, "resumed": 0}
         self.requests = self.completion_tokens = 0
@@ -78,7 +78,7 @@ class RegenProgress:
     def snapshot(self, state: str) -> dict[str, Any]:
         return {"mix": self.mix, "shard": self.shard, "run_id": self.run_id, "host": socket.gethostname(),
                 "pid": os.getpid(), "state": state,
-                "started_at": self.started_at, "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "started_at": self.started_at, "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "total": self.total, **self.counts, "requests": self.requests,
                 "completion_tokens": self.completion_tokens, **self.rates(),
                 "endpoints": [{"url": e.url, "inflight": e.inflight, "requests": e.requests, "failures": e.failures}

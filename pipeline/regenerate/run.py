@@ -25,6 +25,7 @@ from rich.console import Console
 from adapters.records import Conversation
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.io import write_json_atomic
 from pipeline.regenerate import source
 from pipeline.regenerate.client import EndpointPool, RequestFailed
 from pipeline.regenerate.config import Partition, RegenConfig
@@ -38,7 +39,6 @@ from pipeline.regenerate.progress import RegenProgress
 from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
 from pipeline.regenerate.store import GENERATION_FILE, RegenStore, recover, totals
 from pipeline.stage import StageRun
-from catalog.io import write_json_atomic
 
 
 @dataclass

@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from catalog.errors import DraftsetError
+from catalog.io import stable_bucket, write_json_atomic
 from pipeline.regenerate.store import ERRORS, GENERATION_FILE, SKIPPED, result_shards
 from pipeline.stage import StageConfig
-from catalog.io import stable_bucket, write_json_atomic
 
 MANIFEST = "manifest.json"
 _SHARD_DIR = re.compile(r"shard-(\d+)-of-(\d+)")

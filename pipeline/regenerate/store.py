@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
-from catalog.shards import ParquetShardWriter
 from catalog.io import atomic_path
+from catalog.shards import ParquetShardWriter
 
 RESULT_SCHEMA = pa.schema([
     ("id", pa.string()), ("repo_id", pa.string()), ("category", pa.string()), ("mode", pa.string()),
@@ -112,7 +112,7 @@ class RegenStore:
             self._shards.flush()
             self._last_flush = time.monotonic()
 
-    def __enter__(self) -> "RegenStore":
+    def __enter__(self) -> RegenStore:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

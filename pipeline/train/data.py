@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
+from catalog.io import stable_bucket
 from pipeline.capture.runtime import length_batches
 from pipeline.capture.store import CaptureReader
-from catalog.io import stable_bucket
 
 
 def is_heldout(sample_id: str, every: int) -> bool:

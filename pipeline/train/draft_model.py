@@ -34,7 +34,7 @@ class DraftConfig(BaseModel):
     max_position_embeddings: int
 
     @classmethod
-    def from_target(cls, mcfg: dict, n_aux: int, draft_vocab_size: int, max_length: int) -> "DraftConfig":
+    def from_target(cls, mcfg: dict, n_aux: int, draft_vocab_size: int, max_length: int) -> DraftConfig:
         heads = int(mcfg["num_attention_heads"])
         hidden = int(mcfg["hidden_size"])
         return cls(hidden_size=hidden, target_hidden_size=hidden, n_aux=n_aux, num_attention_heads=heads,

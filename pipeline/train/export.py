@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from catalog.errors import DraftsetError
-from pipeline.capture.manifest import MANIFEST, CaptureManifest
 from catalog.io import atomic_path, write_json_atomic
+from pipeline.capture.manifest import MANIFEST, CaptureManifest
 
 WEIGHTS = "model.safetensors"
 SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")

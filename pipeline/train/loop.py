@@ -13,11 +13,11 @@ from pathlib import Path
 import torch
 
 from catalog.errors import DraftsetError
+from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
 from pipeline.capture.store import CaptureReader
 from pipeline.stage import StageConfig, StageRun
-from catalog.io import atomic_path, write_json_atomic
 from pipeline.train.data import lengths_of, split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.target_head import FrozenTarget

@@ -45,7 +45,7 @@ class FrozenTarget:
     eps: float
 
     @classmethod
-    def from_model_dir(cls, model_dir: Path, eps: float) -> "FrozenTarget":
+    def from_model_dir(cls, model_dir: Path, eps: float) -> FrozenTarget:
         from safetensors import safe_open
 
         model_dir = Path(model_dir)
@@ -63,13 +63,13 @@ class FrozenTarget:
         return cls(eps=eps, **out)
 
     @classmethod
-    def random(cls, vocab: int, hidden: int, eps: float = 1e-6, device="cpu", dtype=torch.bfloat16) -> "FrozenTarget":
+    def random(cls, vocab: int, hidden: int, eps: float = 1e-6, device="cpu", dtype=torch.bfloat16) -> FrozenTarget:
         """Stand-in for benchmarks on synthetic hidden states (no target checkpoint on the GPU host)."""
         g = dict(device=device, dtype=dtype)
         return cls(torch.randn(vocab, hidden, **g) * 0.02, torch.ones(hidden, **g),
                    torch.randn(vocab, hidden, **g) * 0.02, eps)
 
-    def to(self, device, dtype) -> "FrozenTarget":
+    def to(self, device, dtype) -> FrozenTarget:
         return FrozenTarget(*(t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head)), self.eps)
 
     def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:

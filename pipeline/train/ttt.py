@@ -24,7 +24,7 @@ class Batch:
     aux: torch.Tensor         # [B, L, n_aux*H]
     last: torch.Tensor        # [B, L, H]
 
-    def to(self, device, dtype) -> "Batch":
+    def to(self, device, dtype) -> Batch:
         return Batch(self.input_ids.to(device), self.loss_mask.to(device), self.aux.to(device, dtype),
                      self.last.to(device, dtype))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from adapter_helpers import make_spec
+
 from adapters.apply import RowError, apply_row
 
 SHAREGPT = {"messages_path": "conversations", "role_key": "from", "content_key": "value",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from adapter_helpers import REVISION, make_spec, raw
+
 from adapters import review, store
 from adapters.contract import run_contract
 from adapters.gate import require_approved

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from adapter_helpers import make_spec, raw
+
 from adapters.contract import run_contract
 from adapters.infer import _pin_golden
 from adapters.source import RawRow

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from adapter_helpers import make_spec, raw
 from typer.testing import CliRunner
 
-from adapter_helpers import make_spec, raw
 from adapters import store
 from adapters.contract import run_contract
 from adapters.gate import require_approved

@@ -4,12 +4,13 @@ and an env factory pointing agents at the local Hub with a fresh DRAFTSET_HOME."
 from __future__ import annotations
 
 import asyncio
+
 import pytest
+from find_testkit import make_env
 
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
 from catalog import Catalog
-from find_testkit import make_env
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.servers.localhub import free_port
 from catalog.errors import DraftsetError
 from pipeline.cli import common
 from pipeline.cli.app import app
+from pipeline.servers.localhub import free_port
 
 runner = CliRunner()
 

@@ -10,8 +10,8 @@ import pytest
 
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
-from pipeline.build.run import run_build
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
+from pipeline.build.run import run_build
 
 
 def _record(conv) -> dict:
@@ -49,7 +49,7 @@ def test_build_writes_rows_vocab_and_manifest(home, toy_dir, mix, tokenizer):
     c = result.counts
     assert (c["in"], c["out"]) == (6, 4)
     assert (c["dropped_no_assistant_turn"], c["dropped_not_regenerated"], c["dropped_invalid_conversation"]) == (1, 1, 1)
-    quarantine = [json.loads(l) for l in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
+    quarantine = [json.loads(line) for line in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
     assert sorted((q["id"], q["reason"]) for q in quarantine) == [
         ("broken-5", "invalid_conversation"), ("c-3", "no_assistant_turn"), ("c-4", "not_regenerated")]
 
@@ -170,7 +170,7 @@ def test_row_the_template_cannot_render_is_quarantined(home, toy_dir, conversati
         writer.write_many([_record(good), _record(bad)])
     result = _build(home, toy_dir, "m3")
     assert result.counts["out"] == 1 and result.counts["dropped_template_error"] == 1
-    [entry] = [json.loads(l) for l in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
+    [entry] = [json.loads(line) for line in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
     assert entry["id"] == "c-11" and entry["reason"] == "template_error" and entry["detail"]
 
 

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from draft_toy import DEVICE, make_build, make_target
-
 
 
 @dataclass

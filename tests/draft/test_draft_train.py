@@ -13,7 +13,7 @@ from pipeline.capture.store import CaptureReader
 from pipeline.train.data import split_ids
 from pipeline.train.export import load_exported
 from pipeline.train.target_head import FrozenTarget
-from pipeline.train.ttt import _shift, Batch, ttt_steps
+from pipeline.train.ttt import Batch, _shift, ttt_steps
 
 
 def unigram_baseline(toy) -> float:

@@ -16,9 +16,8 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from tests.hub import minihub  # noqa: E402
-
 from pipeline.servers.localhub import serve_in_thread  # noqa: E402
+from tests.hub import minihub  # noqa: E402
 
 
 @pytest.fixture(scope="session")

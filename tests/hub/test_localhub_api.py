@@ -5,8 +5,12 @@ from __future__ import annotations
 import httpx
 import pytest
 from huggingface_hub import HfFileSystem, hf_hub_download, snapshot_download
-from huggingface_hub.errors import (GatedRepoError, RemoteEntryNotFoundError, RepositoryNotFoundError,
-                                    RevisionNotFoundError)
+from huggingface_hub.errors import (
+    GatedRepoError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 
 from pipeline.servers.localhub import serve_in_thread
 

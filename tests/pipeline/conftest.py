@@ -8,8 +8,8 @@ import pytest
 
 from adapters.records import Conversation, Message, Source, record_id
 from catalog.home import Home
-from pipeline.ingest.rows import to_row
 from catalog.shards import ParquetShardWriter
+from pipeline.ingest.rows import to_row
 
 
 def make_conv(repo_id: str, row_index: int, prompt: str, answer: str = "An answer.", *,

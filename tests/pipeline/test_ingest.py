@@ -16,10 +16,10 @@ from adapters import review, store
 from adapters.spec import AdapterSpec
 from catalog import Catalog
 from catalog.errors import DraftsetError, ZeroOutput
-from pipeline.cli.app import app
 from catalog.home import Home
-from pipeline.ingest.run import ingest, ingest_dataset
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter, existing_ids, iter_rows, shard_paths
+from pipeline.cli.app import app
+from pipeline.ingest.run import ingest, ingest_dataset
 
 CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
 

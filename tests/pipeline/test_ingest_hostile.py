@@ -15,10 +15,10 @@ from huggingface_hub import HfApi
 from adapters import review, store
 from adapters.spec import AdapterSpec
 from catalog import Catalog
-from catalog.home import Home
-from catalog.shards import iter_rows
 from catalog.errors import DraftsetError
+from catalog.home import Home
 from catalog.liveness import mark_interrupted, run_lock
+from catalog.shards import iter_rows
 from pipeline.ingest.run import ingest_dataset
 
 

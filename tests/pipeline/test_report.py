@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from pipeline.cli.app import app
 from catalog.home import Home
-from pipeline.mix.run import run_mix
 from catalog.io import write_json_atomic
+from pipeline.cli.app import app
+from pipeline.mix.run import run_mix
 
 PLOTS = {"counts_by_source.png", "counts_by_category.png", "counts_by_mode.png", "prompt_tokens.png",
          "response_tokens.png", "dedup_yield_by_source.png"}

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from catalog import Catalog
 from catalog.errors import ZeroOutput
-from pipeline.stage import StageConfig, StageRun
 from catalog.io import atomic_path, write_json_atomic
+from pipeline.stage import StageConfig, StageRun
 
 
 class DemoConfig(StageConfig):

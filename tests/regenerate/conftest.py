@@ -25,8 +25,8 @@ def fake_server():
 @pytest.fixture(scope="session")
 def devserver_url(tmp_path_factory):
     """The REAL dev server (`draftset serve-dev`'s code) in front of a freshly built toy target."""
-    from pipeline.servers.devserver import serve_in_thread
     from pipeline.model.toy import ToyConfig, init_toy
+    from pipeline.servers.devserver import serve_in_thread
 
     model_dir = tmp_path_factory.mktemp("regen-toy") / "toy-target"
     init_toy(model_dir, ToyConfig(train_steps=0, seed=0))  # random weights: fast, and enough to answer

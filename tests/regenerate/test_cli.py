@@ -7,10 +7,10 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+from regen_helpers import simple_mix, write_mix
 
 from pipeline.cli import common
 from pipeline.cli.app import main
-from regen_helpers import simple_mix, write_mix
 
 
 @dataclass

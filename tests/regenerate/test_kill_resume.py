@@ -13,10 +13,10 @@ import sys
 import time
 
 import pyarrow.parquet as pq
+from regen_helpers import conversation, simple_mix, write_mix
 
 from adapters.records import Conversation
 from pipeline.regenerate.run import regen_dir
-from regen_helpers import conversation, simple_mix, write_mix
 
 CLI = [sys.executable, "-m", "pipeline.cli.app"]
 
@@ -30,8 +30,9 @@ def _regenerate(url: str, *extra: str) -> list[str]:
 def _ids(out_dir):
     results = [i for p in sorted(out_dir.glob("results-*.parquet")) for i in pq.read_table(p, columns=["id"])
                .column("id").to_pylist()]
-    journal = lambda n: [json.loads(x)["id"] for x in (out_dir / n).read_text().splitlines()] \
-        if (out_dir / n).exists() else []
+    def journal(n):
+        return [json.loads(x)["id"] for x in (out_dir / n).read_text().splitlines()] \
+            if (out_dir / n).exists() else []
     return results, journal("errors.jsonl"), journal("skipped.jsonl")
 
 

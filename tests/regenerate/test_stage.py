@@ -6,13 +6,13 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from regen_helpers import conversation, simple_mix, write_mix
 
 from adapters.records import Conversation
 from catalog.db import Catalog
 from catalog.errors import DraftsetError, ZeroOutput
 from pipeline.regenerate.config import RegenConfig
 from pipeline.regenerate.run import regen_dir, run_regenerate
-from regen_helpers import conversation, simple_mix, write_mix
 
 
 def _config(urls, **extra) -> RegenConfig:
@@ -25,7 +25,8 @@ def _config(urls, **extra) -> RegenConfig:
 def _outputs(home):
     out = regen_dir(home, "m")
     rows = [r for p in sorted(out.glob("results-*.parquet")) for r in pq.read_table(p).to_pylist()]
-    read = lambda name: [json.loads(x) for x in (out / name).read_text().splitlines()] if (out / name).exists() else []
+    def read(name):
+        return [json.loads(x) for x in (out / name).read_text().splitlines()] if (out / name).exists() else []
     return rows, read("errors.jsonl"), read("skipped.jsonl")
 
 

@@ -13,6 +13,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
+from regen_helpers import conversation
 
 from catalog.errors import DraftsetError
 from pipeline.regenerate.client import Reply, base_url
@@ -20,7 +21,6 @@ from pipeline.regenerate.config import RegenConfig, load_config, with_overrides
 from pipeline.regenerate.conversation import Skip, length_function, regenerate
 from pipeline.regenerate.progress import RegenProgress, hms
 from pipeline.regenerate.store import RegenStore, recover
-from regen_helpers import conversation
 
 
 def _config(**extra) -> RegenConfig:

@@ -33,7 +33,7 @@ class ChatRequest(BaseModel):
     return_token_ids: bool = False  # vLLM's flag: prompt_token_ids and per-choice token_ids
 
     @model_validator(mode="after")
-    def _supported(self) -> "ChatRequest":
+    def _supported(self) -> ChatRequest:
         if self.n != 1:
             raise ValueError("n must be 1 on the dev server")
         if self.stop:

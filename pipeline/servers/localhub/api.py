@@ -96,7 +96,7 @@ def list_datasets(request: Request) -> Response:
     try:
         found = shapes.sort_scans(found, q.get("sort"), q.get("direction"))
     except ValueError as exc:
-        raise HubError(400, "BadRequest", str(exc))
+        raise HubError(400, "BadRequest", str(exc)) from exc
     size = min(limit or MAX_PAGE, request.app.state.page_size)
     page = found[offset: offset + size]
     full, expand = _truthy(q.get("full")), _expand(request)
@@ -140,7 +140,7 @@ async def paths_info(request: Request) -> Response:
         try:
             paths = json.loads(body).get("paths", [])
         except (ValueError, AttributeError):
-            raise HubError(400, "BadRequest", 'expected a JSON object {"paths": [...]}')
+            raise HubError(400, "BadRequest", 'expected a JSON object {"paths": [...]}') from None
     else:
         # urlencoded by hand: starlette's form parser needs python-multipart for this one field
         paths = parse_qs(body.decode("utf-8", "replace")).get("paths", [])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,7 @@ def file_oid(path: Path) -> tuple[str, int]:
 
 
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def parse_card(text: str) -> tuple[dict[str, Any], str, str | None]:
@@ -169,7 +169,7 @@ def card_tags(card: dict[str, Any], files: dict[str, RepoFile]) -> list[str]:
 def scan_repo(repo_dir: Path, repo_id: str, listing: list[tuple[str, os.stat_result]]) -> RepoScan:
     files: dict[str, RepoFile] = {}
     revision = hashlib.sha1()
-    for rel, st in listing:
+    for rel, _st in listing:
         oid, size = file_oid(repo_dir / rel)
         files[rel] = RepoFile(rel, size, oid, repo_dir / rel)
         revision.update(f"{rel}\0{oid}\n".encode())

@@ -9,18 +9,18 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 
+from catalog.errors import DraftsetError
 from pipeline.servers.localhub import api, viewer
 from pipeline.servers.localhub.store import HubStore
-from catalog.errors import DraftsetError
 
 
 async def _hub_error(request: Request, exc: Exception) -> Response:

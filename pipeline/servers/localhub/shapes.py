@@ -4,7 +4,8 @@ RepoFolder), and the list query (search, author, filter, gated, sort)."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pipeline.servers.localhub.repo import RepoFile, RepoScan
 

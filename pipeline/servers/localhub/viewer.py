@@ -56,7 +56,7 @@ def _table(scan: RepoScan, split: Split) -> dict[str, Any]:
         return _read(scan, split)
     except ReadFailed as exc:
         raise HubError(500, "DatasetGenerationError",
-                       f"Cannot read {scan.repo_id} config {split.config!r} split {split.split!r}: {exc}")
+                       f"Cannot read {scan.repo_id} config {split.config!r} split {split.split!r}: {exc}") from exc
 
 
 def is_valid(request: Request) -> Response:

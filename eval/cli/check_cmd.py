@@ -1,0 +1,81 @@
+"""`draftset check draft|serve|estimate`: eval's checks, registered on the CLI by eval itself.
+
+pipeline's CLI shell finds this module through the `draftset.commands` entry-point group (pyproject.toml),
+so pipeline never imports eval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from catalog.errors import DraftsetError
+from pipeline.cli.common import console, print_table, resolve_named
+
+check_app = typer.Typer(help="Check a trained draft, an SGLang serving command, or the expected speedup.",
+                        no_args_is_help=True)
+
+
+@check_app.command("draft")
+def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
+                    captures: str = typer.Option(..., help="capture name or dir (training and held-out samples)"),
+                    model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
+                    max_samples: int = typer.Option(64)) -> None:
+    """Per-step accuracy, expected accept length, and the same under wrong wirings."""
+    from eval.checks.draft_check import check_draft
+
+    r = check_draft(resolve_named(draft, "drafts"), resolve_named(captures, "captures"), model, max_samples)
+    rows = [[w.name, w.hf_ids, " ".join(f"{a:.3f}" for a in w.step_accuracy), f"{w.accept_length:.3f}"]
+            for w in [r.train, r.heldout, *r.wirings] if w is not None]
+    print_table(["wiring", "HF taps", "accuracy per step", "expected AL"], rows, title="check draft")
+    console.print(r.verdict())
+    if r.configured_is_best is False:
+        raise typer.Exit(1)
+
+
+@check_app.command("serve")
+def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
+                    command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ..."),
+                    system_prompt: str | None = typer.Option(None, help="system prompt clients will send"),
+                    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking",
+                                                            help="thinking mode clients will request")) -> None:
+    """Lint an SGLang launch command against the draft and its manifest; exit 1 on any finding."""
+    from eval.checks.serve_check import check_serve
+
+    r = check_serve(resolve_named(draft, "drafts"), command, system_prompt, thinking)
+    if r.clean:
+        console.print("[green]clean:[/] the command matches the draft's training configuration")
+        return
+    print_table(["flag", "problem", "why it matters", "fix"], [[f.flag, f.problem, f.why, f.fix] for f in r.findings],
+                title=f"{len(r.findings)} finding(s)")
+    console.print("corrected command:\n" + r.corrected(), highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+@check_app.command("estimate")
+def check_estimate_cmd(accept_length: list[float] = typer.Option(..., help="accept length(s) to evaluate"),
+                       steps: int = typer.Option(3), draft_cost: float = typer.Option(
+                           0.05, help="one draft step, in target decode steps"),
+                       verify_cost: float = typer.Option(1.1, help="one verify pass, in target decode steps"),
+                       baseline_tps: float | None = typer.Option(None, help="calibrate: plain decoding tok/s"),
+                       observed_tps: float | None = typer.Option(None, help="calibrate: speculative tok/s"),
+                       observed_accept_length: float | None = typer.Option(None)) -> None:
+    """Expected speedup from accept length and draft/verify cost (or calibrated from a measured run)."""
+    from eval.checks.estimate import calibrated_round_cost, estimate, round_cost
+
+    calib = (baseline_tps, observed_tps, observed_accept_length)
+    calibrated = any(v is not None for v in calib)
+    if calibrated and None in calib:
+        raise DraftsetError("calibration needs all of --baseline-tps, --observed-tps, --observed-accept-length",
+                            hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1")
+    cost = calibrated_round_cost(*calib) if calibrated else round_cost(steps, draft_cost, verify_cost)
+    rows = [[f"{e.accept_length:.2f}", f"{e.speedup:.3f}x",
+             f"{baseline_tps * e.speedup:.1f}" if calibrated else "", "faster" if e.speedup > 1 else "SLOWER"]
+            for e in estimate(accept_length, cost)]
+    print_table(["accept length", "speedup", "tok/s", "vs plain"], rows, title=f"round cost {cost:.3f} target steps")
+    console.print(f"break-even accept length: {cost:.2f}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(check_app, name="check")
