@@ -35,8 +35,8 @@ from agents.policies import make_policy
 from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from catalog.liveness import mark_interrupted, owner
 from catalog.home import Home
+from catalog.liveness import mark_interrupted, owner
 
 
 @dataclass

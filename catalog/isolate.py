@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from catalog import limits
 from catalog.errors import DraftsetError
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple, memory: int) -> None:
+def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
     import resource
 
     try:

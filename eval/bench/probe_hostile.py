@@ -16,9 +16,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import httpx
 import pyarrow as pa
@@ -70,7 +70,7 @@ class Probe:
 
     def hub_alive(self) -> bool:
         try:
-            return self.proc.poll() is None and httpx.get(self.url + "/api/datasets", timeout=30).status_code == 200
+            return self.proc is not None and self.proc.poll() is None and httpx.get(self.url + "/api/datasets", timeout=30).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -508,6 +508,7 @@ def main() -> int:
             if owner.is_dir():
                 subprocess.run(["cp", "-r", str(owner), str(p.hub_dir / owner.name)], check=True)
         p.start_hub()
+        assert p.proc is not None
         try:
             run(p)
         finally:

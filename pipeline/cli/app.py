@@ -73,7 +73,8 @@ _OS_TEXTS = {"no space left on device": errno.ENOSPC, "database or disk is full"
 
 def _causes(exc: BaseException) -> list[BaseException]:
     """exc, its causes and contexts, and the members of exception groups (TaskGroup, LangGraph)."""
-    seen, todo = [], [exc]
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
     while todo and len(seen) < 50:
         item = todo.pop(0)
         if item is None or any(item is s for s in seen):

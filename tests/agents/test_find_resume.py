@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from find_testkit import make_env
 
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
@@ -17,7 +18,6 @@ from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.liveness import mark_interrupted
-from find_testkit import make_env
 
 RUN_TABLES = ("search_runs", "agent_runs", "plans")
 

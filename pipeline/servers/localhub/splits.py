@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 
 from catalog import limits
-
 from pipeline.servers.localhub.repo import DATA_FORMATS, RepoFile, RepoScan
 
 
@@ -116,11 +115,11 @@ def _json_cell(value: Any) -> tuple[Any, bool]:
     if isinstance(value, (bytes, bytearray)):
         return None, True
     if isinstance(value, dict):
-        pairs = {k: _json_cell(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs.items()}, any(t for _, t in pairs.values())
+        named = {k: _json_cell(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in named.items()}, any(t for _, t in named.values())
     if isinstance(value, list):
-        pairs = [_json_cell(v) for v in value]
-        return [v for v, _ in pairs], any(t for _, t in pairs)
+        items = [_json_cell(v) for v in value]
+        return [v for v, _ in items], any(t for _, t in items)
     return value, False
 
 

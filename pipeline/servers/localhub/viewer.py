@@ -16,8 +16,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from pipeline.servers.localhub.api import HubError, HubJSON, authorized
-from pipeline.servers.localhub.repo import DATA_FORMATS, RepoScan
 from pipeline.servers.localhub.isolated import READER, ReadFailed
+from pipeline.servers.localhub.repo import DATA_FORMATS, RepoScan
 from pipeline.servers.localhub.splits import Split, splits
 
 FIRST_ROWS = 100
