@@ -249,7 +249,10 @@ def _schema_rows(source: SourceSpec, endpoint: str, token: str | None) -> list[d
     first = source.data_files[0]
     if not first.endswith(".parquet"):
         return []
-    schema = pq.read_schema(download(source, first, endpoint=endpoint, token=token))
+    try:
+        schema = pq.read_schema(download(source, first, endpoint=endpoint, token=token))
+    except (pa.ArrowException, OSError):  # a truncated or corrupt footer: no schema to learn from
+        return []
     return [{f.name: _example(f.type, f.name) for f in schema}]
 
 

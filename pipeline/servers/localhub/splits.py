@@ -42,7 +42,10 @@ def _resolve(scan: RepoScan, patterns: list[str]) -> tuple[RepoFile, ...]:
         except FileNotFoundError:
             continue
         for match in matches:
-            rel = Path(match).resolve().relative_to(scan.root.resolve()).as_posix()
+            try:  # a card's `configs:` pattern such as ../../** must not reach outside the repo
+                rel = Path(match).resolve().relative_to(scan.root.resolve()).as_posix()
+            except ValueError:
+                continue
             if rel in scan.files and Path(rel).suffix in DATA_FORMATS:
                 found[rel] = scan.files[rel]
     return tuple(found[k] for k in sorted(found))
