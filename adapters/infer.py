@@ -14,16 +14,14 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
-from huggingface_hub import HfApi
-from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
-from adapters.hub_probe import check_reachable
 from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.hub import HubClient
 from catalog.isolate import run_isolated
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card
@@ -148,11 +146,10 @@ def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> No
     if "README.md" not in {s.rfilename for s in info.siblings or []}:
         return
     try:
-        path = HfApi(endpoint=endpoint, token=token).hf_hub_download(repo_id, "README.md", repo_type="dataset",
-                                                                     revision=info.sha)
+        path = HubClient(endpoint, token).download(repo_id, "README.md", info.sha)
         with open(path, "rb") as fh:
             raw = fh.read(MAX_CARD_BYTES + 1)
-    except (HfHubHTTPError, OSError):
+    except (DraftsetError, OSError):
         return
     try:
         check_card(raw, f"the card of {repo_id}")
@@ -166,15 +163,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
                     target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
     """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store)."""
-    check_reachable(endpoint)
-    try:
-        info = HfApi(endpoint=endpoint, token=token).dataset_info(repo_id)
-    except (RepositoryNotFoundError, GatedRepoError) as exc:
-        raise DraftsetError(f"dataset {repo_id} not found or not accessible on {endpoint}",
-                            hint="check the repo id (owner/name) and HF_TOKEN") from exc
-    except (HfHubHTTPError, OSError) as exc:
-        raise DraftsetError(f"cannot reach the Hub at {endpoint}: {type(exc).__name__}",
-                            hint="start the local Hub: draftset hub serve tests/fixtures/hub") from exc
+    info = HubClient(endpoint, token).dataset_info(repo_id)  # probe first; gated/missing/dead: one clear error
     _check_card(repo_id, info, endpoint, token)
     pairs = _config_splits(repo_id, info.sha, viewer_base, token)
     if not pairs:

@@ -14,20 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import hf_hub_download
-from huggingface_hub.errors import (
-    EntryNotFoundError,
-    GatedRepoError,
-    HfHubHTTPError,
-    LocalEntryNotFoundError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-
 from adapters.files import count_rows, iter_file
-from adapters.hub_probe import check_reachable
 from adapters.spec import AdapterSpec, SourceSpec
-from catalog.errors import DraftsetError
+from catalog.hub import HubClient, check_reachable
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,32 +27,9 @@ class RawRow:
 
 
 def download(source: SourceSpec, filename: str, *, endpoint: str, token: str | None = None) -> Path:
-    """Local path of one data file at the pinned revision (cached by huggingface_hub)."""
-    where = f"{source.repo_id}@{source.revision[:12]} file {filename}"
-    try:
-        return Path(hf_hub_download(source.repo_id, filename, repo_type="dataset", revision=source.revision,
-                                    endpoint=endpoint, token=token))
-    except GatedRepoError as exc:
-        raise DraftsetError(f"{source.repo_id} is gated: downloading {filename} needs a token",
-                            hint="accept the dataset's terms on the Hub, then set HF_TOKEN") from exc
-    except RepositoryNotFoundError as exc:
-        raise DraftsetError(f"dataset {source.repo_id} not found on {endpoint}",
-                            hint="check the repo id, or HF_ENDPOINT / HF_TOKEN for private data") from exc
-    except RevisionNotFoundError as exc:
-        raise DraftsetError(f"revision {source.revision} of {source.repo_id} not found on {endpoint}",
-                            hint=f"re-propose the adapter for the current revision: "
-                                 f"draftset adapters propose {source.repo_id}") from exc
-    except LocalEntryNotFoundError as exc:  # the connection failed and the file is not cached
-        raise DraftsetError(f"cannot fetch {where}: {endpoint} did not answer",
-                            hint="check that the Hub is running and reachable, then retry") from exc
-    except EntryNotFoundError as exc:
-        raise DraftsetError(f"{where} not found on {endpoint}",
-                            hint=f"re-propose the adapter: draftset adapters propose {source.repo_id}") from exc
-    except (HfHubHTTPError, OSError) as exc:
-        # OSError covers refused connections and a full disk while caching the file.
-        raise DraftsetError(f"cannot fetch {where} from {endpoint}: {type(exc).__name__}: {exc}",
-                            hint="is the Hub reachable? for the local fixture Hub run "
-                                 "`draftset hub serve tests/fixtures/hub`") from exc
+    """Local path of one data file at the pinned revision (cached by huggingface_hub); Hub failures
+    (gated, missing repo/revision/file, dead endpoint) are one DraftsetError from the shared Hub client."""
+    return HubClient(endpoint, token).download(source.repo_id, filename, source.revision)
 
 
 def _evenly_spaced(total: int, k: int) -> set[int]:

@@ -20,12 +20,12 @@ from langgraph.types import Command, RetryPolicy, Send, TimeoutPolicy
 from agents.categories import CATEGORIES, category_weights
 from agents.category_agent import AgentContext, report_from, run_category_agent
 from agents.configuration import FindConfig
-from agents.hub_errors import translate
 from agents.planning import holdings, plan_mix
 from agents.recording import agent_totals, record_run
 from agents.state import AgentInput, AgentReport, Brief, Candidate, FindState, Plan
 from agents.tools import HubTools, HubUnavailable
 from catalog import Catalog
+from catalog.hub import translate
 
 
 @dataclass

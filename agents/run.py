@@ -30,12 +30,12 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agents.configuration import FindConfig
 from agents.graph import Runtime, build_graph
 from agents.graph import plan as plan_node
-from agents.hub_errors import check_reachable
 from agents.policies import make_policy
 from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.hub import check_reachable
 from catalog.liveness import mark_interrupted, owner
 
 

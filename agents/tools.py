@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from huggingface_hub import HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from agents.configuration import FindConfig
 from agents.state import AgentCounts
+from catalog.hub import HubClient, is_transient, status_of
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card, load_card_yaml, split_card
 
@@ -39,13 +39,6 @@ class InjectedFailure(RuntimeError):
     """Raised by the `fail_categories` test hook."""
 
 
-def _transient(exc: Exception) -> bool:
-    if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
-        return True
-    status = _status(exc)
-    return status is not None and status >= 500
-
-
 class HubTools:
     """Shared by the ten agents of one process; thread-safe counters keyed by category."""
 
@@ -55,7 +48,8 @@ class HubTools:
         self.viewer_base = viewer_base.rstrip("/")
         self.config = config
         # The token goes only to HfApi and the Authorization header, never to logs or progress events.
-        self.api = HfApi(endpoint=self.endpoint, token=token or False)
+        self.hub = HubClient(self.endpoint, token or False)
+        self.api = self.hub.api
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(timeout=30.0, headers=headers)
         self.cache_dir = cache_dir if config.cache else None
@@ -93,7 +87,7 @@ class HubTools:
         try:
             return call()
         except Exception as exc:
-            if _transient(exc):
+            if is_transient(exc):
                 raise HubUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
             raise
 
@@ -159,10 +153,10 @@ class HubTools:
             local = self._guard("card", lambda: self.api.hf_hub_download(
                 hit["repo_id"], "README.md", repo_type="dataset", revision=hit.get("sha")))
         except HfHubHTTPError as exc:  # gated, missing card: a fact about the repo, not an agent failure
-            if _status(exc) in (401, 403):
+            if status_of(exc) in (401, 403):
                 facts["access"] = "denied"
             else:
-                facts["card_error"] = f"card unavailable (HTTP {_status(exc)})"
+                facts["card_error"] = f"card unavailable (HTTP {status_of(exc)})"
             return
         with open(local, "rb") as fh:  # bounded: a card is metadata
             raw = fh.read(MAX_CARD_BYTES + 1)
@@ -211,7 +205,3 @@ def _preferred(configs: list[dict[str, Any]]) -> dict[str, Any]:
         if "train" in c["split"]:
             return c
     return configs[0]
-
-
-def _status(exc: Exception) -> int | None:
-    return getattr(getattr(exc, "response", None), "status_code", None)

@@ -92,7 +92,7 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
     from agents.run import FindRequest, new_run_id
 
     cfg = _config(config, policy)
-    from adapters.hub_probe import check_reachable
+    from catalog.hub import check_reachable
 
     check_reachable(settings().hf_endpoint)  # before the live table: a dead Hub is one line, not an empty table
     request = None if resume else FindRequest(domain=domain, samples=samples, config=cfg)

@@ -59,7 +59,7 @@ def check(limit: int = typer.Option(5, min=1, help="How many datasets to list.")
     import httpx
     from huggingface_hub import HfApi
 
-    from agents.hub_errors import hub_errors
+    from catalog.hub import hub_errors
 
     cfg = settings()
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None

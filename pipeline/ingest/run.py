@@ -15,17 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import HfApi
 from rich.progress import Progress
 
 from adapters.apply import RowError, apply_row
 from adapters.gate import require_approved
 from adapters.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
-from agents.hub_errors import hub_errors
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.hub import HubClient, hub_errors
 from catalog.liveness import run_lock
 from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
 from pipeline.ingest.rows import to_row
@@ -54,8 +53,7 @@ class DatasetResult:
 
 def hub_revision(repo_id: str, endpoint: str, token: str | None) -> str:
     """The dataset's current revision on the Hub: the gate compares it with the approved one."""
-    with hub_errors(endpoint, repo_id=repo_id):  # missing repo, gated, dead endpoint: one clear error
-        return HfApi(endpoint=endpoint, token=token).dataset_info(repo_id).sha
+    return HubClient(endpoint, token).revision(repo_id)  # missing repo, gated, dead endpoint: one clear error
 
 
 def _check_resumable(out: Path, config: IngestConfig, fresh: bool) -> None:

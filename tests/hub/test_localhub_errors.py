@@ -8,7 +8,7 @@ import httpx2
 import pytest
 from huggingface_hub import hf_hub_download
 
-from agents.hub_errors import HubRequestError, HubUnreachable, hub_errors, translate
+from catalog.hub import HubRequestError, HubUnreachable, hub_errors, translate
 from pipeline.servers.localhub import free_port
 
 

@@ -103,7 +103,7 @@ def test_dataset_card_load(hf):
 def test_load_dataset_errors_become_one_message(hf, hub_url, tmp_path):
     import datasets
 
-    from agents.hub_errors import HubRequestError, hub_errors
+    from catalog.hub import HubRequestError, hub_errors
 
     with pytest.raises(HubRequestError, match=f"dataset nobody/nothing not found on {hub_url}"):
         with hub_errors():  # endpoint: HF_ENDPOINT as huggingface_hub read it

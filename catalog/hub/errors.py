@@ -18,8 +18,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import ContextDecorator
 
-from adapters.hub_probe import START_LOCAL_HUB, HubUnreachable, check_reachable, unreachable  # noqa: F401
 from catalog.errors import DraftsetError
+from catalog.hub.probe import check_reachable, unreachable
 
 
 class HubRequestError(DraftsetError):
@@ -57,6 +57,8 @@ def _kind(err: BaseException) -> str | None:
         return "revision"
     if isinstance(err, errors.RemoteEntryNotFoundError):
         return "entry"
+    if isinstance(err, errors.LocalEntryNotFoundError):  # the connection failed and the file is not cached
+        return "unreachable"
     if isinstance(err, (ConnectionRefusedError, socket.gaierror)) or type(err).__name__ in (
             "ConnectError", "ConnectTimeout"):
         return "unreachable"
@@ -65,7 +67,8 @@ def _kind(err: BaseException) -> str | None:
     return None
 
 
-def translate(exc: BaseException, endpoint: str, repo_id: str | None = None) -> DraftsetError | None:
+def translate(exc: BaseException, endpoint: str, repo_id: str | None = None,
+              revision: str | None = None) -> DraftsetError | None:
     """The DraftsetError for a Hub failure, or None when `exc` is not one."""
     for err in _chain(exc):
         if isinstance(err, DraftsetError):
@@ -83,18 +86,35 @@ def translate(exc: BaseException, endpoint: str, repo_id: str | None = None) -> 
             return HubRequestError(f"dataset {repo} not found on {endpoint}",
                                    hint="check the id with `draftset hub check --search NAME`")
         if kind == "revision":
-            return HubRequestError(f"the pinned revision of {repo} no longer exists on {endpoint} "
+            pinned = f"the pinned revision {revision}" if revision else "the pinned revision"
+            return HubRequestError(f"{pinned} of {repo} no longer exists on {endpoint} "
                                    "(the dataset changed since it was pinned)",
-                                   hint="re-inspect the dataset at its current revision and approve its adapter again")
+                                   hint=f"re-propose the adapter for the current revision: draftset adapters propose {repo}")
         if kind == "entry":
             return HubRequestError(f"file not found in {repo} on {endpoint}: {detail}",
-                                   hint="list its files with HfApi().list_repo_files(repo_id, repo_type='dataset')")
+                                   hint=f"re-propose the adapter: draftset adapters propose {repo}")
         if kind == "unreachable":
             return unreachable(endpoint, detail)
-        status = err.response.status_code if getattr(err, "response", None) is not None else "an error"
+        status = status_of(err) or "an error"
         return HubRequestError(f"the Hub at {endpoint} answered {status} for {repo}: {detail}",
                                hint="retry; if it persists, check the server log")
     return None
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of a failed Hub/viewer request, if it got an answer."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure worth retrying: the connection broke or timed out, or the server answered 5xx."""
+    import httpx
+
+    if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
+        return True
+    status = status_of(exc)
+    return status is not None and status >= 500
 
 
 def _repo_in_text(text: str) -> str:
@@ -109,8 +129,9 @@ def _last_line(err: BaseException) -> str:
 
 
 class hub_errors(ContextDecorator):  # noqa: N801 - used like contextlib's lower-case managers
-    def __init__(self, endpoint: str | None = None, *, repo_id: str | None = None, probe: bool = True):
-        self.endpoint, self.repo_id, self.probe = endpoint, repo_id, probe
+    def __init__(self, endpoint: str | None = None, *, repo_id: str | None = None, revision: str | None = None,
+                 probe: bool = True):
+        self.endpoint, self.repo_id, self.revision, self.probe = endpoint, repo_id, revision, probe
 
     def __enter__(self) -> hub_errors:
         self.endpoint = self.endpoint or default_endpoint()
@@ -118,10 +139,9 @@ class hub_errors(ContextDecorator):  # noqa: N801 - used like contextlib's lower
             check_reachable(self.endpoint)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if exc is None or isinstance(exc, DraftsetError):
-            return False
-        mapped = translate(exc, self.endpoint or default_endpoint(), self.repo_id)
+            return
+        mapped = translate(exc, self.endpoint or default_endpoint(), self.repo_id, self.revision)
         if mapped is not None:
             raise mapped from exc
-        return False
