@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 
+from catalog import owner as _owner
 from catalog.errors import CatalogBusy, DraftsetError
 from catalog.home import Home
 
@@ -67,6 +68,14 @@ class Catalog:
         except OSError as exc:
             raise DraftsetError(f"cannot create draftset home {self.home}: {exc.strerror}",
                                 hint="set DRAFTSET_HOME to a writable folder") from exc
+        owner = _owner.owner_of(self.path)
+        if owner is not None:  # the service holds the file: one writer at a time on its instance
+            with owner.write_lock:
+                try:
+                    yield from _transaction(owner.con.cursor())
+                finally:
+                    owner.generation += 1
+            return
         con = self._connect(read_only=False)
         try:
             self._migrate(con)
@@ -97,6 +106,13 @@ class Catalog:
                 if not _is_lock_error(exc):
                     raise DraftsetError(f"cannot open catalog {self.path}: {first_line(exc)}",
                                         hint="check DRAFTSET_HOME points at a draftset home") from exc
+                service = _owner.running_service(self.home)
+                if service is not None:  # the team service holds it for its lifetime: say so at once
+                    raise CatalogBusy(
+                        f"catalog is busy: draftset serve (pid {service['pid']}) owns {self.path}",
+                        hint=f"go through it: export DRAFTSET_SERVER={service['url']} DRAFTSET_TOKEN=<your token> "
+                             "(sql, find, adapters test/approve/reject), or stop the service",
+                    ) from exc
                 if time.monotonic() >= deadline:
                     raise CatalogBusy(
                         f"catalog is busy: another draftset process is using {self.path}",
@@ -150,18 +166,59 @@ class Catalog:
                 f"no catalog at {self.path}",
                 hint="run `draftset find \"<domain>\"` first, or set DRAFTSET_HOME to an existing home",
             )
+        owner = _owner.owner_of(self.path)
+        if owner is not None:
+            # A cursor of the service's instance; whatever it does is rolled back (the SQL path also
+            # refuses non-queries before they get here).
+            cur = owner.con.cursor()
+            try:
+                cur.execute("BEGIN TRANSACTION")
+                yield cur
+            finally:
+                try:
+                    cur.execute("ROLLBACK")
+                finally:
+                    cur.close()
+            return
         con = self._connect(read_only=True)
         try:
             yield con
         finally:
             con.close()
 
+    def own(self) -> _owner.Owner:
+        """Hold the catalog open read-write for this process's lifetime (the service); migrates first."""
+        self.home.mkdir(parents=True, exist_ok=True)
+
+        def connect() -> duckdb.DuckDBPyConnection:
+            con = self._connect(read_only=False)
+            self._migrate(con)
+            return con
+
+        return _owner.own(self.path, connect)
+
+    def release(self) -> None:
+        _owner.release(self.path)
+
     def query(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run a read-only query and return rows as dicts (JSON columns stay text)."""
-        with self.reader() as con:
+        with self.reader() as con, _owner.read_slot(self.path):
             cur = con.execute(sql, params or [])
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    finally:
+        con.close()
 
 
 def upsert(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[dict[str, Any]]) -> int:

@@ -5,6 +5,7 @@ themselves, so the layout is written down exactly once (README "Layout of a home
 
     catalog.duckdb                          the catalog (catalog/db.py)
     find-checkpoints.sqlite                 LangGraph checkpoints of find runs
+    service.json                            the team service's URL and pid while it runs
     cache/hub/<owner>__<name>/<sha>.json    Hub responses per repo revision
     adapters/<owner>__<name>.yaml           the reviewable copy of each adapter spec
     data/normalized/<owner>__<name>/        ingest output (part-*.parquet)
@@ -74,6 +75,11 @@ class Home:
     @property
     def find_checkpoints(self) -> Path:
         return self.root / FIND_CHECKPOINTS
+
+    @property
+    def service_file(self) -> Path:
+        """While `draftset serve` owns the catalog: its URL and pid (catalog/owner.py)."""
+        return self.root / "service.json"
 
     @property
     def hub_cache(self) -> Path:

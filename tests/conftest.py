@@ -54,3 +54,17 @@ def home(tmp_path, monkeypatch) -> Path:
 
     common.settings.cache_clear()
     return path
+
+
+# Tests that stand up a real server (the local Hub, the dev target, a fake OpenAI server) or run the CLI in a
+# subprocess are integration tests. Marked here from what they use, so a new test is marked without anyone
+# remembering to: `pytest -m "not integration"` is the quick unit pass.
+_INTEGRATION_FIXTURES = {"hub_url", "mini_url", "fixture_home", "devserver", "devserver_url", "fake_server", "client"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        uses_server = _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
+        runs_cli = "subprocess" in getattr(getattr(item, "module", None), "__dict__", {})
+        if uses_server or runs_cli:
+            item.add_marker(pytest.mark.integration)

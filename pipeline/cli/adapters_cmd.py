@@ -112,7 +112,17 @@ def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --
     """Run the contract; exits 1 when any contract fails. Results go to adapters.contract."""
     from adapters import review, store
     from pipeline.cli import adapters_view as view
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs the contract
+        if all_ or not repos:
+            raise DraftsetError("through the service, name the adapters to test",
+                                hint="draftset adapters test OWNER/NAME ...")
+        failed = [r for r in dict.fromkeys(repos) if not _print_remote_test(client.test(r, rows))]
+        if failed:
+            console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
+            raise typer.Exit(1)
+        return
     cat, cfg = catalog(), settings()
     targets = list(repos or []) + ([r.repo_id for r in store.list_all(cat)] if all_ else [])
     if not targets:
@@ -129,6 +139,14 @@ def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --
         raise typer.Exit(1)
 
 
+def _print_remote_test(job: dict) -> bool:
+    from pipeline.cli import adapters_view as view
+
+    result = job["result"]
+    view.print_contract(result["contract"], result["repo_id"])
+    return bool(result["passed"])
+
+
 def _reviewer(by: str | None) -> str:
     return by or os.environ.get("DRAFTSET_REVIEWER") or getpass.getuser()
 
@@ -140,7 +158,13 @@ def approve(repo_id: str = REPO,
             force: bool = typer.Option(False, help="approve although the contract fails (needs --note)")) -> None:
     """Approve the current spec at the current revision (refused when the contract fails)."""
     from adapters import review
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # the service records the token's user, not --by
+        done = client.approve(repo_id, note, force)
+        console.print(f"approved {repo_id} (spec {done['spec_hash'][:12]}, revision {done['revision'][:12]}) "
+                      f"by {done['reviewed_by']} through {client.url}", highlight=False)
+        return
     record = review.approve(catalog(), repo_id, _reviewer(by), note, force)
     console.print(safe(f"approved {repo_id} (spec {record.spec_hash[:12]}, revision {record.revision[:12]}) "
                        f"by {record.reviewed_by}"), highlight=False)
@@ -151,7 +175,12 @@ def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is re
            by: str | None = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
     """Reject an adapter; ingestion refuses it."""
     from adapters import review
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:
+        client.reject(repo_id, note)
+        console.print(f"rejected {repo_id} through {client.url}", highlight=False)
+        return
     review.reject(catalog(), repo_id, _reviewer(by), note)
     console.print(f"rejected {safe(repo_id)}", highlight=False)
 

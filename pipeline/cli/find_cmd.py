@@ -89,6 +89,11 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
     if not domain and not resume:
         raise DraftsetError("no domain given", hint='draftset find "agentic coding" --samples 100000, '
                                                      "or draftset find --resume RUN_ID")
+    from pipeline.servers.service.client import remote
+
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs it (and owns the catalog)
+        _find_remote(client, domain, samples, policy, 0 if as_json else propose, resume, config, as_json)
+        return
     from agents.run import FindRequest, new_run_id
 
     cfg = _config(config, policy)
@@ -106,6 +111,26 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
     _report(final, as_json)
     if propose and not as_json:
         _propose_planned(final["state"]["plan"]["plan_id"], propose)
+
+
+def _find_remote(client, domain: str, samples: int, policy: Policy, propose: int, resume: str | None,
+                 config: Path | None, as_json: bool) -> None:
+    from pipeline.cli.find_view import AgentProgress
+
+    if resume or config:
+        raise DraftsetError("--resume and --config are not sent through the service",
+                            hint="run them on the service's host without DRAFTSET_SERVER while the service is stopped")
+    with nullcontext() if as_json else AgentProgress() as progress:
+        job = client.find(domain, samples, policy.value, propose, on_event=progress.update if progress else None)
+    result = job["result"]
+    if as_json:
+        typer.echo(json.dumps(job, default=str))
+        return
+    console.print(f"{result['domain']}: {result['samples_planned']} samples from {result['datasets']} datasets: "
+                  f"{result['headline']} (job {job['job_id']}, run {result['run_id']} on {client.url})", highlight=False)
+    if result["adapters_proposed"]:
+        console.print(f"adapters proposed: {' '.join(result['adapters_proposed'])}; review them at "
+                      f"{client.url}/adapters", highlight=False)
 
 
 def _propose_planned(plan_id: str, top: int) -> None:

@@ -30,9 +30,13 @@ def sql(query: str = typer.Argument(..., help="A SQL query over the catalog (rea
                                   help=f"Print at most this many rows (default {DEFAULT_LIMIT:,}; 0: no cap).")) -> None:
     """Query the catalog read-only (tables: search_runs, agent_runs, candidates, schemas, adapters,
     plans, plan_items, stage_runs, dedup). Writing statements are refused."""
+    from pipeline.servers.service.client import remote
+
     cap = limit or None
     shown, more = 0, False
-    with open_query(catalog(), query) as (columns, cursor):
+    client = remote()  # DRAFTSET_SERVER: the running service owns the catalog, ask it
+    opened = client.open_query(query, None if cap is None else cap + 1) if client else open_query(catalog(), query)
+    with opened as (columns, cursor):
         # One row more than the cap tells whether the cap was hit, without counting the whole answer.
         rows = iter_rows(cursor, None if cap is None else cap + 1)
 

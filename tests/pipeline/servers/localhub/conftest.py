@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 # `tests.*` imports need the repo root on sys.path (lasting fix: pytest `pythonpath = ["."]`).
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(Path(__file__).resolve().parents[4])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from pipeline.servers.localhub import serve_in_thread  # noqa: E402
-from tests.hub import minihub  # noqa: E402
+from tests.pipeline.servers.localhub import minihub  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,66 @@
+"""`draftset serve` (the team service) and `draftset users` (its users, roles and tokens)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+
+from pipeline.cli.common import catalog, console, print_table, settings
+
+users_app = typer.Typer(help="Users of the team service (draftset serve): roles and tokens.", no_args_is_help=True)
+
+
+class RoleName(str, Enum):
+    viewer = "viewer"
+    reviewer = "reviewer"
+    operator = "operator"
+
+
+def serve(host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
+          port: int = typer.Option(8800, help="port to listen on")) -> None:
+    """Run the team service on this home: HTTP API (/openapi.json), review pages, background jobs.
+
+    It owns the catalog while it runs; the CLI then goes through it (DRAFTSET_SERVER=URL
+    DRAFTSET_TOKEN=TOKEN) or says the catalog is busy."""
+    from pipeline.servers.service.server import serve as run
+
+    run(settings(), host, port)
+
+
+@users_app.command("add")
+def add(name: str = typer.Argument(..., help="user name, e.g. alice"),
+        role: RoleName = typer.Option(..., "--role", help="viewer (read, SQL) | reviewer (also test, approve, "
+                                                          "reject, map) | operator (also start jobs)")) -> None:
+    """Create a user (or replace their token); prints the token ONCE: only its hash is stored."""
+    from pipeline.servers.service.client import remote
+    from pipeline.servers.service.users import add_user
+
+    client = remote()
+    token = client.add_user(name, role.value) if client else add_user(catalog(), name, role.value)
+    console.print(f"user {name} ({role.value}); token, shown once, keep it secret:", highlight=False)
+    typer.echo(token)
+
+
+@users_app.command("list")
+def list_() -> None:
+    """Users and their roles (tokens are never shown again)."""
+    from pipeline.servers.service.users import list_users
+
+    rows = list_users(catalog())
+    print_table(["name", "role", "created", "disabled"],
+                [[r["name"], r["role"], r["created_at"], r["disabled_at"] or ""] for r in rows])
+
+
+@users_app.command("remove")
+def remove(name: str = typer.Argument(...)) -> None:
+    """Disable a user: their token stops working (within 2 s on a running service)."""
+    from pipeline.servers.service.users import remove_user
+
+    remove_user(catalog(), name)
+    console.print(f"user {name} disabled", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(users_app, name="users")

@@ -1,0 +1,229 @@
+"""The JSON API. Every route but /health needs a bearer token (or a page session) with the role it names.
+
+viewer: read and SQL · reviewer: also test, approve, reject, map · operator: also start jobs.
+Errors are {error, next}, as the CLI prints them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters import review, store
+from catalog.errors import DraftsetError
+from pipeline.servers.service import queries, review_data
+from pipeline.servers.service.auth import ApiError
+from pipeline.servers.service.jobs import Job
+from pipeline.servers.service.users import Role, User
+
+router = APIRouter()
+
+
+def service(request: Request):
+    return request.app.state.service
+
+
+def _role(needed: Role) -> Any:
+    async def check(request: Request) -> User:
+        return await service(request).auth.require(request, needed)
+
+    return Depends(check)
+
+
+# The user behind the request, checked for the role each route needs (401 without a token, 403 naming the role).
+Viewer = Annotated[User, _role("viewer")]
+Reviewer = Annotated[User, _role("reviewer")]
+Operator = Annotated[User, _role("operator")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FindBody(Strict):
+    domain: str = Field(min_length=1, max_length=200)
+    samples: int = Field(100_000, ge=1, le=100_000_000)
+    policy: Literal["heuristic", "llm"] = "heuristic"
+    propose: int = Field(5, ge=0, le=50, description="then propose adapters for the N top planned datasets")
+
+
+class SqlBody(Strict):
+    query: str = Field(min_length=1, max_length=20_000)
+    limit: int = Field(1000, ge=1, le=100_000)
+
+
+class NoteBody(Strict):
+    note: str | None = Field(None, max_length=2000)
+    force: bool = False
+
+
+class TestBody(Strict):
+    rows: int = Field(500, ge=1, le=10_000)
+
+
+@router.get("/health")
+def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/api/me")
+def me(user: Viewer) -> dict[str, str]:
+    return {"name": user.name, "role": user.role}
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+@router.post("/api/find")
+def start_find(body: FindBody, request: Request, user: Operator) -> dict[str, str]:
+    from pipeline.servers.service.work import start_find as start
+
+    job = start(service(request), body.domain, body.samples, body.policy, body.propose, user.name)
+    return {"job_id": job.job_id}
+
+
+def _job(request: Request, job_id: str) -> Job | dict[str, Any]:
+    job = service(request).jobs.get(job_id)
+    if job is None:
+        raise ApiError(404, f"no job {job_id!r}", "GET /api/jobs lists recent jobs")
+    return job
+
+
+@router.get("/api/jobs")
+def list_jobs(request: Request, user: Viewer) -> list[dict[str, Any]]:
+    return service(request).jobs.recent()
+
+
+@router.get("/api/jobs/{job_id}")
+def get_job(job_id: str, request: Request, user: Viewer) -> dict[str, Any]:
+    job = _job(request, job_id)
+    if isinstance(job, Job):
+        return job.view()
+    return {**job, "params": _loads(job["params"]), "result": _loads(job["result"]), "agents": {}}
+
+
+def fast_json(data: Any) -> Response:
+    """orjson straight to bytes: FastAPI's generic encoder walks big nested answers (specs, raw rows,
+    previews) object by object, several times slower, and under 50 readers that is the bottleneck."""
+    return Response(orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
+
+
+def _loads(text: Any) -> Any:
+    return json.loads(text) if isinstance(text, str) else text
+
+
+@router.get("/api/jobs/{job_id}/events")
+async def job_events(job_id: str, request: Request, user: Viewer) -> StreamingResponse:
+    """Server-sent events: every progress event so far, then new ones live, then `event: end`."""
+    job = _job(request, job_id)
+
+    async def stream():
+        if not isinstance(job, Job):  # a finished job of an earlier service process: its end only
+            yield f"event: end\ndata: {json.dumps({'status': job['status']})}\n\n"
+            return
+        sent = 0
+        while True:
+            while sent < len(job.events):
+                yield f"data: {json.dumps(job.events[sent], default=str)}\n\n"
+                sent += 1
+            if job.done and sent >= len(job.events):
+                yield f"event: end\ndata: {json.dumps(job.view(), default=str)}\n\n"
+                return
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(0.1)
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+# -- reading the catalog -----------------------------------------------------------------------------
+@router.post("/api/sql")
+def sql(body: SqlBody, request: Request, user: Viewer) -> Response:
+    """Read-only SQL (the CLI's guards); rows stream as one JSON document {columns, rows, truncated}."""
+    answer = queries.run_sql(service(request).catalog, body.query, body.limit)
+    if isinstance(answer, bytes):
+        return Response(answer, media_type="application/json")
+    return StreamingResponse(answer, media_type="application/json")
+
+
+@router.get("/api/candidates")
+def candidates(request: Request, user: Viewer, category: str | None = None, status: str | None = None,
+               q: str | None = Query(None, max_length=200), min_score: float | None = None,
+               limit: int = Query(200, ge=1, le=5000)) -> Response:
+    s = service(request)
+    return fast_json(s.cache.get(("candidates", category, status, q, min_score, limit),
+                                 lambda: queries.candidates(s.catalog, category, status, q, min_score, limit)))
+
+
+@router.get("/api/plan")
+def plan(request: Request, user: Viewer, plan_id: str | None = None) -> Response:
+    s = service(request)
+    found = s.cache.get(("plan", plan_id), lambda: queries.plan(s.catalog, plan_id))
+    if found is None:
+        raise ApiError(404, "no plan yet", "start a find run: POST /api/find (operator)")
+    return fast_json(found)
+
+
+@router.get("/api/adapters")
+def adapters(request: Request, user: Viewer) -> Response:
+    s = service(request)
+    return fast_json(s.cache.get("adapters", lambda: [review_data.summary(r) for r in store.list_all(s.catalog)]))
+
+
+@router.get("/api/adapters/{owner}/{name}")
+def adapter(owner: str, name: str, request: Request, user: Viewer,
+            rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS)) -> Response:
+    s = service(request)
+    return fast_json(review_data.detail(s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint,
+                                        token=s.hf_token, cache=s.cache))
+
+
+# -- reviewing -------------------------------------------------------------------------------------
+@router.post("/api/adapters/{owner}/{name}/test")
+def test_adapter(owner: str, name: str, request: Request, user: Reviewer,
+                 body: TestBody | None = None) -> dict[str, str]:
+    from pipeline.servers.service.work import start_test
+
+    job = start_test(service(request), f"{owner}/{name}", (body or TestBody()).rows, user.name)
+    return {"job_id": job.job_id}
+
+
+@router.post("/api/adapters/{owner}/{name}/approve")
+def approve(owner: str, name: str, body: NoteBody, request: Request, user: Reviewer) -> dict[str, Any]:
+    record = review.approve(service(request).catalog, f"{owner}/{name}", user.name, body.note, body.force)
+    return review_data.summary(record)
+
+
+@router.post("/api/adapters/{owner}/{name}/reject")
+def reject(owner: str, name: str, body: NoteBody, request: Request, user: Reviewer) -> dict[str, Any]:
+    record = review.reject(service(request).catalog, f"{owner}/{name}", user.name, body.note or "")
+    return review_data.summary(record)
+
+
+@router.post("/api/adapters/{owner}/{name}/map")
+def map_roles(owner: str, name: str, body: dict[str, str], request: Request,
+              user: Reviewer) -> dict[str, Any]:
+    if not body:
+        raise DraftsetError("nothing to map", hint='send {"LABEL": "ROLE"}, e.g. {"human": "user"}')
+    record = review.map_roles(service(request).catalog, f"{owner}/{name}",
+                              [f"{label}={r}" for label, r in body.items()], user.name)
+    return {**review_data.summary(record), "role_map": record.spec.role_map}
+
+
+# -- users (operators) --------------------------------------------------------------------------------
+class UserBody(Strict):
+    name: str = Field(min_length=1, max_length=64)
+    role: Literal["viewer", "reviewer", "operator"]
+
+
+@router.post("/api/users")
+def add_user(body: UserBody, request: Request, user: Operator) -> dict[str, str]:
+    """Create a user (or replace their token) while the service owns the catalog; the token is in this
+    answer only."""
+    from pipeline.servers.service.users import add_user as add
+
+    return {"name": body.name, "role": body.role, "token": add(service(request).catalog, body.name, body.role)}

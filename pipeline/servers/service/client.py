@@ -1,0 +1,132 @@
+"""The CLI's way through a running service: DRAFTSET_SERVER=URL and DRAFTSET_TOKEN=TOKEN.
+
+While `draftset serve` owns the catalog, `draftset sql`, `find`, `adapters test/approve/reject` and
+`users add` send their work here instead of opening the file. Every call has a timeout (never a hang);
+the service's {error, next} comes back as the CLI's usual one-line error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from catalog.errors import DraftsetError
+
+TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+MAX_ROWS = 100_000  # the API's per-request cap
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple[Any, ...]]):
+        self._rows = iter(rows)
+
+    def fetchmany(self, n: int) -> list[tuple[Any, ...]]:
+        return list(itertools.islice(self._rows, n))
+
+
+class Client:
+    def __init__(self, url: str, token: str):
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(base_url=self.url, timeout=TIMEOUT,
+                                  headers={"Authorization": f"Bearer {token}"})
+
+    def _call(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            resp = self._http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise DraftsetError(f"cannot reach the draftset service at {self.url}: {type(exc).__name__}",
+                                hint="check DRAFTSET_SERVER (is `draftset serve` running there?)") from exc
+        if resp.status_code >= 400:
+            try:
+                body = resp.json()
+                raise DraftsetError(f"service: {body['error']}", hint=body.get("next"))
+            except (ValueError, KeyError, TypeError):
+                raise DraftsetError(f"service answered HTTP {resp.status_code}", hint="see the service's log") from None
+        return resp.json()
+
+    # -- the commands ------------------------------------------------------------------------------
+    def sql(self, query: str, limit: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        data = self._call("POST", "/api/sql", json={"query": query, "limit": min(limit or MAX_ROWS, MAX_ROWS)})
+        return data["columns"], [tuple(r) for r in data["rows"]]
+
+    @contextmanager
+    def open_query(self, query: str, limit: int | None):
+        """catalog.sql.open_query's shape (columns, something with fetchmany), answered by the service."""
+        columns, rows = self.sql(query, limit)
+        yield columns, (_Rows(rows) if columns else None)
+
+    def approve(self, repo_id: str, note: str | None, force: bool) -> dict[str, Any]:
+        return self._call("POST", f"/api/adapters/{repo_id}/approve", json={"note": note, "force": force})
+
+    def reject(self, repo_id: str, note: str) -> dict[str, Any]:
+        return self._call("POST", f"/api/adapters/{repo_id}/reject", json={"note": note})
+
+    def test(self, repo_id: str, rows: int, timeout_s: float = 600) -> dict[str, Any]:
+        job = self._call("POST", f"/api/adapters/{repo_id}/test", json={"rows": rows})
+        return self.wait(job["job_id"], timeout_s)
+
+    def find(self, domain: str, samples: int, policy: str, propose: int,
+             on_event: Callable[[dict[str, Any]], None] | None = None, timeout_s: float = 3600) -> dict[str, Any]:
+        job = self._call("POST", "/api/find", json={"domain": domain, "samples": samples, "policy": policy,
+                                                    "propose": propose})
+        for event in self.events(job["job_id"], timeout_s):
+            if on_event is not None:
+                on_event(event)
+        return self.wait(job["job_id"], 30)
+
+    def add_user(self, name: str, role: str) -> str:
+        return self._call("POST", "/api/users", json={"name": name, "role": role})["token"]
+
+    # -- jobs ----------------------------------------------------------------------------------------
+    def events(self, job_id: str, timeout_s: float) -> Iterator[dict[str, Any]]:
+        """The job's progress events (server-sent) until it ends."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            with self._http.stream("GET", f"/api/jobs/{job_id}/events",
+                                   timeout=httpx.Timeout(timeout_s, connect=5.0, read=60.0)) as resp:
+                kind = "message"
+                for line in resp.iter_lines():
+                    if line.startswith("event:"):
+                        kind = line[6:].strip()
+                    elif line.startswith("data:"):
+                        if kind == "end":
+                            return
+                        yield json.loads(line[5:])
+                    if time.monotonic() > deadline:
+                        return
+        except httpx.HTTPError as exc:
+            raise DraftsetError(f"lost the job's progress stream from {self.url}: {type(exc).__name__}",
+                                hint=f"the job goes on in the service: GET {self.url}/api/jobs/{job_id}") from exc
+
+    def wait(self, job_id: str, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self._call("GET", f"/api/jobs/{job_id}")
+            if job["status"] in ("ok", "failed", "interrupted"):
+                if job["status"] != "ok":
+                    raise DraftsetError(f"service job {job_id} {job['status']}: {job.get('error')}",
+                                        hint=job.get("next"))
+                return job
+            if time.monotonic() > deadline:
+                raise DraftsetError(f"service job {job_id} still running after {timeout_s:.0f} s",
+                                    hint=f"it goes on in the service: GET {self.url}/api/jobs/{job_id}")
+            time.sleep(0.2)
+
+
+def remote() -> Client | None:
+    """A client when DRAFTSET_SERVER is set (then DRAFTSET_TOKEN must be too), else None."""
+    from pipeline.cli.common import settings
+
+    s = settings()
+    if not s.server_url:
+        return None
+    if s.server_token is None:
+        raise DraftsetError(f"DRAFTSET_SERVER is set ({s.server_url}) but DRAFTSET_TOKEN is not",
+                            hint="export DRAFTSET_TOKEN=<the token `draftset users add` printed for you>")
+    return Client(s.server_url, s.server_token.get_secret_value())

@@ -1,0 +1,169 @@
+"""Background jobs of the service: find runs (the LangGraph graph) and adapter contract tests.
+
+Each job runs on a worker thread of its own pool (find has an event loop of its own there), records
+its progress events in memory for the SSE stream and the job page, and its status and result in the
+catalog's `service_jobs` table, so `GET /api/jobs/{id}` still answers after a restart. A job that was
+running when the service stopped is marked `interrupted` at the next start (find can be resumed with
+`draftset find --resume RUN_ID`: the graph's checkpoint survives).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from catalog.db import Catalog, first_line
+from catalog.errors import DraftsetError
+
+MAX_EVENTS = 2000  # per job, for late SSE subscribers; a find run on the fixture Hub emits ~150
+
+
+@dataclass
+class Job:
+    job_id: str
+    kind: str
+    params: dict[str, Any]
+    started_by: str
+    status: str = "queued"
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    hint: str | None = None
+    started_at: datetime = field(default_factory=datetime.now)
+    finished_at: datetime | None = None
+    emit: Callable[[dict[str, Any]], None] = field(default=lambda event: None, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("ok", "failed", "interrupted")
+
+    def view(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "kind": self.kind, "params": self.params, "status": self.status,
+                "started_by": self.started_by, "started_at": self.started_at, "finished_at": self.finished_at,
+                "agents": self.agents, "result": self.result, "error": self.error, "next": self.hint}
+
+
+def _row(job: Job) -> dict[str, Any]:
+    return {"job_id": job.job_id, "kind": job.kind, "params": job.params, "status": job.status,
+            "started_by": job.started_by, "started_at": job.started_at, "finished_at": job.finished_at,
+            "error": job.error, "result": job.result}
+
+
+class Jobs:
+    """The service's job runner: at most `workers` jobs at once, the rest queue."""
+
+    def __init__(self, catalog: Catalog, workers: int = 2):
+        self.catalog = catalog
+        self.jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="service-job")
+        with catalog.writer() as con:  # jobs of a previous service process can no longer be running
+            con.execute("UPDATE service_jobs SET status = 'interrupted', finished_at = ? "
+                        "WHERE status IN ('queued', 'running')", [datetime.now()])
+
+    def submit(self, kind: str, params: dict[str, Any], user: str, work: Callable[[Job], dict[str, Any]]) -> Job:
+        job = Job(f"{kind}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", kind, params, user)
+        job.emit = lambda event: self.event(job, event)
+        with self._lock:
+            self.jobs[job.job_id] = job
+        self._save(job)
+        self._pool.submit(self._run, job, work)
+        return job
+
+    def get(self, job_id: str) -> Job | dict[str, Any] | None:
+        """A live job, else the stored row of a past one (as a plain dict), else None."""
+        if job_id in self.jobs:
+            return self.jobs[job_id]
+        rows = self.catalog.query("SELECT * FROM service_jobs WHERE job_id = ?", [job_id])
+        return rows[0] if rows else None
+
+    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        return self.catalog.query("SELECT job_id, kind, status, started_by, started_at, finished_at, error "
+                                  "FROM service_jobs ORDER BY started_at DESC LIMIT ?", [limit])
+
+    def event(self, job: Job, event: dict[str, Any]) -> None:
+        """Record one progress event (called from the job's thread)."""
+        if "category" in event:
+            row = job.agents.setdefault(event["category"], {})
+            row.update({k: v for k, v in event.items() if k != "category" and not isinstance(v, (dict, list))})
+        if len(job.events) < MAX_EVENTS:
+            job.events.append(event)
+
+    def _run(self, job: Job, work: Callable[[Job], dict[str, Any]]) -> None:
+        job.status = "running"
+        self._save(job)
+        try:
+            job.result = work(job)
+            job.status = "ok"
+        except DraftsetError as exc:
+            job.status, job.error, job.hint = "failed", str(exc), exc.hint
+        except Exception as exc:  # a bug: the job fails with its first line, the service keeps running
+            job.status, job.error = "failed", f"{type(exc).__name__}: {first_line(exc)}"
+        job.finished_at = datetime.now()
+        self.event(job, {"stage": "job", "status": job.status, "error": job.error})
+        try:
+            self._save(job)
+        except DraftsetError:
+            pass  # the in-memory job still answers; the row says running until the next start
+
+    def _save(self, job: Job) -> None:
+        self.catalog.upsert("service_jobs", [_row(job)])
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# -- the work itself --------------------------------------------------------------------------------
+def find_work(env, request, propose: int, propose_one: Callable[[str], Any]) -> Callable[[Job], dict[str, Any]]:
+    """A find run through the LangGraph graph, then adapters proposed for the plan's top `propose` items."""
+
+    def work(job: Job) -> dict[str, Any]:
+        from agents.planning import headline
+        from agents.run import new_run_id, stream_find
+
+        run_id = new_run_id()
+        job.params["run_id"] = run_id
+
+        async def drive() -> dict[str, Any]:
+            final: dict[str, Any] = {}
+            async for event in stream_find(env, request, run_id=run_id):
+                if event.get("stage") == "finished":
+                    final = event
+                else:
+                    job.emit(event)
+            return final
+
+        state = asyncio.run(drive())["state"]
+        plan, summary = state["plan"], state["summary"]
+        totals = plan["totals"]
+        proposed, failed = [], []
+        for item in sorted(plan["items"], key=lambda i: -(i.get("est_samples") or 0))[:propose]:
+            job.emit({"stage": "propose", "repo_id": item["repo_id"]})
+            try:
+                propose_one(item["repo_id"])
+                proposed.append(item["repo_id"])
+            except DraftsetError as exc:
+                failed.append({"repo_id": item["repo_id"], "error": str(exc)})
+        return {"run_id": run_id, "plan_id": plan["plan_id"], "domain": state["domain"],
+                "headline": headline(totals), "regen_hours": totals["regen_hours"],
+                "hidden_state_tb": totals["hidden_state_bytes"] / 1e12,
+                "samples_planned": totals.get("samples_planned"), "datasets": len(plan["items"]),
+                "agents_ok": summary["agents_ok"], "agents_failed": summary["agents_failed"],
+                "adapters_proposed": proposed, "adapters_failed": failed}
+
+    return work
+
+
+def wait(job: Job, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not job.done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return job.done

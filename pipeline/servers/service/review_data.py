@@ -1,0 +1,93 @@
+"""What the API and the review page show about an adapter: spec, reasons, contract, raw → canonical previews.
+
+Previews read the pinned revision's files (cached on disk by huggingface_hub after the first read) and
+apply the spec row by row; they are kept in memory per (spec hash, revision, rows), so reviewers and the
+benchmark's readers do not re-read files on every request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from adapters import store
+from adapters.apply import RowError, apply_row, role_labels
+from adapters.source import iter_raw_rows
+from catalog.db import Catalog
+from pipeline.servers.service.cache import Cache
+
+MAX_PREVIEW_ROWS = 50
+_CACHE: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def summary(record: store.AdapterRecord) -> dict[str, Any]:
+    contract = record.contract or {}
+    return {"repo_id": record.repo_id, "status": record.status, "mode": record.spec.mode,
+            "layout": record.spec.layout, "category": record.spec.category, "revision": record.revision,
+            "spec_hash": record.spec_hash,
+            "contract": ("not run" if not contract else ("pass" if contract.get("passed") else "fail")
+                         + ("" if record.contract_current else " (old spec)")),
+            "yield": contract.get("yield"), "reviewed_by": record.reviewed_by, "reviewed_at": record.reviewed_at,
+            "note": record.note, "stale": record.status == "stale"}
+
+
+def stale_reason(record: store.AdapterRecord) -> str | None:
+    """Why an approval no longer holds (the gate's own two conditions), for the page to say."""
+    if record.status != "stale":
+        return None
+    if record.approved_spec_hash != record.spec_hash:
+        return (f"approved by {record.reviewed_by} for spec {str(record.approved_spec_hash)[:12]}; "
+                f"the spec is now {record.spec_hash[:12]}")
+    return (f"approved by {record.reviewed_by} for revision {str(record.approved_revision)[:12]}; "
+            f"the dataset is now at {record.revision[:12]}")
+
+
+def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: str | None) -> list[dict[str, Any]]:
+    """The first `rows` raw rows beside their canonical records (or the row's error), turn by turn."""
+    rows = max(0, min(rows, MAX_PREVIEW_ROWS))
+    key = (record.repo_id, record.spec_hash, record.revision, rows)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    out = []
+    for raw in iter_raw_rows(record.spec, endpoint=endpoint, token=token, limit=rows) if rows else ():
+        item: dict[str, Any] = {"row_index": raw.row_index, "raw": raw.row, "labels": [], "canonical": [],
+                                "error": raw.error}
+        if raw.row is not None:
+            item["labels"] = role_labels(record.spec, raw.row)
+            try:
+                item["canonical"] = [c.model_dump(mode="json") for c in apply_row(record.spec, raw.row_index,
+                                                                                  raw.row)]
+            except RowError as exc:
+                item["error"] = f"{exc.field}: {exc.reason}"
+        out.append(item)
+    with _CACHE_LOCK:
+        _CACHE[key] = out
+        while len(_CACHE) > 64:
+            _CACHE.popitem(last=False)
+    return out
+
+
+def detail(catalog: Catalog, repo_id: str, rows: int, *, endpoint: str, token: str | None,
+           cache: Cache | None = None) -> dict[str, Any]:
+    """Everything the review page shows; all but the previews is cached until the next catalog write."""
+    record, data = (cache.get(("detail", repo_id), lambda: _detail(catalog, repo_id)) if cache
+                    else _detail(catalog, repo_id))
+    return {**data, "previews": previews(record, rows, endpoint=endpoint, token=token)}
+
+
+def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[str, Any]]:
+    record = store.require(catalog, repo_id)
+    spec = record.spec
+    contract = record.contract
+    return record, {**summary(record), "stale_reason": stale_reason(record),
+            "spec": spec.model_dump(mode="json", exclude={"golden", "reasons"}),
+            "spec_yaml": spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml(),
+            "reasons": [{"field": f, "reason": why, "needs_review": f in spec.needs_review}
+                        for f, why in spec.reasons.items()],
+            "role_map": spec.role_map,
+            "role_counts": (contract or {}).get("role_counts") or {},
+            "contract_current": record.contract_current, "contract_result": contract}

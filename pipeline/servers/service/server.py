@@ -1,0 +1,37 @@
+"""Run the service: in the foreground (`draftset serve`) or on a thread (tests, the benchmark)."""
+
+from __future__ import annotations
+
+from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread, url_for
+from pipeline.settings import Settings
+
+
+def _server(settings: Settings, url: str, log_level: str, access_log: bool):
+    import uvicorn
+
+    from pipeline.servers.service.app import create_app
+
+    # The access log shows method, path and status only: tokens travel in headers and form bodies.
+    return uvicorn.Server(uvicorn.Config(create_app(settings, url=url), log_level=log_level,
+                                         access_log=access_log, timeout_graceful_shutdown=5))
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8800) -> None:
+    """Serve until interrupted (Ctrl-C stops it; running jobs are marked interrupted at the next start)."""
+    from catalog.db import Catalog
+
+    sock = bind(host, port)  # a busy port is one clear error before the catalog is taken
+    Catalog(settings.home).own()  # a busy catalog is one clear error, not a failed startup's traceback
+    url = url_for(host if host not in ("0.0.0.0", "::") else "127.0.0.1", sock.getsockname()[1])
+    print(f"draftset service on {url} for home {settings.home} (API docs: {url}/docs)", flush=True)
+    _server(settings, url, "info", True).run(sockets=[sock])
+
+
+def serve_in_thread(settings: Settings, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
+    """Start on a daemon thread; returns once the catalog is owned and the server accepts connections."""
+    holder: dict[str, str] = {}
+
+    def make():
+        return _server(settings, holder.get("url", ""), "warning", False)
+
+    return start_in_thread(make, host, port, name="the draftset service")
