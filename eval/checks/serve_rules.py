@@ -1,171 +1,182 @@
-"""The serving rules `check serve` enforces, one small function each (DESIGN.md "SGLang serving rules")."""
+"""The SGLang launch-command rules `check serve` enforces, one small function each.
+
+Each finding carries a stable rule id and the SGLang 0.5.23 file it follows (README lists them all).
+The command has already been read by SGLang's own argument table (sglang_args.py) and its startup
+resolution replayed (sglang_startup.py); these rules compare the outcome with what the draft needs.
+"""
 
 from __future__ import annotations
 
-import json
+import difflib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.errors import DraftsetError
-from eval.checks.sglang_args import LaunchCommand
-from pipeline.capture.layers import default_aux_layers, from_sglang, sglang_uncapturable, to_sglang
-from pipeline.capture.manifest import MANIFEST, CaptureManifest, model_revision, template_sha256
-from pipeline.train.export import SGLANG_BUFFERS, SGLANG_PREFIXES, WEIGHTS
+from eval.checks.serve_context import Draft, Finding
+from eval.checks.sglang_args import LaunchCommand, resolve_flag
+from eval.checks.sglang_flags import SGLANG_VERSION, builtin_table
+from eval.checks.sglang_startup import HOOK, Startup
 
-ALGO, DRAFT = "--speculative-algorithm", "--speculative-draft-model-path"
-STEPS, TOPK, NDT = "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"
-SGLANG_KEYS = (*SGLANG_PREFIXES, "embed_tokens.")   # SGLang also loads a draft's own embedding
-REQUIRED = ("fc.weight", "midlayer.self_attn.q_proj.weight", "norm.weight", "lm_head.weight", "d2t")
-
-
-@dataclass
-class Finding:
-    flag: str
-    problem: str
-    why: str
-    fix: str
-    changes: dict[str, str | None] = field(default_factory=dict)   # flag edits for the corrected command
+V = SGLANG_VERSION
+ARGS_SRC = f"python/sglang/srt/server_args.py (prepare_server_args, argparse), SGLang {V}"
+HOOK_SRC = f"{HOOK}, SGLang {V}"
+ALGO, DRAFT = "speculative_algorithm", "speculative_draft_model_path"
+STEPS, TOPK, NDT = "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"
 
 
 @dataclass
-class Context:
-    draft_dir: Path
+class SGLangContext:
+    draft: Draft
     cmd: LaunchCommand
-    cfg: dict
-    manifest: CaptureManifest
-    shapes: dict[str, list[int]]
-    system_prompt: str | None
-    thinking: bool | None
-
-    @classmethod
-    def load(cls, draft_dir: Path, cmd: LaunchCommand, system_prompt, thinking) -> Context:
-        from safetensors import safe_open
-
-        for need in ("config.json", WEIGHTS, MANIFEST):
-            if not (draft_dir / need).exists():
-                raise DraftsetError(f"{draft_dir} has no {need}", hint="export the draft with `draftset export`")
-        with safe_open(str(draft_dir / WEIGHTS), framework="numpy") as f:  # shapes only: no torch
-            shapes = {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
-        return cls(draft_dir, cmd, json.loads((draft_dir / "config.json").read_text()),
-                   CaptureManifest.load(draft_dir), shapes, system_prompt, thinking)
+    startup: Startup
+    target: dict
+    target_origin: str
 
     @property
-    def ttt_steps(self) -> int:
-        return int(self.cfg.get("draftset", {}).get("ttt_steps", 7))
+    def arch(self) -> str | None:
+        return (self.target.get("architectures") or [None])[0]
 
 
-def algorithm(c: Context) -> Iterator[Finding]:
-    algo = c.cmd.get(ALGO)
-    if algo != "EAGLE3":
-        yield Finding(ALGO, f"{ALGO} is {algo!r}, the draft is an EAGLE-3 draft with {len(c.manifest.taps.aux)} aux taps",
-                      "only EAGLE3 makes SGLang capture the aux hidden states; under EAGLE the fc layer is silently "
-                      "skipped and accept length is 1.00 with no error", f"{ALGO} EAGLE3", {ALGO: "EAGLE3"})
+def parse_errors(cmd: LaunchCommand) -> Iterator[Finding]:
+    """The server would exit before loading anything (argparse exit 2, or `sglang serve` without a model)."""
+    f = cmd.failure
+    if f is None:
+        return
+    msg = str(f)
+    if "config_parser" in cmd.failure_source:
+        yield Finding("sglang.args.config", "error", "--config", msg, "prepare_server_args raises before parsing",
+                      "give one existing .yaml/.yml file holding a mapping", cmd.failure_source + f", SGLang {V}")
+        return
+    if f.status == 1:
+        yield Finding("sglang.args.model_path", "error", "--model-path", msg, "the server exits at once",
+                      "sglang serve MODEL ... or --model-path MODEL (spelled out)", cmd.failure_source + f", SGLang {V}")
+        return
+    if msg.startswith("ambiguous option"):
+        written = msg.split(":", 1)[1].split(" could match")[0].strip()
+        written_flag = written.partition("=")[0]
+        options = resolve_flag(written_flag)
+        best = _suggest(written_flag, options)
+        yield Finding("sglang.args.ambiguous", "error", written_flag, f"argparse exits 2: {msg}",
+                      "argparse accepts a prefix only when it names exactly one option; the server never starts",
+                      f"spell it out: {best}", ARGS_SRC)
+    elif msg.startswith("unrecognized arguments"):
+        unknown = msg.split(":", 1)[1].split()
+        flags = [u for u in unknown if u.startswith("-")]
+        hint = "; ".join(f"{u.partition('=')[0]} → {_suggest(u.partition('=')[0], _all_flags())}" for u in flags[:3])
+        yield Finding("sglang.args.unknown", "error", " ".join(flags) or unknown[0], f"argparse exits 2: {msg}",
+                      "SGLang rejects any flag it does not register; the server never starts",
+                      hint or "remove the stray positional argument (sglang serve takes the model only first)",
+                      ARGS_SRC)
+    elif f.status == 0:
+        yield Finding("sglang.args.help", "error", "-h/--help", "the command prints help and exits 0",
+                      "no server is started", "remove -h/--help", ARGS_SRC)
+    else:
+        yield Finding("sglang.args.invalid", "error", msg.split(":")[0].replace("argument ", ""),
+                      f"argparse exits 2: {msg}", "the server never starts", "give the flag a valid value", ARGS_SRC)
 
 
-def draft_path(c: Context) -> Iterator[Finding]:
+def _all_flags() -> list[str]:
+    return [f for spec in builtin_table()["actions"] for f in spec["flags"] if f.startswith("--")]
+
+
+def _suggest(written: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(written, options, n=1, cutoff=0.5)
+    return close[0] if close else (options[0] if options else "(no close SGLang flag)")
+
+
+def algorithm(c: SGLangContext) -> Iterator[Finding]:
+    s, taps = c.startup, c.draft.trained_taps or []
+    flag = c.cmd.written(ALGO)
+    if s.crash and s.crash.startswith("ValueError: Unknown") or s.crash and "Gemma4" in s.crash:
+        yield Finding("sglang.algorithm.unknown", "error", flag, s.crash, "startup raises before loading weights",
+                      f"{flag} EAGLE3", f"{s.crash_source}, SGLang {V}", {ALGO: "EAGLE3"})
+    elif s.algorithm is None:
+        yield Finding("sglang.algorithm.missing", "error", "--speculative-algorithm",
+                      f"no speculative algorithm{' (' + repr(s.written) + ')' if s.written else ''}: "
+                      "the draft is never loaded", "SGLang serves without speculation; --speculative-draft-model-path "
+                      "alone does nothing", "--speculative-algorithm EAGLE3", HOOK_SRC, {ALGO: "EAGLE3"})
+    elif s.algorithm != "EAGLE3":
+        alias = f" ({s.written} is read as {s.algorithm})" if (s.written or "").upper() != s.algorithm else ""
+        yield Finding("sglang.algorithm.not_eagle3", "error", flag,
+                      f"{flag} {s.written}{alias}; the draft is an EAGLE-3 draft with {len(taps)} aux taps",
+                      "only EAGLE3 makes SGLang capture aux hidden states (spec_aux_hidden_state.py); under "
+                      "EAGLE/NEXTN the fc layer is skipped silently and accept length is 1.00 with no error",
+                      f"{flag} EAGLE3", f"{HOOK} (_resolve_speculative_algorithm_alias) + "
+                      f"python/sglang/srt/speculative/spec_info.py (is_eagle3), SGLang {V}", {ALGO: "EAGLE3"})
+
+
+def draft_path(c: SGLangContext) -> Iterator[Finding]:
     given = c.cmd.get(DRAFT)
-    if given is None or Path(given).resolve() != c.draft_dir.resolve():
-        yield Finding(DRAFT, f"{DRAFT} is {given!r}, not the checked draft {c.draft_dir}",
-                      "the server would load a different (or no) draft than the one these checks describe",
-                      f"{DRAFT} {c.draft_dir}", {DRAFT: str(c.draft_dir)})
+    if given is None or Path(given).resolve() != c.draft.directory.resolve():
+        yield Finding("sglang.draft.path", "error", c.cmd.written(DRAFT),
+                      f"draft path is {given!r}, not the checked draft {c.draft.directory}",
+                      "the server would load another draft (or, on DeepSeek-family targets, the target itself as an "
+                      "MTP draft) than the one these checks describe", f"--speculative-draft-model-path "
+                      f"{c.draft.directory}", HOOK_SRC, {DRAFT: str(c.draft.directory)})
 
 
-def chain_shape(c: Context) -> Iterator[Finding]:
-    topk, steps, ndt = c.cmd.get_int(TOPK), c.cmd.get_int(STEPS), c.cmd.get_int(NDT)
-    if topk == 1 and steps is not None and ndt is not None and ndt != steps + 1:
-        new_steps = min(ndt - 1, c.ttt_steps)
-        yield Finding(f"{STEPS}/{NDT}", f"topk 1 with {steps} steps and {ndt} draft tokens",
-                      f"with topk 1 SGLang forces num_draft_tokens = num_steps + 1 = {steps + 1}, silently; the draft "
-                      f"was trained for {c.ttt_steps} steps",
-                      f"{STEPS} {new_steps} {NDT} {new_steps + 1}", {STEPS: str(new_steps), NDT: str(new_steps + 1)})
+def chain(c: SGLangContext) -> Iterator[Finding]:
+    s, ttt = c.startup, c.draft.ttt_steps
+    if (s.algorithm or "") not in ("EAGLE", "EAGLE3", "STANDALONE") and not (s.crash and "_handle_eagle_family" in s.crash):
+        return
+    if s.crash and "AssertionError" in s.crash:
+        steps = ttt or 3
+        yield Finding("sglang.chain.topk_without_steps", "error", "--speculative-num-steps", s.crash,
+                      "startup stops on the assertion; SGLang only auto-chooses when all three are unset",
+                      f"add --speculative-num-steps {steps}", HOOK_SRC, {STEPS: str(steps)})
+        return
+    if s.crash and "TypeError" in s.crash:
+        ndt = c.cmd.get(NDT)
+        yield Finding("sglang.chain.steps_without_topk", "error", "--speculative-eagle-topk", s.crash,
+                      "startup crashes: steps without topk is not a configuration SGLang completes",
+                      "add --speculative-eagle-topk 1" + ("" if ndt else f" --speculative-num-draft-tokens "
+                                                          f"{c.cmd.get(STEPS) + 1}"),
+                      HOOK_SRC, {TOPK: "1", **({} if ndt else {NDT: str(c.cmd.get(STEPS) + 1)})})
+        return
+    if s.adaptive or ttt is None:
+        return
+    if s.auto is not None and s.auto[0] != ttt:
+        topk = s.auto[1]
+        ndt = ttt + 1 if topk == 1 else max(s.auto[2], ttt + 1)
+        yield Finding("sglang.chain.auto_mismatch", "warning", "--speculative-num-steps",
+                      f"no steps/topk/draft tokens given: SGLang picks {s.auto} for {c.arch} but the draft was "
+                      f"trained for {ttt} steps", "the auto-choice depends on the target architecture "
+                      "(_auto_choose_speculative_params), not on the draft",
+                      f"--speculative-num-steps {ttt} --speculative-eagle-topk {topk} --speculative-num-draft-tokens {ndt}",
+                      HOOK_SRC, {STEPS: str(ttt), TOPK: str(topk), NDT: str(ndt)})
+    if s.forced_draft_tokens is not None:
+        given, forced = s.forced_draft_tokens
+        steps = min(max(given or 0, forced) - 1, ttt)
+        yield Finding("sglang.chain.topk1_draft_tokens", "error",
+                      f"{c.cmd.written(STEPS)}/{c.cmd.written(NDT)}",
+                      f"topk 1 with {s.steps} steps and {given} draft tokens",
+                      f"with topk 1 SGLang forces num_draft_tokens = num_steps + 1 = {forced}, with only a log line; "
+                      f"the draft was trained for {ttt} steps",
+                      f"--speculative-num-steps {steps} --speculative-num-draft-tokens {steps + 1}", HOOK_SRC,
+                      {STEPS: str(steps), NDT: str(steps + 1)})
+    elif s.steps is not None and s.auto is None and s.steps > ttt:
+        yield Finding("sglang.chain.beyond_training", "warning", c.cmd.written(STEPS),
+                      f"{s.steps} speculative steps, the draft was trained for {ttt} (TTT steps)",
+                      "steps past the trained horizon are drafted from states the draft never learned to read",
+                      f"--speculative-num-steps {ttt}" + (f" --speculative-num-draft-tokens {ttt + 1}"
+                                                          if s.topk == 1 else ""), HOOK_SRC,
+                      {STEPS: str(ttt), **({NDT: str(ttt + 1)} if s.topk == 1 else {})})
+    if s.topk is not None and s.topk > 1 and s.draft_tokens is None:
+        yield Finding("sglang.chain.tree_size", "warning", "--speculative-num-draft-tokens",
+                      f"topk {s.topk} without --speculative-num-draft-tokens", "nothing in startup sets the tree size "
+                      "when topk > 1", "set --speculative-num-draft-tokens explicitly", HOOK_SRC)
 
 
-def layer_ids(c: Context) -> Iterator[Finding]:
-    m, n = c.manifest, c.manifest.n_layers
-    expected = to_sglang(m.taps.aux)
-    uncapturable = sglang_uncapturable(n, expected)
-    nested = (c.cfg.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
-    top = c.cfg.get("eagle_aux_hidden_state_layer_ids")
-    recapture = (f"recapture and retrain with capturable taps: draftset capture BUILD --model {m.model_dir} "
-                 f"--layers {','.join(map(str, default_aux_layers(n)))}; draftset train CAPTURE")
-    if uncapturable:
-        yield Finding("draft config.json (capture manifest taps)",
-                      f"the draft was trained on HF taps {m.taps.aux}; as SGLang ids {expected} "
-                      f"{uncapturable} can never be captured (0 = embedding; ids ≥ {n - 1})",
-                      "serving would feed the draft other layers than it was trained on", recapture)
-    key = "eagle_config.eagle_aux_hidden_state_layer_ids"
-    if nested != expected:
-        hint = (" (these are the HF/vLLM ids: SGLang adds +1, so every tap is one layer late)"
-                if nested == m.taps.aux else "")
-        yield Finding(f"draft config.json {key}",
-                      f"SGLang would capture ids {nested} (HF {from_sglang(nested) if nested else 'defaults'}) but "
-                      f"training used HF {m.taps.aux}{hint}",
-                      "a wiring mismatch keeps the server running while acceptance falls toward chance",
-                      f"set {key} = {expected} (draftset export writes it from the manifest)"
-                      if not uncapturable else recapture)
-    if top != m.taps.aux:
-        yield Finding("draft config.json eagle_aux_hidden_state_layer_ids",
-                      f"top-level ids {top} differ from the manifest's HF ids {m.taps.aux}",
-                      "vLLM/speculators read this key as-is", f"set eagle_aux_hidden_state_layer_ids = {m.taps.aux}")
-
-
-def weight_keys(c: Context) -> Iterator[Finding]:
-    foreign = sorted(k for k in c.shapes if not (k.startswith(SGLANG_KEYS) or k in SGLANG_BUFFERS))
-    missing = [k for k in REQUIRED if k not in c.shapes]
-    if foreign or missing:
-        renamed = sorted({k.split(".", 2)[2].split(".")[0] for k in foreign if k.startswith("layers.0.")})
-        yield Finding("draft model.safetensors keys",
-                      f"keys SGLang does not load: {foreign[:4]}{'…' if len(foreign) > 4 else ''}; missing: {missing}",
-                      "SGLang's llama_eagle3 loader skips unknown names silently, so those weights stay random",
-                      "rename layers.0.* → midlayer.* " + (f"({', '.join(renamed)}) " if renamed else "")
-                      + "and re-export: draftset export CHECKPOINT")
-
-
-def vocab(c: Context) -> Iterator[Finding]:
-    k, v = c.cfg.get("draft_vocab_size"), c.cfg.get("vocab_size")
-    facts = {"lm_head rows": (c.shapes.get("lm_head.weight") or [None])[0], "d2t length": (c.shapes.get("d2t") or [None])[0]}
-    bad = {name: got for name, got in facts.items() if got != k}
-    if (c.shapes.get("t2d") or [None])[0] not in (None, c.manifest.vocab_size) or v != c.manifest.vocab_size:
-        bad["target vocab"] = v
-    if bad:
-        yield Finding("draft config.json draft_vocab_size/vocab_size", f"draft_vocab_size {k} vs {bad}; target vocab "
-                      f"{c.manifest.vocab_size}", "a mismatched d2t maps draft tokens to the wrong target tokens",
-                      "re-export from the checkpoint with the build's vocab.safetensors")
-
-
-def context_length(c: Context) -> Iterator[Finding]:
-    trained = c.cfg.get("draftset", {}).get("max_length") or c.manifest.max_length
-    served = c.cmd.get_int("--context-length")
+def context_length(c: SGLangContext) -> Iterator[Finding]:
+    m = c.draft.manifest
+    trained = c.draft.meta.get("max_length") or (m.max_length if m else None)
+    served = c.cmd.get("context_length")
     if trained and served and served > trained:
-        yield Finding("--context-length", f"serving context {served} > training length {trained}",
-                      "past its training length the draft's acceptance collapses and speculation costs more than it saves",
-                      f"--context-length {trained}, or train on longer rows", {"--context-length": str(trained)})
+        yield Finding("serve.context_length", "warning", c.cmd.written("context_length"),
+                      f"serving context {served} > training length {trained}",
+                      "past its training length the draft's acceptance collapses", f"--context-length {trained}, "
+                      "or train on longer rows", "draft config.json (draftset.max_length)",
+                      {"context_length": str(trained)})
 
 
-def template_and_target(c: Context) -> Iterator[Finding]:
-    m = c.manifest
-    model_path = Path(c.cmd.get("--model-path") or "")
-    if model_path.is_dir() and (model_path / "config.json").exists() and model_revision(model_path) != m.model_revision:
-        yield Finding("--model-path", f"target {model_path} is not the captured target ({m.model_id} {m.model_revision})",
-                      "the draft predicts the hidden states of the model it was trained on", f"--model-path {m.model_dir}",
-                      {"--model-path": m.model_dir})
-    flag = c.cmd.get("--chat-template")
-    if flag is not None and m.chat_template_sha256:
-        if template_sha256(Path(flag)) != m.chat_template_sha256:
-            yield Finding("--chat-template", f"serving template {flag!r} differs from the training template "
-                          f"(sha256 {m.chat_template_sha256[:12]}…)", "prompts tokenised differently from training "
-                          "shift every hidden state the draft sees", "drop --chat-template to use the model's own "
-                          "template", {"--chat-template": None})
-    if c.system_prompt is not None and c.system_prompt != (m.system_prompt or ""):
-        yield Finding("client system prompt", f"serving system prompt {c.system_prompt[:40]!r} ≠ training "
-                      f"{(m.system_prompt or '')[:40]!r}", "a system-prompt mismatch cut accept length 5.88 → 2.42 in "
-                      "SGLang's own tests", "send the training system prompt, or rebuild with the serving one")
-    if c.thinking is not None and m.thinking is not None and c.thinking != m.thinking:
-        yield Finding("client thinking mode", f"serving thinking={c.thinking}, training thinking={m.thinking}",
-                      "thinking and non-thinking answers are different distributions for the draft",
-                      f"serve with enable_thinking={m.thinking}, or rebuild and retrain with thinking={c.thinking}")
-
-
-RULES: list[Callable[[Context], Iterator[Finding]]] = [
-    algorithm, draft_path, chain_shape, layer_ids, weight_keys, vocab, context_length, template_and_target]
+FLAG_RULES: list[Callable[[SGLangContext], Iterator[Finding]]] = [algorithm, draft_path, chain, context_length]

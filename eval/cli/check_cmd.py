@@ -36,21 +36,44 @@ def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name o
 
 @check_app.command("serve")
 def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
-                    command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ..."),
+                    command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ... | sglang "
+                                                        "serve MODEL ... | vllm serve MODEL --speculative-config JSON"),
                     system_prompt: str | None = typer.Option(None, help="system prompt clients will send"),
                     thinking: bool | None = typer.Option(None, "--thinking/--no-thinking",
-                                                            help="thinking mode clients will request")) -> None:
-    """Lint an SGLang launch command against the draft and its manifest; exit 1 on any finding."""
+                                                         help="thinking mode clients will request"),
+                    target_config: Path | None = typer.Option(
+                        None, help="the target's config.json (default: the command's model dir, then the manifest's)"),
+                    as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+    """Lint a launch command against the draft as the engine reads it; exit 1 on any error."""
+    import json
+    import shlex
+
+    from rich.markup import escape
+
     from eval.checks.serve_check import check_serve
 
-    r = check_serve(resolve_named(draft, "drafts"), command, system_prompt, thinking)
+    r = check_serve(resolve_named(draft, "drafts"), command, system_prompt, thinking, target_config)
+    if as_json:
+        print(json.dumps(r.as_json(), indent=1))
+        if r.errors:
+            raise typer.Exit(1)
+        return
+    console.print(f"{r.engine}: {r.parser}; target config from {r.target_origin}; {'; '.join(r.rules_applied)}",
+                  highlight=False, markup=False)
     if r.clean:
         console.print("[green]clean:[/] the command matches the draft's training configuration")
         return
-    print_table(["flag", "problem", "why it matters", "fix"], [[f.flag, f.problem, f.why, f.fix] for f in r.findings],
-                title=f"{len(r.findings)} finding(s)")
-    console.print("corrected command:\n" + r.corrected(), highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
+    for f in r.findings:     # one block per finding (no table): long flags and paths stay whole in narrow terminals
+        console.print(f"[{'red' if f.severity == 'error' else 'yellow'}]{f.severity.upper()}[/] "
+                      + escape(f"{f.rule}  {f.flag}\n  {f.problem}\n  why: {f.why}\n  fix: {f.fix}\n"
+                               f"  source: {f.source}"), highlight=False, soft_wrap=True)
+    fixed = r.corrected()
+    if fixed and shlex.split(fixed) != list(command):
+        console.print("corrected command:\n" + fixed, highlight=False, soft_wrap=True, markup=False)
+    else:
+        console.print("the command needs no flag change; fix the draft as above", highlight=False)
+    if r.errors:
+        raise typer.Exit(1)
 
 
 @check_app.command("estimate")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
+from pipeline.capture.layers import sglang_tap_rule, target_config, written_ids
 from pipeline.capture.manifest import MANIFEST, CaptureManifest
 
 WEIGHTS = "model.safetensors"
@@ -19,8 +20,13 @@ SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")
 SGLANG_BUFFERS = ("d2t", "t2d")
 
 
-def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict) -> dict:
+def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict, target: dict | None = None) -> dict:
+    """`target` is the target's config.json: SGLang's id shift depends on its architecture (layers.py)."""
     plan = manifest.plan
+    target = target or target_config(manifest.model_dir, manifest.model_type, manifest.n_layers)
+    rule = sglang_tap_rule({**target, "num_hidden_layers": manifest.n_layers})
+    # An architecture without SGLang EAGLE3 capture still gets the common (+1) form; check serve reports it.
+    sglang_ids = written_ids(rule if rule.name != "none" else rule.model_copy(update={"name": "plus_one"}), plan.aux)
     return {
         "architectures": ["LlamaForCausalLMEagle3"],
         "model_type": "llama",
@@ -40,11 +46,12 @@ def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict) -> di
         "tie_word_embeddings": False,
         "bias": False,
         "torch_dtype": "bfloat16",
-        "eagle_config": {"eagle_aux_hidden_state_layer_ids": plan.sglang_ids(), "use_aux_hidden_state": True},
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": sglang_ids, "use_aux_hidden_state": True},
         "eagle_aux_hidden_state_layer_ids": plan.vllm_ids(),
         "draftset": {"hf_hidden_state_ids": plan.aux, "n_target_layers": plan.n_layers, "ttt_steps": train["ttt_steps"],
                      "heldout_every": train["heldout_every"],
                      "target_model": manifest.model_id, "target_revision": manifest.model_revision,
+                     "target_architecture": rule.architecture, "sglang_tap_rule": rule.name,
                      "chat_template_sha256": manifest.chat_template_sha256,
                      "system_prompt": manifest.system_prompt, "thinking": manifest.thinking,
                      "max_length": draft["max_position_embeddings"]},

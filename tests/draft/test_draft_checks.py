@@ -75,7 +75,8 @@ def test_field_bug_embed_wiring_vs_served_layers(toy, tmp_path):
     flags = " ".join(f.flag for f in r.findings)
     assert "eagle_aux_hidden_state_layer_ids" in flags
     text = " ".join(f.problem + f.fix for f in r.findings)
-    assert "[0, 4, 6]" in text and "can never be captured" in text and "--layers 2,4,5" in text
+    assert "[0, 4, 6]" in text and "captures HF [4, 6, 7]" in text and "--layers 2,4,5" in text
+    assert "sglang.layers.mismatch" in {f.rule for f in r.findings}
 
 
 def test_field_bug_off_by_one_ids_in_sglang_key(toy, tmp_path):
@@ -87,13 +88,24 @@ def test_field_bug_off_by_one_ids_in_sglang_key(toy, tmp_path):
     assert "one layer late" in f.problem and "[1, 3, 4]" in f.fix
 
 
-def test_field_bug_layers0_weight_keys(toy, tmp_path):
+def test_layers0_weight_keys_load_in_both_engines(toy, tmp_path):
+    """SGLang 0.5.x and vLLM rename midlayer. to layers.0.: both spellings load (the seed's bug (d) was older SGLang)."""
     bad = _planted(toy, tmp_path)
     w = load_file(str(bad / "model.safetensors"))
-    w = {k.replace("midlayer.", "layers.0."): v for k, v in w.items()}
-    save_file(w, str(bad / "model.safetensors"))
+    save_file({k.replace("midlayer.", "layers.0."): v for k, v in w.items()}, str(bad / "model.safetensors"))
+    assert check_serve(bad, launch(toy, draft=bad)).clean
+
+
+def test_weight_keys_no_engine_loads(toy, tmp_path):
+    bad = _planted(toy, tmp_path)
+    w = load_file(str(bad / "model.safetensors"))
+    save_file({k.replace("midlayer.", "decoder.0."): v for k, v in w.items()}, str(bad / "model.safetensors"))
     [f] = check_serve(bad, launch(toy, draft=bad)).findings
-    assert "layers.0." in f.problem and "midlayer" in f.fix and "silently" in f.why
+    assert f.rule == "weights.sglang.not_loaded" and "decoder.0." in f.problem and "silently" in f.why
+    [v] = [f for f in check_serve(bad, f"vllm serve {toy.model} --speculative-config "
+                                        f"'{{\"method\": \"eagle3\", \"model\": \"{bad}\", "
+                                        f"\"num_speculative_tokens\": 3}}'").findings]
+    assert v.rule == "weights.vllm.refused"
 
 
 def test_cli_exit_codes_and_template_mismatch(toy, tmp_path, home):

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from service_kit import add_users
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def free_port() -> int:
