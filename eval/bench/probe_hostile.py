@@ -228,7 +228,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         took = time.monotonic() - t
         prop = p.cli("adapters", "propose", "lab/bomb", timeout=120)
         err = prop.stderr.decode()
-        return info.status_code == 200 and took < 5 and p.one_line(prop) and "yaml_too_large" in err, \
+        return info.status_code == 200 and took < 5 and p.one_line(prop) and "expands to more than" in err, \
             f"Hub info {info.status_code} in {took:.2f}s; propose exit {prop.returncode}: {err.strip()[:120]!r}"
 
     # ---- issue 11: medium ---------------------------------------------------------------------
