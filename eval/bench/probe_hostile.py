@@ -140,7 +140,9 @@ def build_hub(p: Probe) -> None:
     mixed = [good(0), b'{"messages": "' + b"[" * 5000 + b"]" * 5000 + b'"}', b'{"messages": [{"role": "user", '
              b'"content": "\\ud800"}]}', b'{"n": ' + b"9" * 5000 + b"}", good(4)]
     p.repo("lab/mixed", {"data/train.jsonl": b"\n".join(mixed) + b"\n"})
-    table = pa.table({"messages": [TURNS] * 400})
+    # Long texts, so data pages (not the footer) make up most of the file and the damage lands in one.
+    table = pa.table({"messages": [[{"role": "user", "content": f"q{i} " * 60},
+                                    {"role": "assistant", "content": f"a{i} " * 60}] for i in range(400)]})
     pq.write_table(table, p.work / "t.parquet", row_group_size=100)
     raw = (p.work / "t.parquet").read_bytes()
     p.repo("lab/truncated", {"data/train.parquet": raw[: len(raw) // 2]})
