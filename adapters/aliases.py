@@ -6,18 +6,18 @@ so the contract fails naming it until a person decides (`draftset adapters map R
 
 from __future__ import annotations
 
-from adapters.records import Role
-
 # Lower-cased raw label → canonical role. Sources: ShareGPT (human/gpt), OpenAI (user/assistant/tool),
 # nebius (ai), LLaMA-Factory tags (observation/function_call), ipython (Llama 3 tool results), etc.
-ROLE_ALIASES: dict[str, Role] = {
+ROLE_ALIASES: dict[str, str] = {
     **dict.fromkeys(["system", "system_prompt", "developer"], "system"),
     **dict.fromkeys(["user", "human", "customer", "client", "prompter", "question", "instruction",
                      "input", "usr", "person"], "user"),
     **dict.fromkeys(["assistant", "gpt", "model", "bot", "chatgpt", "ai", "agent", "bard", "claude",
                      "output", "response", "answer", "gpt4", "gpt-4", "llm"], "assistant"),
     **dict.fromkeys(["tool", "function", "observation", "ipython", "env", "environment", "tool_response",
-                     "function_response", "tool_result"], "tool"),
+                     "function_response", "tool_result", "function response", "tool response"], "tool"),
+    # LLaMA-Factory / ShareGPT tool-use: the turn's text is the assistant's call itself.
+    **dict.fromkeys(["function_call", "tool_call", "tool_calls"], "tool_call"),
 }
 
 # Keys that name the role inside a turn dict, most to least likely; used to rank candidates.
@@ -51,6 +51,6 @@ COLUMN_PAIRS: tuple[tuple[tuple[str, ...], str], ...] = (
 SYSTEM_COLUMNS = ("system", "system_prompt", "system_message")
 
 
-def canonical_role(label: str) -> Role | None:
+def canonical_role(label: str) -> str | None:
     """The canonical role for a raw label, or None when the table does not know it."""
     return ROLE_ALIASES.get(label.strip().lower())

@@ -5,17 +5,22 @@ per-row work is a handful of dict reads; `apply_row` caches the mapper per spec 
 built as plain dicts and the record is validated once at the end (one pydantic-core call is faster
 than constructing each Message, and keeps the strict model as the last word on every record). A bad row
 raises `RowError(field, reason)` naming the exact field (e.g. `conversations[3].from`), never returns
-a half-mapped record and never drops a turn the spec did not explicitly drop.
+a half-mapped record and never drops a turn the spec did not explicitly drop. Named verdicts start
+their reason with the verdict (`media ...`, `undesirable ...`) so counts group by it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from pydantic import ValidationError
 
-from adapters.records import Conversation, record_id
+from adapters import media as media_mod
+from adapters.records import RECORD_VERSION, Conversation, normalize_call
 from adapters.spec import AdapterSpec
+from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls
+from adapters.turns import TurnReader, get_path, split_transcript
 from catalog import limits
 
 
@@ -26,16 +31,6 @@ class RowError(ValueError):
         super().__init__(f"{field}: {reason}")
         self.field = field
         self.reason = reason
-
-
-def get_path(row: dict[str, Any], path: str) -> Any:
-    """Read a dotted path (`a.b.c`); a missing step gives None."""
-    value: Any = row
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
 
 
 def decode_json_field(value: Any, field: str) -> Any:
@@ -52,13 +47,39 @@ def decode_json_field(value: Any, field: str) -> Any:
 Turn = dict[str, Any]  # a Message as a plain dict until the record is validated
 
 
-def _message(role: str, content: str, reasoning: str | None = None, tool_calls: list | None = None,
-             train: bool | None = None) -> Turn:
-    return {"role": role, "content": content, "reasoning": reasoning, "tool_calls": tool_calls, "train": train}
+def message(role: str, content: str, reasoning: str | None = None, tool_calls: list | None = None,
+            train: bool | None = None, **extra: Any) -> Turn:
+    turn = {"role": role, "content": content, "reasoning": reasoning, "tool_calls": tool_calls, "train": train}
+    turn.update({k: v for k, v in extra.items() if v is not None})
+    return turn
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
+
+
+def field_id(field: str) -> str:
+    """A short stable token from a field path, for ids of calls that came without one."""
+    return "".join(ch if ch.isalnum() else "_" for ch in field).strip("_")[-24:]
+
+
+def as_tool_calls(value: Any, field: str) -> list[dict[str, Any]] | None:
+    """Structured tool calls in any common shape → the v2 shape; a RowError names what is wrong."""
+    value = decode_json_field(value, field)
+    if value is None or value == []:
+        return None
+    if isinstance(value, dict):
+        value = [value]  # one call given bare (LLaMA-Factory `function_call` turns, some xlam rows)
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        raise RowError(field, f"tool calls must be a list of objects, got {type_name(value)}")
+    try:
+        return [normalize_call(c, f"call_{field_id(field)}_{j}") for j, c in enumerate(value)]
+    except ValueError as exc:
+        raise RowError(field, str(exc)) from None
+
+
+# The strict model's compiled validator, called directly (Conversation.model_validate adds a Python layer per row).
+VALIDATE = Conversation.__pydantic_validator__.validate_python
 
 
 class RowMapper:
@@ -68,20 +89,22 @@ class RowMapper:
         self.spec = spec
         src = spec.source
         self.source_key = (src.repo_id, src.revision, src.config, src.split)
+        # record_id's hash over the fixed provenance prefix, copied per row (the same ids, less work)
+        self.id_prefix = hashlib.sha1(f"{src.repo_id}|{src.config}|{src.split}|".encode())
         self.json_fields = tuple(spec.json_fields)
         self.native = spec.mode == "native"
-        self.limit = spec.max_content_chars
-        self.role_map = dict(spec.role_map)
-        self.null_policy = dict(spec.null_policy)
-        reasoning = spec.reasoning
-        self.reasoning_key = reasoning.key if reasoning else None
-        self.delimiters = tuple(reasoning.delimiters) if reasoning else ()
-        self.unwrap = tuple(reasoning.unwrap) if reasoning else ()
+        self.turns = TurnReader(spec, RowError)
+        self.media = spec.media
+        self.keep_media = bool(spec.media and spec.media.policy == "keep")
+        targets = set(spec.role_map.values())
+        # Tool-turn linking and media checks only where they can find something (they cost per row).
+        self.tools_possible = bool(targets & {"tool", "tool_call"} or spec.tool_calls_key or spec.text_tool_calls)
+        self.media_possible = bool(spec.media or spec.parts_key or spec.layout in ("messages", "trajectory"))
 
     # -- public ------------------------------------------------------------------------------
     def apply(self, row_index: int, row: Any) -> list[Conversation]:
         if not isinstance(row, dict):
-            raise RowError("<row>", f"expected an object, got {_type_name(row)}")
+            raise RowError("<row>", f"expected an object, got {type_name(row)}")
         if self.json_fields:
             row = dict(row)
             for name in self.json_fields:
@@ -89,158 +112,137 @@ class RowMapper:
         spec = self.spec
         messages: list[Turn] = []
         if spec.system_field:
-            system = row.get(spec.system_field)
+            system = get_path(row, spec.system_field)
             if system is not None and not isinstance(system, str):
-                raise RowError(spec.system_field, f"system prompt must be a string, got {_type_name(system)}")
+                raise RowError(spec.system_field, f"system prompt must be a string, got {type_name(system)}")
             if system and system.strip():
-                messages.append(_message("system", system))
-        if spec.layout == "columns":
-            messages += self._column_turns(row)
-        else:
-            turns = self._turns(row)
-            if messages and turns and turns[0]["role"] == "system":
-                messages = []  # the turn list carries its own system prompt: it wins over the column
-            messages += turns
+                messages.append(message("system", system))
+        turns = self.turns.read(row)
+        if messages and turns and turns[0]["role"] == "system":
+            messages = []  # the turn list carries its own system prompt: it wins over the column
+        messages += turns
+        record: dict[str, Any] = {}
+        if spec.tools_field:
+            try:
+                record["tools"] = normalize_tools(get_path(row, spec.tools_field))
+            except ValueError as exc:
+                raise RowError(spec.tools_field, str(exc)) from None
+        if spec.text_tool_calls:
+            self._calls_from_text(messages)
+        if self.tools_possible:
+            link_tool_turns(messages)
+        if self.media_possible:
+            self._media(row, messages)
+        if spec.preference:
+            record["preference"] = self._preference(row, messages)
+        if spec.label_field:
+            record["label"] = self._label(row, messages)
         messages = self._finish(messages)
         repo, revision, config, split = self.source_key
         try:
-            return [Conversation.model_validate({
-                "id": record_id(repo, config, split, row_index),
+            return [VALIDATE({
+                "record_version": RECORD_VERSION, "id": self._id(row_index),
                 "source": {"repo_id": repo, "revision": revision, "config": config, "split": split,
                            "row_index": row_index},
-                "category": spec.category, "mode": spec.mode, "messages": messages})]
+                "category": spec.category, "mode": spec.mode, "messages": messages, **record})]
         except ValidationError as exc:  # a value the checks above missed: still one row's error, never a crash
             first = exc.errors()[0]
             raise RowError(".".join(map(str, first["loc"])) or "<record>", first["msg"]) from None
 
-    # -- turn lists --------------------------------------------------------------------------
-    def _turns(self, row: dict[str, Any]) -> list[Turn]:
-        spec = self.spec
-        path = spec.messages_path
-        turns = get_path(row, path)
-        if not isinstance(turns, list):
-            raise RowError(path, f"expected a list of turns, got {_type_name(turns)}")
-        role_key, content_key, flag_key, calls_key = (spec.role_key, spec.content_key, spec.train_flag_key,
-                                                      spec.tool_calls_key)
-        out: list[Turn] = []
-        for i, turn in enumerate(turns):
-            if not isinstance(turn, dict):
-                raise RowError(f"{path}[{i}]", f"expected a turn object, got {_type_name(turn)}")
-            label = turn.get(role_key)
-            role = self.role_map.get(label) if isinstance(label, str) else None
-            if role is None:
-                what = f"unmapped role label {label!r}" if isinstance(label, str) else \
-                    f"role label is {_type_name(label)}, expected a string"
-                raise RowError(f"{path}[{i}].{role_key}", what)
-            if role == "drop":
+    def _id(self, row_index: int) -> str:
+        h = self.id_prefix.copy()
+        h.update(str(row_index).encode())
+        return h.hexdigest()[:20]
+
+    # -- tool calls written in text ------------------------------------------------------------
+    def _calls_from_text(self, messages: list[Turn]) -> None:
+        fmt = self.spec.text_tool_calls
+        for i, m in enumerate(messages):
+            if m["role"] != "assistant" or m.get("tool_calls"):
                 continue
-            field, content = content_key, turn.get(content_key)
-            if content is None and role in self.null_policy:
-                field = self.null_policy[role]
-                content = turn.get(field)
-            calls = self._tool_calls(turn.get(calls_key), f"{path}[{i}].{calls_key}") if calls_key else None
-            content = self._text(content, f"{path}[{i}].{field}", allow_empty=bool(calls), limit=self.limit)
-            reasoning = None
-            if role == "assistant":
-                reasoning, content = self._split_reasoning(turn, content, f"{path}[{i}]")
-            train = turn.get(flag_key) if flag_key else None
-            if train is not None and not isinstance(train, bool):
-                raise RowError(f"{path}[{i}].{flag_key}", f"training flag must be a boolean, got {_type_name(train)}")
-            out.append(_message(role, content, reasoning, calls, train))
+            try:
+                calls, text = parse_text_calls(fmt, m["content"], f"call_{i}")
+            except ToolFormatError as exc:
+                raise RowError(f"messages[{i}].content", f"tool call in text: {exc}") from None
+            if calls:
+                m["tool_calls"], m["content"] = calls, text
+
+    # -- media ---------------------------------------------------------------------------------
+    def _media(self, row: dict[str, Any], messages: list[Turn]) -> None:
+        spec = self.media
+        found = [p for m in messages if "parts" in m for p in m["parts"]]
+        row_parts = []
+        if spec:
+            for name in spec.fields:
+                if name in row:
+                    row_parts += media_mod.parts_of(row[name], name)
+        marks = media_mod.placeholders_in([m["content"] for m in messages]) if spec and spec.placeholders else []
+        if not (found or row_parts or marks):
+            return
+        if not self.keep_media:
+            kinds = sorted({p["type"] for p in found + row_parts}) or marks
+            where = ", ".join(spec.fields) if spec and spec.fields else "message content"
+            raise RowError(where, f"media ({'/'.join(kinds)}) for a text-only target: refused so it is not "
+                                  "trained as text without its media")
+        if row_parts:  # media given beside the turns belong to the first user turn (LLaVA, VQA sets)
+            first = next((m for m in messages if m["role"] == "user"), messages[0] if messages else None)
+            if first is not None:
+                first["parts"] = (first.get("parts") or []) + row_parts
+
+    # -- preference and labels -----------------------------------------------------------------
+    def _preference(self, row: dict[str, Any], messages: list[Turn]) -> dict[str, Any]:
+        pref = self.spec.preference
+        other = self.turns.read_other(row, pref.rejected, messages)
+        shared = 0
+        while (shared < len(other) and shared < len(messages) and other[shared]["role"] == messages[shared]["role"]
+               and other[shared]["content"] == messages[shared]["content"]):
+            shared += 1
+        rejected = [{**m, "train": False} for m in other[shared:]]
+        if not rejected or not any(m["role"] == "assistant" for m in rejected):
+            raise RowError(pref.rejected, "preference pair without a rejected answer")
+        out: dict[str, Any] = {"rejected": rejected}
+        for key, path in (("chosen_score", pref.chosen_score), ("rejected_score", pref.rejected_score)):
+            value = get_path(row, path) if path else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = float(value)
         return out
 
-    def _tool_calls(self, value: Any, field: str) -> list[dict[str, Any]] | None:
-        value = decode_json_field(value, field)
-        if value is None or value == []:
-            return None
-        if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
-            raise RowError(field, f"tool calls must be a list of objects, got {_type_name(value)}")
-        # `function.arguments` stays a JSON string: that is the OpenAI wire format templates expect.
-        return value
-
-    # -- columns -----------------------------------------------------------------------------
-    def _column_turns(self, row: dict[str, Any]) -> list[Turn]:
-        cols = self.spec.columns
-        first, *extra = cols.prompt
-        if first not in row:
-            raise RowError(first, "prompt column is missing")
-        parts = [self._text(row.get(first), first, limit=self.limit)]
-        for name in extra:
-            value = row.get(name)
-            if value is not None and not isinstance(value, str):
-                raise RowError(name, f"expected a string, got {_type_name(value)}")
-            if value and value.strip():
-                parts.append(value)
-        turns = [_message("user", "\n\n".join(parts))]
-        if cols.response is None or not self.native:
-            return turns  # regenerate mode: the target writes the answer, the original is not needed
-        value = row.get(cols.response)
-        if cols.response_is_tool_calls:
-            calls = self._tool_calls(value, cols.response)
-            if not calls:
-                raise RowError(cols.response, "no tool calls in the response column")
-            turns.append(_message("assistant", "", tool_calls=calls))
-        else:
-            content = self._text(value, cols.response, limit=self.limit)
-            reasoning, content = self._split_reasoning({}, content, cols.response)
-            turns.append(_message("assistant", content, reasoning))
-        return turns
-
-    # -- shared ------------------------------------------------------------------------------
-    @staticmethod
-    def _text(value: Any, field: str, allow_empty: bool = False, limit: int | None = None) -> str:
-        if isinstance(value, list):  # content parts: [{"type": "text", "text": ...}, ...]
-            if not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value):
-                raise RowError(field, "content parts must all be objects with a string `text`")
-            value = "".join(p["text"] for p in value)
-        if value is None:
-            if allow_empty:
-                return ""
-            raise RowError(field, "content is null")
-        if not isinstance(value, str):
-            raise RowError(field, f"content must be a string, got {_type_name(value)}")
-        if not allow_empty and not value.strip():
-            raise RowError(field, "content is empty")
-        if limit is not None and len(value) > limit:
-            raise RowError(field, f"content is huge ({len(value):,} chars, limit {limit:,})")
-        return value
-
-    def _split_reasoning(self, turn: dict[str, Any], content: str, where: str) -> tuple[str | None, str]:
-        reasoning = None
-        if self.reasoning_key:
-            value = turn.get(self.reasoning_key)
-            if value is not None and not isinstance(value, str):
-                raise RowError(f"{where}.{self.reasoning_key}", f"reasoning must be a string, got {_type_name(value)}")
-            reasoning = value or None
-        for open_, close in self.delimiters:
-            start = content.find(open_)
-            if start != -1 and not content[:start].strip():
-                end = content.find(close, start)
-                if end == -1:
-                    raise RowError(where, f"reasoning opened with {open_!r} but never closed with {close!r}")
-                reasoning = content[start + len(open_):end].strip()
-                content = content[end + len(close):].strip()
-                break
-        for open_, close in self.unwrap:
-            if content.startswith(open_) and content.endswith(close):
-                content = content[len(open_):len(content) - len(close)].strip()
-        return reasoning, content
-
-    def _finish(self, messages: list[Turn]) -> list[Turn]:
-        field = self.spec.messages_path or self.spec.columns.prompt[0]
-        if self.native:
-            trainable = False
+    def _label(self, row: dict[str, Any], messages: list[Turn]) -> bool:
+        name = self.spec.label_field
+        value = get_path(row, name)
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+            value = value.lower() in ("true", "1")
+        if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+            value = bool(value)
+        if not isinstance(value, bool):
+            raise RowError(name, f"label must be true/false, got {type_name(value)}")
+        if not value:
             for m in messages:
-                if m["role"] == "assistant" and m["train"] is None:
+                if m["role"] == "assistant":
+                    m["train"] = False  # an undesirable answer is kept for the record, never trained
+        return value
+
+    # -- the end of the record -----------------------------------------------------------------
+    def _finish(self, messages: list[Turn]) -> list[Turn]:
+        spec = self.spec
+        field = spec.messages_path or (spec.columns.prompt[0] if spec.columns else None) or \
+            (spec.transcript.field if spec.transcript else "<row>")
+        if self.native:
+            for m in messages:
+                if m["role"] == "assistant" and m.get("train") is None:
                     m["train"] = True  # native multi-turn data: every assistant turn is a training target
-                trainable = trainable or (m["role"] == "assistant" and m["train"] is True)
-            if not trainable:
-                raise RowError(field, "native record has no trainable assistant turn")
-            return messages
+            last = len(messages) - 1
+            while last >= 0 and not (messages[last]["role"] == "assistant" and messages[last].get("train")):
+                last -= 1
+            if last < 0:
+                why = "undesirable answer (label false): kept out of training" if spec.label_field else \
+                    "native record has no trainable assistant turn"
+                raise RowError(field, why)
+            return messages[:last + 1]  # a native row ends on a trainable assistant turn
         users = [i for i, m in enumerate(messages) if m["role"] == "user"]
         if not users:
             raise RowError(field, "no user turn: nothing to regenerate from")
-        cut = users[0] if self.spec.cut == "first_user" else users[-1]
+        cut = users[0] if spec.cut == "first_user" else users[-1]
         return messages[:cut + 1]
 
 
@@ -264,7 +266,7 @@ def apply_row(spec: AdapterSpec, row_index: int, row: Any) -> list[Conversation]
 
 def role_labels(spec: AdapterSpec, row: Any) -> list[str]:
     """Raw role labels of one row's turns (for vocabularies and the 'every label mapped' check)."""
-    if spec.layout == "columns" or not isinstance(row, dict):
+    if spec.layout not in ("messages", "trajectory") or not isinstance(row, dict):
         return []
     turns = get_path(row, spec.messages_path)
     if isinstance(turns, str) and spec.messages_path in spec.json_fields:
@@ -274,4 +276,14 @@ def role_labels(spec: AdapterSpec, row: Any) -> list[str]:
             return []
     if not isinstance(turns, list):
         return []
-    return [t[spec.role_key] for t in turns if isinstance(t, dict) and isinstance(t.get(spec.role_key), str)]
+    key = spec.role_key
+    out = []
+    for t in turns:
+        label = get_path(t, key) if isinstance(t, dict) else None
+        if isinstance(label, str):
+            out.append(label)
+    return out
+
+
+__all__ = ["RowError", "RowMapper", "apply_row", "as_tool_calls", "decode_json_field", "get_path", "message",
+           "role_labels", "split_transcript", "type_name"]

@@ -1,35 +1,35 @@
-"""Schema detection over sampled rows: layout, paths, role vocabulary, keys, markers, mode.
+"""The one schema detector: sampled rows → every field of an adapter spec, each with its reason.
 
-Pure functions over a few hundred rows (never one). Every decided field gets a reason; anything
-guessed is listed for review. Role labels are mapped only through the alias table; unknown labels
-stay out of the role map so the contract fails naming them.
+Used by find (scoring, stored in the catalog's `schemas` table) and by adapter proposal (which starts
+from what find stored). Decisions come from the structure of the values (adapters/structure.py); name
+tables are priors. Things a text-only pipeline cannot take are refused by name (`refusal`): plain text
+without turns, no text at all, an unsupported file type. Media rows are detected and handed to the
+contract, which refuses them by name for a text-only target.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from adapters.aliases import (
-    ANSWER_WRAPPERS,
-    COLUMN_PAIRS,
-    CONTENT_KEYS,
-    REASONING_DELIMITERS,
-    REASONING_KEYS,
-    ROLE_KEYS,
-    SYSTEM_COLUMNS,
-    TRAIN_FLAG_KEYS,
-    TURN_LIST_COLUMNS,
-    canonical_role,
-)
-from catalog import limits
+from adapters import media as media_mod
+from adapters import structure as st
+from adapters.aliases import canonical_role
+from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
+from adapters.roles import detect_turn_fields, infer_role_map
+from adapters.toolcalls import normalize_tools
 
-DEFAULT_TARGET_PATTERNS = (r"\bkimi\b", r"kimi-k2", r"moonshot")
-TEXT_TOOL_MARKERS = ("<tool_call>", "<function=", "<functioncall>")
+# The one list of target-model families (native detection) for find and proposal alike.
+TARGET_FAMILIES = ("kimi", "moonshot")
 MODEL_COLUMNS = ("model", "model_name", "generator", "source_model", "teacher")
+PLAIN_TEXT_FILES = (".txt", ".txt.gz", ".md")
+REFUSALS = {"media": "media for a text-only target", "plain_text": "plain text, no turns",
+            "message_per_row": "one message per row, no conversations",
+            "no_dialogue": "text without a prompt and its answer", "no_text": "no text to train on",
+            "unsupported_file": "unsupported file type"}
 
 
 @dataclass
@@ -38,199 +38,292 @@ class Detected:
     reasons: dict[str, str] = field(default_factory=dict)
     needs_review: list[str] = field(default_factory=list)
     role_counts: dict[str, int] = field(default_factory=dict)
-    json_strings: list[str] = field(default_factory=list)  # every JSON-text column / per-turn path seen
+    json_strings: list[str] = field(default_factory=list)
+    refusal: str | None = None  # a key of REFUSALS: the dataset is refused by name
+    n_rows: int = 0
 
     def decide(self, name: str, value: Any, reason: str, review: bool = False) -> None:
         self.fields[name] = value
         self.reasons[name] = reason
-        if review:
+        if review and name not in self.needs_review:
             self.needs_review.append(name)
 
+    def refuse(self, verdict: str, why: str) -> None:
+        self.refusal = verdict
+        self.fields["layout"] = None
+        self.reasons["layout"] = f"refused: {REFUSALS[verdict]} ({why})"
 
-def _decoded(value: Any) -> tuple[Any, bool]:
-    """(value, was_json_string): strings holding a JSON array/object are decoded for inspection."""
-    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
-        try:
-            return limits.loads_limited(value), True
-        except limits.LimitExceeded:  # bad, too deep or huge: inspected as the plain string it is
-            pass
-    return value, False
+    @property
+    def layout(self) -> str | None:
+        return self.fields.get("layout")
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
-def _turn_lists(rows: list[dict[str, Any]]) -> dict[str, tuple[list[list[dict]], int]]:
-    """Column → (turn lists seen, how many were JSON strings), for columns holding lists of objects."""
-    found: dict[str, tuple[list[list[dict]], int]] = {}
-    columns = dict.fromkeys(k for r in rows for k in r)
-    for col in columns:
-        lists, encoded = [], 0
-        for r in rows:
-            value, was_json = _decoded(r.get(col))
-            if isinstance(value, list) and value and all(isinstance(t, dict) for t in value):
-                lists.append(value)
-                encoded += was_json
-        if lists and len(lists) >= 0.5 * sum(r.get(col) is not None for r in rows):
-            found[col] = (lists, encoded)
-    return found
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Detected:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
-def _role_key(turns: list[dict]) -> tuple[str | None, float]:
-    """The key whose string values the alias table maps best (ties: the usual key names first)."""
-    best, best_score = None, 0.0
-    keys = dict.fromkeys(k for t in turns for k in t)
-    for key in keys:
-        values = [t.get(key) for t in turns if isinstance(t.get(key), str)]
-        distinct = set(values)
-        if not values or len(distinct) > 20:
-            continue
-        mapped = sum(1 for v in values if canonical_role(v)) / len(values)
-        score = mapped + (0.01 * (len(ROLE_KEYS) - ROLE_KEYS.index(key)) if key in ROLE_KEYS else 0.0)
-        if mapped > 0 and score > best_score:
-            best, best_score = key, score
-    if best is None:  # no label is known: take the key by its name, so the contract names the labels
-        best = next((k for k in ROLE_KEYS if k in keys and any(isinstance(t.get(k), str) for t in turns)), None)
-        best_score = 0.001 if best else 0.0
-    return best, best_score
+def _file_refusal(d: Detected, file_names: Iterable[str]) -> bool:
+    from adapters.files import file_format
 
-
-def _content_key(turns: list[dict], role_key: str) -> str | None:
-    lengths: dict[str, list[int]] = defaultdict(list)
-    for t in turns:
-        for k, v in t.items():
-            if k != role_key and isinstance(v, str):
-                lengths[k].append(len(v))
-    for name in CONTENT_KEYS:
-        if name in lengths:
-            return name
-    return max(lengths, key=lambda k: sum(lengths[k]) / len(lengths[k]), default=None)
-
-
-def _detect_turn_fields(d: Detected, turns: list[dict], role_key: str, content_key: str) -> None:
-    labels = Counter(t[role_key] for t in turns if isinstance(t.get(role_key), str))
-    d.role_counts = dict(labels.most_common())
-    role_map = {}
-    for label in labels:
-        role = canonical_role(label)
-        if role is None:
-            d.reasons[f"role_map.{label}"] = (f"{label!r} ({labels[label]} turns) is not in the alias table: left "
-                                              "unmapped, the contract fails until a person maps it")
-            d.needs_review.append(f"role_map.{label}")
-        else:
-            role_map[label] = role
-    d.decide("role_map", role_map, "labels mapped through the alias table: "
-             + ", ".join(f"{k}→{v}" for k, v in role_map.items()))
-    by_role: dict[str, list[dict]] = defaultdict(list)
-    for t in turns:
-        role = canonical_role(t.get(role_key, "")) if isinstance(t.get(role_key), str) else None
-        if role:
-            by_role[role].append(t)
-    null_policy = {}
-    for role, role_turns in by_role.items():
-        nulls = [t for t in role_turns if t.get(content_key) is None]
-        if not nulls:
-            continue
-        others = [k for k in nulls[0] if k not in (role_key, content_key)
-                  and all(isinstance(t.get(k), str) and t[k].strip() for t in nulls)]
-        # Prefer a key named after the role (system_prompt for system), then the longest text.
-        others.sort(key=lambda k: (role not in k.lower(), -sum(len(t[k]) for t in nulls)))
-        if others:
-            null_policy[role] = others[0]
-            d.reasons[f"null_policy.{role}"] = (f"{len(nulls)} {role} turns have {content_key}=null; their text "
-                                                f"is in {others[0]!r}")
-    if null_policy:
-        d.fields["null_policy"] = null_policy
-    keys = dict.fromkeys(k for t in turns for k in t)
-    for key in TRAIN_FLAG_KEYS:
-        values = [t[key] for t in turns if t.get(key) is not None]
-        if key in keys and values and all(isinstance(v, bool) for v in values):
-            d.decide("train_flag_key", key, f"per-turn boolean {key!r} read as the training flag", review=True)
-            break
-    if "tool_calls" in keys:
-        d.decide("tool_calls_key", "tool_calls", "turns carry structured tool_calls; kept on the messages")
-    for key in REASONING_KEYS:
-        if any(isinstance(t.get(key), str) and t[key].strip() for t in turns):
-            d.decide("reasoning.key", key, f"turns carry separated reasoning in {key!r}")
-            break
-    assistant_texts = [t.get(content_key) for t in by_role.get("assistant", []) if isinstance(t.get(content_key), str)]
-    _detect_markers(d, assistant_texts)
-
-
-def _detect_markers(d: Detected, texts: Iterable[str]) -> None:
-    texts = list(texts)
-    delims = [pair for pair in REASONING_DELIMITERS if any(t.lstrip().startswith(pair[0]) for t in texts)]
-    if delims:
-        d.decide("reasoning.delimiters", delims, "assistant text starts with " + ", ".join(p[0] for p in delims))
-    embedded = [m for m in TEXT_TOOL_MARKERS if any(m in t for t in texts)]
-    if embedded:
-        d.reasons["tool_calls_in_text"] = (f"tool calls are embedded in assistant text ({', '.join(embedded)}): "
-                                           "kept as text, not parsed into tool_calls")
-    wraps = [pair for pair in ANSWER_WRAPPERS if any(pair[0] in t for t in texts)]
-    if wraps:
-        d.decide("reasoning.unwrap", wraps, "answers wrapped in " + ", ".join(p[0] for p in wraps))
-
-
-def _detect_columns(d: Detected, rows: list[dict[str, Any]]) -> bool:
-    present = {k for r in rows for k, v in r.items() if v is not None}
-    for prompt_cols, response in COLUMN_PAIRS:
-        if prompt_cols[0] in present and response in present:
-            prompt = [c for c in prompt_cols if c in present]
-            decoded = [_decoded(r.get(response)) for r in rows]
-            calls = all(isinstance(v, list) and all(isinstance(c, dict) for c in v) for v, _ in decoded)
-            d.decide("layout", "columns", f"no turn-list column; single-turn columns {prompt} → {response!r}")
-            d.decide("columns", {"prompt": prompt, "response": response, "response_is_tool_calls": calls},
-                     f"prompt from {prompt}, answer from {response!r}" + (" (a list of tool calls)" if calls else ""))
-            for col in [*prompt, response]:
-                if any(was_json for _, was_json in (_decoded(r.get(col)) for r in rows)):
-                    d.fields.setdefault("json_fields", []).append(col)
-            _detect_markers(d, [v for v, _ in decoded if isinstance(v, str)])
-            return True
+    names = [n for n in file_names if not n.lower().endswith(("readme.md", ".gitattributes"))]
+    if not names:
+        return False
+    if all(n.lower().endswith(PLAIN_TEXT_FILES) for n in names):
+        d.refuse("plain_text", f"data files are plain text: {', '.join(names[:3])}")
+        return True
+    unknown = [n for n in names if file_format(n) is None]
+    if len(unknown) == len(names):
+        exts = sorted({"." + n.rsplit(".", 1)[-1] if "." in n else n for n in unknown})
+        d.refuse("unsupported_file", f"{', '.join(exts)} ({len(unknown)} file(s)); readable: parquet, jsonl, "
+                                     "json, csv, tsv")
+        return True
     return False
 
 
-def detect(rows: list[dict[str, Any]]) -> Detected:
-    """Detect the layout and every field of a spec from sampled rows (no source, mode or category)."""
-    d = Detected()
-    candidates = {}
-    for col, (lists, encoded) in _turn_lists(rows).items():
+def _media(d: Detected, rows: list[dict[str, Any]], features: dict[str, Any]) -> set[str]:
+    fields = []
+    for name, ftype in (features or {}).items():
+        if isinstance(ftype, dict) and ftype.get("_type") in ("Image", "Audio", "Video"):
+            fields.append(name)
+        elif isinstance(ftype, list) and ftype and isinstance(ftype[0], dict) and ftype[0].get("_type") in (
+                "Image", "Audio", "Video"):
+            fields.append(name)
+    columns = dict.fromkeys(k for r in rows for k in r)
+    for name in columns:
+        if name not in fields and media_mod.is_media_field([r.get(name) for r in rows], name):
+            fields.append(name)
+    texts = [v for r in rows for _, v in st.walk(r) if isinstance(v, str)]
+    texts += [t.get(k) for r in rows for v in r.values() if isinstance(v, list)
+              for t in v if isinstance(t, dict) for k in t if isinstance(t.get(k), str)]
+    marks = media_mod.placeholders_in([t for t in texts if isinstance(t, str)])
+    if fields or marks:
+        d.decide("media", {"fields": fields, "placeholders": marks, "policy": "refuse"},
+                 f"rows carry media ({', '.join(fields) or 'placeholders ' + ', '.join(marks)}): refused for a "
+                 "text-only target; set media.policy: keep for a multimodal one", review=True)
+    return set(fields)
+
+
+def _tools_column(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> str | None:
+    for name in dict.fromkeys(k for r in rows for k in r):
+        if name in skip:
+            continue
+        values = [st.decoded(r.get(name))[0] for r in rows if r.get(name) not in (None, "", [])]
+        if not values:
+            continue
+        ok = 0
+        for v in values:
+            try:
+                tools = normalize_tools(v)
+            except (ValueError, TypeError):
+                continue
+            items = v if isinstance(v, list) else [v]
+            ok += bool(tools) and all(isinstance(i, (dict, str)) for i in items) and any(
+                isinstance(i, dict) and ("parameters" in i or "function" in i or "description" in i) for i in items)
+        if ok >= 0.8 * len(values):
+            d.decide("tools_field", name, f"column {name!r} holds tool declarations ({ok}/{len(values)} rows): "
+                                          "carried into records as `tools`")
+            return name
+    return None
+
+
+def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[str, Any]]:
+    found = []
+    for path, (lists, encoded, kind) in st.turn_list_paths(rows).items():
+        if path.split(".")[0] in skip:
+            continue
+        if kind == "strings":
+            stats = st.text_stats([s for lst in lists for s in lst])
+            if stats.texty > 0.2:
+                found.append({"path": path, "kind": kind, "lists": lists, "encoded": encoded,
+                              "score": 0.4 * stats.texty + st.name_prior(path),
+                              "why": f"{path!r} holds lists of {stats.mean_chars:.0f}-char strings (no speaker labels)"})
+            continue
         turns = [t for lst in lists for t in lst]
-        role_key, score = _role_key(turns)
-        if role_key:
-            candidates[col] = (turns, role_key, score, encoded)
-    if candidates:
-        order = {c: i for i, c in enumerate(TURN_LIST_COLUMNS)}
-        col = min(candidates, key=lambda c: (-candidates[c][2], order.get(c, len(order)), c))
-        turns, role_key, _, encoded = candidates[col]
-        why = f"column {col!r} holds lists of turns keyed by {role_key!r}"
-        if "chosen" in candidates and "rejected" in candidates:
-            col, turns, role_key = "chosen", candidates["chosen"][0], candidates["chosen"][1]
-            encoded = candidates["chosen"][3]
-            why = "preference data (chosen + rejected): the chosen side only"
-        content_key = _content_key(turns, role_key)
-        d.decide("messages_path", col, why)
-        d.decide("role_key", role_key, f"the turn key whose values are role labels ({role_key!r})")
-        d.decide("content_key", content_key, f"the turn key holding the text ({content_key!r})",
-                 review=content_key not in CONTENT_KEYS)
-        if encoded:
-            d.decide("json_fields", [col], f"{encoded} sampled rows store {col!r} as a JSON string: decoded")
-        _detect_turn_fields(d, turns, role_key, content_key)
+        leaves = st.leaf_paths(turns)
+        roles = sorted(((*st.role_key_score(lists, p, v), p) for p, v in leaves.items()), reverse=True)
+        contents = sorted(((*st.content_key_score(p, v), p) for p, v in leaves.items()), reverse=True)
+        role = next((r for r in roles if r[0] > 0.3), None)
+        content = next((c for c in contents if c[0] >= 0.15 and (role is None or c[2] != role[2])), None)
+        if content is None:
+            continue
+        if role is None:
+            found.append(_unlabelled(path, lists, encoded, turns, leaves, contents))
+            continue
+        found.append({"path": path, "kind": kind, "lists": lists, "encoded": encoded, "turns": turns,
+                      "role_key": role[2], "role_why": role[1], "content_key": content[2], "content_why": content[1],
+                      "score": role[0] + 0.5 * min(1.0, content[0]) + st.name_prior(path),
+                      "why": f"{path!r} holds lists of turn objects"})
+    return sorted(found, key=lambda c: (-c["score"], c["path"]))
+
+
+def _unlabelled(path: str, lists, encoded: int, turns: list[dict], leaves: dict[str, list[Any]],
+                contents: list[tuple[float, str, str]]) -> dict[str, Any]:
+    """Turn objects without a speaker key: exchanges (two text keys), text segments, or utterances."""
+    base = {"path": path, "lists": lists, "encoded": encoded}
+    flags = [p for p, v in leaves.items() if all(isinstance(x, bool) for x in v if x is not None)
+             and any(x is not None for x in v)]
+    texts = [c for c in contents if c[0] >= 0.15 and sum(isinstance(x, str) for x in leaves[c[2]]) >= 0.9 * len(turns)]
+    if flags:
+        return {**base, "kind": "segments", "score": 0.3 + st.name_prior(path),
+                "why": f"{path!r} holds text segments with a boolean {flags[0]!r} and no speakers: pre-rendered text"}
+    if len(texts) >= 2:
+        a, b = texts[0][2], texts[1][2]
+        first = min((a, b), key=lambda k: (-_prompt_prior(k), st.text_stats(leaves[k]).mean_chars))
+        second = b if first == a else a
+        return {**base, "kind": "exchanges", "pair_keys": [first, second], "score": 0.5 + st.name_prior(path),
+                "why": f"{path!r} holds (user, assistant) exchanges: {first!r} asks, {second!r} answers"}
+    return {**base, "kind": "strings_in_dicts", "content_key": contents[0][2] if contents else None,
+            "score": 0.3 * (contents[0][0] if contents else 0) + st.name_prior(path),
+            "why": f"{path!r} holds turn objects without a speaker key; text in {contents[0][2]!r}"}
+
+
+def _prompt_prior(key: str) -> int:
+    from adapters.columns import PROMPT_NAMES
+
+    return int(key.rsplit(".", 1)[-1].lower() in PROMPT_NAMES)
+
+
+def _completion(cands: list[dict[str, Any]], chosen: dict[str, Any]) -> dict[str, Any] | None:
+    """A second turn list holding only the answers to the chosen one's prompts (TRL prompt/completion)."""
+    if chosen.get("kind") != "dicts":
+        return None
+    roles = lambda c: {canonical_role(st.get(t, c["role_key"]) or "") for t in c["turns"]}  # noqa: E731
+    ends = [canonical_role(st.get(lst[-1], chosen["role_key"]) or "") for lst in chosen["lists"] if lst]
+    if not ends or any(e != "user" for e in ends):
+        return None
+    for c in cands:
+        if c is not chosen and c.get("kind") == "dicts" and c.get("role_key") == chosen["role_key"] \
+                and roles(c) <= {"assistant", "tool", "tool_call"}:
+            return c
+    return None
+
+
+def _pick_pair(cands: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    by_name = {c["path"].rsplit(".", 1)[-1].lower(): c for c in cands}
+    chosen = next((by_name[n] for n in CHOSEN if n in by_name), None)
+    rejected = next((by_name[n] for n in REJECTED if n in by_name), None)
+    if chosen and rejected and chosen.get("role_key") == rejected.get("role_key"):
+        return chosen, rejected
+    return cands[0], None
+
+
+def _first_role(d: Detected, cand: dict[str, Any], card_text: str) -> str:
+    """Who speaks first in unlabelled alternating lists, with the evidence."""
+    lists = cand["lists"]
+    items = [[t.get(cand["content_key"]) if isinstance(t, dict) else t for t in lst] for lst in lists]
+    even = st.text_stats([x for lst in items for x in lst[0::2]])
+    odd = st.text_stats([x for lst in items for x in lst[1::2]])
+    card = (card_text or "").lower()
+    if re.search(r"(assistant|bot|agent|model) (speaks|talks|starts|greets) first|starts with the (assistant|bot)",
+                 card):
+        role, why = "assistant", "the card says the assistant speaks first"
+    elif odd.strings and even.questions / max(even.strings, 1) + 0.1 < odd.questions / odd.strings and \
+            even.mean_chars > odd.mean_chars:
+        role, why = "assistant", (f"odd positions ask ({odd.questions}/{odd.strings} end in '?') and even ones are "
+                                  "longer: the assistant speaks first")
+    else:
+        role, why = "user", (f"first utterances read as prompts ({even.questions}/{even.strings} questions, mean "
+                             f"{even.mean_chars:.0f} chars vs {odd.mean_chars:.0f} for the replies)")
+    d.decide("first_role", role, f"no speaker labels; utterances alternate, {why}", review=True)
+    return role
+
+
+def _turn_layout(d: Detected, cand: dict[str, Any], rejected: dict[str, Any] | None, card_text: str) -> None:
+    path = cand["path"]
+    if cand["encoded"]:
+        d.fields.setdefault("json_fields", []).append(path)
+        d.reasons["json_fields"] = f"{cand['encoded']} sampled rows store {path!r} as a JSON string: decoded"
+    if cand["kind"] == "segments":
+        d.refuse("plain_text", cand["why"])
+        return
+    if cand["kind"] == "exchanges":
+        d.decide("layout", "utterances", cand["why"])
+        d.decide("messages_path", path, "the list of exchanges")
+        d.decide("pair_keys", cand["pair_keys"], f"each item holds one exchange: {cand['pair_keys'][0]!r} → user, "
+                                                  f"{cand['pair_keys'][1]!r} → assistant", review=True)
+        return
+    if cand["kind"] != "dicts":
+        d.decide("layout", "utterances", cand["why"])
+        d.decide("messages_path", path, "the list of utterances")
+        if cand["kind"] == "strings_in_dicts":
+            d.decide("content_key", cand["content_key"], f"text of each utterance in {cand['content_key']!r}")
+        else:
+            cand["content_key"] = None
+        _first_role(d, cand, card_text)
+    else:
+        d.decide("messages_path", path, cand["why"] + (" (the chosen side of a preference pair)" if rejected else ""))
+        d.decide("role_key", cand["role_key"], f"speaker key by its values: {cand['role_why']}",
+                 review=cand["role_key"].rsplit(".", 1)[-1] not in st.ROLE_KEYS)
+        d.decide("content_key", cand["content_key"], f"text key by its values: {cand['content_why']}",
+                 review=cand["content_key"].rsplit(".", 1)[-1] not in st.CONTENT_KEYS)
+        infer_role_map(d, cand["turns"], cand["lists"], cand["role_key"], cand["content_key"])
+        detect_turn_fields(d, cand["turns"], cand["role_key"], cand["content_key"])
         agentish = "train_flag_key" in d.fields or "null_policy" in d.fields
         d.decide("layout", "trajectory" if agentish else "messages",
                  "agent steps with per-step flags or split content keys" if agentish else "a chat turn list")
-    elif not _detect_columns(d, rows):
-        columns = sorted({k for r in rows for k in r})
-        d.decide("layout", None, f"no turn list and no known column pair among {columns}", review=True)
+    if rejected:
+        d.decide("preference", {"rejected": rejected["path"]},
+                 f"preference pairs: {path!r} is the chosen side, {rejected['path']!r} the rejected one "
+                 "(recorded, never trained)")
+        if rejected["encoded"]:
+            d.fields.setdefault("json_fields", []).append(rejected["path"])
+
+
+def detect(rows: list[dict[str, Any]], *, features: dict[str, Any] | None = None, card_text: str = "",
+           file_names: Iterable[str] = ()) -> Detected:
+    """Detect the layout and every field of a spec from sampled rows (no source, mode or category)."""
+    d = Detected(n_rows=len(rows))
+    if _file_refusal(d, file_names):
+        return d
+    if not rows:
+        d.decide("layout", None, "no rows to inspect", review=True)
+        return d
+    media_fields = _media(d, rows, features or {})
+    tools = _tools_column(d, rows, media_fields)
+    skip = media_fields | ({tools} if tools else set())
+    cands = _turn_candidates(rows, skip)
+    if cands:
+        cand, rejected = _pick_pair(cands)
+        completion = None if rejected else _completion(cands, cand)
+        if completion is None and cand.get("kind") == "dicts" and _completion(cands, cands[-1]) is cand:
+            cand, completion = cands[-1], cand  # the answers list scored first: start from the prompts
+        _turn_layout(d, cand, rejected, card_text)
+        if completion is not None:
+            d.decide("completion_path", completion["path"], f"{completion['path']!r} holds the answers to the "
+                                                            f"prompts in {cand['path']!r}: appended after them")
+            if completion["encoded"]:
+                d.fields.setdefault("json_fields", []).append(completion["path"])
+    elif not detect_transcript(d, rows, skip) and not detect_columns(d, rows, skip):
+        lists = sorted(p for p, (_, _, kind) in st.turn_list_paths(rows).items()
+                       if kind == "dicts" and p.split(".")[0] not in skip)
+        if media_fields and d.refusal in ("plain_text", "no_text"):  # captions / labels beside images
+            d.refuse("media", f"media in {sorted(media_fields)} with {REFUSALS[d.refusal]} beside them")
+        elif lists and d.refusal == "no_text":  # unreadable turn lists are not "no text": nobody decided yet
+            d.refusal = None
+            d.decide("layout", None, f"lists of objects at {lists}, but no speaker key or text key could be told "
+                                     "from their values: undecided (write the spec, or --policy llm)", review=True)
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
-    if d.json_strings:
-        d.reasons["json_strings"] = ("JSON text found in " + ", ".join(d.json_strings) + "; only the fields the "
-                                     "spec reads are decoded, tool-call arguments stay strings (OpenAI format)")
-    if any("tools" in r for r in rows):
-        d.reasons["tools"] = ("the `tools` column (tool schemas) is not carried into records: the canonical "
-                              "record has no tools field; check regeneration does not need it")
-        d.needs_review.append("tools")
-    for col in SYSTEM_COLUMNS:
-        if any(isinstance(r.get(col), str) and r[col].strip() for r in rows):
-            d.decide("system_field", col, f"column {col!r} holds a system prompt, prepended as a system turn")
-            break
+    if d.layout and d.layout != "columns":
+        _system_column(d, rows, skip)
+    elif d.layout == "columns" and "system_field" not in d.fields:
+        _system_column(d, rows, skip | set(d.fields["columns"]["prompt"]) | {d.fields["columns"].get("response")})
     return d
+
+
+def _system_column(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> None:
+    from adapters.aliases import SYSTEM_COLUMNS
+
+    for name in dict.fromkeys(k for r in rows for k in r):
+        if name in skip or (name.lower() not in SYSTEM_COLUMNS and "system" not in name.lower()):
+            continue
+        values = [r.get(name) for r in rows]
+        if any(isinstance(v, str) and v.strip() for v in values) and all(v is None or isinstance(v, str)
+                                                                         for v in values):
+            d.decide("system_field", name, f"column {name!r} holds a system prompt, prepended as a system turn")
+            return
 
 
 def json_string_fields(rows: list[dict[str, Any]], messages_path: str | None) -> list[str]:
@@ -238,9 +331,9 @@ def json_string_fields(rows: list[dict[str, Any]], messages_path: str | None) ->
     found = []
     for col in dict.fromkeys(k for r in rows for k in r):
         strings = [r[col] for r in rows if isinstance(r.get(col), str)]
-        if strings and sum(_decoded(v)[1] for v in strings) >= 0.5 * len(strings):
+        if strings and sum(st.decoded(v)[1] for v in strings) >= 0.5 * len(strings):
             found.append(col)
-    turns = [t for r in rows for t in (_decoded(r.get(messages_path))[0] if messages_path else None) or []
+    turns = [t for r in rows for t in (st.decoded(st.get(r, messages_path))[0] if messages_path else None) or []
              if isinstance(t, dict)]
     args = [c.get("function", {}).get("arguments") for t in turns if isinstance(t.get("tool_calls"), list)
             for c in t["tool_calls"] if isinstance(c, dict) and isinstance(c.get("function"), dict)]
@@ -254,14 +347,24 @@ def guess_category(d: Detected, mode: str) -> str:
     roles = set(d.fields.get("role_map", {}).values())
     if mode == "native":
         return "native"
-    if d.fields.get("layout") == "trajectory" or "tool" in roles or "tool_calls_key" in d.fields:
+    if d.layout == "trajectory" or roles & {"tool", "tool_call"} or "tool_calls_key" in d.fields \
+            or "tools_field" in d.fields or "text_tool_calls" in d.fields:
         return "agentic"
     if "reasoning.delimiters" in d.fields or "reasoning.key" in d.fields:
         return "reasoning"
-    return "coding" if d.fields.get("layout") == "columns" else "chat"
+    return "coding" if d.layout == "columns" else "chat"
 
 
-def names_target(card_text: str, rows: list[dict[str, Any]], patterns: Iterable[str]) -> str | None:
+def family_patterns(families: Iterable[str] = TARGET_FAMILIES) -> tuple[str, ...]:
+    """Word-start regexes for family names (`kimi` matches Kimi-K2.5 and moonshotai/Kimi-K2, not `akimitsu`)."""
+    return tuple(rf"\b{re.escape(f)}" for f in families)
+
+
+DEFAULT_TARGET_PATTERNS = family_patterns()
+
+
+def names_target(card_text: str, rows: list[dict[str, Any]], patterns: Iterable[str] = DEFAULT_TARGET_PATTERNS
+                 ) -> str | None:
     """Why the data came from the target model family (card text or a model column), or None."""
     regexes = [re.compile(p, re.IGNORECASE) for p in patterns]
     for col in MODEL_COLUMNS:

@@ -8,6 +8,7 @@ choice of files matches what `load_dataset` would read.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
+from adapters.trial import spec_data
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.hub import HubClient
@@ -28,6 +30,14 @@ from catalog.untrusted import check_card
 
 METADATA_CONFIGS = ("metadata", "meta", "raw")
 N_GOLDEN = 3
+
+
+class AdapterRefused(DraftsetError):
+    """A dataset refused by name (plain text, no text, unsupported files): not an inference failure."""
+
+    def __init__(self, verdict: str, message: str):
+        super().__init__(message, hint="nothing to adapt: reject it in review, or pick another dataset")
+        self.verdict = verdict
 
 
 @dataclass
@@ -116,16 +126,7 @@ def resolve_data_files(repo_id: str, config: str, split: str, revision: str, tok
 
 
 def _spec_data(d: Detected, source: SourceSpec, mode: str, category: str) -> dict[str, Any]:
-    data: dict[str, Any] = {"source": source.model_dump(), "mode": mode, "category": category}
-    reasoning: dict[str, Any] = {}
-    for name, value in d.fields.items():
-        if name.startswith("reasoning."):
-            reasoning[name.split(".", 1)[1]] = value
-        else:
-            data[name] = value
-    if reasoning:
-        data["reasoning"] = reasoning
-    return data
+    return spec_data(d, source.model_dump(), mode, category)
 
 
 def _pin_golden(spec: AdapterSpec, rows: list[tuple[int, dict[str, Any]]]) -> list[GoldenExample]:
@@ -161,8 +162,11 @@ def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> No
 
 def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str | None = None,
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
-                    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
-    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store)."""
+                    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
+                    llm: tuple[Any, str] | None = None) -> Proposal:
+    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store).
+
+    `llm` = (openai client, model): when structure cannot decide, the model may propose the reading."""
     info = HubClient(endpoint, token).dataset_info(repo_id)  # probe first; gated/missing/dead: one clear error
     _check_card(repo_id, info, endpoint, token)
     pairs = _config_splits(repo_id, info.sha, viewer_base, token)
@@ -182,30 +186,114 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
         raise DraftsetError(f"{repo_id} ({config}/{split}) has no data files", hint="pick another dataset")
     source = SourceSpec(repo_id=repo_id, revision=info.sha, config=config, split=split, data_files=files)
 
-    raw = [r for r in iter_raw_rows(source, endpoint=endpoint, token=token, sample=sample_rows)]
-    rows = [(r.row_index, r.row) for r in raw if r.row is not None]
-    d = detect([row for _, row in rows] or _schema_rows(source, endpoint, token))
-    if not raw:  # placeholder labels are not a vocabulary: leave the role map empty
-        d.fields["role_map"], d.role_counts = {}, {}
-        d.needs_review = [f for f in d.needs_review if not f.startswith("role_map.")]
-        d.reasons = {k: v for k, v in d.reasons.items() if not k.startswith("role_map.")}
-        d.reasons["layout"] += " (no rows: detected from the file schema only; the contract will fail)"
-    d.reasons["source.revision"] = f"pinned to the current revision {info.sha[:12]}"
-    d.reasons["source.config"], d.reasons["source.split"] = config_why, split_why
-    d.reasons["source.data_files"] = f"{len(files)} file(s) as `datasets` resolves {config}/{split}"
-    d.reasons["sample"] = f"{len(raw)} rows sampled evenly across {len(files)} file(s), {len(raw) - len(rows)} malformed"
-    d.needs_review += [f for f, g in (("source.config", config_guess), ("source.split", split_guess)) if g]
-    if d.fields.get("layout") is None:
-        raise DraftsetError(f"cannot infer an adapter for {repo_id}: {d.reasons['layout']}",
-                            hint="not a conversation or instruction dataset; reject it or write the spec by hand")
-
     card = ""
     if info.card_data is not None:
         card = str(info.card_data.to_dict()) + " " + str(getattr(info, "description", "") or "")
     card += " " + _card_text(source, [f.rfilename for f in info.siblings or []], endpoint, token)
+    d, rows, why_rows = _detection(repo_id, source, catalog, endpoint, token, sample_rows, card, files)
+    if d.layout is None and d.refusal is None and llm is not None and rows:
+        from adapters.llm_spec import propose_with_llm
+
+        proposed = propose_with_llm([row for _, row in rows], d.reasons.get("layout", "no layout"),
+                                    client=llm[0], model=llm[1])
+        if proposed is not None:  # only the contract decides whether the model's reading stands
+            d = proposed
+    d.reasons["source.revision"] = f"pinned to the current revision {info.sha[:12]}"
+    d.reasons["source.config"], d.reasons["source.split"] = config_why, split_why
+    d.reasons["source.data_files"] = f"{len(files)} file(s) as `datasets` resolves {config}/{split}"
+    d.reasons["sample"] = why_rows
+    d.needs_review += [f for f, g in (("source.config", config_guess), ("source.split", split_guess)) if g]
+    return build_proposal(d, rows, source, card, catalog=catalog, category=category, target_patterns=target_patterns)
+
+
+def _detection(repo_id: str, source: SourceSpec, catalog: Catalog | None, endpoint: str, token: str | None,
+               sample_rows: int, card: str, files: list[str]) -> tuple[Detected, list[tuple[int, dict]], str]:
+    """What find detected for this (revision, config, split) when it stored it; else sample and detect."""
+    stored = stored_detection(catalog, source) if catalog is not None else None
+    raw = [r for r in iter_raw_rows(source, endpoint=endpoint, token=token, sample=sample_rows)]
+    rows: list[tuple[int, dict[str, Any]]] = [(r.row_index, r.row) for r in raw if r.row is not None]
+    if stored is not None and (stored[0].layout is not None or stored[0].refusal is not None):
+        d = stored[0]
+        why = (f"detected by find on {d.n_rows} row(s) of {source.config}/{source.split} at this revision (catalog "
+               f"`schemas`); {len(rows)} rows sampled across {len(files)} file(s) complete the role vocabulary")
+        return complete_vocabulary(d, [row for _, row in rows]), rows or list(enumerate(stored[1])), why
+    sampled: list[dict[str, Any]] = [row for _, row in rows if row is not None]
+    d = detect(sampled or _schema_rows(source, endpoint, token), card_text=card, file_names=files)
+    if not raw:  # placeholder labels are not a vocabulary: leave the role map empty
+        d.fields["role_map"], d.role_counts = {}, {}
+        d.needs_review = [f for f in d.needs_review if not f.startswith("role_map.")]
+        d.reasons = {k: v for k, v in d.reasons.items() if not k.startswith("role_map.")}
+        if d.layout is not None:
+            d.reasons["layout"] += " (no rows: detected from the file schema only; the contract will fail)"
+    why = f"{len(raw)} rows sampled evenly across {len(files)} file(s), {len(raw) - len(rows)} malformed"
+    return d, rows, why
+
+
+def complete_vocabulary(d: Detected, rows: list[dict[str, Any]]) -> Detected:
+    """find saw a few first rows; labels that only occur later (a `system` turn in row 40) are mapped by the same
+    rules from the wider sample, so starting from find's detection never leaves a label unmapped for nothing."""
+    from adapters.roles import infer_role_map
+    from adapters.structure import decoded, get
+
+    role_key, content_key, path = d.fields.get("role_key"), d.fields.get("content_key"), d.fields.get("messages_path")
+    if not (rows and role_key and content_key and path and d.layout in ("messages", "trajectory")):
+        return d
+    lists = [v for v in (decoded(get(r, path))[0] for r in rows) if isinstance(v, list)]
+    turns = [t for lst in lists for t in lst if isinstance(t, dict)]
+    if not turns:
+        return d
+    wider = Detected()
+    infer_role_map(wider, turns, lists, role_key, content_key)
+    known = dict(d.fields.get("role_map", {}))
+    for label, role in wider.fields.get("role_map", {}).items():
+        if label not in known:
+            known[label] = role
+            d.reasons[f"role_map.{label}"] = wider.reasons.get(f"role_map.{label}",
+                                                               f"{label!r} first seen in the wider sample")
+    for key in wider.needs_review:
+        if key.startswith("role_map.") and key.removeprefix("role_map.") not in d.fields.get("role_map", {}):
+            d.reasons.setdefault(key, wider.reasons.get(key, ""))
+            if key not in d.needs_review:
+                d.needs_review.append(key)
+    d.fields["role_map"] = known
+    d.role_counts = wider.role_counts
+    return d
+
+
+def stored_detection(catalog: Catalog, source: SourceSpec) -> tuple[Detected, list[dict[str, Any]]] | None:
+    """find's detection and sample rows for exactly this revision, config and split, if it stored them."""
+    if not catalog.path.exists():
+        return None
+    try:
+        hit = catalog.query("SELECT detected, sample_rows FROM schemas WHERE repo_id = ? AND revision = ? "
+                            "AND config = ? AND split = ? AND detected IS NOT NULL",
+                            [source.repo_id, source.revision, source.config, source.split])
+    except Exception:  # a catalog from before migration 0020 has no `detected` column
+        return None
+    if not hit:
+        return None
+    detected, rows = hit[0]["detected"], hit[0]["sample_rows"]
+    detected = json.loads(detected) if isinstance(detected, str) else detected
+    rows = json.loads(rows) if isinstance(rows, str) else rows
+    return Detected.from_json(detected), [r for r in rows or [] if isinstance(r, dict)]
+
+
+def build_proposal(d: Detected, rows: list[tuple[int, dict[str, Any]]], source: SourceSpec, card: str, *,
+                   catalog: Catalog | None = None, category: str | None = None,
+                   target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
+    """A spec from a detection (no Hub access): mode, category, golden rows. Refusals raise AdapterRefused."""
+    repo_id = source.repo_id
+    if d.refusal is not None:
+        raise AdapterRefused(d.refusal, f"{repo_id} refused: {d.reasons['layout']}")
+    if d.layout is None:
+        raise DraftsetError(f"cannot infer an adapter for {repo_id}: {d.reasons.get('layout', 'no layout')}",
+                            hint="not a conversation or instruction dataset; reject it or write the spec by hand")
     native_why = names_target(card, [row for _, row in rows], target_patterns)
     mode = "native" if native_why else "regenerate"
     d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
+    if "label_field" in d.fields and mode == "native":
+        d.fields["min_yield"] = 0.3
+        d.reasons["min_yield"] = "labelled data: undesirable answers are refused row by row, so fewer rows yield"
     if category is None and catalog is not None and catalog.path.exists():
         hit = catalog.query("SELECT category FROM candidates WHERE repo_id = ?", [repo_id])
         category = hit[0]["category"] if hit and hit[0]["category"] else None
@@ -216,7 +304,8 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
         d.reasons["category"] = f"no find result: guessed {category!r} from the detected shape"
         d.needs_review.append("category")
     spec = AdapterSpec.from_data({**_spec_data(d, source, mode, category), "reasons": d.reasons,
-                                  "needs_review": d.needs_review}, where=f"proposed for {repo_id}")
+                                  "needs_review": list(dict.fromkeys(d.needs_review))},
+                                 where=f"proposed for {repo_id}")
     spec.golden = _pin_golden(spec, rows)
     return Proposal(spec=spec, reasons=d.reasons, role_counts=d.role_counts, needs_review=d.needs_review,
                     json_strings=d.json_strings)

@@ -21,10 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from adapters.records import Mode, Role
 from catalog.errors import DraftsetError
 
-SPEC_VERSION = 1
-# Role-map target: a canonical role, or "drop" = a person decided this label's turns are left out.
-RoleTarget = Literal["system", "user", "assistant", "tool", "drop"]
+SPEC_VERSION = 2
+# Role-map target: a canonical role; "tool_call" = an assistant turn whose text is the call itself
+# (LLaMA-Factory / ShareGPT `function_call` turns); "drop" = a person decided this label's turns are left out.
+RoleTarget = Literal["system", "user", "assistant", "tool", "tool_call", "drop"]
 HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
+# Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
+ADDED_FIELDS = {"tools_field", "tool_call_id_key", "tool_name_key", "text_tool_calls", "media", "preference",
+                "label_field", "first_role", "transcript", "parts_key", "completion_path", "pair_keys"}
+TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json"]
 
 
 class SpecModel(BaseModel):
@@ -45,12 +50,36 @@ class ColumnsSpec(SpecModel):
     prompt: list[str] = Field(min_length=1, description="joined with a blank line; empty ones skipped")
     response: str | None = None
     response_is_tool_calls: bool = Field(False, description="response holds a list of tool calls (xlam)")
+    history: str | None = Field(None, description="column of earlier (user, assistant) exchanges (LLaMA-Factory)")
 
 
 class ReasoningSpec(SpecModel):
     key: str | None = Field(None, description="per-turn key holding separated reasoning, e.g. reasoning_content")
     delimiters: list[tuple[str, str]] = Field(default_factory=list, description="(open, close) inside text")
     unwrap: list[tuple[str, str]] = Field(default_factory=list, description="answer wrappers to strip")
+
+
+class MediaSpec(SpecModel):
+    """Where a row carries media and what happens to it. Text-only targets refuse such rows by name."""
+
+    fields: list[str] = Field(default_factory=list, description="columns / turn keys holding media refs")
+    placeholders: list[str] = Field(default_factory=list, description="media tokens in text, e.g. <image>")
+    policy: Literal["refuse", "keep"] = Field("refuse", description="keep: media become message parts")
+
+
+class PreferenceSpec(SpecModel):
+    """Preference pairs: `messages_path`/columns read the chosen side, `rejected` the other."""
+
+    rejected: str = Field(description="column or turn-list path of the rejected answer")
+    chosen_score: str | None = None
+    rejected_score: str | None = None
+
+
+class TranscriptSpec(SpecModel):
+    """A single text column holding a whole dialogue as `Human: ... Assistant: ...` segments."""
+
+    field: str
+    markers: dict[str, Role] = Field(description="speaker marker (e.g. 'Human:') → role")
 
 
 class GoldenExample(SpecModel):
@@ -65,7 +94,7 @@ class GoldenExample(SpecModel):
 class AdapterSpec(SpecModel):
     spec_version: int = SPEC_VERSION
     source: SourceSpec
-    layout: Literal["messages", "columns", "trajectory"]
+    layout: Literal["messages", "columns", "trajectory", "utterances", "transcript"]
     category: str = "general"
     mode: Mode = "regenerate"
     # Turn-list layouts (messages: chat turns; trajectory: agent steps with flags / split keys).
@@ -76,6 +105,20 @@ class AdapterSpec(SpecModel):
     null_policy: dict[Role, str] = Field(default_factory=dict,
                                          description="role → turn key read when the content is null")
     tool_calls_key: str | None = None
+    tool_call_id_key: str | None = Field(None, description="tool turns: key of the id of the call answered")
+    tool_name_key: str | None = Field(None, description="tool turns: key naming the function")
+    text_tool_calls: TextToolFormat | None = Field(None, description="tool calls written inside assistant text")
+    tools_field: str | None = Field(None, description="column holding the tool declarations")
+    parts_key: str | None = Field(None, description="per-turn key holding media parts")
+    completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
+    pair_keys: list[str] | None = Field(None, description="utterances given as exchanges: [user key, assistant key]"
+                                                          " of each item ([] for 2-item lists)")
+    first_role: Literal["user", "system", "assistant"] | None = Field(
+        None, description="utterances layout: role of the first string; the rest alternate user/assistant")
+    transcript: TranscriptSpec | None = None
+    media: MediaSpec | None = None
+    preference: PreferenceSpec | None = None
+    label_field: str | None = Field(None, description="KTO-style label column: false = undesirable answer")
     train_flag_key: str | None = None
     system_field: str | None = Field(None, description="column with a system prompt to prepend")
     # Column layouts.
@@ -97,13 +140,25 @@ class AdapterSpec(SpecModel):
         if self.layout == "columns":
             if self.columns is None:
                 raise ValueError("layout 'columns' needs a `columns` section (prompt, response)")
+        elif self.layout == "utterances":
+            if not (self.messages_path and (self.first_role or self.pair_keys is not None)):
+                raise ValueError("layout 'utterances' needs messages_path and first_role (or pair_keys)")
+        elif self.layout == "transcript":
+            if self.transcript is None:
+                raise ValueError("layout 'transcript' needs a `transcript` section (field, markers)")
         elif not (self.messages_path and self.role_key and self.content_key):
             raise ValueError(f"layout '{self.layout}' needs messages_path, role_key and content_key")
         return self
 
     # -- identity ------------------------------------------------------------------------------
     def hashed_payload(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude=HASH_EXCLUDED)
+        data = self.model_dump(mode="json", exclude=HASH_EXCLUDED)
+        for name in ADDED_FIELDS:
+            if data.get(name) is None:
+                data.pop(name, None)
+        if isinstance(data.get("columns"), dict) and data["columns"].get("history") is None:
+            data["columns"].pop("history", None)
+        return data
 
     def spec_hash(self) -> str:
         canonical = json.dumps(self.hashed_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.detect import TARGET_FAMILIES
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -53,7 +55,7 @@ class FindConfig(Strict):
     inspect_top: int = Field(8, ge=1, description="hits per agent whose card/features/rows are read")
     share_cap: float = Field(0.35, gt=0, le=1, description="max share of the new samples from one dataset")
     min_relevance: float = Field(0.05, ge=0, le=1, description="below this a candidate is marked irrelevant")
-    target_families: tuple[str, ...] = ("kimi", "moonshot", "deepseek")
+    target_families: tuple[str, ...] = TARGET_FAMILIES  # the one list, shared with adapter proposal
     tool_result_chars: int = Field(4000, ge=200, description="llm policy: max chars of one tool result")
     llm_time_share: float = Field(0.5, gt=0, le=1, description="llm policy: share of the wall-time budget the "
                                   "tool loop may use; the rest is left for the heuristic fallback")

@@ -59,7 +59,7 @@ def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentRepor
                                    for c in candidates])
         upsert(con, "schemas", [{
             "repo_id": c.repo_id, "revision": c.revision, "config": s["config"], "split": s["split"],
-            "features": s["features"], "sample_rows": s["sample_rows"],
+            "features": s["features"], "sample_rows": s["sample_rows"], "detected": s.get("detected"),
         } for c in candidates if c.revision for s in c.schemas])
         upsert(con, "plans", [{
             "plan_id": plan.plan_id, "run_id": run_id, "domain": state["domain"],

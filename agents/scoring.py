@@ -8,9 +8,9 @@ column, license, size, popularity and target-native data; flags subtract.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
+from adapters.detect import family_patterns, names_target
 from agents import inspection
 from agents.categories import BY_KEY, category_weights, tokens
 from agents.configuration import FindConfig
@@ -66,14 +66,15 @@ def score_candidate(category: str, domain: str, hit: dict[str, Any], facts: dict
     sampled = next((c for c in facts["configs"] if c["rows"]), None)
     features = sampled["features"] if sampled else {}
     rows = sampled["rows"] if sampled else []
-    structure = inspection.detect_structure(features, rows)
+    structure = inspection.detect_structure(features, rows, facts.get("card_text", ""))
+    detected = structure["detected"]
     stats = inspection.sample_stats(structure, rows)
     if structure["layout"] == "messages":
         part(0.15, f"conversation column {structure['field']!r}")
     elif structure["layout"] == "columns":
         part(0.10, f"prompt column {structure['field']!r}")
     elif facts["access"] == "ok":
-        reasons.append("+0.00 no conversation or prompt column")
+        reasons.append(f"+0.00 no conversation or prompt column ({structure['why'] or 'no rows'})")
 
     license_ = (_card_field(hit, "license") or [""])[0].lower()
     if license_ in NO_LICENSE:
@@ -102,13 +103,12 @@ def score_candidate(category: str, domain: str, hit: dict[str, Any], facts: dict
     downloads = int(hit.get("downloads") or 0)
     part(0.05 * min(1.0, math.log10(downloads + 1) / 6), f"{downloads:,} downloads")
 
-    why_not_text = inspection.non_text(hit["tags"], features, rows)
+    why_not_text = inspection.non_text(hit["tags"], features, rows, detected)
     if why_not_text:
         flags.append("non_text")
-    family = re.compile("|".join(map(re.escape, config.target_families)), re.I)
-    evidence = [v for v in inspection.model_column_values(rows) if family.search(v)]
-    if evidence or family.search(facts.get("card_text", "")):
-        part(0.15, f"target-native: {evidence[0] if evidence else 'card names the target family'}")
+    native_why = names_target(facts.get("card_text", ""), rows, family_patterns(config.target_families))
+    if native_why:
+        part(0.15, f"target-native: {native_why}")
         mode = "native"
     else:
         mode = "regenerate"
@@ -127,6 +127,6 @@ def score_candidate(category: str, domain: str, hit: dict[str, Any], facts: dict
         mode=mode, est_yield=round(stats["yield"], 4), prompt_tokens=stats["prompt_chars"] / cpt,
         response_tokens=stats["response_chars"] / cpt, flags=flags,
         status="irrelevant" if irrelevant else "relevant",
-        schemas=[{"config": c["config"], "split": c["split"], "features": c["features"], "sample_rows": c["rows"]}
-                 for c in facts["configs"]],
+        schemas=[{"config": c["config"], "split": c["split"], "features": c["features"], "sample_rows": c["rows"],
+                  "detected": detected.to_json() if c is sampled else None} for c in facts["configs"]],
     )

@@ -6,12 +6,13 @@ import getpass
 import os
 import shlex
 import subprocess
+from typing import Any
 
 import typer
 from rich.progress import Progress
 
 from catalog.errors import DraftsetError
-from pipeline.cli.common import catalog, console, safe, settings
+from pipeline.cli.common import catalog, console, literal, safe, settings
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -26,51 +27,60 @@ def _token() -> str | None:
     return token.get_secret_value() if token else None
 
 
-def _propose_one(repo_id: str, rows: int, category: str | None):
-    from adapters import review, store
-    from adapters.infer import propose_adapter
+def _llm(policy: str) -> tuple[Any, str] | None:
+    """(openai client, model) for `--policy llm`, from DRAFTSET_LLM_*; None for the heuristic policy."""
+    if policy == "heuristic":
+        return None
+    if policy != "llm":
+        raise DraftsetError(f"unknown policy {policy!r}", hint="--policy heuristic (default) or --policy llm")
+    cfg = settings()
+    if not (cfg.llm_base_url and cfg.llm_model):
+        raise DraftsetError("--policy llm needs a model endpoint",
+                            hint="set DRAFTSET_LLM_BASE_URL and DRAFTSET_LLM_MODEL (an OpenAI-compatible server)")
+    import openai
 
-    cat, cfg = catalog(), settings()
-    proposal = propose_adapter(repo_id, endpoint=cfg.hf_endpoint, viewer_base=cfg.viewer_base, token=_token(),
-                               catalog=cat, category=category)
-    old = store.load(cat, repo_id)
-    store.save_spec(cat, review.keep_decisions(old.spec, proposal.spec) if old else proposal.spec)
-    record, _ = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
-    return record
+    key = cfg.llm_api_key.get_secret_value() if cfg.llm_api_key else "none"
+    return openai.OpenAI(base_url=cfg.llm_base_url, api_key=key, max_retries=1, timeout=60), cfg.llm_model
 
 
-def propose_many(targets: list[str], rows: int = 500, category: str | None = None) -> None:
-    """Propose and contract-test each target; one failing dataset does not stop the others (exit 1 at the end)."""
+def propose_many(targets: list[str], rows: int = 500, category: str | None = None, policy: str = "heuristic"
+                 ) -> bool:
+    """Propose and contract-test each target (adapters.propose); print the table, each problem and a summary
+    line. True when every target got a passing contract."""
+    from adapters import propose as proposing
     from pipeline.cli import adapters_view as view
 
-    done, failed = [], []
+    cat, cfg = catalog(), settings()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("proposing", total=len(targets))
-        for repo_id in targets:
-            progress.update(task, description=f"proposing {repo_id}")
-            try:
-                done.append(_propose_one(repo_id, rows, category))
-            except DraftsetError as exc:
-                if len(targets) == 1:
-                    raise
-                failed.append((repo_id, str(exc)))
-            progress.advance(task)
-    if done:
-        view.print_list(done)
-    for repo_id, why in failed:
-        console.print(f"[red]failed[/] {safe(repo_id)}: {safe(why)}", highlight=False)
-    review_hint = " ".join(r.repo_id for r in done)
-    if done:
-        console.print(f"next: draftset adapters show REPO, then approve (proposed: {safe(review_hint)})", highlight=False)
-    if failed:
-        raise typer.Exit(1)
+
+        def tick(repo_id: str) -> None:
+            progress.update(task, description=f"proposing {safe(repo_id)}", completed=targets.index(repo_id))
+
+        outcomes = proposing.propose_many(cat, targets, endpoint=cfg.hf_endpoint, viewer_base=cfg.viewer_base,
+                                          token=_token(), rows=rows, category=category, llm=_llm(policy),
+                                          progress=tick)
+    records = [o.record for o in outcomes if o.record is not None]
+    if records:
+        view.print_list(records)
+    for o in outcomes:
+        if not o.ok:
+            console.print(literal(o.line(), style="red" if o.error or o.contract else "yellow"))
+    console.print(literal(proposing.summary_line(outcomes)))
+    if records:
+        console.print(literal("next: draftset adapters show REPO (reasons, golden rows), then approve "
+                              f"(proposed: {' '.join(r.repo_id for r in records)})"))
+    return all(o.ok for o in outcomes)
 
 
 @adapters_app.command("propose")
 def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
             all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
             rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
-            category: str | None = typer.Option(None, help="category (default: from the find ranking)")) -> None:
+            category: str | None = typer.Option(None, help="category (default: from the find ranking)"),
+            policy: str = typer.Option("heuristic", help="heuristic, or llm: when structure cannot decide, a model "
+                                                         "(DRAFTSET_LLM_*) proposes the reading; the contract decides")
+            ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
     targets = list(repos or [])
     if all_top:
@@ -80,7 +90,8 @@ def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owne
     if not targets:
         raise DraftsetError("nothing to propose", hint="name a dataset (draftset adapters propose OWNER/NAME) "
                                                        "or use --all-top N after `draftset find`")
-    propose_many(targets, rows, category)
+    if not propose_many(targets, rows, category, policy):
+        raise typer.Exit(1)  # a failing contract, a refusal or an error: scripts must not go on to ingest
 
 
 @adapters_app.command("list")
@@ -103,6 +114,27 @@ def show(repo_id: str = REPO) -> None:
     from pipeline.cli import adapters_view as view
 
     view.print_show(store.require(catalog(), repo_id))
+
+
+@adapters_app.command("preview")
+def preview(repo_id: str = REPO, row: int = typer.Option(0, "--row", help="row index (file order, as ingest counts)"),
+            canonical_only: bool = typer.Option(False, "--canonical-only", help="print only the canonical record")
+            ) -> None:
+    """One raw row and what the current spec makes of it (the canonical record, or the row's error)."""
+    from adapters import store
+    from adapters.source import iter_raw_rows
+    from pipeline.cli import adapters_view as view
+
+    record = store.require(catalog(), repo_id)
+    if row < 0:
+        raise DraftsetError(f"--row must be ≥ 0, got {row}", hint="rows are numbered from 0 in file order")
+    found = None
+    for raw in iter_raw_rows(record.spec, endpoint=settings().hf_endpoint, token=_token(), limit=row + 1):
+        found = raw
+    if found is None or found.row_index != row:
+        raise DraftsetError(f"{repo_id} has no row {row} (it has {0 if found is None else found.row_index + 1})",
+                            hint=f"pick a row below {0 if found is None else found.row_index + 1}")
+    view.print_preview(record, found, canonical_only)
 
 
 @adapters_app.command("test")

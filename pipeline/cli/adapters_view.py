@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import yaml
 from rich.columns import Columns
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -12,7 +13,7 @@ from rich.syntax import Syntax
 from adapters.contract import ContractResult
 from adapters.store import AdapterRecord
 from catalog.untrusted import clean_text
-from pipeline.cli.common import console, print_table, safe  # this module is only imported by commands that run
+from pipeline.cli.common import console, literal, print_table, safe  # this module is only imported by commands that run
 
 
 def _table(columns: list[str], rows: list[list[Any]], title: str) -> None:
@@ -42,12 +43,19 @@ def print_reasons(record: AdapterRecord) -> None:
            title="why each field was chosen")
 
 
+def _verdict(data: dict[str, Any]) -> str:
+    if data["passed"]:
+        return "PASSED"
+    verdict = data.get("verdict") or ""
+    return verdict.upper().replace("REFUSED: ", "REFUSED by name: ") if verdict.startswith("refused") else "FAILED"
+
+
 def print_contract(result: ContractResult | dict[str, Any], repo_id: str) -> None:
     data = result.to_json() if isinstance(result, ContractResult) else result
     _table(["check", "result", "detail"],
-           [[c["name"], "pass" if c["passed"] else "FAIL", c["detail"]] for c in data["checks"]],
-           title=f"contract of {repo_id}: {'PASSED' if data['passed'] else 'FAILED'} "
-                 f"({data['n_records']} records / {data['n_rows']} rows)")
+           [[c["name"], "pass" if c["passed"] else ("warn" if c.get("level") == "warning" else "FAIL"),
+             c["detail"]] for c in data["checks"]],
+           title=f"contract of {repo_id}: {_verdict(data)} ({data['n_records']} records / {data['n_rows']} rows)")
     if data["quarantined"]:
         _table(["row", "field", "reason"],
                [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
@@ -68,10 +76,7 @@ def print_examples(record: AdapterRecord) -> None:
     for g in record.spec.golden:
         canonical = g.expected if g.expected is not None else {"error": g.expected_error}
         if isinstance(canonical, list):
-            # Only the fields that carry information, so raw and canonical fit side by side.
-            canonical = [{"id": c["id"], "mode": c["mode"],
-                          "messages": [{k: v for k, v in m.items() if v is not None} for m in c["messages"]]}
-                         for c in canonical]
+            canonical = _canonical(canonical)
         panels = [Panel(Syntax(clean_text(json.dumps(g.row, indent=1, ensure_ascii=False, default=str)[:2500]),
                                "json", word_wrap=True), title=f"raw row {g.row_index}"),
                   Panel(Syntax(clean_text(json.dumps(canonical, indent=1, ensure_ascii=False)[:2500]), "json",
@@ -79,12 +84,51 @@ def print_examples(record: AdapterRecord) -> None:
         console.print(Columns(panels, equal=True, expand=True))
 
 
+def _canonical(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Only the fields that carry information, so raw and canonical fit side by side."""
+    out = []
+    for c in records:
+        slim = {k: v for k, v in c.items() if k not in ("source", "messages") and v is not None}
+        slim["messages"] = [{k: v for k, v in m.items() if v is not None} for m in c["messages"]]
+        out.append(slim)
+    return out
+
+
+def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool) -> None:
+    """One raw row → its canonical record (or the reason the adapter rejects it), under the current spec."""
+    from adapters.apply import RowError, RowMapper
+
+    if raw.error is not None:
+        canonical: Any = {"malformed": raw.error}
+    else:
+        try:
+            canonical = _canonical([r.model_dump(mode="json") for r in RowMapper(record.spec).apply(
+                raw.row_index, raw.row)])
+        except RowError as exc:
+            canonical = {"rejected": {"field": exc.field, "reason": exc.reason}}
+    text = json.dumps(canonical, indent=1, ensure_ascii=False)
+    if canonical_only:
+        console.print(literal(text))
+        return
+    console.print(literal(f"{record.repo_id} row {raw.row_index} under spec {record.spec_hash[:12]} "
+                          f"({record.status})"))
+    panels = [Panel(Syntax(json.dumps(raw.row, indent=1, ensure_ascii=False, default=str)[:6000], "json",
+                           word_wrap=True), title=f"raw row {raw.row_index}"),
+              Panel(Syntax(text[:6000], "json", word_wrap=True), title="canonical record")]
+    console.print(Columns(panels, equal=True, expand=True))
+
+
 def print_show(record: AdapterRecord) -> None:
     console.print(f"[bold]{safe(record.repo_id)}[/]  status [bold]{safe(record.status)}[/]  spec "
                   f"{safe(record.spec_hash[:12])}  revision {safe(record.revision[:12])}"
                   + safe(f"  reviewed by {record.reviewed_by} at {record.reviewed_at:%Y-%m-%d %H:%M}"
                          f" ({record.note or 'no note'})" if record.reviewed_by else ""), highlight=False)
-    console.print(Syntax(clean_text(record.spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml()), "yaml"))
+    spec = record.spec
+    data = spec.model_dump(mode="json", exclude={"reasons", "golden", "needs_review"}, exclude_none=True)
+    console.print(Syntax(clean_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)), "yaml"))
+    console.print(literal(f"# reasons: {len(spec.reasons)} (table below); needs review: "
+                          f"{', '.join(spec.needs_review) or 'nothing'}; golden rows: {len(spec.golden)} (below); "
+                          f"the full spec: draftset adapters edit {record.repo_id}"))
     print_reasons(record)
     print_role_counts(record)
     if record.contract:

@@ -8,6 +8,8 @@ value that did not come from our own code goes through `safe()` (inside markup f
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -29,7 +31,9 @@ from pipeline.settings import Settings
 TOKENIZER_OPTION = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
                                 "default: the toy target if built, else a chars/4 estimate.")
 
-console = Console()
+# Piped output is not wrapped at rich's default 80 columns (repo ids and reasons would fold mid-word);
+# a terminal keeps its own width, and COLUMNS still wins when set.
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240)
 err_console = Console(stderr=True, soft_wrap=True)
 
 

@@ -120,7 +120,7 @@ def test_tool_calls_kept_and_empty_content_allowed_with_them():
     row = {"messages": [{"role": "user", "content": "list"}, {"role": "assistant", "content": "", "tool_calls": [call]},
                         {"role": "tool", "content": "a.py"}, {"role": "assistant", "content": "one file"}]}
     [rec] = apply_row(spec, 0, row)
-    assert rec.messages[1].tool_calls == [call] and rec.messages[1].content == ""
+    assert [c.model_dump() for c in rec.messages[1].tool_calls] == [call] and rec.messages[1].content == ""
     assert rec.messages[2].role == "tool"
 
 

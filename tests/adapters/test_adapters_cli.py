@@ -29,8 +29,10 @@ def _run(*args: str, ok: bool = True):
 
 
 def test_review_flow_unmappable_label_then_mapped_approved_and_edited(hub_url, home, tmp_path, monkeypatch):
-    out = _run("propose", WEIRD).output
-    assert WEIRD in out and "FAIL" in out
+    proposed = _run("propose", WEIRD, ok=False)
+    out = proposed.output
+    assert proposed.exit_code == 1 and WEIRD in out and "FAIL" in out  # a failing contract stops a script
+    assert "1 dataset(s): 0 contract pass, 1 contract FAIL" in out
 
     failed = _run("test", WEIRD, ok=False)
     assert failed.exit_code == 1 and "'supervisor_note' (7 turns)" in failed.output
@@ -52,8 +54,14 @@ def test_review_flow_unmappable_label_then_mapped_approved_and_edited(hub_url, h
 
     shown = _run("show", WEIRD).output
     for part in ("status approved", "why each field was chosen", "role labels in the sample", "supervisor_note",
-                 "raw row", "canonical record", "contract of"):
+                 "raw row", "canonical record", "contract of", "golden rows: 3 (below)"):
         assert part in shown
+    assert "reasons: {}" not in shown and "golden: []" not in shown  # the YAML never claims they are empty
+    preview = _run("preview", WEIRD, "--row", "4", "--canonical-only").output
+    assert '"role": "user"' in preview and "supervisor_note" not in preview  # dropped on purpose, by the map
+    assert "raw row 4" in _run("preview", WEIRD, "--row", "4").output
+    missing = _run("preview", WEIRD, "--row", "100000", ok=False)
+    assert isinstance(missing.exception, DraftsetError) and "has no row 100000" in str(missing.exception)
     assert "approved" in _run("list").output
     assert "PASSED" in _run("test", "--all", "--rows", "20").output  # the CI form over every adapter
 

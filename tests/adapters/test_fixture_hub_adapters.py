@@ -140,15 +140,16 @@ def test_gated_dataset_without_token_says_to_set_hf_token(hub_url):
 
 def test_review_notes_for_what_the_record_cannot_carry(proposals):
     hermes = proposals["hermes-fc-mini/hermes-function-calling-mini"][0]
-    assert "<tool_call>" in hermes.reasons["tool_calls_in_text"]
+    assert hermes.spec.text_tool_calls == "hermes" and "<tool_call>" in hermes.reasons["text_tool_calls"]
     xlam = proposals["xlam-mini/function-calling-mini"][0]
-    assert "tools" in xlam.needs_review and xlam.spec.columns.response_is_tool_calls
+    assert xlam.spec.tools_field == "tools" and xlam.spec.columns.response_is_tool_calls
 
 
-@pytest.mark.parametrize("repo_id", ["tabular-mini/housing-prices", "vision-mini/image-captions"])
-def test_non_conversational_datasets_get_no_adapter(hub_url, repo_id):
-    from catalog.errors import DraftsetError
+@pytest.mark.parametrize("repo_id, verdict", [("tabular-mini/housing-prices", "no_text"),
+                                              ("vision-mini/image-captions", "media")])
+def test_non_conversational_datasets_are_refused_by_name(hub_url, repo_id, verdict):
+    from adapters.infer import AdapterRefused
 
-    with pytest.raises(DraftsetError, match="cannot infer an adapter") as err:
+    with pytest.raises(AdapterRefused, match="refused") as err:
         propose_adapter(repo_id, endpoint=hub_url, viewer_base=hub_url + "/viewer")
-    assert "not a conversation or instruction dataset" in err.value.hint
+    assert err.value.verdict == verdict and "nothing to adapt" in err.value.hint

@@ -46,7 +46,7 @@ def test_detect_structure(rows, layout, field):
 def test_sample_stats_yield_counts_only_usable_rows():
     rows = [{"messages": [{"role": "user", "content": "abcd"}, {"role": "assistant", "content": "12345678"}]},
             {"messages": [{"role": "user", "content": ""}]}, {"messages": None}, {"messages": "not json"}]
-    stats = inspection.sample_stats({"layout": "messages", "field": "messages"}, rows)
+    stats = inspection.sample_stats(inspection.detect_structure({}, rows), rows)
     assert stats == {"yield": 0.25, "prompt_chars": 4.0, "response_chars": 8.0}
 
 
@@ -79,7 +79,7 @@ def test_score_flags_unlicensed_gated_non_english_and_native():
     c = score_candidate("agentic", "agentic coding", hit, _facts(CHAT, text="made with moonshotai/Kimi-K2"), CONFIG)
     assert {"no_license", "gated", "non_english"} <= set(c.flags)
     assert c.mode == "native" and any("target-native" in r for r in c.reasons)
-    model_col = [{**CHAT[0], "model": "deepseek-ai/DeepSeek-V3"}] * 2
+    model_col = [{**CHAT[0], "model": "moonshotai/Kimi-K2-Instruct"}] * 2
     assert score_candidate("native", "chat", _hit(license="mit"), _facts(model_col), CONFIG).mode == "native"
 
 

@@ -1,0 +1,94 @@
+"""Media in rows (images, audio, video) → message parts `{type, ref}`, so none disappears unseen.
+
+Recognised shapes: HF `Image`/`Audio` feature values (`{"bytes", "path"}`, `{"array", "sampling_rate"}`),
+path / URL strings with a media extension, lists of those, and OpenAI / LLaVA content parts
+(`{"type": "image_url", "image_url": {"url"}}`, `{"type": "image"}`). Bytes are never copied into a
+record: a part refers back to where they are (`row:<field>[i]` for inline bytes).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+EXTENSIONS = {
+    "image": (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"),
+    "audio": (".wav", ".mp3", ".flac", ".ogg", ".m4a", ".opus"),
+    "video": (".mp4", ".avi", ".mov", ".mkv", ".webm"),
+}
+FIELD_HINTS = {"image": ("image", "img", "picture", "photo", "figure"), "audio": ("audio", "speech", "wav"),
+               "video": ("video", "clip")}
+PLACEHOLDERS = ("<image>", "<audio>", "<video>", "<|image|>", "<img>", "<|image_pad|>")
+PLACEHOLDER_RX = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
+
+
+def kind_of(value: Any, field: str = "") -> str | None:
+    """The media type of one value, or None when it is not media."""
+    if isinstance(value, dict):
+        if "sampling_rate" in value or "array" in value:
+            return "audio"
+        typ = value.get("type")
+        if isinstance(typ, str):
+            for kind in ("image", "audio", "video"):
+                if typ.startswith(kind) or typ == f"input_{kind}":
+                    return kind
+        if "bytes" in value or "path" in value:
+            path = str(value.get("path") or "")
+            return _by_extension(path) or _by_field(field) or "image"
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return _by_field(field) or "image"
+    if isinstance(value, str) and len(value) < 2048:
+        return _by_extension(value.split("?")[0])
+    return None
+
+
+def _by_extension(path: str) -> str | None:
+    low = path.lower()
+    return next((k for k, exts in EXTENSIONS.items() if low.endswith(exts)), None)
+
+
+def _by_field(field: str) -> str | None:
+    low = field.lower()
+    return next((k for k, hints in FIELD_HINTS.items() if any(h in low for h in hints)), None)
+
+
+def _ref(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("path", "url"):
+            if isinstance(value.get(key), str) and value[key]:
+                return value[key]
+        inner = value.get("image_url") or value.get(value.get("type", ""))
+        if isinstance(inner, dict) and isinstance(inner.get("url"), str):
+            return inner["url"][:512] if not inner["url"].startswith("data:") else f"row:{where}"
+        if isinstance(inner, str) and inner:
+            return inner[:512] if not inner.startswith("data:") else f"row:{where}"
+    return f"row:{where}"
+
+
+def parts_of(value: Any, field: str) -> list[dict[str, str]]:
+    """Media parts in a field's value (a value or a list of values); [] when it holds none."""
+    items = value if isinstance(value, list) else [value]
+    parts = []
+    for i, item in enumerate(items):
+        kind = kind_of(item, field)
+        if kind:
+            parts.append({"type": kind, "ref": _ref(item, f"{field}[{i}]")})
+    return parts
+
+
+def is_media_field(values: list[Any], field: str) -> str | None:
+    """The media type when most non-null sampled values of a field are media, else None."""
+    present = [v for v in values if v is not None and v != []]
+    if not present:
+        return None
+    kinds = [k for v in present for k in [p["type"] for p in parts_of(v, field)][:1]]
+    if len(kinds) >= 0.5 * len(present):
+        return max(set(kinds), key=kinds.count)
+    return None
+
+
+def placeholders_in(texts: list[str]) -> list[str]:
+    return sorted({m.group(0) for t in texts for m in PLACEHOLDER_RX.finditer(t)})

@@ -1,0 +1,159 @@
+"""Role maps and per-turn fields of a detected turn list.
+
+Known labels map through the alias table. Unknown labels are inferred only from structure, never
+guessed freely: when the turns alternate between two speakers and one side is known (or neither is),
+the unknown side takes the role its position and text say (who speaks first, who writes longer
+answers), with the evidence in the reason and the field marked for review. Anything else stays
+unmapped so the contract fails naming the label.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from adapters.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
+from adapters.structure import get, text_stats
+from adapters.toolcalls import detect_text_format
+
+
+def _label(t: dict[str, Any], key: str) -> Any:
+    return get(t, key)
+
+
+def infer_role_map(d, turns: list[dict], lists: list[list[dict]], role_key: str, content_key: str) -> None:
+    labels = Counter(_label(t, role_key) for t in turns if isinstance(_label(t, role_key), str))
+    d.role_counts = dict(labels.most_common())
+    role_map: dict[str, str] = {}
+    unknown = []
+    for label in labels:
+        role = canonical_role(label)
+        if role is None:
+            unknown.append(label)
+        else:
+            role_map[label] = role
+    texts: dict[str, list[Any]] = defaultdict(list)
+    first: Counter[str] = Counter()
+    for lst in lists:
+        speakers = [_label(t, role_key) for t in lst if isinstance(t, dict)]
+        speakers = [s for s in speakers if role_map.get(s) != "system"]
+        if speakers:
+            first[speakers[0]] += 1
+        for t in lst:
+            if isinstance(t, dict):
+                texts[_label(t, role_key)].append(get(t, content_key))
+    conversational = [lab for lab in unknown if labels[lab] >= 0.1 * len(turns)]
+    known_roles = {r for r in role_map.values() if r in ("user", "assistant")}
+    if conversational and len(conversational) + len(known_roles) == 2 and len(conversational) <= 2:
+        missing = [r for r in ("user", "assistant") if r not in known_roles]
+        if len(conversational) == 1:
+            label = conversational[0]
+            other = next(lab for lab in labels if role_map.get(lab) in known_roles)
+            user_side, answer_side = (label, other) if missing[0] == "user" else (other, label)
+            if _prompt_like(texts[user_side], texts[answer_side]):
+                role_map[label] = missing[0]
+                d.reasons[f"role_map.{label}"] = (
+                    f"{label!r} is not a known label; it alternates with the {role_map[other]} side and the "
+                    f"{user_side!r} side reads like prompts, so it is the {missing[0]}")
+                d.needs_review.append(f"role_map.{label}")
+        else:
+            a, b = conversational
+            opener = max((a, b), key=lambda lab: first[lab])
+            longer = max((a, b), key=lambda lab: text_stats(texts[lab]).mean_chars)
+            other = b if opener == a else a
+            if (opener != longer or first[opener] > first[other]) and _prompt_like(texts[opener], texts[other]):
+                role_map[opener], role_map[other] = "user", "assistant"
+                for lab in (a, b):
+                    d.reasons[f"role_map.{lab}"] = (
+                        f"unknown labels {a!r}/{b!r} alternate; {opener!r} opens {first[opener]} of {len(lists)} "
+                        f"dialogues and {longer!r} writes longer turns: {opener!r}→user, {other!r}→assistant")
+                    d.needs_review.append(f"role_map.{lab}")
+    for label in unknown:
+        if label not in role_map:
+            d.reasons[f"role_map.{label}"] = (f"{label!r} ({labels[label]} turns) is not a known role label and its "
+                                              "place in the dialogue does not decide it: left unmapped, the "
+                                              "contract fails until a person maps it")
+            d.needs_review.append(f"role_map.{label}")
+    d.decide("role_map", role_map, "labels mapped: " + ", ".join(f"{k}→{v}" for k, v in role_map.items()))
+
+
+def _prompt_like(asks: list[Any], answers: list[Any]) -> bool:
+    """Does one side read like prompts next to the other (more questions, or clearly shorter)? Two sides that
+    read alike (two models' answers, two annotators) are not a dialogue: no role is inferred from them."""
+    a, b = text_stats(asks), text_stats(answers)
+    if not a.strings or not b.strings:
+        return False
+    more_questions = a.questions / a.strings >= b.questions / b.strings + 0.2
+    return more_questions or a.mean_chars <= 0.7 * b.mean_chars
+
+
+def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) -> None:
+    role_map = d.fields.get("role_map", {})
+    by_role: dict[str, list[dict]] = defaultdict(list)
+    for t in turns:
+        role = role_map.get(_label(t, role_key)) if isinstance(_label(t, role_key), str) else None
+        if role:
+            by_role[role].append(t)
+    null_policy = {}
+    for role, role_turns in by_role.items():
+        nulls = [t for t in role_turns if get(t, content_key) is None]
+        if not nulls or role in ("assistant", "tool_call"):
+            continue
+        others = [k for k in nulls[0] if k not in (role_key, content_key)
+                  and all(isinstance(t.get(k), str) and t[k].strip() for t in nulls)]
+        # Prefer a key named after the role (system_prompt for system), then the longest text.
+        others.sort(key=lambda k: (role not in k.lower(), -sum(len(t[k]) for t in nulls)))
+        if others:
+            null_policy[role] = others[0]
+            d.reasons[f"null_policy.{role}"] = (f"{len(nulls)} {role} turns have {content_key}=null; their text "
+                                                f"is in {others[0]!r}")
+    if null_policy:
+        d.fields["null_policy"] = null_policy
+    keys = dict.fromkeys(k for t in turns for k in t)
+    for key in keys:
+        values = [t[key] for t in turns if t.get(key) is not None]
+        ints = key in TRAIN_FLAG_KEYS and all(type(v) is int and v in (0, 1) for v in values)
+        if key in (role_key, content_key) or not values or not (ints or all(isinstance(v, bool) for v in values)):
+            continue
+        flagged = [t for t in turns if t.get(key) is True]
+        on_assistant = sum(role_map.get(_label(t, role_key)) == "assistant" for t in flagged)
+        if key in TRAIN_FLAG_KEYS or (flagged and on_assistant >= 0.9 * len(flagged)):
+            d.decide("train_flag_key", key, f"per-turn boolean {key!r} is true on {on_assistant}/{len(flagged)} "
+                                            "assistant turns: read as the training flag", review=True)
+            break
+    for key in keys:
+        values = [t.get(key) for t in turns if t.get(key) not in (None, [], "")]
+        calls = [v if isinstance(v, list) else [v] for v in values]  # legacy OpenAI `function_call`: one dict
+        if values and all(isinstance(v, (list, dict)) for v in values) and all(c and all(isinstance(x, dict) and (
+                "function" in x or ("name" in x and "arguments" in x) or "name" in x and isinstance(v, list))
+                for x in c) for v, c in zip(values, calls)):
+            d.decide("tool_calls_key", key, f"turns carry structured tool calls in {key!r} ({len(values)} turns)")
+            break
+    tool_turns = by_role.get("tool", [])
+    for wanted, names in (("tool_call_id_key", ("tool_call_id", "call_id", "tool_use_id")),
+                          ("tool_name_key", ("name", "tool_name", "function_name"))):
+        key = next((k for k in names if any(isinstance(t.get(k), str) and t[k] for t in tool_turns)), None)
+        if key:
+            d.decide(wanted, key, f"tool turns name the {'call they answer' if 'id' in wanted else 'function'} "
+                                  f"in {key!r}")
+    for key in REASONING_KEYS:
+        if key != content_key and any(isinstance(t.get(key), str) and t[key].strip() for t in turns):
+            d.decide("reasoning.key", key, f"turns carry separated reasoning in {key!r}")
+            break
+    assistant_texts = [get(t, content_key) for t in by_role.get("assistant", [])]
+    detect_markers(d, [t for t in assistant_texts if isinstance(t, str)],
+                   structured="tool_calls_key" in d.fields)
+
+
+def detect_markers(d, texts: list[str], structured: bool = False) -> None:
+    """Reasoning delimiters, answer wrappers and tool calls written in assistant text."""
+    delims = [pair for pair in REASONING_DELIMITERS if any(t.lstrip().startswith(pair[0]) for t in texts)]
+    if delims:
+        d.decide("reasoning.delimiters", delims, "assistant text starts with " + ", ".join(p[0] for p in delims))
+    wraps = [pair for pair in ANSWER_WRAPPERS if any(pair[0] in t for t in texts)]
+    if wraps:
+        d.decide("reasoning.unwrap", wraps, "answers wrapped in " + ", ".join(p[0] for p in wraps))
+    if not structured and texts:
+        fmt, why = detect_text_format(texts)
+        if fmt:
+            d.decide("text_tool_calls", fmt, f"{why}: parsed into structured tool_calls")
