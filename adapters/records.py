@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from adapters.record_text import ConversationText
+
 RECORD_VERSION = 2
 Role = Literal["system", "user", "assistant", "tool"]
 Mode = Literal["native", "regenerate"]
@@ -100,7 +102,7 @@ class Preference(Strict):
     rejected_score: float | None = None
 
 
-class Conversation(Strict):
+class Conversation(ConversationText, Strict):  # prompt_text/context_text/response_text/length: record_text.py
     record_version: Literal[2] = 2  # RECORD_VERSION
     id: str
     source: Source

@@ -14,9 +14,8 @@ import pyarrow.parquet as pq
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.shards import iter_rows
-from pipeline.dedup.keys import context_text, response_text
-from pipeline.dedup.lengths import TokenCounter
 from pipeline.ingest.rows import from_row
+from pipeline.model.lengths import TokenCounter
 from pipeline.stage import skipped_total
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
@@ -27,6 +26,8 @@ class ReportData:
     name: str
     manifest: dict[str, Any]
     length_unit: str
+    length_note: str | None = None  # what the tokenizer file carried that counting turned off (issue 16)
+    dedup_config: dict[str, Any] = field(default_factory=dict)  # the mix's length limits and how it measured
     by_source: Counter = field(default_factory=Counter)
     by_category: Counter = field(default_factory=Counter)
     by_mode: Counter = field(default_factory=Counter)
@@ -39,6 +40,10 @@ class ReportData:
     @property
     def n_rows(self) -> int:
         return sum(self.by_source.values())
+
+    def limit_hits(self) -> dict[str, int]:
+        """Rows the mix's length filter dropped: too_long and too_short, over every source."""
+        return {r: sum(c.get(r, 0) for c in self.dedup.values()) for r in ("too_long", "too_short")}
 
     def yield_of(self, repo: str) -> float | None:
         """Records per raw row at ingest (None when the ingest stats are missing)."""
@@ -63,7 +68,10 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
         raise DraftsetError(f"no mix named {name!r} ({manifest_path} missing)",
                             hint=f"build it first: draftset mix {name}")
     counter = TokenCounter.resolve(tokenizer, home)
-    data = ReportData(name, json.loads(manifest_path.read_text()), counter.method)
+    data = ReportData(name, json.loads(manifest_path.read_text()), counter.method, counter.note)
+    dedup_config = folder / "dedup" / "config.json"
+    if dedup_config.is_file():
+        data.dedup_config = json.loads(dedup_config.read_text())
     pending: list[tuple[str, str]] = []
 
     def measure() -> None:
@@ -78,7 +86,7 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
         data.by_category[row["category"]] += 1
         data.by_mode[row["mode"]] += 1
         conv = from_row(row)
-        pending.append((context_text(conv), response_text(conv)))
+        pending.append((conv.context_text(), conv.response_text()))
         if len(pending) >= batch:
             measure()
     measure()

@@ -50,7 +50,17 @@ def _summary(data: ReportData) -> list[str]:
     return [f"mix `{data.name}`: {data.n_rows} records (requested {m.get('samples_requested') or 'all'}, "
             f"shortfall {m.get('shortfall', 0)}), plan {m.get('plan_id') or 'none'}, seed {m.get('seed')}",
             f"dedup run {m.get('dedup_run_id')}: {m.get('dedup_counts', {})}",
-            f"lengths measured with {data.length_unit}"]
+            f"lengths measured with {data.length_unit}" + (f" ({data.length_note})" if data.length_note else ""),
+            _limits_line(data)]
+
+
+def _limits_line(data: ReportData) -> str:
+    """How many rows hit the mix's length limits, and in which unit they were measured: a wrong tokenizer
+    (or one that clips) shows up here as a pile of rows at one limit, or as two different units."""
+    hits, cfg = data.limit_hits(), data.dedup_config
+    unit = cfg.get("length_unit", "unknown unit")
+    return (f"length limits ({unit}): {hits['too_long']} rows over max_prompt_tokens={cfg.get('max_prompt_tokens', '?')}, "
+            f"{hits['too_short']} under min_prompt_tokens={cfg.get('min_prompt_tokens', '?')} (dropped by dedup)")
 
 
 def render_markdown(data: ReportData, plots: list[Path]) -> str:

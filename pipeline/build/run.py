@@ -35,6 +35,7 @@ from pipeline.build.render import (
 )
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.model.template import RENDER_ERRORS
+from pipeline.model.tokenizer_load import load_chat_tokenizer
 from pipeline.stage import StageConfig, StageRun
 
 ROW_SCHEMA = pa.schema([
@@ -73,26 +74,6 @@ class BuildResult:
 def _target_vocab_size(model_dir: Path, tokenizer) -> int:
     config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
     return int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size") or len(tokenizer))
-
-
-def load_tokenizer(model_dir: Path):
-    from transformers import AutoTokenizer
-
-    if not (model_dir / "tokenizer_config.json").is_file():
-        raise DraftsetError(f"{model_dir} has no tokenizer_config.json",
-                            hint="point --model at the target's model dir (toy: draftset model init-toy DIR)")
-    try:
-        return AutoTokenizer.from_pretrained(model_dir)  # never trust_remote_code
-    except (ValueError, OSError, ImportError) as exc:
-        text = str(exc)
-        if "trust_remote_code" in text or "remote code" in text or "custom code" in text:
-            raise DraftsetError(f"the tokenizer in {model_dir} needs remote code (its own Python files); draftset "
-                                "never runs code from a model folder",
-                                hint="use a model folder whose tokenizer loads without code (a tokenizer.json), "
-                                     "e.g. convert a tiktoken tokenizer first") from None
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise DraftsetError(f"cannot load the tokenizer in {model_dir}: {first}",
-                            hint="point --model at the target's model dir") from None
 
 
 def _check_resume(out: Path, cfg: BuildConfig, overwrite: bool) -> None:
@@ -171,7 +152,7 @@ def run_build(home: Path, mix: str, *, model_dir: Path, catalog=None, source: So
               on_progress: Callable[[int, int], None] = lambda done, total: None) -> BuildResult:
     inp = resolve_input(Path(home), mix, source)
     model_dir = Path(model_dir).resolve()
-    tokenizer = load_tokenizer(model_dir)
+    tokenizer = load_chat_tokenizer(model_dir)
     if thinking is None:  # train in the thinking mode the answers were generated (and will be served) in
         inherited = inp.stage_value("thinking")
         thinking = True if inherited is None else bool(inherited)

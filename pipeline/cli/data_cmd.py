@@ -75,8 +75,8 @@ def dedup_cmd(
 
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
-    from pipeline.dedup.lengths import TokenCounter
     from pipeline.dedup.run import DedupConfig, run_dedup
+    from pipeline.model.lengths import TokenCounter
 
     home = settings().home
     repos = repo or Home(home).normalized_repos()

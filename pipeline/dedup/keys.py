@@ -1,7 +1,7 @@
 """What "the same prompt" means: the text that identifies a prompt, its normal form and its hash.
 
 One definition, used by ingest (the `prompt_hash` column), dedup (exact and near) and mix, so the
-three can never disagree about which rows are duplicates.
+three can never disagree about which rows are duplicates. The text itself is `Conversation.prompt_text()`.
 """
 
 from __future__ import annotations
@@ -10,30 +10,7 @@ import hashlib
 import re
 import unicodedata
 
-from adapters.records import Conversation
-
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
-
-
-def prompt_text(conv: Conversation) -> str:
-    """The prompt's identity: its user turns. System prompts are left out on purpose: many
-    datasets share one system prompt, which would make unrelated rows look alike."""
-    return "\n".join(m.content for m in conv.messages if m.role == "user")
-
-
-def context_text(conv: Conversation) -> str:
-    """Everything the target reads before answering (system, user and tool turns): what the
-    prompt-length filter measures."""
-    return "\n".join(m.content for m in conv.messages if m.role != "assistant")
-
-
-def response_text(conv: Conversation) -> str:
-    """The assistant side (reasoning included): what the report's response lengths measure."""
-    parts: list[str] = []
-    for m in conv.messages:
-        if m.role == "assistant":
-            parts.extend(p for p in (m.reasoning, m.content) if p)
-    return "\n".join(parts)
 
 
 def normalize(text: str) -> str:

@@ -22,10 +22,10 @@ from catalog import Catalog
 from catalog.home import Home
 from catalog.io import atomic_path
 from catalog.shards import iter_rows
-from pipeline.dedup.keys import context_text, hash_normalized, normalize, prompt_text
-from pipeline.dedup.lengths import TokenCounter
+from pipeline.dedup.keys import hash_normalized, normalize
 from pipeline.dedup.near import NearIndex
 from pipeline.ingest.rows import from_row
+from pipeline.model.lengths import TokenCounter
 from pipeline.stage import StageConfig, StageRun
 
 DECISIONS = pa.schema([
@@ -85,7 +85,7 @@ def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_04
 
     for raw in iter_rows([Home(home).normalized(r) for r in repos]):
         conv = from_row(raw)
-        pending.append((raw, normalize(prompt_text(conv)), context_text(conv)))
+        pending.append((raw, normalize(conv.prompt_text()), conv.context_text()))
         if len(pending) >= batch:
             flush()
     flush()

@@ -6,7 +6,7 @@ from typing import Any
 
 from adapters.records import Conversation
 from catalog.errors import DraftsetError
-from pipeline.dedup.keys import context_text, prompt_hash, prompt_text
+from pipeline.dedup.keys import prompt_hash
 
 
 def to_row(conv: Conversation) -> dict[str, Any]:
@@ -14,8 +14,8 @@ def to_row(conv: Conversation) -> dict[str, Any]:
     return {
         "id": conv.id, "repo_id": src.repo_id, "revision": src.revision, "config": src.config,
         "split": src.split, "row_index": src.row_index, "category": conv.category, "mode": conv.mode,
-        "prompt_hash": prompt_hash(prompt_text(conv)), "n_turns": len(conv.messages),
-        "prompt_chars": len(context_text(conv)),
+        "prompt_hash": prompt_hash(conv.prompt_text()), "n_turns": len(conv.messages),
+        "prompt_chars": len(conv.context_text()),
         "conversation": conv.model_dump_json(),  # pydantic's Rust serializer: UTF-8, no ASCII escapes
     }
 

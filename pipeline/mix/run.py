@@ -26,10 +26,10 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.io import write_json_atomic
 from catalog.shards import ParquetShardWriter, iter_rows, read_table, shard_paths
-from pipeline.dedup.lengths import TokenCounter
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.allocate import allocate
 from pipeline.mix.targets import MixTargets, load_targets
+from pipeline.model.lengths import TokenCounter
 from pipeline.stage import StageConfig, StageRun
 
 

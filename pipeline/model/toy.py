@@ -20,6 +20,7 @@ from pipeline.model.corpus import chat_pairs, corpus_rows
 from pipeline.model.runtime import single_thread
 from pipeline.model.template import CHAT_TEMPLATE
 from pipeline.model.tokenizer import train_tokenizer
+from pipeline.model.tokenizer_load import save_clean
 from pipeline.stage import StageConfig, require
 
 
@@ -127,6 +128,7 @@ def _save(out_dir: Path, model, tokenizer, info: dict) -> None:
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp, safe_serialization=True)
+        save_clean(tokenizer)  # training tokenized with truncation+padding: never ship them in tokenizer.json
         tokenizer.save_pretrained(tmp)
         _embed_template_in_config(tmp / "tokenizer_config.json")
         (tmp / "draftset_toy.json").write_text(json.dumps(info, indent=2) + "\n")

@@ -42,23 +42,16 @@ def prompt_messages(conversation: Conversation) -> list[tuple[Message, bool]]:
     return kept
 
 
-def prompt_text(conversation: Conversation) -> str:
-    """The text the partition threshold is measured on (every system and user turn)."""
-    return "\n".join(m.content for m in conversation.messages if m.role in ("system", "user"))
-
-
 def length_function(unit: str, tokenizer_path: str | None) -> Callable[[str], int]:
     """How prompt length is measured for partitioning: characters, or the target tokenizer's tokens."""
     if unit == "chars":
         return len
-    from tokenizers import Tokenizer  # lazy: only needed when partitions are measured in tokens
+    from pipeline.model.tokenizer_load import load_tokenizer_json  # lazy: only when partitions count tokens
 
-    try:
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
-    except Exception as exc:  # tokenizers raises a bare Exception on a missing or invalid file
-        raise DraftsetError(f"cannot load tokenizer {tokenizer_path}: {exc}",
-                            hint="point `tokenizer` at the target's tokenizer.json") from exc
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+    if tokenizer_path is None:
+        raise DraftsetError("partitions measured in tokens need a tokenizer",
+                            hint="set `tokenizer` to the target's tokenizer.json, or measure in chars")
+    return load_tokenizer_json(tokenizer_path).count
 
 
 async def regenerate(conversation: Conversation, ask: Ask, *, thinking: bool,

@@ -32,7 +32,6 @@ from pipeline.regenerate.config import Partition, RegenConfig
 from pipeline.regenerate.conversation import (
     Skip,
     length_function,
-    prompt_text,
     regenerate,
 )
 from pipeline.regenerate.progress import RegenProgress
@@ -210,7 +209,7 @@ class _Regeneration:
             if conversation.mode == "native":
                 self._passthrough(conversation, row)
                 continue
-            length = self._measure(prompt_text(conversation))
+            length = self._measure(conversation.context_text())  # the one meaning of "prompt length"
             partition = self.config.partition_for(length)
             await queues[partition.name].put((conversation, row, partition))
             await asyncio.sleep(0)  # let workers run between rows of a batch

@@ -104,11 +104,11 @@ def test_secrets_in_an_echoed_error_body_are_redacted(tmp_path):
 
 
 def test_remote_code_tokenizer_is_refused_in_one_line(tmp_path):
-    from pipeline.build.run import load_tokenizer
+    from pipeline.model.tokenizer_load import load_chat_tokenizer
 
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "EvilTokenizer", "auto_map": {"AutoTokenizer": ["tokenization_evil.EvilTokenizer", None]}}))
     (tmp_path / "tokenization_evil.py").write_text("raise SystemExit('remote code ran')\n")
     with pytest.raises(DraftsetError, match="needs remote code") as exc:
-        load_tokenizer(tmp_path)
+        load_chat_tokenizer(tmp_path)
     assert "\n" not in str(exc.value)

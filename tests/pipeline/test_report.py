@@ -49,6 +49,8 @@ def test_report_writes_plots_markdown_and_html(mix_home):
     assert "| lab/chat | general chat | 13 | 12 | 1 | 0 | 0 | 0 | - | 12 | 0.87 |" in md
     assert "| regenerate | 12 |" in md and "| native | 5 |" in md
     assert "estimate:chars/4" in md and "![prompt_tokens](prompt_tokens.png)" in md
+    # Which unit measured, and how many rows hit the length limits (0 here; a clipping tokenizer would pile up).
+    assert "length limits (estimate:chars/4): 0 rows over max_prompt_tokens=16384, 0 under min_prompt_tokens=1" in md
     page = (folder / "report.html").read_text()
     # Hub-provided names are escaped, never markup.
     assert "tool &lt;use&gt;" in page and "tool <use>" not in page and page.count("<img ") == len(PLOTS)

@@ -45,12 +45,11 @@ class Engine:
         import torch
 
         from pipeline.model.load import load_target
+        from pipeline.model.tokenizer_load import load_chat_tokenizer
 
         self.model_dir = model_dir
         self.served_name = served_name or model_dir.resolve().name
-        from pipeline.build.run import load_tokenizer
-
-        self.tokenizer = load_tokenizer(Path(model_dir))  # never trust_remote_code; refusals are one line
+        self.tokenizer = load_chat_tokenizer(model_dir)
         self.model = load_target(model_dir, torch.float32)
         self.max_positions = int(self.model.config.max_position_embeddings)
         self.eos_id = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)

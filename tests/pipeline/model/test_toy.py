@@ -120,3 +120,10 @@ def test_cli_init_toy_refuses_bad_options_before_building(tmp_path, args):
     result = CliRunner().invoke(app, ["model", "init-toy", str(tmp_path / "m"), *args])
     assert result.exit_code == 2 and "Invalid value" in result.output, result.output
     assert not (tmp_path / "m").exists()
+
+
+def test_toy_tokenizer_is_saved_without_training_truncation_or_padding(toy_model_dir):
+    # Training tokenizes with truncation + fixed padding; the saved file must not keep them, or every
+    # length measured with it is clipped/padded to train_seq_len (issue 16: everything measured 128).
+    saved = json.loads((toy_model_dir / "tokenizer.json").read_text())
+    assert saved["truncation"] is None and saved["padding"] is None
