@@ -150,7 +150,9 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
         if content is None:
             continue
         if role is None:
-            found.append(_unlabelled(path, lists, encoded, turns, leaves, contents))
+            unlabelled = _unlabelled(path, lists, encoded, turns, leaves, contents)
+            if unlabelled is not None:
+                found.append(unlabelled)
             continue
         found.append({"path": path, "kind": kind, "lists": lists, "encoded": encoded, "turns": turns,
                       "role_key": role[2], "role_why": role[1], "content_key": content[2], "content_why": content[1],
@@ -160,8 +162,10 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
 
 
 def _unlabelled(path: str, lists, encoded: int, turns: list[dict], leaves: dict[str, list[Any]],
-                contents: list[tuple[float, str, str]]) -> dict[str, Any]:
-    """Turn objects without a speaker key: exchanges (two text keys), text segments, or utterances."""
+                contents: list[tuple[float, str, str]]) -> dict[str, Any] | None:
+    """Turn objects without a speaker key: exchanges (two text keys), text segments, or utterances; None when
+    the values do not read as a dialogue (several models' answers to one prompt are not turns)."""
+    from adapters.roles import _prompt_like
     base = {"path": path, "lists": lists, "encoded": encoded}
     flags = [p for p, v in leaves.items() if all(isinstance(x, bool) for x in v if x is not None)
              and any(x is not None for x in v)]
@@ -173,8 +177,17 @@ def _unlabelled(path: str, lists, encoded: int, turns: list[dict], leaves: dict[
         a, b = texts[0][2], texts[1][2]
         first = min((a, b), key=lambda k: (-_prompt_prior(k), st.text_stats(leaves[k]).mean_chars))
         second = b if first == a else a
+        if not (_prompt_prior(first) or _prompt_like(leaves[first], leaves[second])):
+            return None
         return {**base, "kind": "exchanges", "pair_keys": [first, second], "score": 0.5 + st.name_prior(path),
                 "why": f"{path!r} holds (user, assistant) exchanges: {first!r} asks, {second!r} answers"}
+    if not contents:
+        return None
+    key = contents[0][2]
+    even = [st.get(t, key) for lst in lists for t in lst[0::2] if isinstance(t, dict)]
+    odd = [st.get(t, key) for lst in lists for t in lst[1::2] if isinstance(t, dict)]
+    if not (_prompt_like(even, odd) or _prompt_like(odd, even)):
+        return None  # items that read alike (alternatives, not a dialogue): no speakers can be inferred
     return {**base, "kind": "strings_in_dicts", "content_key": contents[0][2] if contents else None,
             "score": 0.3 * (contents[0][0] if contents else 0) + st.name_prior(path),
             "why": f"{path!r} holds turn objects without a speaker key; text in {contents[0][2]!r}"}

@@ -62,6 +62,3 @@ class FindConfig(Strict):
     max_concurrency: int = Field(10, ge=1, description="category agents running at once")
     retry_attempts: int = Field(2, ge=1, description="attempts per agent on transient Hub errors")
     cache: bool = Field(True, description="cache Hub responses per repo revision under $DRAFTSET_HOME/cache/hub")
-    # Test hook (documented, off by default): the Hub tool of these categories raises, to prove that
-    # one failing agent is recorded while the other nine land.
-    fail_categories: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +37,20 @@ class HubUnavailable(Exception):
 
 
 class InjectedFailure(RuntimeError):
-    """Raised by the `fail_categories` test hook."""
+    """Raised for the categories a test names in `HubTools(fail_categories=...)`."""
 
 
 class HubTools:
     """Shared by the ten agents of one process; thread-safe counters keyed by category."""
 
     def __init__(self, endpoint: str, viewer_base: str, config: FindConfig, token: str | None = None,
-                 cache_dir: Path | None = None):
+                 cache_dir: Path | None = None, fail_categories: Collection[str] = ()):
         self.endpoint = endpoint.rstrip("/")
         self.viewer_base = viewer_base.rstrip("/")
         self.config = config
+        # A test hook, not product configuration: these categories' Hub calls raise, to prove that one
+        # failing agent is recorded while the other nine land. Nothing a user configures reaches it.
+        self.fail_categories = frozenset(fail_categories)
         # The token goes only to HfApi and the Authorization header, never to logs or progress events.
         self.hub = HubClient(self.endpoint, token or False)
         self.api = self.hub.api
@@ -74,7 +78,7 @@ class HubTools:
 
     # -- counting ----------------------------------------------------------------------------
     def _injected(self, category: str) -> None:
-        if category in self.config.fail_categories:
+        if category in self.fail_categories:
             raise InjectedFailure(f"injected failure for category {category!r} (fail_categories test hook)")
 
     def _spend(self, category: str) -> None:

@@ -124,7 +124,7 @@ class Home:
         return self.regen_root / checked_name(mix, "mix")  # never a folder outside data/regen/
 
     def build(self, mix: str) -> Path:
-        return self.root / "data" / "build" / checked_name(mix, "mix")
+        return self.kind_root("builds") / checked_name(mix, "mix")
 
     def report(self, name: str) -> Path:
         return self.root / "reports" / checked_name(name, "report")
@@ -135,10 +135,12 @@ class Home:
         return self.root / "models" / "toy-target"
 
     def kind_root(self, kind: str) -> Path:
-        """`captures` or `drafts`: where named capture/train outputs live."""
-        if kind not in ("captures", "drafts"):
+        """`builds`, `captures` or `drafts`: where the named outputs of build, capture and train live."""
+        roots = {"builds": self.root / "data" / "build", "captures": self.root / "captures",
+                 "drafts": self.root / "drafts"}
+        if kind not in roots:
             raise ValueError(f"no named outputs of kind {kind!r} in a home")
-        return self.root / kind
+        return roots[kind]
 
     def capture(self, name: str) -> Path:
         return self.kind_root("captures") / name

@@ -137,7 +137,7 @@ def journey(env, target_port, stack):
             run("sql", "SELECT repo_id, status, flags FROM candidates WHERE flags <> '[]' OR status = 'irrelevant'"),
         ]),
         ("3. adapters: infer, contract-test, approve", [
-            run("adapters", "propose", *EXTRA_ADAPTERS, TRAP),
+            run("adapters", "propose", *EXTRA_ADAPTERS, TRAP, expect_fail=True),  # the trap fails its contract: exit 1
             run("adapters", "approve", TRAP, "--by", "demo", expect_fail=True),
             run("adapters", "map", TRAP, "supervisor_note=drop"),
             run("adapters", "test", TRAP),

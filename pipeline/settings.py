@@ -1,4 +1,8 @@
-"""One strict settings model for the whole tool, read from the environment (and .env).
+"""One settings model for the whole tool, read from the environment (and .env).
+
+Not `extra="forbid"` on purpose: a project's .env is shared with other tools (OPENAI_API_KEY, ...), and their
+keys must not stop draftset from starting. Wrong types still fail at load; the stage configs, which are
+draftset's own files, are strict (`extra="forbid"`, pipeline/stage.py).
 
 Secrets are `SecretStr`: their repr is '**********', so a token never reaches a log or an error.
 """

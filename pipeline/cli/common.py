@@ -47,7 +47,7 @@ def catalog() -> Catalog:
 
 
 def resolve_named(name_or_path: str, kind: str) -> Path:
-    """A path as given, else a name under $DRAFTSET_HOME/<kind>/ (`captures` or `drafts`)."""
+    """A path as given, else a name among a home's builds, captures or drafts (`Home.kind_root`)."""
     path = Path(name_or_path)
     if path.exists():
         return path

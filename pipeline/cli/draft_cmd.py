@@ -29,7 +29,7 @@ def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import CaptureConfig, run_capture
 
-    build_dir = resolve_named(build, "data/build")
+    build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
                                   batch_tokens=batch_tokens, max_rows=max_rows, device=device), catalog())

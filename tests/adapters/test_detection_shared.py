@@ -55,3 +55,13 @@ def test_unknown_label_stays_unmapped_when_structure_cannot_decide():
                           {"role": "assistant", "content": "The loop skips the last element; use range(n)."}]}] * 5
     d = detect(rows)
     assert "narrator" not in d.fields["role_map"] and "role_map.narrator" in d.needs_review
+
+
+def test_alternative_answers_are_not_read_as_a_dialogue():
+    """Several models' answers to one prompt (objects without a speaker) read alike: no roles are inferred."""
+    answer = "Use sorted(d.items(), key=lambda kv: kv[1]); sorted is stable so ties keep insertion order."
+    rows = [{"instruction": f"How do I sort a dict by value? ({i})",
+             "completions": [{"note": "first model's answer, verbatim", "text": answer + " one"},
+                             {"note": "second model's answer, verbatim", "text": answer + " two"}]} for i in range(8)]
+    d = detect(rows)
+    assert d.fields.get("layout") != "utterances" and "pair_keys" not in d.fields

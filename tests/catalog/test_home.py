@@ -19,6 +19,8 @@ def test_layout_matches_what_the_stages_write(tmp_path):
     assert home.report("m1") == tmp_path / "reports" / "m1"
     assert home.adapter_yaml("lab/chat") == tmp_path / "adapters" / "lab__chat.yaml"
     assert home.toy_target == tmp_path / "models" / "toy-target"
+    assert home.kind_root("builds") == tmp_path / "data" / "build"  # `draftset capture NAME` looks here
+    assert home.capture("m1") == tmp_path / "captures" / "m1" and home.draft("m1") == tmp_path / "drafts" / "m1"
     assert Home(home) == home  # a Home or a path: callers may pass either
 
 
