@@ -42,8 +42,9 @@ def test_resume_records_a_finished_run_whose_record_was_lost(hub_url, tmp_path):
 
 def test_retry_failed_reruns_only_the_failed_agents(hub_url, tmp_path):
     env = make_env(hub_url, tmp_path)
-    broken = FindConfig(fail_categories=("reasoning",), cache=False)
-    first = asyncio.run(run_find(env, FindRequest("agentic coding", 1000, broken)))
+    config = FindConfig(cache=False)
+    broken = HubTools(env.endpoint, env.viewer_base, config, fail_categories={"reasoning"})
+    first = asyncio.run(run_find(env, FindRequest("agentic coding", 1000, config), hub=broken))
     run_id = first["run_id"]
     with pytest.raises(DraftsetError, match=r"1 agent\(s\) failed: reasoning") as exc:
         asyncio.run(run_find(env, resume=run_id))
