@@ -178,6 +178,9 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
                 # Count by the reason's fixed part: quoted labels and "(…)" sizes would split one cause.
                 reasons[exc.reason.split(" '")[0].split(" (")[0]] += 1
                 entry = {"row_index": r.row_index, "field": exc.field, "reason": exc.reason}
+            except Exception as exc:  # noqa: BLE001 - a library failing on one hostile row rejects that row only
+                reasons["unexpected_error"] += 1
+                entry = {"row_index": r.row_index, "field": "<row>", "reason": f"{type(exc).__name__}: {exc}"[:300]}
         if len(quarantined) < MAX_LISTED:
             quarantined.append(entry)
 
@@ -239,5 +242,5 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
 def _quiet_apply(mapper: RowMapper, r: RawRow) -> list[Conversation]:
     try:
         return mapper.apply(r.row_index, r.row)
-    except RowError:
+    except Exception:  # noqa: BLE001 - counted as a rejection in the first pass already
         return []

@@ -24,6 +24,9 @@ from adapters.trial import spec_data
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.hub import HubClient
+from catalog.isolate import run_isolated
+from catalog.limits import MAX_CARD_BYTES, LimitExceeded
+from catalog.untrusted import check_card
 
 METADATA_CONFIGS = ("metadata", "meta", "raw")
 N_GOLDEN = 3
@@ -65,14 +68,21 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
     try:
         return [(s["config"], s["split"]) for s in _viewer(viewer_base, "splits", repo_id, token)["splits"]]
     except DraftsetError:
-        import datasets
-
+        # `datasets` may read the data files with pyarrow to find splits: a hostile file can segfault
+        # libarrow, so this runs in an isolated child process (one clear error, never exit 139).
         try:
-            return [(c, s) for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
-                    for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)]
-        except Exception as exc:  # datasets raises many types for unreadable repos
+            return run_isolated(_datasets_config_splits, repo_id, revision, token,
+                                what=f"listing the configs/splits of {repo_id} with `datasets`")
+        except DraftsetError as exc:
             raise DraftsetError(f"cannot list the configs/splits of {repo_id}: {exc}",
-                                hint="check the dataset card's `configs:` and that its data files exist") from exc
+                                hint="check the dataset card's `configs:` and that its data files exist") from None
+
+
+def _datasets_config_splits(repo_id: str, revision: str, token: str | None) -> list[tuple[str, str]]:
+    import datasets
+
+    return [(c, s) for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
+            for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)]
 
 
 def choose_config(configs: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:
@@ -131,6 +141,25 @@ def _pin_golden(spec: AdapterSpec, rows: list[tuple[int, dict[str, Any]]]) -> li
     return [GoldenExample(row_index=ok[i][0], row=ok[i][1], expected=ok[i][2]) for i in picks[:N_GOLDEN]]
 
 
+def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> None:
+    """The card under our limits before `datasets` parses it with a plain yaml.safe_load (a 414-byte
+    alias bomb got propose OOM-killed at 21 GB). A card that cannot be fetched is left to `datasets`."""
+    if "README.md" not in {s.rfilename for s in info.siblings or []}:
+        return
+    try:
+        path = HubClient(endpoint, token).download(repo_id, "README.md", info.sha)
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CARD_BYTES + 1)
+    except (DraftsetError, OSError):
+        return
+    try:
+        check_card(raw, f"the card of {repo_id}")
+    except LimitExceeded as exc:
+        raise DraftsetError(f"refused {repo_id}: {exc}",
+                            hint="the card's YAML is hostile or broken; reject this dataset "
+                                 f"(draftset adapters reject {repo_id} --note ...)") from None
+
+
 def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str | None = None,
                     catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
                     target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
@@ -139,6 +168,7 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
 
     `llm` = (openai client, model): when structure cannot decide, the model may propose the reading."""
     info = HubClient(endpoint, token).dataset_info(repo_id)  # probe first; gated/missing/dead: one clear error
+    _check_card(repo_id, info, endpoint, token)
     pairs = _config_splits(repo_id, info.sha, viewer_base, token)
     if not pairs:
         raise DraftsetError(f"{repo_id} has no readable config/split", hint="the dataset may be empty or broken")
@@ -297,7 +327,10 @@ def _schema_rows(source: SourceSpec, endpoint: str, token: str | None) -> list[d
     first = source.data_files[0]
     if not first.endswith(".parquet"):
         return []
-    schema = pq.read_schema(download(source, first, endpoint=endpoint, token=token))
+    try:
+        schema = pq.read_schema(download(source, first, endpoint=endpoint, token=token))
+    except (pa.ArrowException, OSError):  # a truncated or corrupt footer: no schema to learn from
+        return []
     return [{f.name: _example(f.type, f.name) for f in schema}]
 
 

@@ -76,10 +76,16 @@ def agent_failed(payload: AgentInput, error: NodeError) -> Command:
     return Command(update={"reports": [report_from(meter, "failed", error=message).model_dump()]}, goto="merge")
 
 
+def latest_reports(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One report per category, the last one written: `--retry-failed` appends a retried agent's new
+    report after its failed one (the reports channel only appends)."""
+    return list({r["category"]: r for r in reports}.values())
+
+
 async def merge(state: FindState) -> dict:
     """Gather all agents' candidates; a repo found by several agents keeps its best category."""
     by_repo: dict[str, list[Candidate]] = {}
-    for report in state["reports"]:
+    for report in latest_reports(state["reports"]):
         for c in AgentReport(**report).candidates:
             by_repo.setdefault(c.repo_id, []).append(c)
     merged = []
@@ -106,7 +112,7 @@ async def plan_mix_node(state: FindState, config: RunnableConfig) -> dict:
 
 async def record(state: FindState, config: RunnableConfig) -> dict:
     """The only node that writes the catalog (one transaction)."""
-    reports = [AgentReport(**r) for r in state["reports"]]
+    reports = [AgentReport(**r) for r in latest_reports(state["reports"])]
     rt = _runtime(config)
     caps = getattr(rt.policy, "caps", None)  # the llm policy's probe of its endpoint
     record_run(rt.catalog, state, reports, [Candidate(**c) for c in state["candidates"]],
@@ -115,7 +121,7 @@ async def record(state: FindState, config: RunnableConfig) -> dict:
 
 
 async def summary(state: FindState) -> dict:
-    reports = [AgentReport(**r) for r in state["reports"]]
+    reports = [AgentReport(**r) for r in latest_reports(state["reports"])]
     return {"summary": {
         "agents_ok": sum(r.status == "ok" for r in reports),
         "agents_failed": [r.category for r in reports if r.status == "failed"], **agent_totals(reports),

@@ -4,7 +4,13 @@
         ...  # {"category", "stage", "hub_calls", ...}; the last event is {"stage": "finished", ...}
 
 `--resume RUN_ID` re-enters the same LangGraph thread: agents whose results were checkpointed are
-not run again, only the unfinished ones (and the nodes after them).
+not run again, only the unfinished ones (and the nodes after them). A run whose checkpoint is finished
+but whose catalog record is missing (killed between the agents and the record step, or the record
+write lost) runs the steps after the agents again. `retry_failed` re-runs every agent without an ok
+report (failed or never finished), then merges, ranks, plans and records again.
+
+The run's search_runs row is written as `running` (with its owner process) when it starts, so a find
+whose process died reads `interrupted` (catalog/liveness.py), not nothing at all.
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agents.configuration import FindConfig
 from agents.graph import Runtime, build_graph
+from agents.graph import plan as plan_node
 from agents.policies import make_policy
 from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.hub import check_reachable
+from catalog.liveness import mark_interrupted, owner
 
 
 @dataclass
@@ -54,8 +62,48 @@ def new_run_id() -> str:
     return f"find-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
+def _recorded(catalog: Catalog, run_id: str) -> bool:
+    """Did the record step land for this run (a finished search_runs row)?"""
+    if not catalog.path.exists():
+        return False
+    rows = catalog.query("SELECT status FROM search_runs WHERE run_id = ?", [run_id])
+    return bool(rows) and rows[0]["status"] not in ("running", "interrupted")
+
+
+def _mark_running(catalog: Catalog, run_id: str, values: dict[str, Any]) -> None:
+    mark_interrupted(catalog)  # earlier runs whose process died stop showing as running
+    catalog.upsert("search_runs", [{
+        "run_id": run_id, "domain": values["domain"], "samples_requested": values["samples"],
+        "policy": values["config"].get("policy"), "started_at": datetime.fromtimestamp(values["started_at"]),
+        "status": "running", "owner": owner()}])
+
+
+async def _plan_resume(graph: Any, cfg: dict[str, Any], saved: Any, run_id: str, catalog: Catalog,
+                       retry_failed: bool) -> None:
+    """Rewind the checkpoint so that astream(None) does what the resume needs; raise when nothing is left."""
+    latest = {r["category"]: r for r in saved.values.get("reports", [])}  # a retry's report wins
+    ok = {c for c, r in latest.items() if r["status"] == "ok"}
+    briefs = (await plan_node(saved.values))["briefs"]
+    todo = [b for b in briefs if b["category"] not in ok]
+    if retry_failed and todo:
+        # as if `plan` had just produced only these briefs: fan_out sends them, then merge → record.
+        await graph.aupdate_state(cfg, {"briefs": todo}, as_node="plan")
+    elif saved.next:
+        return  # interrupted mid-graph: LangGraph continues from the checkpoint
+    elif not _recorded(catalog, run_id):
+        # Finished in the checkpoint, but the catalog has no record of it: run merge → record again.
+        await graph.aupdate_state(cfg, None, as_node="category_agent")
+    else:
+        failed = sorted(set(latest) - ok)
+        raise DraftsetError(f"find run {run_id!r} already finished" + (f" ({len(failed)} agent(s) failed: "
+                            f"{', '.join(failed)})" if failed else ""),
+                            hint=f"draftset find --resume {run_id} --retry-failed" if failed else
+                            f"draftset sql \"SELECT * FROM candidates WHERE last_run_id = '{run_id}'\"")
+
+
 async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resume: str | None = None,
-                      run_id: str | None = None, hub: HubTools | None = None) -> AsyncIterator[dict[str, Any]]:
+                      run_id: str | None = None, hub: HubTools | None = None,
+                      retry_failed: bool = False) -> AsyncIterator[dict[str, Any]]:
     """Start a run (request) or continue one (resume=RUN_ID); yields progress, then the final state."""
     if (request is None) == (resume is None):
         raise ValueError("give either a request or resume=RUN_ID")
@@ -70,14 +118,15 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
                 raise DraftsetError(f"no find run {run_id!r} in {Home(env.home).find_checkpoints}",
                                     hint="use the run id `draftset find` printed when it started (runs that "
                                          "finished are listed by: draftset sql \"SELECT run_id FROM search_runs\")")
-            if not saved.next:
-                raise DraftsetError(f"find run {run_id!r} already finished",
-                                    hint=f"draftset sql \"SELECT * FROM candidates WHERE last_run_id = '{run_id}'\"")
+            await _plan_resume(build_graph(FindConfig()).compile(checkpointer=saver), cfg, saved, run_id,
+                               Catalog(env.home), retry_failed)
+            _mark_running(Catalog(env.home), run_id, saved.values)
             config, graph_input = FindConfig(**saved.values["config"]), None
         else:
             config = request.config
             graph_input = {"run_id": run_id, "domain": request.domain, "samples": request.samples,
                            "config": config.model_dump(mode="json"), "started_at": time.time(), "reports": []}
+            _mark_running(Catalog(env.home), run_id, graph_input)
         cfg["max_concurrency"] = config.max_concurrency
         hub = hub or HubTools(env.endpoint, env.viewer_base, config, token=env.token,
                               cache_dir=Home(env.home).hub_cache)

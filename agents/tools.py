@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from huggingface_hub import RepoCard
 from huggingface_hub.errors import HfHubHTTPError
 
 from agents.configuration import FindConfig
 from agents.state import AgentCounts
 from catalog.hub import HubClient, is_transient, status_of
+from catalog.limits import MAX_CARD_BYTES, LimitExceeded
+from catalog.untrusted import check_card, load_card_yaml, split_card
 
 
 class BudgetExceeded(Exception):
@@ -161,12 +162,17 @@ class HubTools:
             else:
                 facts["card_error"] = f"card unavailable (HTTP {status_of(exc)})"
             return
-        text = Path(local).read_text(encoding="utf-8", errors="replace")
-        try:
-            facts["card_text"] = RepoCard(text).text
+        with open(local, "rb") as fh:  # bounded: a card is metadata
+            raw = fh.read(MAX_CARD_BYTES + 1)
+        front, facts["card_text"] = split_card(raw[:MAX_CARD_BYTES].decode("utf-8-sig", errors="replace"))
+        try:  # under the card limits (a YAML alias bomb must not expand here), not RepoCard's safe_load
+            check_card(raw, "card")
+            if front is not None:
+                load_card_yaml(front)
+        except LimitExceeded as exc:
+            facts["card_error"] = f"card refused: {exc.reason}"
         except Exception as exc:  # bad YAML front matter: keep the body, flag the card
             facts["card_error"] = f"bad card metadata: {type(exc).__name__}"
-            facts["card_text"] = RepoCard(text, ignore_metadata_errors=True).text
 
     def _viewer(self, category: str, route: str, **params: str) -> dict[str, Any] | None:
         self._spend(category)

@@ -74,6 +74,31 @@ def load_card_yaml(text: str, where: str = "card") -> Any:
         loader.dispose()
 
 
+_FRONT_MATTER = re.compile(r"\A\s*---\s*\n(.*?\n)?---\s*(?:\n|\Z)", re.S)
+
+
+def split_card(text: str) -> tuple[str | None, str]:
+    """(YAML front matter or None, markdown body) of a dataset card (README.md)."""
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return None, text
+    return match.group(1) or "", text[match.end():]
+
+
+def check_card(raw: bytes, where: str = "card") -> None:
+    """Refuse a card whose size or YAML breaks the limits, before a library (`datasets`, RepoCard)
+    parses it with a plain yaml.safe_load. YAML syntax errors are left to those libraries to report."""
+    if len(raw) > MAX_CARD_BYTES:
+        raise LimitExceeded("card_too_large", f"{where}: {len(raw):,} bytes, over the {MAX_CARD_BYTES:,}-byte "
+                            "card limit")
+    front, _ = split_card(raw.decode("utf-8-sig", errors="replace"))
+    if front is not None:
+        try:
+            load_card_yaml(front, where)
+        except yaml.YAMLError:
+            pass
+
+
 def _flow_depth(text: str) -> int:
     depth = peak = 0
     for ch in text:

@@ -7,6 +7,7 @@ pipeline's own modules are imported here; the floors above pipeline (eval) are f
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from importlib.metadata import entry_points
 
@@ -63,6 +64,40 @@ def _fail(message: str, hint: str | None) -> None:
     sys.exit(1)
 
 
+# The same conditions as libraries word them when they do not raise an OSError (DuckDB's IOException,
+# SQLite's OperationalError from find's checkpoints, pyarrow's ArrowIOError...).
+_OS_TEXTS = {"no space left on device": errno.ENOSPC, "database or disk is full": errno.ENOSPC,
+             "disk quota exceeded": errno.EDQUOT, "permission denied": errno.EACCES,
+             "read-only file system": errno.EROFS}
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """exc, its causes and contexts, and the members of exception groups (TaskGroup, LangGraph)."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo and len(seen) < 50:
+        item = todo.pop(0)
+        if item is None or any(item is s for s in seen):
+            continue
+        seen.append(item)
+        todo += [item.__cause__, item.__context__, *getattr(item, "exceptions", ())]
+    return seen
+
+
+def os_failure(exc: BaseException) -> tuple[str, str] | None:
+    """(one-line message, hint) when `exc` is, or was caused by, disk-full/quota/permission; else None."""
+    for item in _causes(exc):
+        if isinstance(item, OSError) and item.errno in _OS_HINTS:
+            where = f": {item.filename}" if item.filename else ""
+            return f"{item.strerror or os.strerror(item.errno)}{where}", _OS_HINTS[item.errno]
+        text = str(item).lower()
+        for needle, code in _OS_TEXTS.items():
+            if needle in text:
+                first = str(item).strip().splitlines()[0][:300]
+                return f"{os.strerror(code)} ({type(item).__name__}: {first})", _OS_HINTS[code]
+    return None
+
+
 def main() -> None:
     """Entry point: user-facing errors become one red line plus what to do next (exit 1)."""
     try:
@@ -72,10 +107,11 @@ def main() -> None:
     except BrokenPipeError:  # `draftset sql ... | head`: the reader left; nothing to report
         sys.stderr.close()
         sys.exit(0)
-    except OSError as exc:
-        if exc.errno not in _OS_HINTS:
-            raise
-        _fail(f"{exc.strerror}: {exc.filename or ''}".rstrip(": "), _OS_HINTS[exc.errno])
+    except Exception as exc:
+        found = os_failure(exc)  # disk full, quota, permissions: one line for every command
+        if found is None:
+            raise  # anything else is a bug and keeps its traceback
+        _fail(*found)
 
 
 if __name__ == "__main__":

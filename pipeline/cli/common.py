@@ -67,8 +67,9 @@ def safe(value: Any, secrets: bool = True) -> str:
 
 
 def literal(value: Any, style: str = "") -> Text:
-    """Untrusted text as a rich Text: printed exactly (no markup parsing), control characters removed."""
-    return Text(clean_text("" if value is None else str(value)), style=style)
+    """Untrusted text as a rich Text: printed exactly (no markup parsing), control characters removed,
+    tokens and keys redacted (agent errors quote endpoint answers)."""
+    return Text(redact(clean_text("" if value is None else str(value))), style=style)
 
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:

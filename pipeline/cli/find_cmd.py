@@ -55,13 +55,14 @@ def _env():
                    llm_client=client, llm_model=s.llm_model)
 
 
-async def _drive(env, request, resume: str | None, run_id: str, quiet: bool) -> dict[str, Any]:
+async def _drive(env, request, resume: str | None, run_id: str, quiet: bool,
+                 retry_failed: bool = False) -> dict[str, Any]:
     from agents.run import stream_find
     from pipeline.cli.find_view import AgentProgress
 
     final: dict[str, Any] = {}
     with nullcontext() if quiet else AgentProgress() as progress:
-        async for event in stream_find(env, request, resume=resume, run_id=run_id):
+        async for event in stream_find(env, request, resume=resume, run_id=run_id, retry_failed=retry_failed):
             if progress is not None:
                 progress.update(event)
             final = event
@@ -75,12 +76,16 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
          resume: str = typer.Option(None, "--resume", metavar="RUN_ID",
                                     help="Continue an interrupted run with its saved settings; finished agents "
                                          "are not repeated."),
+         retry_failed: bool = typer.Option(False, "--retry-failed", help="With --resume: run the agents that "
+                                           "failed (or never finished) again, then re-rank and re-record."),
          config: Path = typer.Option(None, "--config", exists=True, dir_okay=False,
                                      help="YAML/JSON FindConfig overrides (budgets, throughput, share cap...)."),
          propose: int = typer.Option(5, "--propose", min=0, help="Then infer and contract-test adapters for the N "
                                      "highest-ranked planned datasets (0 or --json: skip)."),
          as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables.")) -> None:
     """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
+    if retry_failed and not resume:
+        raise DraftsetError("--retry-failed needs --resume RUN_ID", hint="draftset find --resume RUN_ID --retry-failed")
     if not domain and not resume:
         raise DraftsetError("no domain given", hint='draftset find "agentic coding" --samples 100000, '
                                                      "or draftset find --resume RUN_ID")
@@ -100,7 +105,7 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
     if not as_json:
         err_console.print(f"run [bold]{run_id}[/] — if interrupted: draftset find --resume {run_id}", highlight=False)
     try:
-        final = asyncio.run(_drive(_env(), request, resume, run_id, as_json))
+        final = asyncio.run(_drive(_env(), request, resume, run_id, as_json, retry_failed))
     except KeyboardInterrupt:
         raise DraftsetError(f"find {run_id} interrupted", hint=f"draftset find --resume {run_id}") from None
     _report(final, as_json)

@@ -79,7 +79,18 @@ def load_chat_tokenizer(model_dir: Path | str) -> Any:
                             hint="point --model at the target's model dir (toy: draftset model init-toy DIR)")
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
+    except (ValueError, OSError, ImportError) as exc:  # one line, never a transformers traceback
+        text = str(exc)
+        if "trust_remote_code" in text or "remote code" in text or "custom code" in text:
+            raise DraftsetError(f"the tokenizer in {model_dir} needs remote code (its own Python files); draftset "
+                                "never runs code from a model folder",
+                                hint="use a model folder whose tokenizer loads without code (a tokenizer.json), "
+                                     "e.g. convert a tiktoken tokenizer first") from None
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        raise DraftsetError(f"cannot load the tokenizer in {model_dir}: {first}",
+                            hint="point --model at the target's model dir") from None
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         _untruncated(backend)

@@ -120,7 +120,9 @@ def test_resume_repeats_no_finished_agent(hub_url, tmp_path):
         return run_id, saved
 
     run_id, saved = asyncio.run(interrupted())
-    assert not Catalog(tmp_path).path.exists()  # nothing recorded: the run never reached `record`
+    # nothing recorded (the run never reached `record`): its row only says it was started
+    assert _rows(Catalog(tmp_path), "SELECT status FROM search_runs") == [{"status": "running"}]
+    assert not _rows(Catalog(tmp_path), "SELECT * FROM agent_runs")
     final = asyncio.run(run_find(env, resume=run_id))
     resumed = {k for k, n in final["hub_requests"].items() if n > 0}
     assert resumed and not (resumed & saved), (resumed, saved)  # finished agents made no Hub request

@@ -45,10 +45,11 @@ def create_app(engine: Engine) -> Starlette:
             prompt_ids = engine.render(normalise_messages(req.messages), req.tools, req.thinking)
             engine.max_new_tokens(len(prompt_ids), req.token_budget)  # refuse an over-long prompt up front
             constraint = _constraint(engine, req)
-        except json.JSONDecodeError as exc:
-            return JSONResponse(error_body(f"request body is not JSON: {exc}"), status_code=400)
         except (ValidationError, RequestError) as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested past the parser's limit
+            return JSONResponse(error_body(f"request body is not JSON: {type(exc).__name__}: {str(exc)[:200]}"),
+                                status_code=400)
         params = SamplingParams(req.token_budget, req.temperature, req.top_p, req.seed)
         if req.stream:
             return StreamingResponse(_stream(engine, req, prompt_ids, params, constraint),
@@ -75,10 +76,15 @@ def create_app(engine: Engine) -> Starlette:
         body |= {"choices": [choice], "usage": usage(len(prompt_ids), len(gen.completion_ids))}
         return JSONResponse(body)
 
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        # Whatever else fails answers the OpenAI error shape, never starlette's plain-text 500.
+        return JSONResponse(error_body(f"internal error: {type(exc).__name__}: {str(exc)[:200]}",
+                                       "InternalServerError", 500), status_code=500)
+
     return Starlette(routes=[
         Route("/health", health), Route("/v1/models", models),
         Route("/v1/chat/completions", chat, methods=["POST"]),
-    ])
+    ], exception_handlers={Exception: internal})
 
 
 async def _watch_disconnect(request: Request, cancelled: threading.Event) -> None:

@@ -18,11 +18,13 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
+    # Integers bounded as the engines bound them (int64 seeds, int32 token counts): seed=2**70 is a 400,
+    # not an overflow inside torch that answers a plain-text 500.
+    max_tokens: int | None = Field(None, ge=0, le=2**31 - 1)
+    max_completion_tokens: int | None = Field(None, ge=0, le=2**31 - 1)
     temperature: float = Field(1.0, ge=0.0, le=2.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=-(2**63), lt=2**63)
     n: int = 1
     stop: str | list[str] | None = None
     logprobs: bool | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import os
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -22,6 +23,7 @@ from pipeline.servers.localhub.repo import RepoScan
 from pipeline.servers.localhub.store import HubStore
 
 MAX_PAGE = 1000  # the Hub's largest page; `limit` smaller than this is the page size
+MAX_BODY_BYTES = 1024 * 1024  # a paths-info body lists file names; nothing legitimate comes close
 
 
 class HubJSON(Response):
@@ -29,7 +31,8 @@ class HubJSON(Response):
 
     def render(self, content: Any) -> bytes:
         # Card YAML may hold dates; str() them rather than fail the whole listing.
-        return json.dumps(content, ensure_ascii=False, default=str).encode("utf-8")
+        # "replace": a lone surrogate in a served cell must not turn the whole answer into a 500.
+        return json.dumps(content, ensure_ascii=False, default=str).encode("utf-8", "replace")
 
 
 class HubError(Exception):
@@ -128,7 +131,11 @@ def list_tree(request: Request) -> Response:
 async def paths_info(request: Request) -> Response:
     scan = get_scan(request)
     check_revision(scan, request.path_params["rev"])
-    body = await request.body()
+    body = b""
+    async for chunk in request.stream():  # bounded: the server never buffers an unbounded body
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise HubError(413, "BadRequest", f"request body over {MAX_BODY_BYTES:,} bytes")
     if request.headers.get("content-type", "").startswith("application/json"):
         try:
             paths = json.loads(body).get("paths", [])
@@ -152,6 +159,12 @@ def resolve(request: Request) -> Response:
     path = request.path_params["path"]
     entry = scan.files.get(path)
     if entry is None:
+        raise HubError(404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}",
+                       {"X-Repo-Commit": scan.sha})
+    # The file may have been swapped for a symlink since the scan: serve only a regular file whose real
+    # path is still inside the repo folder.
+    real = os.path.realpath(entry.abspath)
+    if real != str(entry.abspath) or not os.path.isfile(real):
         raise HubError(404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}",
                        {"X-Repo-Commit": scan.sha})
     # No X-Xet-* headers: the client then downloads over plain HTTP instead of the (unreachable) Xet CAS.

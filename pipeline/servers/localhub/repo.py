@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from catalog.limits import MAX_CARD_BYTES, LimitExceeded
+from catalog.untrusted import load_card_yaml, split_card
+
 # Card keys whose values become `key:value` tags, as on the real Hub (search filters match tags).
 TAG_KEYS = ("task_categories", "task_ids", "language", "license", "size_categories", "multilinguality",
             "language_creators", "annotations_creators", "source_datasets", "modality")
@@ -109,19 +112,44 @@ def git_blob_oid(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def file_oid(path: Path) -> tuple[str, int]:
+    """(git blob sha1, size) of a file, hashed in 1 MiB chunks: the server never holds a whole file.
+    The blob header needs the size first; a file that changes while hashed is hashed again."""
+    for _ in range(3):
+        size = path.stat().st_size
+        digest, read = hashlib.sha1(b"blob %d\0" % size), 0
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+                read += len(chunk)
+        if read == size:
+            break
+    return digest.hexdigest(), read
+
+
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def parse_card(text: str) -> tuple[dict[str, Any], str, str | None]:
-    """(YAML front matter, markdown body, error). A broken card never breaks the listing."""
-    from huggingface_hub.repocard import RepoCard
+    """(YAML front matter, markdown body, error). A broken card never breaks the listing.
 
+    The YAML goes through catalog.untrusted.load_card_yaml (size, depth and alias-expansion limits), not
+    RepoCard's plain yaml.safe_load: a 414-byte alias bomb expanded to 3 GB there."""
+    front, body = split_card(text)
+    if front is None:
+        return {}, text, None
     try:
-        card = RepoCard(text, ignore_metadata_errors=True)
-        return card.data.to_dict(), card.text, None
+        data = load_card_yaml(front, "card YAML")
+    except LimitExceeded as exc:
+        return {}, body, f"{exc.reason}: {exc}"
     except Exception as exc:  # yaml errors come in many types; the card is untrusted input
-        return {}, text, f"{type(exc).__name__}: {exc}"
+        return {}, body, f"{type(exc).__name__}: {str(exc)[:300]}"
+    if data is None:
+        return {}, body, None
+    if not isinstance(data, dict):
+        return {}, body, f"card metadata is a {type(data).__name__}, not a mapping"
+    return data, body, None
 
 
 def card_tags(card: dict[str, Any], files: dict[str, RepoFile]) -> list[str]:
@@ -142,14 +170,16 @@ def scan_repo(repo_dir: Path, repo_id: str, listing: list[tuple[str, os.stat_res
     files: dict[str, RepoFile] = {}
     revision = hashlib.sha1()
     for rel, _st in listing:
-        data = (repo_dir / rel).read_bytes()
-        oid = git_blob_oid(data)
-        files[rel] = RepoFile(rel, len(data), oid, repo_dir / rel)
+        oid, size = file_oid(repo_dir / rel)
+        files[rel] = RepoFile(rel, size, oid, repo_dir / rel)
         revision.update(f"{rel}\0{oid}\n".encode())
     card_data, card_text, card_error = {}, "", None
     if "README.md" in files:
-        raw = files["README.md"].abspath.read_text(encoding="utf-8-sig", errors="replace")
-        card_data, card_text, card_error = parse_card(raw)
+        with files["README.md"].abspath.open("rb") as fh:  # bounded: a card is metadata, not data
+            raw = fh.read(MAX_CARD_BYTES + 1)
+        card_data, card_text, card_error = parse_card(raw.decode("utf-8-sig", errors="replace"))
+        if len(raw) > MAX_CARD_BYTES:
+            card_data, card_error = {}, f"card_too_large: README.md is over the {MAX_CARD_BYTES:,}-byte limit"
     mtimes = [st.st_mtime for _, st in listing] or [repo_dir.stat().st_mtime]
     return RepoScan(repo_id=repo_id, root=repo_dir, sha=revision.hexdigest(), files=files,
                     card_data=card_data, card_text=card_text, card_error=card_error,

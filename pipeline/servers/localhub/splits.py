@@ -1,5 +1,8 @@
 """A repo's configs → splits → data files, and reading one split into an Arrow table (for the viewer).
 
+Reading happens in an isolated worker process (`summarize`, called through isolated.py): the parent
+server never hands untrusted bytes to libarrow.
+
 Split layout uses `datasets`' own pattern logic (card `configs:` via sanitize_patterns, otherwise the
 file-name conventions of get_data_patterns) so the viewer shows exactly the splits `load_dataset` finds.
 """
@@ -9,11 +12,12 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
+from catalog import limits
 from pipeline.servers.localhub.repo import DATA_FORMATS, RepoFile, RepoScan
 
 
@@ -38,7 +42,10 @@ def _resolve(scan: RepoScan, patterns: list[str]) -> tuple[RepoFile, ...]:
         except FileNotFoundError:
             continue
         for match in matches:
-            rel = Path(match).resolve().relative_to(scan.root.resolve()).as_posix()
+            try:  # a card's `configs:` pattern such as ../../** must not reach outside the repo
+                rel = Path(match).resolve().relative_to(scan.root.resolve()).as_posix()
+            except ValueError:
+                continue
             if rel in scan.files and Path(rel).suffix in DATA_FORMATS:
                 found[rel] = scan.files[rel]
     return tuple(found[k] for k in sorted(found))
@@ -77,18 +84,66 @@ def _find_splits(scan: RepoScan) -> list[Split]:
     return out
 
 
-def read_split(scan: RepoScan, split: Split) -> pa.Table:
-    return _read_files(scan.sha, tuple(str(f.abspath) for f in split.files))
+def summarize(paths: tuple[str, ...], first_rows: int) -> dict[str, Any]:
+    """What the viewer needs from a split's files: runs in an isolated worker (isolated.py), never raises.
+
+    {"num_rows", "nbytes", "num_columns", "features", "rows", "rows_truncated"} or {"error": one line}."""
+    try:
+        table = _read_files(paths)
+        rows, size, cut = [], 0, False
+        for row in table.slice(0, first_rows).to_pylist():
+            cells = {k: _json_cell(v) for k, v in row.items()}
+            entry = {"row": {k: v for k, (v, _) in cells.items()},
+                     "truncated_cells": [k for k, (_, t) in cells.items() if t]}
+            size += len(json.dumps(entry, default=str, ensure_ascii=False).encode("utf-8", "replace"))
+            if size > limits.MAX_RESPONSE_ROWS_BYTES:  # bound the answer, as the real viewer does
+                cut = True
+                break
+            rows.append(entry)
+        from datasets import Features
+
+        return {"num_rows": table.num_rows, "nbytes": table.nbytes, "num_columns": table.num_columns,
+                "features": Features.from_arrow_schema(table.schema).to_dict(), "rows": rows,
+                "rows_truncated": cut}
+    except DataReadError as exc:
+        return {"error": str(exc)}
+    except MemoryError:
+        return {"error": f"reading needs more than the {limits.MAX_WORKER_MEMORY // 2**20:,} MiB memory limit"}
+    except Exception as exc:  # noqa: BLE001 - untrusted bytes: any library error is this request's answer
+        return {"error": f"{type(exc).__name__}: {str(exc).strip()[:300]}"}
 
 
-@lru_cache(maxsize=64)
-def _read_files(sha: str, paths: tuple[str, ...]) -> pa.Table:
-    """Cached per revision: `sha` is in the key so an edited repo is read again."""
+def _json_cell(value: Any) -> tuple[Any, bool]:
+    """(JSON-safe value, truncated?). Binary cells (images, audio) are not inlined, as in the viewer."""
+    if isinstance(value, (bytes, bytearray)):
+        return None, True
+    if isinstance(value, dict):
+        named = {k: _json_cell(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in named.items()}, any(t for _, t in named.values())
+    if isinstance(value, list):
+        items = [_json_cell(v) for v in value]
+        return [v for v, _ in items], any(t for _, t in items)
+    return value, False
+
+
+def _read_files(paths: tuple[str, ...]) -> pa.Table:
     tables = [_read_file(Path(p)) for p in paths]
     try:
         return pa.concat_tables(tables, promote_options="default")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise DataReadError(f"files of one split have different columns: {exc}") from exc
+
+
+def _check_json_depth(path: Path) -> None:
+    """Refuse JSON nested past the limit before pyarrow sees it (libarrow segfaults on ~50,000 deep)."""
+    with path.open("rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.count(b"[") + line.count(b"{") <= limits.MAX_JSON_DEPTH:
+                continue
+            depth = limits.json_depth(line.decode("utf-8", "replace"))
+            if depth > limits.MAX_JSON_DEPTH + 1:  # +1: the array around a JSON-array file's rows
+                raise DataReadError(f"{path.name}:{lineno}: JSON nested {depth:,} deep (limit "
+                                    f"{limits.MAX_JSON_DEPTH})")
 
 
 def _read_file(path: Path) -> pa.Table:
@@ -118,6 +173,7 @@ def _read_json(path: Path) -> pa.Table:
     fields as JSON strings, so the viewer shows what load_dataset returns (and fails where it fails)."""
     import pyarrow.json as pjson
 
+    _check_json_depth(path)
     with path.open("rb") as fh:
         head = fh.read(64).lstrip()
     try:

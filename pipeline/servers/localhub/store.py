@@ -52,7 +52,9 @@ class HubStore:
         if not valid_repo_id(repo_id):
             return None
         repo_dir = self.root / repo_id
-        if not repo_dir.is_dir() or repo_dir.is_symlink():
+        # realpath, not is_symlink: a symlink at ANY level (the owner folder too) must not lead outside
+        # the served root, or /datasets/evil/x/resolve/main/passwd serves /etc/passwd.
+        if os.path.realpath(repo_dir) != str(repo_dir) or not repo_dir.is_dir():
             return None
         try:
             listing = iter_files(repo_dir)

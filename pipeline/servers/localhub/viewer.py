@@ -3,21 +3,22 @@
 The real huggingface_hub refuses viewer calls on a non-default endpoint, so the project's own code calls
 these through its configured viewer base URL. Shapes follow huggingface/dataset-viewer's docs. A data
 file that cannot be read gives the viewer's 500 `{"error": ...}` for that dataset only; downloads of the
-same file keep working.
+same file keep working. Files are read in isolated worker processes (isolated.py) under memory and time
+limits: a hostile file (a 50,000-deep JSON row that segfaults libarrow) fails its request, never the server.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from pipeline.servers.localhub.api import HubError, HubJSON, authorized
+from pipeline.servers.localhub.isolated import READER, ReadFailed
 from pipeline.servers.localhub.repo import DATA_FORMATS, RepoScan
-from pipeline.servers.localhub.splits import DataReadError, Split, read_split, splits
+from pipeline.servers.localhub.splits import Split, splits
 
 FIRST_ROWS = 100
 NOT_FOUND = ("The dataset does not exist, or is not accessible without authentication (private or gated). "
@@ -45,31 +46,17 @@ def _selected(request: Request, scan: RepoScan, need_split: bool = False) -> lis
     return chosen
 
 
-def _table(scan: RepoScan, split: Split) -> pa.Table:
+def _read(scan: RepoScan, split: Split) -> dict[str, Any]:
+    """The split's summary from an isolated worker; raises ReadFailed (bad data, crash, memory, time)."""
+    return READER.summary(scan.sha, tuple(str(f.abspath) for f in split.files), FIRST_ROWS)
+
+
+def _table(scan: RepoScan, split: Split) -> dict[str, Any]:
     try:
-        return read_split(scan, split)
-    except DataReadError as exc:
+        return _read(scan, split)
+    except ReadFailed as exc:
         raise HubError(500, "DatasetGenerationError",
                        f"Cannot read {scan.repo_id} config {split.config!r} split {split.split!r}: {exc}") from exc
-
-
-def _features(table: pa.Table) -> dict[str, Any]:
-    from datasets import Features
-
-    return Features.from_arrow_schema(table.schema).to_dict()
-
-
-def _json_cell(value: Any) -> tuple[Any, bool]:
-    """(JSON-safe value, truncated?). Binary cells (images, audio) are not inlined, as in the viewer."""
-    if isinstance(value, (bytes, bytearray)):
-        return None, True
-    if isinstance(value, dict):
-        pairs = {k: _json_cell(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs.items()}, any(t for _, t in pairs.values())
-    if isinstance(value, list):
-        pairs = [_json_cell(v) for v in value]
-        return [v for v, _ in pairs], any(t for _, t in pairs)
-    return value, False
 
 
 def is_valid(request: Request) -> Response:
@@ -77,9 +64,9 @@ def is_valid(request: Request) -> Response:
     readable = []
     for split in splits(scan):
         try:
-            read_split(scan, split)
+            _read(scan, split)
             readable.append(True)
-        except DataReadError:
+        except ReadFailed:
             readable.append(False)
     ok = bool(readable) and all(readable)
     # /search, /filter and /statistics are not served here, so they are honestly reported unavailable.
@@ -101,37 +88,34 @@ def first_rows(request: Request) -> Response:
         raise HubError(401, "ExternalUnauthenticatedError",
                        f"{scan.repo_id} is gated: send any bearer token (Authorization header) to read rows.")
     table = _table(scan, split)
-    rows = []
-    for idx, row in enumerate(table.slice(0, FIRST_ROWS).to_pylist()):
-        cells = {k: _json_cell(v) for k, v in row.items()}
-        rows.append({"row_idx": idx, "row": {k: v for k, (v, _) in cells.items()},
-                     "truncated_cells": [k for k, (_, t) in cells.items() if t]})
+    rows = [{"row_idx": idx, **entry} for idx, entry in enumerate(table["rows"])]
     features = [{"feature_idx": i, "name": name, "type": ftype}
-                for i, (name, ftype) in enumerate(_features(table).items())]
+                for i, (name, ftype) in enumerate(table["features"].items())]
     return HubJSON({"dataset": scan.repo_id, "config": split.config, "split": split.split,
-                    "features": features, "rows": rows, "truncated": table.num_rows > FIRST_ROWS})
+                    "features": features, "rows": rows,
+                    "truncated": table["num_rows"] > len(rows) or table["rows_truncated"]})
 
 
-def _sizes(scan: RepoScan, chosen: list[Split]) -> tuple[list[tuple[Split, pa.Table]], list[dict[str, str]]]:
+def _sizes(scan: RepoScan, chosen: list[Split]) -> tuple[list[tuple[Split, dict[str, Any]]], list[dict[str, str]]]:
     read, failed = [], []
     for split in chosen:
         try:
-            read.append((split, read_split(scan, split)))
-        except DataReadError as exc:
+            read.append((split, _read(scan, split)))
+        except ReadFailed as exc:
             failed.append({"dataset": scan.repo_id, "config": split.config, "split": split.split,
                            "error": str(exc)})
     return read, failed
 
 
-def _config_info(scan: RepoScan, config: str, read: list[tuple[Split, pa.Table]]) -> dict[str, Any]:
+def _config_info(scan: RepoScan, config: str, read: list[tuple[Split, dict[str, Any]]]) -> dict[str, Any]:
     mine = [(s, t) for s, t in read if s.config == config]
     files = sum(f.size for s, _ in mine for f in s.files)
-    memory = sum(t.nbytes for _, t in mine)
+    memory = sum(t["nbytes"] for _, t in mine)
     return {"description": scan.description, "citation": "", "homepage": "",
-            "license": str(scan.card_data.get("license", "")), "features": _features(mine[0][1]),
+            "license": str(scan.card_data.get("license", "")), "features": mine[0][1]["features"],
             "builder_name": DATA_FORMATS[mine[0][0].files[0].abspath.suffix], "dataset_name": scan.repo_id,
             "config_name": config, "version": {"version_str": "0.0.0", "major": 0, "minor": 0, "patch": 0},
-            "splits": {s.split: {"name": s.split, "num_bytes": t.nbytes, "num_examples": t.num_rows,
+            "splits": {s.split: {"name": s.split, "num_bytes": t["nbytes"], "num_examples": t["num_rows"],
                                  "dataset_name": scan.repo_id} for s, t in mine},
             "download_size": files, "dataset_size": memory, "size_in_bytes": files + memory}
 
@@ -154,8 +138,8 @@ def size(request: Request) -> Response:
     read, failed = _sizes(scan, _selected(request, scan))
     # Files are served as-is (no parquet conversion), so "parquet bytes" are the original file bytes.
     split_rows = [{"dataset": scan.repo_id, "config": s.config, "split": s.split,
-                   "num_bytes_parquet_files": sum(f.size for f in s.files), "num_bytes_memory": t.nbytes,
-                   "num_rows": t.num_rows, "num_columns": t.num_columns} for s, t in read]
+                   "num_bytes_parquet_files": sum(f.size for f in s.files), "num_bytes_memory": t["nbytes"],
+                   "num_rows": t["num_rows"], "num_columns": t["num_columns"]} for s, t in read]
     configs = []
     for config in dict.fromkeys(s["config"] for s in split_rows):
         mine = [s for s in split_rows if s["config"] == config]

@@ -65,6 +65,8 @@ def test_seeded_sampling_is_reproducible(client, toy_model_dir):
     ({"model": "not-this-one"}, openai.NotFoundError, "is not served here"),
     ({"messages": [{"role": "user", "content": "word " * 3000}]}, openai.BadRequestError, "context is 2048"),
     ({"n": 2}, openai.BadRequestError, "n must be 1"),
+    ({"seed": 2**70}, openai.BadRequestError, "seed"),
+    ({"max_tokens": 2**40}, openai.BadRequestError, "max_tokens"),
     ({"messages": [{"role": "narrator", "content": "hi"}]}, openai.BadRequestError, "unknown role"),
     ({"messages": [{"role": "assistant", "content": "", "tool_calls": 5}]}, openai.BadRequestError,
      r"messages\[0\]\.tool_calls must be a list"),
