@@ -61,7 +61,7 @@ def prompt_messages(conversation: Conversation) -> list[tuple[Message, bool]]:
 
     for index, message in enumerate(messages):
         if replayed(message):
-            called |= {c.id for c in message.tool_calls}
+            called |= {c.id for c in message.tool_calls or ()}
         if not kept_turn(message):
             continue
         following = messages[index + 1] if index + 1 < len(messages) else None

@@ -150,7 +150,7 @@ async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
         yield _sse(first)
         while (token := await queue.get()) is not _DONE:
             piece = detok.push(token)
-            delta = {} if piece is None else {"reasoning_content" if piece[0] == "reasoning" else "content": piece[1]}
+            delta: dict[str, Any] = {} if piece is None else {"reasoning_content" if piece[0] == "reasoning" else "content": piece[1]}
             if hold:
                 delta.pop("content", None)
             choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}
