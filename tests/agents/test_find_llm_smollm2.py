@@ -45,17 +45,21 @@ def test_llm_policy_against_smollm2_on_serve_dev(hub_url, tmp_path, smollm2_serv
     client = openai.AsyncOpenAI(base_url=running.url, api_key="unused", max_retries=0)
     config = FindConfig(policy="llm", inspect_top=3, budget=AgentBudget(wall_time_s=600))
     policy = LLMPolicy(config, client, served)
-    caps = asyncio.run(policy.prepare())
-    assert (caps.json_schema, caps.tools, caps.context) == (True, True, 8192), caps.detail
-    assert caps.tokens > 0
-
     hub = HubTools(hub_url, hub_url + "/viewer", config, cache_dir=tmp_path)
-    reports = []
-    with ThreadPoolExecutor(2) as pool:
+
+    async def probe_then_search(pool: ThreadPoolExecutor) -> tuple:
+        # one event loop for the whole test: the AsyncOpenAI client's connections belong to the loop that opened them
+        found = await policy.prepare()
+        out = []
         for category in ("agentic", "coding"):
             brief = Brief(category=category, weight=0.3, quota=100, domain="agentic coding")
-            ctx = AgentContext(hub, policy, pool, lambda event: None)
-            reports.append(asyncio.run(run_category_agent(brief, config, ctx)))
+            out.append(await run_category_agent(brief, config, AgentContext(hub, policy, pool, lambda event: None)))
+        return found, out
+
+    with ThreadPoolExecutor(2) as pool:
+        caps, reports = asyncio.run(probe_then_search(pool))
+    assert (caps.json_schema, caps.tools, caps.context) == (True, True, 8192), caps.detail
+    assert caps.tokens > 0
     hub.close()
     for report in reports:
         print(f"\n{report.category}: calls {report.llm_calls} tokens {report.llm_tokens} fallbacks "
