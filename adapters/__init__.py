@@ -1,21 +1,21 @@
 """Declarative dataset adapters: raw Hub rows → canonical Conversations, proven by contracts, gated by approval.
 
-    records.py    canonical record v2 (tools, tool calls with ids, tool turns, media parts, preference, label)
-    spec.py       AdapterSpec (data, never code; YAML/JSON; spec_hash)
-    detect.py     the one schema detector (find and proposal), named refusals, target families
-      structure.py  value statistics: turn lists, speaker and text keys, prompt- and answer-like text
-      roles.py      role maps (aliases as priors, unknown labels by structure) and per-turn fields
-      columns.py    single-turn columns by content, transcripts
-      toolcalls.py  tool declarations and calls in every common shape, calls written in text
-      media.py      media values → parts
-    trial.py      a detection applied to its own sample (find's yield and sizes)
-    infer.py      propose_adapter / build_proposal: pin revision, config/split, detect, golden rows
-    llm_spec.py   --policy llm: a model's structured reading when structure cannot decide
-    propose.py    propose + contract-test many datasets (CLI and find --propose)
-    source.py     iter_raw_rows(spec_or_source, endpoint=, token=, limit=, sample=) -> RawRow stream
-    apply.py      apply_row(spec, row_index, row) -> [Conversation]; RowError(field, reason)   (turns.py reads turns)
-    contract.py   run_contract(spec, rows) -> ContractResult (verdict: pass | refused: <name> | fail)
-    store.py      catalog `adapters` table + $DRAFTSET_HOME/adapters/<owner>__<name>.yaml
-    review.py     approve / reject / map_roles / accept_edit / check_adapter
-    gate.py       require_approved(catalog, repo_id, revision) -> AdapterSpec
+records.py    canonical record v2 (tools, tool calls with ids, tool turns, media parts, preference, label)
+spec.py       AdapterSpec (data, never code; YAML/JSON; spec_hash)
+detect.py     the one schema detector (find and proposal), named refusals, target families
+  structure.py  value statistics: turn lists, speaker and text keys, prompt- and answer-like text
+  roles.py      role maps (aliases as priors, unknown labels by structure) and per-turn fields
+  columns.py    single-turn columns by content, transcripts
+  toolcalls.py  tool declarations and calls in every common shape, calls written in text
+  media.py      media values → parts
+trial.py      a detection applied to its own sample (find's yield and sizes)
+infer.py      propose_adapter / build_proposal: pin revision, config/split, detect, golden rows
+llm_spec.py   --policy llm: a model's structured reading when structure cannot decide
+propose.py    propose + contract-test many datasets (CLI and find --propose)
+source.py     iter_raw_rows(spec_or_source, endpoint=, token=, limit=, sample=) -> RawRow stream
+apply.py      apply_row(spec, row_index, row) -> [Conversation]; RowError(field, reason)   (turns.py reads turns)
+contract.py   run_contract(spec, rows) -> ContractResult (verdict: pass | refused: <name> | fail)
+store.py      catalog `adapters` table + $DRAFTSET_HOME/adapters/<owner>__<name>.yaml
+review.py     approve / reject / map_roles / accept_edit / check_adapter
+gate.py       require_approved(catalog, repo_id, revision) -> AdapterSpec
 """

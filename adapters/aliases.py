@@ -10,12 +10,45 @@ from __future__ import annotations
 # nebius (ai), LLaMA-Factory tags (observation/function_call), ipython (Llama 3 tool results), etc.
 ROLE_ALIASES: dict[str, str] = {
     **dict.fromkeys(["system", "system_prompt", "developer"], "system"),
-    **dict.fromkeys(["user", "human", "customer", "client", "prompter", "question", "instruction",
-                     "input", "usr", "person"], "user"),
-    **dict.fromkeys(["assistant", "gpt", "model", "bot", "chatgpt", "ai", "agent", "bard", "claude",
-                     "output", "response", "answer", "gpt4", "gpt-4", "llm"], "assistant"),
-    **dict.fromkeys(["tool", "function", "observation", "ipython", "env", "environment", "tool_response",
-                     "function_response", "tool_result", "function response", "tool response"], "tool"),
+    **dict.fromkeys(
+        ["user", "human", "customer", "client", "prompter", "question", "instruction", "input", "usr", "person"], "user"
+    ),
+    **dict.fromkeys(
+        [
+            "assistant",
+            "gpt",
+            "model",
+            "bot",
+            "chatgpt",
+            "ai",
+            "agent",
+            "bard",
+            "claude",
+            "output",
+            "response",
+            "answer",
+            "gpt4",
+            "gpt-4",
+            "llm",
+        ],
+        "assistant",
+    ),
+    **dict.fromkeys(
+        [
+            "tool",
+            "function",
+            "observation",
+            "ipython",
+            "env",
+            "environment",
+            "tool_response",
+            "function_response",
+            "tool_result",
+            "function response",
+            "tool response",
+        ],
+        "tool",
+    ),
     # LLaMA-Factory / ShareGPT tool-use: the turn's text is the assistant's call itself.
     **dict.fromkeys(["function_call", "tool_call", "tool_calls"], "tool_call"),
 }
@@ -25,15 +58,28 @@ ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type")
 # Keys that hold the text of a turn, most to least likely.
 CONTENT_KEYS = ("content", "value", "text", "message", "utterance", "body")
 # Columns that usually hold the turn list (only a preference; any list-of-dicts column is considered).
-TURN_LIST_COLUMNS = ("messages", "conversations", "conversation", "trajectory", "dialog", "dialogue",
-                     "turns", "chat", "chosen")
+TURN_LIST_COLUMNS = (
+    "messages",
+    "conversations",
+    "conversation",
+    "trajectory",
+    "dialog",
+    "dialogue",
+    "turns",
+    "chat",
+    "chosen",
+)
 # Per-turn boolean keys that say whether a turn is trained on.
 TRAIN_FLAG_KEYS = ("mask", "train", "trainable", "loss", "weight")
 # Per-turn keys holding separated reasoning text.
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking", "thought")
 # (open, close) markers of reasoning inside assistant text; (open, close) wrappers to strip off answers.
-REASONING_DELIMITERS = (("<think>", "</think>"), ("<|begin_of_thought|>", "<|end_of_thought|>"),
-                        ("<reasoning>", "</reasoning>"), ("<thinking>", "</thinking>"))
+REASONING_DELIMITERS = (
+    ("<think>", "</think>"),
+    ("<|begin_of_thought|>", "<|end_of_thought|>"),
+    ("<reasoning>", "</reasoning>"),
+    ("<thinking>", "</thinking>"),
+)
 ANSWER_WRAPPERS = (("<|begin_of_solution|>", "<|end_of_solution|>"),)
 # Column layouts: (prompt columns, response column), first match wins. Extra prompt columns
 # (e.g. `input`) are optional: they are joined to the prompt when present and non-empty.

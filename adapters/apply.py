@@ -47,8 +47,14 @@ def decode_json_field(value: Any, field: str) -> Any:
 Turn = dict[str, Any]  # a Message as a plain dict until the record is validated
 
 
-def message(role: str, content: str, reasoning: str | None = None, tool_calls: list | None = None,
-            train: bool | None = None, **extra: Any) -> Turn:
+def message(
+    role: str,
+    content: str,
+    reasoning: str | None = None,
+    tool_calls: list | None = None,
+    train: bool | None = None,
+    **extra: Any,
+) -> Turn:
     turn = {"role": role, "content": content, "reasoning": reasoning, "tool_calls": tool_calls, "train": train}
     turn.update({k: v for k, v in extra.items() if v is not None})
     return turn
@@ -140,11 +146,25 @@ class RowMapper:
         messages = self._finish(messages)
         repo, revision, config, split = self.source_key
         try:
-            return [VALIDATE({
-                "record_version": RECORD_VERSION, "id": self._id(row_index),
-                "source": {"repo_id": repo, "revision": revision, "config": config, "split": split,
-                           "row_index": row_index},
-                "category": spec.category, "mode": spec.mode, "messages": messages, **record})]
+            return [
+                VALIDATE(
+                    {
+                        "record_version": RECORD_VERSION,
+                        "id": self._id(row_index),
+                        "source": {
+                            "repo_id": repo,
+                            "revision": revision,
+                            "config": config,
+                            "split": split,
+                            "row_index": row_index,
+                        },
+                        "category": spec.category,
+                        "mode": spec.mode,
+                        "messages": messages,
+                        **record,
+                    }
+                )
+            ]
         except ValidationError as exc:  # a value the checks above missed: still one row's error, never a crash
             first = exc.errors()[0]
             raise RowError(".".join(map(str, first["loc"])) or "<record>", first["msg"]) from None
@@ -182,8 +202,11 @@ class RowMapper:
         if not self.keep_media:
             kinds = sorted({p["type"] for p in found + row_parts}) or marks
             where = ", ".join(spec.fields) if spec and spec.fields else "message content"
-            raise RowError(where, f"media ({'/'.join(kinds)}) for a text-only target: refused so it is not "
-                                  "trained as text without its media")
+            raise RowError(
+                where,
+                f"media ({'/'.join(kinds)}) for a text-only target: refused so it is not "
+                "trained as text without its media",
+            )
         if row_parts:  # media given beside the turns belong to the first user turn (LLaVA, VQA sets)
             first = next((m for m in messages if m["role"] == "user"), messages[0] if messages else None)
             if first is not None:
@@ -194,8 +217,12 @@ class RowMapper:
         pref = self.spec.preference
         other = self.turns.read_other(row, pref.rejected, messages)
         shared = 0
-        while (shared < len(other) and shared < len(messages) and other[shared]["role"] == messages[shared]["role"]
-               and other[shared]["content"] == messages[shared]["content"]):
+        while (
+            shared < len(other)
+            and shared < len(messages)
+            and other[shared]["role"] == messages[shared]["role"]
+            and other[shared]["content"] == messages[shared]["content"]
+        ):
             shared += 1
         rejected = [{**m, "train": False} for m in other[shared:]]
         if not rejected or not any(m["role"] == "assistant" for m in rejected):
@@ -225,8 +252,11 @@ class RowMapper:
     # -- the end of the record -----------------------------------------------------------------
     def _finish(self, messages: list[Turn]) -> list[Turn]:
         spec = self.spec
-        field = spec.messages_path or (spec.columns.prompt[0] if spec.columns else None) or \
-            (spec.transcript.field if spec.transcript else "<row>")
+        field = (
+            spec.messages_path
+            or (spec.columns.prompt[0] if spec.columns else None)
+            or (spec.transcript.field if spec.transcript else "<row>")
+        )
         if self.native:
             for m in messages:
                 if m["role"] == "assistant" and m.get("train") is None:
@@ -235,15 +265,18 @@ class RowMapper:
             while last >= 0 and not (messages[last]["role"] == "assistant" and messages[last].get("train")):
                 last -= 1
             if last < 0:
-                why = "undesirable answer (label false): kept out of training" if spec.label_field else \
-                    "native record has no trainable assistant turn"
+                why = (
+                    "undesirable answer (label false): kept out of training"
+                    if spec.label_field
+                    else "native record has no trainable assistant turn"
+                )
                 raise RowError(field, why)
-            return messages[:last + 1]  # a native row ends on a trainable assistant turn
+            return messages[: last + 1]  # a native row ends on a trainable assistant turn
         users = [i for i, m in enumerate(messages) if m["role"] == "user"]
         if not users:
             raise RowError(field, "no user turn: nothing to regenerate from")
         cut = users[0] if spec.cut == "first_user" else users[-1]
-        return messages[:cut + 1]
+        return messages[: cut + 1]
 
 
 _MAPPERS: dict[int, tuple[AdapterSpec, RowMapper]] = {}
@@ -285,5 +318,15 @@ def role_labels(spec: AdapterSpec, row: Any) -> list[str]:
     return out
 
 
-__all__ = ["RowError", "RowMapper", "apply_row", "as_tool_calls", "decode_json_field", "get_path", "message",
-           "role_labels", "split_transcript", "type_name"]
+__all__ = [
+    "RowError",
+    "RowMapper",
+    "apply_row",
+    "as_tool_calls",
+    "decode_json_field",
+    "get_path",
+    "message",
+    "role_labels",
+    "split_transcript",
+    "type_name",
+]

@@ -17,14 +17,43 @@ from adapters import structure as st
 from adapters.aliases import canonical_role
 from adapters.roles import detect_markers
 
-PROMPT_NAMES = ("instruction", "prompt", "question", "query", "input", "problem", "request", "task", "context",
-                "user", "human", "source", "prefix")
-RESPONSE_NAMES = ("output", "response", "answer", "completion", "solution", "answers", "reply", "target",
-                  "assistant", "gpt", "continuation", "chosen", "generation", "text_output")
+PROMPT_NAMES = (
+    "instruction",
+    "prompt",
+    "question",
+    "query",
+    "input",
+    "problem",
+    "request",
+    "task",
+    "context",
+    "user",
+    "human",
+    "source",
+    "prefix",
+)
+RESPONSE_NAMES = (
+    "output",
+    "response",
+    "answer",
+    "completion",
+    "solution",
+    "answers",
+    "reply",
+    "target",
+    "assistant",
+    "gpt",
+    "continuation",
+    "chosen",
+    "generation",
+    "text_output",
+)
 EXTRA_PROMPT_NAMES = ("input", "context", "passage", "code", "document")
 LABEL_NAMES = ("label", "labels", "desirable", "is_desirable", "kto_label", "thumbs_up", "is_good", "preferred")
-SCORE_NAMES = {"chosen": ("chosen_score", "score_chosen", "chosen_rating", "rating_chosen"),
-               "rejected": ("rejected_score", "score_rejected", "rejected_rating", "rating_rejected")}
+SCORE_NAMES = {
+    "chosen": ("chosen_score", "score_chosen", "chosen_rating", "rating_chosen"),
+    "rejected": ("rejected_score", "score_rejected", "rejected_rating", "rating_rejected"),
+}
 CHOSEN = ("chosen", "preferred", "better", "accepted", "winner", "response_chosen", "chosen_response")
 REJECTED = ("rejected", "dispreferred", "worse", "loser", "response_rejected", "rejected_response")
 MARKER = re.compile(r"(?:^|\n)[ \t]*((?:#{1,3} ?)?[A-Za-z][A-Za-z_]{1,20}(?: [A-Za-z]{2,12})?):")
@@ -64,26 +93,47 @@ def detect_transcript(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     rejected = next((n for n in REJECTED if n in found), None)
     name = chosen if chosen and rejected else max(found, key=lambda n: found[n][1])
     markers, n_ok, total = found[name]
-    d.decide("layout", "transcript", f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker "
-                                     f"markers {sorted(markers)} at line starts")
-    d.decide("transcript", {"field": name, "markers": markers},
-             "speaker markers → roles: " + ", ".join(f"{k}→{v}" for k, v in markers.items()), review=True)
+    d.decide(
+        "layout",
+        "transcript",
+        f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker "
+        f"markers {sorted(markers)} at line starts",
+    )
+    d.decide(
+        "transcript",
+        {"field": name, "markers": markers},
+        "speaker markers → roles: " + ", ".join(f"{k}→{v}" for k, v in markers.items()),
+        review=True,
+    )
     if chosen and rejected:
-        d.decide("preference", {"rejected": rejected}, f"preference pairs: {chosen!r} chosen, {rejected!r} "
-                                                       "rejected (recorded, never trained)")
+        d.decide(
+            "preference",
+            {"rejected": rejected},
+            f"preference pairs: {chosen!r} chosen, {rejected!r} rejected (recorded, never trained)",
+        )
     from adapters.turns import split_transcript
 
-    texts = [t for r in rows if isinstance(r.get(name), str)
-             for role, t in split_transcript(r[name], markers) if role == "assistant"]
+    texts = [
+        t
+        for r in rows
+        if isinstance(r.get(name), str)
+        for role, t in split_transcript(r[name], markers)
+        if role == "assistant"
+    ]
     detect_markers(d, texts)
     return True
 
 
 def _calls_column(values: list[Any]) -> bool:
     decoded = [st.decoded(v)[0] for v in values if v not in (None, "")]
-    return bool(decoded) and all(isinstance(v, (list, dict)) and all(
-        isinstance(c, dict) and isinstance(c.get("name") or (c.get("function") or {}).get("name"), str)
-        for c in (v if isinstance(v, list) else [v])) for v in decoded)
+    return bool(decoded) and all(
+        isinstance(v, (list, dict))
+        and all(
+            isinstance(c, dict) and isinstance(c.get("name") or (c.get("function") or {}).get("name"), str)
+            for c in (v if isinstance(v, list) else [v])
+        )
+        for v in decoded
+    )
 
 
 def _name_score(name: str, names: tuple[str, ...]) -> float:
@@ -99,23 +149,36 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     # Text by its values; a well-known prompt/answer name (`instruction`, `response`) is enough for string
     # columns whose sample is too short to judge (a prior, it never overrides values that read as ids).
     named = set(PROMPT_NAMES[:6] + RESPONSE_NAMES[:6])
-    texts = [k for k in order if stats[k].strings >= 0.5 * len(rows)
-             and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
-             and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))]
+    texts = [
+        k
+        for k in order
+        if stats[k].strings >= 0.5 * len(rows)
+        and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
+        and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
+    ]
     # Short answers (`Paris`) read like labels by their values; an answer-named column of varied strings
     # beside a prompt-like text column is still the answer (short-answer QA), never a label set.
     if texts and any(_name_score(k, PROMPT_NAMES) for k in texts):
-        texts += [k for k in order if k not in texts and _name_score(k, RESPONSE_NAMES)
-                  and stats[k].strings >= 0.9 * len(rows) and stats[k].distinct >= 2
-                  and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))]
+        texts += [
+            k
+            for k in order
+            if k not in texts
+            and _name_score(k, RESPONSE_NAMES)
+            and stats[k].strings >= 0.9 * len(rows)
+            and stats[k].distinct >= 2
+            and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
+        ]
     calls = [k for k in order if k not in texts and _calls_column([r.get(k) for r in rows])]
     if not texts:
         d.refuse("no_text", f"no column holds natural-language text among {order}")
         return False
     speaker = _speaker_column(rows, order)
     if speaker:
-        d.refuse("message_per_row", f"column {speaker!r} holds a role label per row: every row is one message "
-                                    "(a message tree or log), not a conversation; rebuild conversations first")
+        d.refuse(
+            "message_per_row",
+            f"column {speaker!r} holds a role label per row: every row is one message "
+            "(a message tree or log), not a conversation; rebuild conversations first",
+        )
         return False
     chosen = next((k for k in texts if k.lower() in CHOSEN), None)
     rejected = next((k for k in texts if k.lower() in REJECTED), None)
@@ -123,8 +186,11 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     if chosen and rejected and pool:
         prompt = max(pool, key=lambda k: (_name_score(k, PROMPT_NAMES), -order.index(k)))
         response, why = chosen, f"preference pair: {chosen!r} chosen, {rejected!r} rejected"
-        d.decide("preference", {"rejected": rejected, **_scores(order)},
-                 f"preference pairs: the rejected answer {rejected!r} is recorded, never trained")
+        d.decide(
+            "preference",
+            {"rejected": rejected, **_scores(order)},
+            f"preference pairs: the rejected answer {rejected!r} is recorded, never trained",
+        )
     elif calls and pool + ([chosen] if chosen else []):
         pool = texts
         prompt = max(pool, key=lambda k: (_name_score(k, PROMPT_NAMES), -order.index(k)))
@@ -138,33 +204,54 @@ def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
             d.refuse("no_dialogue", why)
             return False
         prompt, response = pair_prompt, pair_response
-    extra = [k for k in texts if k not in (prompt, response, rejected) and k.lower() in EXTRA_PROMPT_NAMES
-             and order.index(k) > order.index(prompt)]
+    extra = [
+        k
+        for k in texts
+        if k not in (prompt, response, rejected)
+        and k.lower() in EXTRA_PROMPT_NAMES
+        and order.index(k) > order.index(prompt)
+    ]
     prompt_cols = [prompt, *extra]
     history = next((k for k in order if k not in texts and _exchanges([r.get(k) for r in rows])), None)
     if history:
-        d.reasons["columns.history"] = (f"column {history!r} holds earlier (user, assistant) exchanges: they "
-                                        "come before the prompt")
+        d.reasons["columns.history"] = (
+            f"column {history!r} holds earlier (user, assistant) exchanges: they come before the prompt"
+        )
     d.decide("layout", "columns", f"no turn list; single-turn columns {prompt_cols} → {response!r} ({why})")
-    d.decide("columns", {"prompt": prompt_cols, "response": response, "response_is_tool_calls": response in calls,
-                         **({"history": history} if history else {})},
-             f"prompt from {prompt_cols} ({stats[prompt].mean_chars:.0f} chars, {stats[prompt].questions} "
-             f"questions), answer from {response!r}", review=not _name_score(prompt, PROMPT_NAMES))
+    d.decide(
+        "columns",
+        {
+            "prompt": prompt_cols,
+            "response": response,
+            "response_is_tool_calls": response in calls,
+            **({"history": history} if history else {}),
+        },
+        f"prompt from {prompt_cols} ({stats[prompt].mean_chars:.0f} chars, {stats[prompt].questions} "
+        f"questions), answer from {response!r}",
+        review=not _name_score(prompt, PROMPT_NAMES),
+    )
     json_cols = [c for c in (response,) if any(st.decoded(r.get(c))[1] for r in rows)]
     if json_cols:
         d.fields.setdefault("json_fields", []).extend(json_cols)
     label = next((k for k in order if k.lower() in LABEL_NAMES and _boolish([r.get(k) for r in rows])), None)
     if label:
-        d.decide("label_field", label, f"column {label!r} labels each answer true/false (KTO-style): "
-                                       "undesirable answers are recorded, never trained")
+        d.decide(
+            "label_field",
+            label,
+            f"column {label!r} labels each answer true/false (KTO-style): "
+            "undesirable answers are recorded, never trained",
+        )
     detect_markers(d, [r[response] for r in rows if isinstance(r.get(response), str)])
     return True
 
 
 def _exchanges(values: list[Any]) -> bool:
     present = [v for v in values if v not in (None, [])]
-    return bool(present) and all(isinstance(v, list) and all(
-        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v) for v in present)
+    return bool(present) and all(
+        isinstance(v, list)
+        and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v)
+        for v in present
+    )
 
 
 def _speaker_column(rows: list[dict[str, Any]], order: list[str]) -> str | None:
@@ -172,8 +259,11 @@ def _speaker_column(rows: list[dict[str, Any]], order: list[str]) -> str | None:
     for k in order:
         values = [r[k] for r in rows if isinstance(r.get(k), str)]
         labels = set(values)
-        if len(values) >= 0.8 * len(rows) and 2 <= len(labels) <= 6 and all(
-                canonical_role(v) in ("user", "assistant", "system") for v in labels):
+        if (
+            len(values) >= 0.8 * len(rows)
+            and 2 <= len(labels) <= 6
+            and all(canonical_role(v) in ("user", "assistant", "system") for v in labels)
+        ):
             return k
     return None
 
@@ -189,13 +279,14 @@ def _scores(order: list[str]) -> dict[str, str]:
 
 def _boolish(values: list[Any]) -> bool:
     present = [v for v in values if v is not None]
-    return bool(present) and all(isinstance(v, bool) or v in (0, 1) or (isinstance(v, str) and v.lower() in (
-        "true", "false")) for v in present)
+    return bool(present) and all(
+        isinstance(v, bool) or v in (0, 1) or (isinstance(v, str) and v.lower() in ("true", "false")) for v in present
+    )
 
 
-def _pair(texts: list[str], stats: dict[str, st.TextStats], order: list[str]
-          ) -> tuple[str | None, str | None, str]:
+def _pair(texts: list[str], stats: dict[str, st.TextStats], order: list[str]) -> tuple[str | None, str | None, str]:
     """(prompt, response, why) among ≥2 text columns: names where they speak, else the values."""
+
     def prompt_score(k: str) -> float:
         s = stats[k]
         return _name_score(k, PROMPT_NAMES) + 0.4 * s.questions / max(s.strings, 1) - 0.05 * order.index(k)
@@ -203,18 +294,35 @@ def _pair(texts: list[str], stats: dict[str, st.TextStats], order: list[str]
     def response_score(k: str) -> float:
         return _name_score(k, RESPONSE_NAMES) + 0.3 * min(1.0, stats[k].mean_chars / 1500)
 
-    best = max(((p, r) for p in texts for r in texts if p != r),
-               key=lambda pr: (prompt_score(pr[0]) + response_score(pr[1])
-                               + (0.15 if stats[pr[1]].mean_chars > stats[pr[0]].mean_chars else 0.0)))
+    best = max(
+        ((p, r) for p in texts for r in texts if p != r),
+        key=lambda pr: (
+            prompt_score(pr[0])
+            + response_score(pr[1])
+            + (0.15 if stats[pr[1]].mean_chars > stats[pr[0]].mean_chars else 0.0)
+        ),
+    )
     p, r = best
     named = _name_score(p, PROMPT_NAMES) and _name_score(r, RESPONSE_NAMES)
-    answer_like = (stats[r].mean_chars >= 1.3 * stats[p].mean_chars
-                   or stats[p].questions >= 0.3 * max(stats[p].strings, 1))
+    answer_like = stats[r].mean_chars >= 1.3 * stats[p].mean_chars or stats[p].questions >= 0.3 * max(
+        stats[p].strings, 1
+    )
     if not named and not _name_score(r, RESPONSE_NAMES) and not _name_score(p, PROMPT_NAMES) and not answer_like:
-        return None, None, (f"text columns {texts} read alike (mean "
-                            + ", ".join(f"{k} {stats[k].mean_chars:.0f}" for k in texts)
-                            + " chars, few questions): no prompt with its answer")
-    why = "named prompt/answer columns" if named else (
-        f"by content: {p!r} is prompt-like (mean {stats[p].mean_chars:.0f} chars, "
-        f"{stats[p].questions}/{stats[p].strings} questions), {r!r} answer-like (mean {stats[r].mean_chars:.0f} chars)")
+        return (
+            None,
+            None,
+            (
+                f"text columns {texts} read alike (mean "
+                + ", ".join(f"{k} {stats[k].mean_chars:.0f}" for k in texts)
+                + " chars, few questions): no prompt with its answer"
+            ),
+        )
+    why = (
+        "named prompt/answer columns"
+        if named
+        else (
+            f"by content: {p!r} is prompt-like (mean {stats[p].mean_chars:.0f} chars, "
+            f"{stats[p].questions}/{stats[p].strings} questions), {r!r} answer-like (mean {stats[r].mean_chars:.0f} chars)"
+        )
+    )
     return p, r, why

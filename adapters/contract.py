@@ -21,7 +21,9 @@ from adapters.spec import AdapterSpec
 from catalog import limits
 
 MAX_LISTED = 50
-MEDIA_MARK = re.compile(r"<(image|audio|video)>")  # quarantine entries kept in the result; counts always cover every row
+MEDIA_MARK = re.compile(
+    r"<(image|audio|video)>"
+)  # quarantine entries kept in the result; counts always cover every row
 
 
 class Check(BaseModel):
@@ -95,23 +97,38 @@ def _tool_problems(rec: Conversation, where: str, found: dict[str, list[str]]) -
         for c in m.tool_calls or []:
             seen.add(c.id)
             if not _arguments_object(c.function.arguments):
-                found["tool_arguments"].append(f"{where} messages[{i}] call {c.function.name!r}: arguments are "
-                                               "not a JSON object")
+                found["tool_arguments"].append(
+                    f"{where} messages[{i}] call {c.function.name!r}: arguments are not a JSON object"
+                )
             if c.function.name not in declared:
                 found["tools_declared"].append(f"{where} calls {c.function.name!r} that `tools` does not declare")
         if m.role == "tool":
             if m.tool_call_id is None or m.tool_call_id not in seen:
                 found["tool_links"].append(f"{where} messages[{i}] tool turn answers no earlier call")
             elif prev is None or not (prev.role == "tool" or (prev.role == "assistant" and prev.tool_calls)):
-                found["observations"].append(f"{where} messages[{i}] tool result is not attached to the step "
-                                             "that called it")
+                found["observations"].append(
+                    f"{where} messages[{i}] tool result is not attached to the step that called it"
+                )
         prev = m
 
 
 def _problems(records: list[Conversation], mode: str) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {k: [] for k in ("content", "cut", "trainable", "nesting", "tool_arguments",
-                                                   "tool_links", "observations", "tools_declared", "preference",
-                                                   "label", "media")}
+    found: dict[str, list[str]] = {
+        k: []
+        for k in (
+            "content",
+            "cut",
+            "trainable",
+            "nesting",
+            "tool_arguments",
+            "tool_links",
+            "observations",
+            "tools_declared",
+            "preference",
+            "label",
+            "media",
+        )
+    }
     for rec in records:
         where = f"row {rec.source.row_index}"
         for i, m in enumerate(rec.messages):
@@ -151,8 +168,7 @@ def _golden(spec: AdapterSpec) -> Check:
         except RowError as exc:
             got, error = None, str(exc)
         if got != g.expected or error != g.expected_error:
-            bad.append(f"row {g.row_index} no longer gives its pinned output"
-                       + (f" (now: {error})" if error else ""))
+            bad.append(f"row {g.row_index} no longer gives its pinned output" + (f" (now: {error})" if error else ""))
     return _check("golden", bad, f"{len(spec.golden)} pinned example(s) match")
 
 
@@ -188,55 +204,93 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
     n_malformed = reasons["malformed"]
     ratio = n_records / n_rows if n_rows else 0.0
     checks = [
-        Check(name="input", passed=n_rows > 0,
-              detail=f"{n_rows} rows read" if n_rows else "0 rows read: the dataset (or this split) is empty"),
-        Check(name="yield", passed=n_records > 0 and ratio >= spec.min_yield,
-              detail=f"{n_records} records from {n_rows} rows = {ratio:.2f} per row (need ≥ {spec.min_yield:.2f}); "
-                     f"{n_malformed} malformed, {sum(reasons.values()) - n_malformed} rejected by the adapter"),
+        Check(
+            name="input",
+            passed=n_rows > 0,
+            detail=f"{n_rows} rows read" if n_rows else "0 rows read: the dataset (or this split) is empty",
+        ),
+        Check(
+            name="yield",
+            passed=n_records > 0 and ratio >= spec.min_yield,
+            detail=f"{n_records} records from {n_rows} rows = {ratio:.2f} per row (need ≥ {spec.min_yield:.2f}); "
+            f"{n_malformed} malformed, {sum(reasons.values()) - n_malformed} rejected by the adapter",
+        ),
     ]
     if spec.layout != "columns":
         unmapped = {label: n for label, n in roles.most_common() if label not in spec.role_map}
-        checks.append(_check("roles_mapped", [
-            f"unmapped role label {label!r} ({n} turns): map it with "
-            f"`draftset adapters map {spec.source.repo_id} {label}=<system|user|assistant|tool|drop>`"
-            for label, n in unmapped.items()], f"all {len(roles)} role labels mapped: {dict(roles)}"))
+        checks.append(
+            _check(
+                "roles_mapped",
+                [
+                    f"unmapped role label {label!r} ({n} turns): map it with "
+                    f"`draftset adapters map {spec.source.repo_id} {label}=<system|user|assistant|tool|drop>`"
+                    for label, n in unmapped.items()
+                ],
+                f"all {len(roles)} role labels mapped: {dict(roles)}",
+            )
+        )
     found = _problems(records, spec.mode)
     checks.append(_check("content", found["content"], "no null, empty or non-string content in any record"))
     if spec.mode == "regenerate":
         checks.append(_check("regenerate_cut", found["cut"], "every context ends on a user turn"))
     else:
-        checks.append(_check("native_trainable", found["trainable"],
-                             "every record ends on a trainable assistant turn"))
+        checks.append(_check("native_trainable", found["trainable"], "every record ends on a trainable assistant turn"))
     checks.append(_check("nesting", found["nesting"], "no serialised turn lists left in content"))
     checks.append(_check("tool_arguments", found["tool_arguments"], "every tool call's arguments are a JSON object"))
     checks.append(_check("tool_links", found["tool_links"], "every tool turn answers an earlier call"))
-    checks.append(_check("observations", found["observations"],
-                         "every tool result follows the step that called it"))
+    checks.append(_check("observations", found["observations"], "every tool result follows the step that called it"))
     declared = _check("tools_declared", found["tools_declared"], "every called tool is declared in `tools`")
     checks.append(declared.model_copy(update={"level": "warning"}))
-    checks.append(_check("preference", found["preference"], "no rejected answer is trained"
-                         + (" (pairs recorded)" if spec.preference else "")))
+    checks.append(
+        _check(
+            "preference",
+            found["preference"],
+            "no rejected answer is trained" + (" (pairs recorded)" if spec.preference else ""),
+        )
+    )
     checks.append(_check("label", found["label"], "no answer labelled undesirable is trained"))
     refused_media = reasons.get("media", 0)
-    media_bad = found["media"] + ([f"{refused_media} of {n_rows} rows carry media: refused for a text-only target "
-                                   "(set media.policy: keep for a multimodal target)"] if refused_media else [])
+    media_bad = found["media"] + (
+        [
+            f"{refused_media} of {n_rows} rows carry media: refused for a text-only target "
+            "(set media.policy: keep for a multimodal target)"
+        ]
+        if refused_media
+        else []
+    )
     checks.append(_check("media", media_bad, "no media dropped unseen"))
     first = [(c.id, c.content_hash()) for c in records]
     second = RowMapper(spec)  # a fresh compile: catches state leaking between rows or mappers
     again = [(c.id, c.content_hash()) for r in raw if r.error is None for c in _quiet_apply(second, r)]
-    checks.append(Check(name="deterministic", passed=again == first,
-                        detail="a second application gave identical record hashes" if again == first
-                        else "a second application of the same rows gave different records"))
+    checks.append(
+        Check(
+            name="deterministic",
+            passed=again == first,
+            detail="a second application gave identical record hashes"
+            if again == first
+            else "a second application of the same rows gave different records",
+        )
+    )
     checks.append(_golden(spec))
     passed = all(c.passed for c in checks if c.level == "error")
     failed_names = [c.name for c in checks if not c.passed and c.level == "error"]
     refusal = next((name for name in REFUSALS if name in failed_names), None)
     verdict = "pass" if passed else f"refused: {refusal}" if refusal else "fail"
     return ContractResult(
-        passed=passed, verdict=verdict, spec_hash=spec.spec_hash(), revision=spec.source.revision,
-        n_rows=n_rows, n_malformed=n_malformed, n_rejected=sum(reasons.values()) - n_malformed,
-        n_records=n_records, **{"yield": round(ratio, 4)}, checks=checks, role_counts=dict(roles),
-        reject_reasons=dict(reasons), quarantined=quarantined)
+        passed=passed,
+        verdict=verdict,
+        spec_hash=spec.spec_hash(),
+        revision=spec.source.revision,
+        n_rows=n_rows,
+        n_malformed=n_malformed,
+        n_rejected=sum(reasons.values()) - n_malformed,
+        n_records=n_records,
+        **{"yield": round(ratio, 4)},
+        checks=checks,
+        role_counts=dict(roles),
+        reject_reasons=dict(reasons),
+        quarantined=quarantined,
+    )
 
 
 def _quiet_apply(mapper: RowMapper, r: RawRow) -> list[Conversation]:

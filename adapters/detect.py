@@ -26,10 +26,14 @@ from adapters.toolcalls import normalize_tools
 TARGET_FAMILIES = ("kimi", "moonshot")
 MODEL_COLUMNS = ("model", "model_name", "generator", "source_model", "teacher")
 PLAIN_TEXT_FILES = (".txt", ".txt.gz", ".md")
-REFUSALS = {"media": "media for a text-only target", "plain_text": "plain text, no turns",
-            "message_per_row": "one message per row, no conversations",
-            "no_dialogue": "text without a prompt and its answer", "no_text": "no text to train on",
-            "unsupported_file": "unsupported file type"}
+REFUSALS = {
+    "media": "media for a text-only target",
+    "plain_text": "plain text, no turns",
+    "message_per_row": "one message per row, no conversations",
+    "no_dialogue": "text without a prompt and its answer",
+    "no_text": "no text to train on",
+    "unsupported_file": "unsupported file type",
+}
 
 
 @dataclass
@@ -77,8 +81,9 @@ def _file_refusal(d: Detected, file_names: Iterable[str]) -> bool:
     unknown = [n for n in names if file_format(n) is None]
     if len(unknown) == len(names):
         exts = sorted({"." + n.rsplit(".", 1)[-1] if "." in n else n for n in unknown})
-        d.refuse("unsupported_file", f"{', '.join(exts)} ({len(unknown)} file(s)); readable: parquet, jsonl, "
-                                     "json, csv, tsv")
+        d.refuse(
+            "unsupported_file", f"{', '.join(exts)} ({len(unknown)} file(s)); readable: parquet, jsonl, json, csv, tsv"
+        )
         return True
     return False
 
@@ -88,21 +93,37 @@ def _media(d: Detected, rows: list[dict[str, Any]], features: dict[str, Any]) ->
     for name, ftype in (features or {}).items():
         if isinstance(ftype, dict) and ftype.get("_type") in ("Image", "Audio", "Video"):
             fields.append(name)
-        elif isinstance(ftype, list) and ftype and isinstance(ftype[0], dict) and ftype[0].get("_type") in (
-                "Image", "Audio", "Video"):
+        elif (
+            isinstance(ftype, list)
+            and ftype
+            and isinstance(ftype[0], dict)
+            and ftype[0].get("_type") in ("Image", "Audio", "Video")
+        ):
             fields.append(name)
     columns = dict.fromkeys(k for r in rows for k in r)
     for name in columns:
         if name not in fields and media_mod.is_media_field([r.get(name) for r in rows], name):
             fields.append(name)
     texts = [v for r in rows for _, v in st.walk(r) if isinstance(v, str)]
-    texts += [t.get(k) for r in rows for v in r.values() if isinstance(v, list)
-              for t in v if isinstance(t, dict) for k in t if isinstance(t.get(k), str)]
+    texts += [
+        t.get(k)
+        for r in rows
+        for v in r.values()
+        if isinstance(v, list)
+        for t in v
+        if isinstance(t, dict)
+        for k in t
+        if isinstance(t.get(k), str)
+    ]
     marks = media_mod.placeholders_in([t for t in texts if isinstance(t, str)])
     if fields or marks:
-        d.decide("media", {"fields": fields, "placeholders": marks, "policy": "refuse"},
-                 f"rows carry media ({', '.join(fields) or 'placeholders ' + ', '.join(marks)}): refused for a "
-                 "text-only target; set media.policy: keep for a multimodal one", review=True)
+        d.decide(
+            "media",
+            {"fields": fields, "placeholders": marks, "policy": "refuse"},
+            f"rows carry media ({', '.join(fields) or 'placeholders ' + ', '.join(marks)}): refused for a "
+            "text-only target; set media.policy: keep for a multimodal one",
+            review=True,
+        )
     return set(fields)
 
 
@@ -120,11 +141,19 @@ def _tools_column(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> st
             except (ValueError, TypeError):
                 continue
             items = v if isinstance(v, list) else [v]
-            ok += bool(tools) and all(isinstance(i, (dict, str)) for i in items) and any(
-                isinstance(i, dict) and ("parameters" in i or "function" in i or "description" in i) for i in items)
+            ok += (
+                bool(tools)
+                and all(isinstance(i, (dict, str)) for i in items)
+                and any(
+                    isinstance(i, dict) and ("parameters" in i or "function" in i or "description" in i) for i in items
+                )
+            )
         if ok >= 0.8 * len(values):
-            d.decide("tools_field", name, f"column {name!r} holds tool declarations ({ok}/{len(values)} rows): "
-                                          "carried into records as `tools`")
+            d.decide(
+                "tools_field",
+                name,
+                f"column {name!r} holds tool declarations ({ok}/{len(values)} rows): carried into records as `tools`",
+            )
             return name
     return None
 
@@ -137,9 +166,16 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
         if kind == "strings":
             stats = st.text_stats([s for lst in lists for s in lst])
             if stats.texty > 0.2:
-                found.append({"path": path, "kind": kind, "lists": lists, "encoded": encoded,
-                              "score": 0.4 * stats.texty + st.name_prior(path),
-                              "why": f"{path!r} holds lists of {stats.mean_chars:.0f}-char strings (no speaker labels)"})
+                found.append(
+                    {
+                        "path": path,
+                        "kind": kind,
+                        "lists": lists,
+                        "encoded": encoded,
+                        "score": 0.4 * stats.texty + st.name_prior(path),
+                        "why": f"{path!r} holds lists of {stats.mean_chars:.0f}-char strings (no speaker labels)",
+                    }
+                )
             continue
         turns = [t for lst in lists for t in lst]
         leaves = st.leaf_paths(turns)
@@ -154,33 +190,63 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
             if unlabelled is not None:
                 found.append(unlabelled)
             continue
-        found.append({"path": path, "kind": kind, "lists": lists, "encoded": encoded, "turns": turns,
-                      "role_key": role[2], "role_why": role[1], "content_key": content[2], "content_why": content[1],
-                      "score": role[0] + 0.5 * min(1.0, content[0]) + st.name_prior(path),
-                      "why": f"{path!r} holds lists of turn objects"})
+        found.append(
+            {
+                "path": path,
+                "kind": kind,
+                "lists": lists,
+                "encoded": encoded,
+                "turns": turns,
+                "role_key": role[2],
+                "role_why": role[1],
+                "content_key": content[2],
+                "content_why": content[1],
+                "score": role[0] + 0.5 * min(1.0, content[0]) + st.name_prior(path),
+                "why": f"{path!r} holds lists of turn objects",
+            }
+        )
     return sorted(found, key=lambda c: (-c["score"], c["path"]))
 
 
-def _unlabelled(path: str, lists, encoded: int, turns: list[dict], leaves: dict[str, list[Any]],
-                contents: list[tuple[float, str, str]]) -> dict[str, Any] | None:
+def _unlabelled(
+    path: str,
+    lists,
+    encoded: int,
+    turns: list[dict],
+    leaves: dict[str, list[Any]],
+    contents: list[tuple[float, str, str]],
+) -> dict[str, Any] | None:
     """Turn objects without a speaker key: exchanges (two text keys), text segments, or utterances; None when
     the values do not read as a dialogue (several models' answers to one prompt are not turns)."""
     from adapters.roles import _prompt_like
+
     base = {"path": path, "lists": lists, "encoded": encoded}
-    flags = [p for p, v in leaves.items() if all(isinstance(x, bool) for x in v if x is not None)
-             and any(x is not None for x in v)]
+    flags = [
+        p
+        for p, v in leaves.items()
+        if all(isinstance(x, bool) for x in v if x is not None) and any(x is not None for x in v)
+    ]
     texts = [c for c in contents if c[0] >= 0.15 and sum(isinstance(x, str) for x in leaves[c[2]]) >= 0.9 * len(turns)]
     if flags:
-        return {**base, "kind": "segments", "score": 0.3 + st.name_prior(path),
-                "why": f"{path!r} holds text segments with a boolean {flags[0]!r} and no speakers: pre-rendered text"}
+        return {
+            **base,
+            "kind": "segments",
+            "score": 0.3 + st.name_prior(path),
+            "why": f"{path!r} holds text segments with a boolean {flags[0]!r} and no speakers: pre-rendered text",
+        }
     if len(texts) >= 2:
         a, b = texts[0][2], texts[1][2]
         first = min((a, b), key=lambda k: (-_prompt_prior(k), st.text_stats(leaves[k]).mean_chars))
         second = b if first == a else a
         if not (_prompt_prior(first) or _prompt_like(leaves[first], leaves[second])):
             return None
-        return {**base, "kind": "exchanges", "pair_keys": [first, second], "score": 0.5 + st.name_prior(path),
-                "why": f"{path!r} holds (user, assistant) exchanges: {first!r} asks, {second!r} answers"}
+        return {
+            **base,
+            "kind": "exchanges",
+            "pair_keys": [first, second],
+            "score": 0.5 + st.name_prior(path),
+            "why": f"{path!r} holds (user, assistant) exchanges: {first!r} asks, {second!r} answers",
+        }
     if not contents:
         return None
     key = contents[0][2]
@@ -188,9 +254,13 @@ def _unlabelled(path: str, lists, encoded: int, turns: list[dict], leaves: dict[
     odd = [st.get(t, key) for lst in lists for t in lst[1::2] if isinstance(t, dict)]
     if not (_prompt_like(even, odd) or _prompt_like(odd, even)):
         return None  # items that read alike (alternatives, not a dialogue): no speakers can be inferred
-    return {**base, "kind": "strings_in_dicts", "content_key": contents[0][2] if contents else None,
-            "score": 0.3 * (contents[0][0] if contents else 0) + st.name_prior(path),
-            "why": f"{path!r} holds turn objects without a speaker key; text in {contents[0][2]!r}"}
+    return {
+        **base,
+        "kind": "strings_in_dicts",
+        "content_key": contents[0][2] if contents else None,
+        "score": 0.3 * (contents[0][0] if contents else 0) + st.name_prior(path),
+        "why": f"{path!r} holds turn objects without a speaker key; text in {contents[0][2]!r}",
+    }
 
 
 def _prompt_prior(key: str) -> int:
@@ -208,8 +278,12 @@ def _completion(cands: list[dict[str, Any]], chosen: dict[str, Any]) -> dict[str
     if not ends or any(e != "user" for e in ends):
         return None
     for c in cands:
-        if c is not chosen and c.get("kind") == "dicts" and c.get("role_key") == chosen["role_key"] \
-                and roles(c) <= {"assistant", "tool", "tool_call"}:
+        if (
+            c is not chosen
+            and c.get("kind") == "dicts"
+            and c.get("role_key") == chosen["role_key"]
+            and roles(c) <= {"assistant", "tool", "tool_call"}
+        ):
             return c
     return None
 
@@ -230,16 +304,30 @@ def _first_role(d: Detected, cand: dict[str, Any], card_text: str) -> str:
     even = st.text_stats([x for lst in items for x in lst[0::2]])
     odd = st.text_stats([x for lst in items for x in lst[1::2]])
     card = (card_text or "").lower()
-    if re.search(r"(assistant|bot|agent|model) (speaks|talks|starts|greets) first|starts with the (assistant|bot)",
-                 card):
+    if re.search(
+        r"(assistant|bot|agent|model) (speaks|talks|starts|greets) first|starts with the (assistant|bot)", card
+    ):
         role, why = "assistant", "the card says the assistant speaks first"
-    elif odd.strings and even.questions / max(even.strings, 1) + 0.1 < odd.questions / odd.strings and \
-            even.mean_chars > odd.mean_chars:
-        role, why = "assistant", (f"odd positions ask ({odd.questions}/{odd.strings} end in '?') and even ones are "
-                                  "longer: the assistant speaks first")
+    elif (
+        odd.strings
+        and even.questions / max(even.strings, 1) + 0.1 < odd.questions / odd.strings
+        and even.mean_chars > odd.mean_chars
+    ):
+        role, why = (
+            "assistant",
+            (
+                f"odd positions ask ({odd.questions}/{odd.strings} end in '?') and even ones are "
+                "longer: the assistant speaks first"
+            ),
+        )
     else:
-        role, why = "user", (f"first utterances read as prompts ({even.questions}/{even.strings} questions, mean "
-                             f"{even.mean_chars:.0f} chars vs {odd.mean_chars:.0f} for the replies)")
+        role, why = (
+            "user",
+            (
+                f"first utterances read as prompts ({even.questions}/{even.strings} questions, mean "
+                f"{even.mean_chars:.0f} chars vs {odd.mean_chars:.0f} for the replies)"
+            ),
+        )
     d.decide("first_role", role, f"no speaker labels; utterances alternate, {why}", review=True)
     return role
 
@@ -255,8 +343,12 @@ def _turn_layout(d: Detected, cand: dict[str, Any], rejected: dict[str, Any] | N
     if cand["kind"] == "exchanges":
         d.decide("layout", "utterances", cand["why"])
         d.decide("messages_path", path, "the list of exchanges")
-        d.decide("pair_keys", cand["pair_keys"], f"each item holds one exchange: {cand['pair_keys'][0]!r} → user, "
-                                                  f"{cand['pair_keys'][1]!r} → assistant", review=True)
+        d.decide(
+            "pair_keys",
+            cand["pair_keys"],
+            f"each item holds one exchange: {cand['pair_keys'][0]!r} → user, {cand['pair_keys'][1]!r} → assistant",
+            review=True,
+        )
         return
     if cand["kind"] != "dicts":
         d.decide("layout", "utterances", cand["why"])
@@ -268,25 +360,44 @@ def _turn_layout(d: Detected, cand: dict[str, Any], rejected: dict[str, Any] | N
         _first_role(d, cand, card_text)
     else:
         d.decide("messages_path", path, cand["why"] + (" (the chosen side of a preference pair)" if rejected else ""))
-        d.decide("role_key", cand["role_key"], f"speaker key by its values: {cand['role_why']}",
-                 review=cand["role_key"].rsplit(".", 1)[-1] not in st.ROLE_KEYS)
-        d.decide("content_key", cand["content_key"], f"text key by its values: {cand['content_why']}",
-                 review=cand["content_key"].rsplit(".", 1)[-1] not in st.CONTENT_KEYS)
+        d.decide(
+            "role_key",
+            cand["role_key"],
+            f"speaker key by its values: {cand['role_why']}",
+            review=cand["role_key"].rsplit(".", 1)[-1] not in st.ROLE_KEYS,
+        )
+        d.decide(
+            "content_key",
+            cand["content_key"],
+            f"text key by its values: {cand['content_why']}",
+            review=cand["content_key"].rsplit(".", 1)[-1] not in st.CONTENT_KEYS,
+        )
         infer_role_map(d, cand["turns"], cand["lists"], cand["role_key"], cand["content_key"])
         detect_turn_fields(d, cand["turns"], cand["role_key"], cand["content_key"])
         agentish = "train_flag_key" in d.fields or "null_policy" in d.fields
-        d.decide("layout", "trajectory" if agentish else "messages",
-                 "agent steps with per-step flags or split content keys" if agentish else "a chat turn list")
+        d.decide(
+            "layout",
+            "trajectory" if agentish else "messages",
+            "agent steps with per-step flags or split content keys" if agentish else "a chat turn list",
+        )
     if rejected:
-        d.decide("preference", {"rejected": rejected["path"]},
-                 f"preference pairs: {path!r} is the chosen side, {rejected['path']!r} the rejected one "
-                 "(recorded, never trained)")
+        d.decide(
+            "preference",
+            {"rejected": rejected["path"]},
+            f"preference pairs: {path!r} is the chosen side, {rejected['path']!r} the rejected one "
+            "(recorded, never trained)",
+        )
         if rejected["encoded"]:
             d.fields.setdefault("json_fields", []).append(rejected["path"])
 
 
-def detect(rows: list[dict[str, Any]], *, features: dict[str, Any] | None = None, card_text: str = "",
-           file_names: Iterable[str] = ()) -> Detected:
+def detect(
+    rows: list[dict[str, Any]],
+    *,
+    features: dict[str, Any] | None = None,
+    card_text: str = "",
+    file_names: Iterable[str] = (),
+) -> Detected:
     """Detect the layout and every field of a spec from sampled rows (no source, mode or category)."""
     d = Detected(n_rows=len(rows))
     if _file_refusal(d, file_names):
@@ -305,19 +416,28 @@ def detect(rows: list[dict[str, Any]], *, features: dict[str, Any] | None = None
             cand, completion = cands[-1], cand  # the answers list scored first: start from the prompts
         _turn_layout(d, cand, rejected, card_text)
         if completion is not None:
-            d.decide("completion_path", completion["path"], f"{completion['path']!r} holds the answers to the "
-                                                            f"prompts in {cand['path']!r}: appended after them")
+            d.decide(
+                "completion_path",
+                completion["path"],
+                f"{completion['path']!r} holds the answers to the prompts in {cand['path']!r}: appended after them",
+            )
             if completion["encoded"]:
                 d.fields.setdefault("json_fields", []).append(completion["path"])
     elif not detect_transcript(d, rows, skip) and not detect_columns(d, rows, skip):
-        lists = sorted(p for p, (_, _, kind) in st.turn_list_paths(rows).items()
-                       if kind == "dicts" and p.split(".")[0] not in skip)
+        lists = sorted(
+            p for p, (_, _, kind) in st.turn_list_paths(rows).items() if kind == "dicts" and p.split(".")[0] not in skip
+        )
         if media_fields and d.refusal in ("plain_text", "no_text"):  # captions / labels beside images
             d.refuse("media", f"media in {sorted(media_fields)} with {REFUSALS[d.refusal]} beside them")
         elif lists and d.refusal == "no_text":  # unreadable turn lists are not "no text": nobody decided yet
             d.refusal = None
-            d.decide("layout", None, f"lists of objects at {lists}, but no speaker key or text key could be told "
-                                     "from their values: undecided (write the spec, or --policy llm)", review=True)
+            d.decide(
+                "layout",
+                None,
+                f"lists of objects at {lists}, but no speaker key or text key could be told "
+                "from their values: undecided (write the spec, or --policy llm)",
+                review=True,
+            )
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
     if d.layout and d.layout != "columns":
         _system_column(d, rows, skip)
@@ -333,8 +453,9 @@ def _system_column(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> N
         if name in skip or (name.lower() not in SYSTEM_COLUMNS and "system" not in name.lower()):
             continue
         values = [r.get(name) for r in rows]
-        if any(isinstance(v, str) and v.strip() for v in values) and all(v is None or isinstance(v, str)
-                                                                         for v in values):
+        if any(isinstance(v, str) and v.strip() for v in values) and all(
+            v is None or isinstance(v, str) for v in values
+        ):
             d.decide("system_field", name, f"column {name!r} holds a system prompt, prepended as a system turn")
             return
 
@@ -346,10 +467,19 @@ def json_string_fields(rows: list[dict[str, Any]], messages_path: str | None) ->
         strings = [r[col] for r in rows if isinstance(r.get(col), str)]
         if strings and sum(st.decoded(v)[1] for v in strings) >= 0.5 * len(strings):
             found.append(col)
-    turns = [t for r in rows for t in (st.decoded(st.get(r, messages_path))[0] if messages_path else None) or []
-             if isinstance(t, dict)]
-    args = [c.get("function", {}).get("arguments") for t in turns if isinstance(t.get("tool_calls"), list)
-            for c in t["tool_calls"] if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+    turns = [
+        t
+        for r in rows
+        for t in (st.decoded(st.get(r, messages_path))[0] if messages_path else None) or []
+        if isinstance(t, dict)
+    ]
+    args = [
+        c.get("function", {}).get("arguments")
+        for t in turns
+        if isinstance(t.get("tool_calls"), list)
+        for c in t["tool_calls"]
+        if isinstance(c, dict) and isinstance(c.get("function"), dict)
+    ]
     if any(isinstance(a, str) for a in args):
         found.append("tool_calls[].function.arguments")
     return found
@@ -360,8 +490,13 @@ def guess_category(d: Detected, mode: str) -> str:
     roles = set(d.fields.get("role_map", {}).values())
     if mode == "native":
         return "native"
-    if d.layout == "trajectory" or roles & {"tool", "tool_call"} or "tool_calls_key" in d.fields \
-            or "tools_field" in d.fields or "text_tool_calls" in d.fields:
+    if (
+        d.layout == "trajectory"
+        or roles & {"tool", "tool_call"}
+        or "tool_calls_key" in d.fields
+        or "tools_field" in d.fields
+        or "text_tool_calls" in d.fields
+    ):
         return "agentic"
     if "reasoning.delimiters" in d.fields or "reasoning.key" in d.fields:
         return "reasoning"
@@ -376,8 +511,9 @@ def family_patterns(families: Iterable[str] = TARGET_FAMILIES) -> tuple[str, ...
 DEFAULT_TARGET_PATTERNS = family_patterns()
 
 
-def names_target(card_text: str, rows: list[dict[str, Any]], patterns: Iterable[str] = DEFAULT_TARGET_PATTERNS
-                 ) -> str | None:
+def names_target(
+    card_text: str, rows: list[dict[str, Any]], patterns: Iterable[str] = DEFAULT_TARGET_PATTERNS
+) -> str | None:
     """Why the data came from the target model family (card text or a model column), or None."""
     regexes = [re.compile(p, re.IGNORECASE) for p in patterns]
     for col in MODEL_COLUMNS:
@@ -389,5 +525,5 @@ def names_target(card_text: str, rows: list[dict[str, Any]], patterns: Iterable[
         m = rx.search(card_text or "")
         if m:
             start = max(0, m.start() - 40)
-            return f"the dataset card names the target family: …{card_text[start:m.end() + 40].strip()}…"
+            return f"the dataset card names the target family: …{card_text[start : m.end() + 40].strip()}…"
     return None

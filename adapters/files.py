@@ -36,8 +36,9 @@ class RowProblem(str):
     line: int | None = None
 
     @classmethod
-    def of(cls, message: str, reason: str = "malformed", file: str | None = None,
-           line: int | None = None) -> RowProblem:
+    def of(
+        cls, message: str, reason: str = "malformed", file: str | None = None, line: int | None = None
+    ) -> RowProblem:
         problem = cls(message)
         problem.reason, problem.file, problem.line = reason, file, line
         return problem
@@ -56,8 +57,13 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # long answers exceed csv's 1
 def file_format(name: str) -> str | None:
     """The reader for a data file name, or None when it is not a data file."""
     base = name.lower().removesuffix(".gz")
-    for fmt, suffixes in (("parquet", (".parquet",)), ("jsonl", (".jsonl", ".ndjson")), ("json", (".json",)),
-                          ("csv", (".csv",)), ("tsv", (".tsv",))):
+    for fmt, suffixes in (
+        ("parquet", (".parquet",)),
+        ("jsonl", (".jsonl", ".ndjson")),
+        ("json", (".json",)),
+        ("csv", (".csv",)),
+        ("tsv", (".tsv",)),
+    ):
         if base.endswith(suffixes):
             return fmt
     return None
@@ -89,12 +95,20 @@ def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator
     Each reader handles bad rows itself; this guard is the last resort for a library raising something
     no reader expected: the file ends with one problem, and the run goes on with the next file."""
     fmt = file_format(name)
-    readers = {"parquet": lambda: _parquet(path, name, wanted), "jsonl": lambda: _jsonl(path, name),
-               "json": lambda: _json(path, name), "csv": lambda: _csv(path, name, ","),
-               "tsv": lambda: _csv(path, name, "\t")}
+    readers = {
+        "parquet": lambda: _parquet(path, name, wanted),
+        "jsonl": lambda: _jsonl(path, name),
+        "json": lambda: _json(path, name),
+        "csv": lambda: _csv(path, name, ","),
+        "tsv": lambda: _csv(path, name, "\t"),
+    }
     if fmt not in readers:
-        yield None, RowProblem.of(f"{name}: unsupported data file type (known: {', '.join(FORMATS)})",
-                                  "unsupported_file", name)
+        yield (
+            None,
+            RowProblem.of(
+                f"{name}: unsupported data file type (known: {', '.join(FORMATS)})", "unsupported_file", name
+            ),
+        )
         return
     produced = 0
     try:
@@ -102,8 +116,15 @@ def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator
             produced += 1
             yield result
     except Exception as exc:  # noqa: BLE001 - untrusted bytes; the message names the file and position
-        yield None, RowProblem.of(f"{name}: reading stopped after {produced} rows ({type(exc).__name__}: "
-                                  f"{_short(exc)})", "unreadable_file", name, produced + 1)
+        yield (
+            None,
+            RowProblem.of(
+                f"{name}: reading stopped after {produced} rows ({type(exc).__name__}: {_short(exc)})",
+                "unreadable_file",
+                name,
+                produced + 1,
+            ),
+        )
 
 
 def _parquet(path: Path, name: str, wanted: set[int] | None) -> Iterator[RowResult]:
@@ -128,8 +149,16 @@ def _parquet(path: Path, name: str, wanted: set[int] | None) -> Iterator[RowResu
                 done += batch.num_rows
         except Exception as exc:  # a corrupt data page: the footer still says how many rows are lost
             for i in range(offset + done, offset + n):
-                yield None, RowProblem.of(f"{name}: rows from {offset + done} to {offset + n - 1} (row group "
-                                          f"{group}) are unreadable ({_short(exc)})", "unreadable_rows", name, i + 1)
+                yield (
+                    None,
+                    RowProblem.of(
+                        f"{name}: rows from {offset + done} to {offset + n - 1} (row group "
+                        f"{group}) are unreadable ({_short(exc)})",
+                        "unreadable_rows",
+                        name,
+                        i + 1,
+                    ),
+                )
         offset += n
 
 
@@ -142,8 +171,14 @@ def _batch_rows(batch: pa.RecordBatch, name: str, offset: int) -> Iterator[RowRe
             try:
                 rows.append(batch.slice(i, 1).to_pylist()[0])
             except Exception as exc:
-                rows.append(RowProblem.of(f"{name}: row {offset + i}: cannot convert ({_short(exc)})",
-                                          "unreadable_rows", name, offset + i + 1))
+                rows.append(
+                    RowProblem.of(
+                        f"{name}: row {offset + i}: cannot convert ({_short(exc)})",
+                        "unreadable_rows",
+                        name,
+                        offset + i + 1,
+                    )
+                )
     for i, row in enumerate(rows):
         if isinstance(row, RowProblem):
             yield None, row
@@ -164,15 +199,17 @@ def _short(exc: BaseException) -> str:
 def _decode_object(data: bytes | str, name: str, line: int | None, where: str) -> RowResult:
     """One row's text → dict, under every limit in catalog/limits.py; any failure is a RowProblem."""
     if len(data) > MAX_ROW_BYTES:
-        return None, RowProblem.of(f"{where}: row is {len(data):,} bytes, over the {MAX_ROW_BYTES:,}-byte limit",
-                                   "too_large", name, line)
+        return None, RowProblem.of(
+            f"{where}: row is {len(data):,} bytes, over the {MAX_ROW_BYTES:,}-byte limit", "too_large", name, line
+        )
     try:
         value = limits.loads_limited(data, where)
     except limits.LimitExceeded as exc:
         return None, RowProblem.of(str(exc), exc.reason, name, line)
     if not isinstance(value, dict):
-        return None, RowProblem.of(f"{where}: expected a JSON object, got {type(value).__name__}",
-                                   "not_an_object", name, line)
+        return None, RowProblem.of(
+            f"{where}: expected a JSON object, got {type(value).__name__}", "not_an_object", name, line
+        )
     return value, None
 
 
@@ -194,14 +231,28 @@ def _jsonl(path: Path, name: str) -> Iterator[RowResult]:
                     while line and not line.endswith(b"\n"):  # skip the rest of the line unread
                         line = fh.readline(1 << 20)
                         size += len(line)
-                    yield None, RowProblem.of(f"{name}:{lineno}: row is {size:,} bytes, over the "
-                                              f"{MAX_ROW_BYTES:,}-byte limit", "too_large", name, lineno)
+                    yield (
+                        None,
+                        RowProblem.of(
+                            f"{name}:{lineno}: row is {size:,} bytes, over the {MAX_ROW_BYTES:,}-byte limit",
+                            "too_large",
+                            name,
+                            lineno,
+                        ),
+                    )
                     continue
                 if line.strip():
                     yield _decode_object(line, name, lineno, f"{name}:{lineno}")
     except _READ_ERRORS as exc:  # truncated gzip, file gone: the rows after this point cannot be counted
-        yield None, RowProblem.of(f"{name}:{lineno + 1}: unreadable from here on ({_short(exc)}); rest of "
-                                  "file skipped", "unreadable_file", name, lineno + 1)
+        yield (
+            None,
+            RowProblem.of(
+                f"{name}:{lineno + 1}: unreadable from here on ({_short(exc)}); rest of file skipped",
+                "unreadable_file",
+                name,
+                lineno + 1,
+            ),
+        )
 
 
 _ARRAY_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
@@ -225,14 +276,15 @@ def _array_items(text: str) -> Iterator[tuple[int, str]] | None:
             elif tok in "]}":
                 depth -= 1
                 if depth == 0:
-                    if start is not None and text[start:m.start()].strip():
-                        yield start, text[start:m.start()]
+                    if start is not None and text[start : m.start()].strip():
+                        yield start, text[start : m.start()]
                     return
             elif tok == "," and depth == 1:
-                yield start, text[start:m.start()]
+                yield start, text[start : m.start()]
                 start = m.end()
         if start is not None and text[start:].strip():  # truncated file: the unfinished last item
             yield start, text[start:]
+
     return items()
 
 
@@ -263,8 +315,10 @@ def _json(path: Path, name: str) -> Iterator[RowResult]:
     if data is None:
         items = _array_items(text)
         if items is None:
-            yield None, RowProblem.of(f"{name}: a JSON document too deep or too large to read as one value",
-                                      "too_deep", name)
+            yield (
+                None,
+                RowProblem.of(f"{name}: a JSON document too deep or too large to read as one value", "too_deep", name),
+            )
             return
         for i, (start, item) in enumerate(items):
             line = text.count("\n", 0, start) + 1
@@ -274,13 +328,21 @@ def _json(path: Path, name: str) -> Iterator[RowResult]:
         lists = [v for v in data.values() if isinstance(v, list)]
         data = lists[0] if len(lists) == 1 else [data]
     if not isinstance(data, list):
-        yield None, RowProblem.of(f"{name}: expected a JSON array of objects, got {type(data).__name__}",
-                                  "not_an_object", name)
+        yield (
+            None,
+            RowProblem.of(
+                f"{name}: expected a JSON array of objects, got {type(data).__name__}", "not_an_object", name
+            ),
+        )
         return
     for i, item in enumerate(data):
         if not isinstance(item, dict):
-            yield None, RowProblem.of(f"{name}[{i}]: expected a JSON object, got {type(item).__name__}",
-                                      "not_an_object", name, i + 1)
+            yield (
+                None,
+                RowProblem.of(
+                    f"{name}[{i}]: expected a JSON object, got {type(item).__name__}", "not_an_object", name, i + 1
+                ),
+            )
             continue
         try:
             limits.check_value(item, f"{name}[{i}]")
@@ -326,23 +388,48 @@ def _csv(path: Path, name: str, delimiter: str) -> Iterator[RowResult]:
                     return
                 except csv.Error as exc:
                     if reader.line_num == line:  # no progress: the reader cannot resync
-                        yield None, RowProblem.of(f"{name}:{line}: unreadable CSV ({exc}); rest of file skipped",
-                                                  "unreadable_file", name, line)
+                        yield (
+                            None,
+                            RowProblem.of(
+                                f"{name}:{line}: unreadable CSV ({exc}); rest of file skipped",
+                                "unreadable_file",
+                                name,
+                                line,
+                            ),
+                        )
                         return
                     line = reader.line_num
                     yield None, RowProblem.of(f"{name}:{line}: unreadable CSV ({exc})", "malformed", name, line)
                     continue
                 line = reader.line_num
                 if None in row:  # more cells than header columns
-                    yield None, RowProblem.of(f"{name}:{line}: {len(row[None])} cells beyond the header's columns",
-                                              "malformed", name, line)
+                    yield (
+                        None,
+                        RowProblem.of(
+                            f"{name}:{line}: {len(row[None])} cells beyond the header's columns",
+                            "malformed",
+                            name,
+                            line,
+                        ),
+                    )
                 elif _has_bad_text(row):
                     yield None, RowProblem.of(f"{name}:{line}: not UTF-8 text", "invalid_utf8", name, line)
                 elif sum(len(v) for v in row.values() if isinstance(v, str)) > MAX_ROW_BYTES:
-                    yield None, RowProblem.of(f"{name}:{line}: row over the {MAX_ROW_BYTES:,}-byte limit",
-                                              "too_large", name, line)
+                    yield (
+                        None,
+                        RowProblem.of(
+                            f"{name}:{line}: row over the {MAX_ROW_BYTES:,}-byte limit", "too_large", name, line
+                        ),
+                    )
                 else:
                     yield row, None
     except _READ_ERRORS as exc:
-        yield None, RowProblem.of(f"{name}:{line + 1}: unreadable from here on ({_short(exc)}); rest of file "
-                                  "skipped", "unreadable_file", name, line + 1)
+        yield (
+            None,
+            RowProblem.of(
+                f"{name}:{line + 1}: unreadable from here on ({_short(exc)}); rest of file skipped",
+                "unreadable_file",
+                name,
+                line + 1,
+            ),
+        )

@@ -15,22 +15,30 @@ from catalog.errors import DraftsetError
 def require_approved(catalog: Catalog, repo_id: str, revision: str | None = None) -> AdapterSpec:
     """The approved spec for `repo_id` at `revision` (default: the spec's own pinned revision)."""
     record = store.require(catalog, repo_id)
-    review = f"draftset adapters show {repo_id} && draftset adapters test {repo_id} && " \
-             f"draftset adapters approve {repo_id} --by NAME"
+    review = (
+        f"draftset adapters show {repo_id} && draftset adapters test {repo_id} && "
+        f"draftset adapters approve {repo_id} --by NAME"
+    )
     if record.status == "rejected":
-        raise DraftsetError(f"adapter for {repo_id} was rejected by {record.reviewed_by}: {record.note or 'no note'}",
-                            hint=f"fix it (draftset adapters edit {repo_id}), then {review}")
+        raise DraftsetError(
+            f"adapter for {repo_id} was rejected by {record.reviewed_by}: {record.note or 'no note'}",
+            hint=f"fix it (draftset adapters edit {repo_id}), then {review}",
+        )
     if record.approved_spec_hash is None:
-        raise DraftsetError(f"adapter for {repo_id} is not approved (status {record.status})",
-                            hint=f"review and approve it: {review}")
+        raise DraftsetError(
+            f"adapter for {repo_id} is not approved (status {record.status})", hint=f"review and approve it: {review}"
+        )
     spec = record.spec
     wanted_revision = revision or spec.source.revision
     if spec.spec_hash() != record.approved_spec_hash:
-        raise DraftsetError(f"adapter for {repo_id} is stale: the spec changed after {record.reviewed_by} approved it",
-                            hint=f"re-test and re-approve it: {review}")
+        raise DraftsetError(
+            f"adapter for {repo_id} is stale: the spec changed after {record.reviewed_by} approved it",
+            hint=f"re-test and re-approve it: {review}",
+        )
     if wanted_revision != record.approved_revision or spec.source.revision != record.approved_revision:
         raise DraftsetError(
             f"adapter for {repo_id} is stale: approved for revision {str(record.approved_revision)[:12]}, "
             f"dataset is at {wanted_revision[:12]}",
-            hint=f"re-propose for the new revision, then approve: draftset adapters propose {repo_id} && {review}")
+            hint=f"re-propose for the new revision, then approve: draftset adapters propose {repo_id} && {review}",
+        )
     return spec

@@ -54,12 +54,15 @@ def _viewer(viewer_base: str, path: str, repo_id: str, token: str | None) -> dic
     try:
         resp = httpx.get(f"{viewer_base}/{path}", params={"dataset": repo_id}, headers=headers, timeout=30)
     except httpx.HTTPError as exc:
-        raise DraftsetError(f"dataset viewer at {viewer_base} unreachable: {type(exc).__name__}",
-                            hint="check DRAFTSET_VIEWER_URL / HF_ENDPOINT (local: draftset hub serve tests/fixtures/hub)"
-                            ) from exc
+        raise DraftsetError(
+            f"dataset viewer at {viewer_base} unreachable: {type(exc).__name__}",
+            hint="check DRAFTSET_VIEWER_URL / HF_ENDPOINT (local: draftset hub serve tests/fixtures/hub)",
+        ) from exc
     if resp.status_code != 200:
-        raise DraftsetError(f"viewer /{path} for {repo_id} answered {resp.status_code}: {resp.text[:200]}",
-                            hint="gated datasets need HF_TOKEN; otherwise the dataset may be unreadable")
+        raise DraftsetError(
+            f"viewer /{path} for {repo_id} answered {resp.status_code}: {resp.text[:200]}",
+            hint="gated datasets need HF_TOKEN; otherwise the dataset may be unreadable",
+        )
     return resp.json()
 
 
@@ -71,18 +74,28 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
         # `datasets` may read the data files with pyarrow to find splits: a hostile file can segfault
         # libarrow, so this runs in an isolated child process (one clear error, never exit 139).
         try:
-            return run_isolated(_datasets_config_splits, repo_id, revision, token,
-                                what=f"listing the configs/splits of {repo_id} with `datasets`")
+            return run_isolated(
+                _datasets_config_splits,
+                repo_id,
+                revision,
+                token,
+                what=f"listing the configs/splits of {repo_id} with `datasets`",
+            )
         except DraftsetError as exc:
-            raise DraftsetError(f"cannot list the configs/splits of {repo_id}: {exc}",
-                                hint="check the dataset card's `configs:` and that its data files exist") from None
+            raise DraftsetError(
+                f"cannot list the configs/splits of {repo_id}: {exc}",
+                hint="check the dataset card's `configs:` and that its data files exist",
+            ) from None
 
 
 def _datasets_config_splits(repo_id: str, revision: str, token: str | None) -> list[tuple[str, str]]:
     import datasets
 
-    return [(c, s) for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
-            for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)]
+    return [
+        (c, s)
+        for c in datasets.get_dataset_config_names(repo_id, revision=revision, token=token)
+        for s in datasets.get_dataset_split_names(repo_id, c, revision=revision, token=token)
+    ]
 
 
 def choose_config(configs: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:
@@ -92,8 +105,11 @@ def choose_config(configs: list[str], rows: dict[str, int]) -> tuple[str, str, b
     data = [c for c in configs if c.lower() not in METADATA_CONFIGS] or configs
     for name in ("default", "all"):
         if name in data:
-            return name, f"{name!r} chosen among {configs}" + (" (the union of the others)" if name == "all" else ""), \
-                name != "default"
+            return (
+                name,
+                f"{name!r} chosen among {configs}" + (" (the union of the others)" if name == "all" else ""),
+                name != "default",
+            )
     best = max(data, key=lambda c: (rows.get(c, 0), -data.index(c)))
     return best, f"largest config among {configs} ({rows.get(best, 0)} rows)", True
 
@@ -117,9 +133,12 @@ def resolve_data_files(repo_id: str, config: str, split: str, revision: str, tok
         builder = datasets.load_dataset_builder(repo_id, name=config, revision=revision, token=token)
     except Exception as exc:  # datasets raises many types for unresolvable repos
         gated = "gated" in str(exc).lower()
-        raise DraftsetError(f"cannot resolve the data files of {repo_id} ({config}/{split}): {exc}",
-                            hint="set HF_TOKEN (gated dataset: accept its terms on the Hub first)" if gated
-                            else "check that the config and split exist in the card's `configs:`") from exc
+        raise DraftsetError(
+            f"cannot resolve the data files of {repo_id} ({config}/{split}): {exc}",
+            hint="set HF_TOKEN (gated dataset: accept its terms on the Hub first)"
+            if gated
+            else "check that the config and split exist in the card's `configs:`",
+        ) from exc
     files = (builder.config.data_files or {}).get(split) or []
     marker = f"{repo_id}@{revision}/"
     return sorted({str(f).split(marker, 1)[-1] for f in files})
@@ -155,15 +174,25 @@ def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> No
     try:
         check_card(raw, f"the card of {repo_id}")
     except LimitExceeded as exc:
-        raise DraftsetError(f"refused {repo_id}: {exc}",
-                            hint="the card's YAML is hostile or broken; reject this dataset "
-                                 f"(draftset adapters reject {repo_id} --note ...)") from None
+        raise DraftsetError(
+            f"refused {repo_id}: {exc}",
+            hint="the card's YAML is hostile or broken; reject this dataset "
+            f"(draftset adapters reject {repo_id} --note ...)",
+        ) from None
 
 
-def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str | None = None,
-                    catalog: Catalog | None = None, sample_rows: int = 300, category: str | None = None,
-                    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
-                    llm: tuple[Any, str] | None = None) -> Proposal:
+def propose_adapter(
+    repo_id: str,
+    *,
+    endpoint: str,
+    viewer_base: str,
+    token: str | None = None,
+    catalog: Catalog | None = None,
+    sample_rows: int = 300,
+    category: str | None = None,
+    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
+    llm: tuple[Any, str] | None = None,
+) -> Proposal:
     """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store).
 
     `llm` = (openai client, model): when structure cannot decide, the model may propose the reading."""
@@ -194,8 +223,9 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
     if d.layout is None and d.refusal is None and llm is not None and rows:
         from adapters.llm_spec import propose_with_llm
 
-        proposed = propose_with_llm([row for _, row in rows], d.reasons.get("layout", "no layout"),
-                                    client=llm[0], model=llm[1])
+        proposed = propose_with_llm(
+            [row for _, row in rows], d.reasons.get("layout", "no layout"), client=llm[0], model=llm[1]
+        )
         if proposed is not None:  # only the contract decides whether the model's reading stands
             d = proposed
     d.reasons["source.revision"] = f"pinned to the current revision {info.sha[:12]}"
@@ -206,16 +236,26 @@ def propose_adapter(repo_id: str, *, endpoint: str, viewer_base: str, token: str
     return build_proposal(d, rows, source, card, catalog=catalog, category=category, target_patterns=target_patterns)
 
 
-def _detection(repo_id: str, source: SourceSpec, catalog: Catalog | None, endpoint: str, token: str | None,
-               sample_rows: int, card: str, files: list[str]) -> tuple[Detected, list[tuple[int, dict]], str]:
+def _detection(
+    repo_id: str,
+    source: SourceSpec,
+    catalog: Catalog | None,
+    endpoint: str,
+    token: str | None,
+    sample_rows: int,
+    card: str,
+    files: list[str],
+) -> tuple[Detected, list[tuple[int, dict]], str]:
     """What find detected for this (revision, config, split) when it stored it; else sample and detect."""
     stored = stored_detection(catalog, source) if catalog is not None else None
     raw = [r for r in iter_raw_rows(source, endpoint=endpoint, token=token, sample=sample_rows)]
     rows: list[tuple[int, dict[str, Any]]] = [(r.row_index, r.row) for r in raw if r.row is not None]
     if stored is not None and (stored[0].layout is not None or stored[0].refusal is not None):
         d = stored[0]
-        why = (f"detected by find on {d.n_rows} row(s) of {source.config}/{source.split} at this revision (catalog "
-               f"`schemas`); {len(rows)} rows sampled across {len(files)} file(s) complete the role vocabulary")
+        why = (
+            f"detected by find on {d.n_rows} row(s) of {source.config}/{source.split} at this revision (catalog "
+            f"`schemas`); {len(rows)} rows sampled across {len(files)} file(s) complete the role vocabulary"
+        )
         return complete_vocabulary(d, [row for _, row in rows]), rows or list(enumerate(stored[1])), why
     sampled: list[dict[str, Any]] = [row for _, row in rows if row is not None]
     d = detect(sampled or _schema_rows(source, endpoint, token), card_text=card, file_names=files)
@@ -248,8 +288,9 @@ def complete_vocabulary(d: Detected, rows: list[dict[str, Any]]) -> Detected:
     for label, role in wider.fields.get("role_map", {}).items():
         if label not in known:
             known[label] = role
-            d.reasons[f"role_map.{label}"] = wider.reasons.get(f"role_map.{label}",
-                                                               f"{label!r} first seen in the wider sample")
+            d.reasons[f"role_map.{label}"] = wider.reasons.get(
+                f"role_map.{label}", f"{label!r} first seen in the wider sample"
+            )
     for key in wider.needs_review:
         if key.startswith("role_map.") and key.removeprefix("role_map.") not in d.fields.get("role_map", {}):
             d.reasons.setdefault(key, wider.reasons.get(key, ""))
@@ -265,9 +306,11 @@ def stored_detection(catalog: Catalog, source: SourceSpec) -> tuple[Detected, li
     if not catalog.path.exists():
         return None
     try:
-        hit = catalog.query("SELECT detected, sample_rows FROM schemas WHERE repo_id = ? AND revision = ? "
-                            "AND config = ? AND split = ? AND detected IS NOT NULL",
-                            [source.repo_id, source.revision, source.config, source.split])
+        hit = catalog.query(
+            "SELECT detected, sample_rows FROM schemas WHERE repo_id = ? AND revision = ? "
+            "AND config = ? AND split = ? AND detected IS NOT NULL",
+            [source.repo_id, source.revision, source.config, source.split],
+        )
     except Exception:  # a catalog from before migration 0020 has no `detected` column
         return None
     if not hit:
@@ -278,16 +321,25 @@ def stored_detection(catalog: Catalog, source: SourceSpec) -> tuple[Detected, li
     return Detected.from_json(detected), [r for r in rows or [] if isinstance(r, dict)]
 
 
-def build_proposal(d: Detected, rows: list[tuple[int, dict[str, Any]]], source: SourceSpec, card: str, *,
-                   catalog: Catalog | None = None, category: str | None = None,
-                   target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS) -> Proposal:
+def build_proposal(
+    d: Detected,
+    rows: list[tuple[int, dict[str, Any]]],
+    source: SourceSpec,
+    card: str,
+    *,
+    catalog: Catalog | None = None,
+    category: str | None = None,
+    target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
+) -> Proposal:
     """A spec from a detection (no Hub access): mode, category, golden rows. Refusals raise AdapterRefused."""
     repo_id = source.repo_id
     if d.refusal is not None:
         raise AdapterRefused(d.refusal, f"{repo_id} refused: {d.reasons['layout']}")
     if d.layout is None:
-        raise DraftsetError(f"cannot infer an adapter for {repo_id}: {d.reasons.get('layout', 'no layout')}",
-                            hint="not a conversation or instruction dataset; reject it or write the spec by hand")
+        raise DraftsetError(
+            f"cannot infer an adapter for {repo_id}: {d.reasons.get('layout', 'no layout')}",
+            hint="not a conversation or instruction dataset; reject it or write the spec by hand",
+        )
     native_why = names_target(card, [row for _, row in rows], target_patterns)
     mode = "native" if native_why else "regenerate"
     d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
@@ -303,12 +355,22 @@ def build_proposal(d: Detected, rows: list[tuple[int, dict[str, Any]]], source: 
         category = guess_category(d, mode)
         d.reasons["category"] = f"no find result: guessed {category!r} from the detected shape"
         d.needs_review.append("category")
-    spec = AdapterSpec.from_data({**_spec_data(d, source, mode, category), "reasons": d.reasons,
-                                  "needs_review": list(dict.fromkeys(d.needs_review))},
-                                 where=f"proposed for {repo_id}")
+    spec = AdapterSpec.from_data(
+        {
+            **_spec_data(d, source, mode, category),
+            "reasons": d.reasons,
+            "needs_review": list(dict.fromkeys(d.needs_review)),
+        },
+        where=f"proposed for {repo_id}",
+    )
     spec.golden = _pin_golden(spec, rows)
-    return Proposal(spec=spec, reasons=d.reasons, role_counts=d.role_counts, needs_review=d.needs_review,
-                    json_strings=d.json_strings)
+    return Proposal(
+        spec=spec,
+        reasons=d.reasons,
+        role_counts=d.role_counts,
+        needs_review=d.needs_review,
+        json_strings=d.json_strings,
+    )
 
 
 def _example(value_type: pa.DataType, name: str) -> Any:

@@ -16,8 +16,11 @@ EXTENSIONS = {
     "audio": (".wav", ".mp3", ".flac", ".ogg", ".m4a", ".opus"),
     "video": (".mp4", ".avi", ".mov", ".mkv", ".webm"),
 }
-FIELD_HINTS = {"image": ("image", "img", "picture", "photo", "figure"), "audio": ("audio", "speech", "wav"),
-               "video": ("video", "clip")}
+FIELD_HINTS = {
+    "image": ("image", "img", "picture", "photo", "figure"),
+    "audio": ("audio", "speech", "wav"),
+    "video": ("video", "clip"),
+}
 PLACEHOLDERS = ("<image>", "<audio>", "<video>", "<|image|>", "<img>", "<|image_pad|>")
 PLACEHOLDER_RX = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 

@@ -24,7 +24,7 @@ class Outcome:
     repo_id: str
     record: store.AdapterRecord | None = None
     contract: ContractResult | None = None
-    refused: str | None = None   # the named verdict when the dataset is refused
+    refused: str | None = None  # the named verdict when the dataset is refused
     error: str | None = None
 
     @property
@@ -41,12 +41,28 @@ class Outcome:
         return f"{'pass' if self.ok else 'FAIL'} {self.repo_id}: {summary}"
 
 
-def propose_one(catalog: Catalog, repo_id: str, *, endpoint: str, viewer_base: str, token: str | None,
-                rows: int = 500, category: str | None = None, llm: tuple[Any, str] | None = None) -> Outcome:
+def propose_one(
+    catalog: Catalog,
+    repo_id: str,
+    *,
+    endpoint: str,
+    viewer_base: str,
+    token: str | None,
+    rows: int = 500,
+    category: str | None = None,
+    llm: tuple[Any, str] | None = None,
+) -> Outcome:
     """Propose, store (keeping a person's role mappings) and contract-test one dataset."""
     try:
-        proposal = propose_adapter(repo_id, endpoint=endpoint, viewer_base=viewer_base, token=token,
-                                   catalog=catalog, category=category, llm=llm)
+        proposal = propose_adapter(
+            repo_id,
+            endpoint=endpoint,
+            viewer_base=viewer_base,
+            token=token,
+            catalog=catalog,
+            category=category,
+            llm=llm,
+        )
     except AdapterRefused as exc:
         return Outcome(repo_id, refused=str(exc))
     old = store.load(catalog, repo_id)
@@ -55,17 +71,36 @@ def propose_one(catalog: Catalog, repo_id: str, *, endpoint: str, viewer_base: s
     return Outcome(repo_id, record=record, contract=result)
 
 
-def propose_many(catalog: Catalog, targets: list[str], *, endpoint: str, viewer_base: str, token: str | None,
-                 rows: int = 500, category: str | None = None, llm: tuple[Any, str] | None = None,
-                 progress: Callable[[str], None] | None = None) -> list[Outcome]:
+def propose_many(
+    catalog: Catalog,
+    targets: list[str],
+    *,
+    endpoint: str,
+    viewer_base: str,
+    token: str | None,
+    rows: int = 500,
+    category: str | None = None,
+    llm: tuple[Any, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Outcome]:
     """Every target's outcome; a DraftsetError of one target is recorded, the others still run."""
     outcomes = []
     for repo_id in targets:
         if progress:
             progress(repo_id)
         try:
-            outcomes.append(propose_one(catalog, repo_id, endpoint=endpoint, viewer_base=viewer_base, token=token,
-                                        rows=rows, category=category, llm=llm))
+            outcomes.append(
+                propose_one(
+                    catalog,
+                    repo_id,
+                    endpoint=endpoint,
+                    viewer_base=viewer_base,
+                    token=token,
+                    rows=rows,
+                    category=category,
+                    llm=llm,
+                )
+            )
         except DraftsetError as exc:
             if len(targets) == 1:
                 raise
@@ -79,5 +114,7 @@ def summary_line(outcomes: list[Outcome]) -> str:
     failing = sum(o.contract is not None and not o.ok for o in outcomes)
     refused = sum(o.refused is not None for o in outcomes)
     errors = sum(o.error is not None for o in outcomes)
-    return (f"{len(outcomes)} dataset(s): {passed} contract pass, {failing} contract FAIL, {refused} refused by "
-            f"name, {errors} failed")
+    return (
+        f"{len(outcomes)} dataset(s): {passed} contract pass, {failing} contract FAIL, {refused} refused by "
+        f"name, {errors} failed"
+    )

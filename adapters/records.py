@@ -60,8 +60,9 @@ class ToolCall(Strict):
 class FunctionDecl(Strict):
     name: str = Field(min_length=1)
     description: str | None = None
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}},
-                                       description="JSON schema of the arguments object")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}, description="JSON schema of the arguments object"
+    )
     strict: bool | None = None
 
 
@@ -123,8 +124,9 @@ class Conversation(ConversationText, Strict):  # prompt_text/context_text/respon
         if version == RECORD_VERSION:
             return data
         if version != 1:
-            raise UnknownRecordVersion(f"record_version {version!r} is not readable by this draftset "
-                                       f"(it reads v1 and v{RECORD_VERSION})")
+            raise UnknownRecordVersion(
+                f"record_version {version!r} is not readable by this draftset (it reads v1 and v{RECORD_VERSION})"
+            )
         return upgrade_v1(data)
 
     def model_dump_json(self, **kwargs: Any) -> str:
@@ -135,9 +137,14 @@ class Conversation(ConversationText, Strict):  # prompt_text/context_text/respon
 
     def content_hash(self) -> str:
         """Hash of what is said (tools and messages) alone: equal conversations hash equal whatever their source."""
-        payload = json.dumps([[t.model_dump(exclude_none=True) for t in self.tools or []],
-                              [m.model_dump(exclude_none=True) for m in self.messages]],
-                             sort_keys=True, ensure_ascii=False)
+        payload = json.dumps(
+            [
+                [t.model_dump(exclude_none=True) for t in self.tools or []],
+                [m.model_dump(exclude_none=True) for m in self.messages],
+            ],
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def to_export(self) -> dict[str, Any]:
@@ -170,8 +177,7 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
         upgraded = []
         for i, m in enumerate(messages):
             if isinstance(m, dict) and m.get("tool_calls"):
-                m = {**m, "tool_calls": [normalize_call(c, f"call_{i}_{j}")
-                                         for j, c in enumerate(m["tool_calls"])]}
+                m = {**m, "tool_calls": [normalize_call(c, f"call_{i}_{j}") for j, c in enumerate(m["tool_calls"])]}
             upgraded.append(m)
         data["messages"] = upgraded
     return data

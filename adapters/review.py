@@ -18,36 +18,45 @@ from catalog.errors import DraftsetError
 ROLE_TARGETS = typing.get_args(RoleTarget)
 
 
-def approve(catalog: Catalog, repo_id: str, by: str, note: str | None = None,
-            force: bool = False) -> store.AdapterRecord:
+def approve(
+    catalog: Catalog, repo_id: str, by: str, note: str | None = None, force: bool = False
+) -> store.AdapterRecord:
     record = store.require(catalog, repo_id)
     if force and not (note and note.strip()):
-        raise DraftsetError("--force needs --note saying why a failing contract is acceptable",
-                            hint=f"draftset adapters approve {repo_id} --force --note \"why\"")
+        raise DraftsetError(
+            "--force needs --note saying why a failing contract is acceptable",
+            hint=f'draftset adapters approve {repo_id} --force --note "why"',
+        )
     if not force:
         if not record.contract_current:
-            raise DraftsetError(f"no contract result for the current spec of {repo_id}",
-                                hint=f"run the contract first: draftset adapters test {repo_id}")
+            raise DraftsetError(
+                f"no contract result for the current spec of {repo_id}",
+                hint=f"run the contract first: draftset adapters test {repo_id}",
+            )
         if not record.contract_passed:
             failed = [c["name"] + ": " + c["detail"] for c in record.contract["checks"] if not c["passed"]]
-            raise DraftsetError(f"contract of {repo_id} fails: " + " | ".join(failed),
-                                hint=f"fix the spec (draftset adapters map/edit {repo_id}) and re-test, or "
-                                     f"approve anyway with --force --note \"why\"")
+            raise DraftsetError(
+                f"contract of {repo_id} fails: " + " | ".join(failed),
+                hint=f"fix the spec (draftset adapters map/edit {repo_id}) and re-test, or "
+                f'approve anyway with --force --note "why"',
+            )
     return store.record_review(catalog, record, "approved", by, note)
 
 
 def reject(catalog: Catalog, repo_id: str, by: str, note: str) -> store.AdapterRecord:
     if not note or not note.strip():
-        raise DraftsetError("reject needs --note saying why", hint=f"draftset adapters reject {repo_id} --note \"why\"")
+        raise DraftsetError("reject needs --note saying why", hint=f'draftset adapters reject {repo_id} --note "why"')
     return store.record_review(catalog, store.require(catalog, repo_id), "rejected", by, note)
 
 
 def parse_assignment(text: str) -> tuple[str, RoleTarget]:
     label, sep, role = text.partition("=")
     if not sep or not label or role not in ROLE_TARGETS:
-        raise DraftsetError(f"cannot read role mapping {text!r}",
-                            hint=f"write LABEL=ROLE with ROLE one of {', '.join(ROLE_TARGETS)}, "
-                                 "e.g. supervisor_note=system (drop leaves that label's turns out, explicitly)")
+        raise DraftsetError(
+            f"cannot read role mapping {text!r}",
+            hint=f"write LABEL=ROLE with ROLE one of {', '.join(ROLE_TARGETS)}, "
+            "e.g. supervisor_note=system (drop leaves that label's turns out, explicitly)",
+        )
     return label, typing.cast(RoleTarget, role)
 
 
@@ -61,7 +70,8 @@ def map_roles(catalog: Catalog, repo_id: str, assignments: list[str], by: str) -
         label, role = parse_assignment(text)
         spec.role_map[label] = role
         spec.reasons[f"role_map.{label}"] = f"set by {by}: {label!r} → {role}" + (
-            " (its turns are left out on purpose)" if role == "drop" else "")
+            " (its turns are left out on purpose)" if role == "drop" else ""
+        )
         spec.needs_review = [f for f in spec.needs_review if f != f"role_map.{label}"]
     return store.save_spec(catalog, AdapterSpec.from_data(spec.model_dump(mode="json")))
 
@@ -70,8 +80,12 @@ def keep_decisions(old: AdapterSpec, new: AdapterSpec) -> AdapterSpec:
     """A re-proposed spec keeps the role mappings a person set (`map`), for labels still present."""
     for key, why in old.reasons.items():
         label = key.removeprefix("role_map.")
-        if (key.startswith("role_map.") and why.startswith("set by ") and key in new.needs_review
-                and label in old.role_map):  # a hand edit may have removed the entry but kept its reason
+        if (
+            key.startswith("role_map.")
+            and why.startswith("set by ")
+            and key in new.needs_review
+            and label in old.role_map
+        ):  # a hand edit may have removed the entry but kept its reason
             new.role_map[label] = old.role_map[label]
             new.reasons[key] = why
             new.needs_review.remove(key)
@@ -82,13 +96,16 @@ def accept_edit(catalog: Catalog, repo_id: str, text: str) -> store.AdapterRecor
     """Validate an edited YAML spec and store it (a changed hash makes an approval stale)."""
     spec = AdapterSpec.from_yaml(text, where=f"for {repo_id}")
     if spec.source.repo_id != repo_id:
-        raise DraftsetError(f"edited spec names {spec.source.repo_id}, not {repo_id}",
-                            hint="source.repo_id cannot change; propose the other dataset separately")
+        raise DraftsetError(
+            f"edited spec names {spec.source.repo_id}, not {repo_id}",
+            hint="source.repo_id cannot change; propose the other dataset separately",
+        )
     return store.save_spec(catalog, spec)
 
 
-def check_adapter(catalog: Catalog, repo_id: str, *, endpoint: str, token: str | None = None,
-                 rows: int = 500) -> tuple[store.AdapterRecord, ContractResult]:
+def check_adapter(
+    catalog: Catalog, repo_id: str, *, endpoint: str, token: str | None = None, rows: int = 500
+) -> tuple[store.AdapterRecord, ContractResult]:
     """Run the contract on `rows` rows sampled across all files and store the result with the spec."""
     record = store.require(catalog, repo_id)
     result = run_contract(record.spec, iter_raw_rows(record.spec, endpoint=endpoint, token=token, sample=rows))

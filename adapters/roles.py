@@ -54,7 +54,8 @@ def infer_role_map(d, turns: list[dict], lists: list[list[dict]], role_key: str,
                 role_map[label] = missing[0]
                 d.reasons[f"role_map.{label}"] = (
                     f"{label!r} is not a known label; it alternates with the {role_map[other]} side and the "
-                    f"{user_side!r} side reads like prompts, so it is the {missing[0]}")
+                    f"{user_side!r} side reads like prompts, so it is the {missing[0]}"
+                )
                 d.needs_review.append(f"role_map.{label}")
         else:
             a, b = conversational
@@ -66,13 +67,16 @@ def infer_role_map(d, turns: list[dict], lists: list[list[dict]], role_key: str,
                 for lab in (a, b):
                     d.reasons[f"role_map.{lab}"] = (
                         f"unknown labels {a!r}/{b!r} alternate; {opener!r} opens {first[opener]} of {len(lists)} "
-                        f"dialogues and {longer!r} writes longer turns: {opener!r}→user, {other!r}→assistant")
+                        f"dialogues and {longer!r} writes longer turns: {opener!r}→user, {other!r}→assistant"
+                    )
                     d.needs_review.append(f"role_map.{lab}")
     for label in unknown:
         if label not in role_map:
-            d.reasons[f"role_map.{label}"] = (f"{label!r} ({labels[label]} turns) is not a known role label and its "
-                                              "place in the dialogue does not decide it: left unmapped, the "
-                                              "contract fails until a person maps it")
+            d.reasons[f"role_map.{label}"] = (
+                f"{label!r} ({labels[label]} turns) is not a known role label and its "
+                "place in the dialogue does not decide it: left unmapped, the "
+                "contract fails until a person maps it"
+            )
             d.needs_review.append(f"role_map.{label}")
     d.decide("role_map", role_map, "labels mapped: " + ", ".join(f"{k}→{v}" for k, v in role_map.items()))
 
@@ -99,14 +103,18 @@ def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) ->
         nulls = [t for t in role_turns if get(t, content_key) is None]
         if not nulls or role in ("assistant", "tool_call"):
             continue
-        others = [k for k in nulls[0] if k not in (role_key, content_key)
-                  and all(isinstance(t.get(k), str) and t[k].strip() for t in nulls)]
+        others = [
+            k
+            for k in nulls[0]
+            if k not in (role_key, content_key) and all(isinstance(t.get(k), str) and t[k].strip() for t in nulls)
+        ]
         # Prefer a key named after the role (system_prompt for system), then the longest text.
         others.sort(key=lambda k: (role not in k.lower(), -sum(len(t[k]) for t in nulls)))
         if others:
             null_policy[role] = others[0]
-            d.reasons[f"null_policy.{role}"] = (f"{len(nulls)} {role} turns have {content_key}=null; their text "
-                                                f"is in {others[0]!r}")
+            d.reasons[f"null_policy.{role}"] = (
+                f"{len(nulls)} {role} turns have {content_key}=null; their text is in {others[0]!r}"
+            )
     if null_policy:
         d.fields["null_policy"] = null_policy
     keys = dict.fromkeys(k for t in turns for k in t)
@@ -118,31 +126,48 @@ def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) ->
         flagged = [t for t in turns if t.get(key) is True]
         on_assistant = sum(role_map.get(_label(t, role_key)) == "assistant" for t in flagged)
         if key in TRAIN_FLAG_KEYS or (flagged and on_assistant >= 0.9 * len(flagged)):
-            d.decide("train_flag_key", key, f"per-turn boolean {key!r} is true on {on_assistant}/{len(flagged)} "
-                                            "assistant turns: read as the training flag", review=True)
+            d.decide(
+                "train_flag_key",
+                key,
+                f"per-turn boolean {key!r} is true on {on_assistant}/{len(flagged)} "
+                "assistant turns: read as the training flag",
+                review=True,
+            )
             break
     for key in keys:
         values = [t.get(key) for t in turns if t.get(key) not in (None, [], "")]
         calls = [v if isinstance(v, list) else [v] for v in values]  # legacy OpenAI `function_call`: one dict
-        if values and all(isinstance(v, (list, dict)) for v in values) and all(c and all(isinstance(x, dict) and (
-                "function" in x or ("name" in x and "arguments" in x) or "name" in x and isinstance(v, list))
-                for x in c) for v, c in zip(values, calls)):
+        if (
+            values
+            and all(isinstance(v, (list, dict)) for v in values)
+            and all(
+                c
+                and all(
+                    isinstance(x, dict)
+                    and ("function" in x or ("name" in x and "arguments" in x) or "name" in x and isinstance(v, list))
+                    for x in c
+                )
+                for v, c in zip(values, calls)
+            )
+        ):
             d.decide("tool_calls_key", key, f"turns carry structured tool calls in {key!r} ({len(values)} turns)")
             break
     tool_turns = by_role.get("tool", [])
-    for wanted, names in (("tool_call_id_key", ("tool_call_id", "call_id", "tool_use_id")),
-                          ("tool_name_key", ("name", "tool_name", "function_name"))):
+    for wanted, names in (
+        ("tool_call_id_key", ("tool_call_id", "call_id", "tool_use_id")),
+        ("tool_name_key", ("name", "tool_name", "function_name")),
+    ):
         key = next((k for k in names if any(isinstance(t.get(k), str) and t[k] for t in tool_turns)), None)
         if key:
-            d.decide(wanted, key, f"tool turns name the {'call they answer' if 'id' in wanted else 'function'} "
-                                  f"in {key!r}")
+            d.decide(
+                wanted, key, f"tool turns name the {'call they answer' if 'id' in wanted else 'function'} in {key!r}"
+            )
     for key in REASONING_KEYS:
         if key != content_key and any(isinstance(t.get(key), str) and t[key].strip() for t in turns):
             d.decide("reasoning.key", key, f"turns carry separated reasoning in {key!r}")
             break
     assistant_texts = [get(t, content_key) for t in by_role.get("assistant", [])]
-    detect_markers(d, [t for t in assistant_texts if isinstance(t, str)],
-                   structured="tool_calls_key" in d.fields)
+    detect_markers(d, [t for t in assistant_texts if isinstance(t, str)], structured="tool_calls_key" in d.fields)
 
 
 def detect_markers(d, texts: list[str], structured: bool = False) -> None:

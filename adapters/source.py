@@ -38,8 +38,14 @@ def _evenly_spaced(total: int, k: int) -> set[int]:
     return {(i * total) // k for i in range(k)}
 
 
-def iter_raw_rows(spec_or_source: AdapterSpec | SourceSpec, *, endpoint: str, token: str | None = None,
-                  limit: int | None = None, sample: int | None = None) -> Iterator[RawRow]:
+def iter_raw_rows(
+    spec_or_source: AdapterSpec | SourceSpec,
+    *,
+    endpoint: str,
+    token: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+) -> Iterator[RawRow]:
     """Rows of the source in order; `limit` stops early, `sample` picks rows evenly across all files."""
     source = spec_or_source.source if isinstance(spec_or_source, AdapterSpec) else spec_or_source
     check_reachable(endpoint)
@@ -48,8 +54,9 @@ def iter_raw_rows(spec_or_source: AdapterSpec | SourceSpec, *, endpoint: str, to
     yield from iter_local_rows(paths, limit=limit, sample=sample)
 
 
-def iter_local_rows(paths: Iterable[tuple[str, Path]], *, limit: int | None = None,
-                    sample: int | None = None) -> Iterator[RawRow]:
+def iter_local_rows(
+    paths: Iterable[tuple[str, Path]], *, limit: int | None = None, sample: int | None = None
+) -> Iterator[RawRow]:
     """The same stream over (name, local path) pairs (Hub downloads, tests, benchmarks)."""
     wanted: set[int] | None = None
     if sample is not None:  # sampling needs every file's row count first

@@ -27,8 +27,20 @@ SPEC_VERSION = 2
 RoleTarget = Literal["system", "user", "assistant", "tool", "tool_call", "drop"]
 HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
 # Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
-ADDED_FIELDS = {"tools_field", "tool_call_id_key", "tool_name_key", "text_tool_calls", "media", "preference",
-                "label_field", "first_role", "transcript", "parts_key", "completion_path", "pair_keys"}
+ADDED_FIELDS = {
+    "tools_field",
+    "tool_call_id_key",
+    "tool_name_key",
+    "text_tool_calls",
+    "media",
+    "preference",
+    "label_field",
+    "first_role",
+    "transcript",
+    "parts_key",
+    "completion_path",
+    "pair_keys",
+}
 TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json"]
 
 
@@ -102,8 +114,9 @@ class AdapterSpec(SpecModel):
     role_key: str | None = None
     content_key: str | None = None
     role_map: dict[str, RoleTarget] = Field(default_factory=dict, description="explicit and total")
-    null_policy: dict[Role, str] = Field(default_factory=dict,
-                                         description="role → turn key read when the content is null")
+    null_policy: dict[Role, str] = Field(
+        default_factory=dict, description="role → turn key read when the content is null"
+    )
     tool_calls_key: str | None = None
     tool_call_id_key: str | None = Field(None, description="tool turns: key of the id of the call answered")
     tool_name_key: str | None = Field(None, description="tool turns: key naming the function")
@@ -111,10 +124,12 @@ class AdapterSpec(SpecModel):
     tools_field: str | None = Field(None, description="column holding the tool declarations")
     parts_key: str | None = Field(None, description="per-turn key holding media parts")
     completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
-    pair_keys: list[str] | None = Field(None, description="utterances given as exchanges: [user key, assistant key]"
-                                                          " of each item ([] for 2-item lists)")
+    pair_keys: list[str] | None = Field(
+        None, description="utterances given as exchanges: [user key, assistant key] of each item ([] for 2-item lists)"
+    )
     first_role: Literal["user", "system", "assistant"] | None = Field(
-        None, description="utterances layout: role of the first string; the rest alternate user/assistant")
+        None, description="utterances layout: role of the first string; the rest alternate user/assistant"
+    )
     transcript: TranscriptSpec | None = None
     media: MediaSpec | None = None
     preference: PreferenceSpec | None = None
@@ -127,7 +142,8 @@ class AdapterSpec(SpecModel):
     json_fields: list[str] = Field(default_factory=list, description="columns json-decoded when strings")
     reasoning: ReasoningSpec | None = None
     cut: Literal["last_user", "first_user"] = Field(
-        "last_user", description="regenerate mode: the context ends on this user turn")
+        "last_user", description="regenerate mode: the context ends on this user turn"
+    )
     min_yield: float = Field(0.8, ge=0.0, le=100.0, description="contract: records per row at least")
     max_content_chars: int = Field(100_000, gt=0, description="a longer turn rejects the row (broken export)")
     # Review annotations (not hashed).
@@ -180,8 +196,9 @@ class AdapterSpec(SpecModel):
         try:
             data = yaml.safe_load(text)  # safe_load: a spec file can never construct Python objects
         except yaml.YAMLError as exc:
-            raise DraftsetError(f"adapter spec {where} is not valid YAML: {exc}",
-                                hint="fix the YAML syntax and save again") from exc
+            raise DraftsetError(
+                f"adapter spec {where} is not valid YAML: {exc}", hint="fix the YAML syntax and save again"
+            ) from exc
         return cls.from_data(data, where=where)
 
     @classmethod
@@ -194,5 +211,7 @@ class AdapterSpec(SpecModel):
             return cls.model_validate_json(json.dumps(data))
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
-            raise DraftsetError(f"adapter spec {where} is invalid: {problems}",
-                                hint="fix the named fields (see `draftset adapters show REPO` for a valid spec)") from exc
+            raise DraftsetError(
+                f"adapter spec {where} is invalid: {problems}",
+                hint="fix the named fields (see `draftset adapters show REPO` for a valid spec)",
+            ) from exc

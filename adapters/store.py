@@ -99,11 +99,18 @@ def save_spec(catalog: Catalog, spec: AdapterSpec, contract: dict[str, Any] | No
     old = load(catalog, spec.source.repo_id)
     base = old.model_dump(exclude={"spec"}) if old else {}
     keep_contract = old is not None and old.contract_current and old.spec_hash == spec.spec_hash()
-    record = AdapterRecord(**{**base, "repo_id": spec.source.repo_id, "revision": spec.source.revision,
-                              "spec": spec, "spec_hash": spec.spec_hash(), "status": _status_for(old, spec),
-                              "contract": contract if contract is not None else (old.contract if keep_contract
-                                                                                  else None),
-                              "updated_at": datetime.now()})
+    record = AdapterRecord(
+        **{
+            **base,
+            "repo_id": spec.source.repo_id,
+            "revision": spec.source.revision,
+            "spec": spec,
+            "spec_hash": spec.spec_hash(),
+            "status": _status_for(old, spec),
+            "contract": contract if contract is not None else (old.contract if keep_contract else None),
+            "updated_at": datetime.now(),
+        }
+    )
     catalog.upsert("adapters", [record.row()])
     write_text_atomic(yaml_path(catalog.home, spec.source.repo_id), spec.to_yaml())
     return record
@@ -112,9 +119,16 @@ def save_spec(catalog: Catalog, spec: AdapterSpec, contract: dict[str, Any] | No
 def record_review(catalog: Catalog, record: AdapterRecord, status: Status, by: str, note: str | None) -> AdapterRecord:
     """Record a person's approve/reject decision, bound to the current spec hash and revision."""
     approved = status == "approved"
-    updated = record.model_copy(update={
-        "status": status, "reviewed_by": by, "reviewed_at": datetime.now(), "note": note,
-        "approved_spec_hash": record.spec_hash if approved else None,
-        "approved_revision": record.revision if approved else None, "updated_at": datetime.now()})
+    updated = record.model_copy(
+        update={
+            "status": status,
+            "reviewed_by": by,
+            "reviewed_at": datetime.now(),
+            "note": note,
+            "approved_spec_hash": record.spec_hash if approved else None,
+            "approved_revision": record.revision if approved else None,
+            "updated_at": datetime.now(),
+        }
+    )
     catalog.upsert("adapters", [updated.row()])
     return updated

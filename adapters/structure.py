@@ -54,13 +54,13 @@ def get(row: Any, path: str) -> Any:
 
 @dataclass
 class TextStats:
-    n: int = 0           # values seen
-    strings: int = 0     # of which strings
+    n: int = 0  # values seen
+    strings: int = 0  # of which strings
     chars: int = 0
     words: int = 0
     distinct: int = 0
-    questions: int = 0   # ending in '?' (prompt-like)
-    idlike: int = 0      # one token, no spaces (ids, hashes, labels, paths)
+    questions: int = 0  # ending in '?' (prompt-like)
+    idlike: int = 0  # one token, no spaces (ids, hashes, labels, paths)
 
     @property
     def mean_chars(self) -> float:
@@ -89,7 +89,7 @@ def text_stats(values: list[Any]) -> TextStats:
             seen.add(v[:200])
             stripped = v.strip()
             s.questions += stripped.endswith("?")
-            s.idlike += (" " not in stripped and len(stripped) < 80)
+            s.idlike += " " not in stripped and len(stripped) < 80
     s.distinct = len(seen)
     return s
 
@@ -155,8 +155,10 @@ def role_key_score(lists: list[list[dict]], path: str, values: list[Any]) -> tup
     known = sum(n for label, n in labels.items() if canonical_role(label)) / len(strings)
     prior = 0.1 if path.rsplit(".", 1)[-1] in ROLE_KEYS else 0.0
     score = 0.45 * alt + 0.45 * known + prior + (0.05 if 2 <= len(labels) <= 6 else 0.0)
-    why = (f"{len(labels)} distinct labels {sorted(labels)[:6]}, alternating on {alt:.0%} of turn pairs, "
-           f"{known:.0%} known role names")
+    why = (
+        f"{len(labels)} distinct labels {sorted(labels)[:6]}, alternating on {alt:.0%} of turn pairs, "
+        f"{known:.0%} known role names"
+    )
     return score, why
 
 

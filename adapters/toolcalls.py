@@ -17,9 +17,23 @@ from typing import Any
 
 from adapters.records import normalize_call
 
-PY_TYPES = {"str": "string", "string": "string", "int": "integer", "integer": "integer", "float": "number",
-            "number": "number", "bool": "boolean", "boolean": "boolean", "list": "array", "array": "array",
-            "tuple": "array", "dict": "object", "object": "object", "any": "string", "none": "null"}
+PY_TYPES = {
+    "str": "string",
+    "string": "string",
+    "int": "integer",
+    "integer": "integer",
+    "float": "number",
+    "number": "number",
+    "bool": "boolean",
+    "boolean": "boolean",
+    "list": "array",
+    "array": "array",
+    "tuple": "array",
+    "dict": "object",
+    "object": "object",
+    "any": "string",
+    "none": "null",
+}
 
 HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 FUNCTIONCALL = re.compile(r"<functioncall>\s*")
@@ -27,7 +41,12 @@ FUNCTION_TAG = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.S)
 PARAMETER_TAG = re.compile(r"<parameter=([\w.\-]+)>\n?(.*?)\n?</parameter>", re.S)
 GLAIVE_QUOTED = re.compile(r"""\s*\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"arguments"\s*:\s*'(.*?)'\s*\}""", re.S)
 REACT = re.compile(r"^Action:[ \t]*([\w.\-]+)[ \t]*\nAction Input:[ \t]*(.*)\Z", re.S | re.M)
-MARKERS = {"react": "Action Input:", "hermes": "<tool_call>", "functioncall": "<functioncall>", "function_tag": "<function="}
+MARKERS = {
+    "react": "Action Input:",
+    "hermes": "<tool_call>",
+    "functioncall": "<functioncall>",
+    "function_tag": "<function=",
+}
 
 
 class ToolFormatError(ValueError):
@@ -118,7 +137,7 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
         m = FUNCTIONCALL.search(text)
         if not m:
             return [], text
-        body = text[m.end():]
+        body = text[m.end() :]
         quoted = GLAIVE_QUOTED.match(body)
         if quoted:  # glaive writes arguments as single-quoted JSON text (not JSON): keep that text as the string
             value: Any = {"name": quoted.group(1), "arguments": quoted.group(2)}
@@ -132,11 +151,13 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
         for token in ("<|endoftext|>", "</s>"):
             rest = rest.removeprefix(token).strip()
         # text after the call is kept, never dropped with the markup
-        return _as_calls(value, prefix), "\n\n".join(p for p in (text[:m.start()].strip(), rest) if p)
+        return _as_calls(value, prefix), "\n\n".join(p for p in (text[: m.start()].strip(), rest) if p)
     if fmt == "function_tag":
         found = FUNCTION_TAG.findall(text)
-        calls = [normalize_call({"name": name, "arguments": dict(PARAMETER_TAG.findall(body))}, f"{prefix}_{i}")
-                 for i, (name, body) in enumerate(found)]
+        calls = [
+            normalize_call({"name": name, "arguments": dict(PARAMETER_TAG.findall(body))}, f"{prefix}_{i}")
+            for i, (name, body) in enumerate(found)
+        ]
         return calls, FUNCTION_TAG.sub("", text).strip() if calls else text
     if fmt == "react":  # ToolBench / LangChain ReAct: `Action: name` then `Action Input: {json}` at the end
         m = REACT.search(text)
@@ -144,7 +165,7 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
             return [], text
         args = m.group(2).strip()
         value = _loads(args, "Action Input") if args.startswith("{") else {"input": args}
-        return [normalize_call({"name": m.group(1), "arguments": value}, f"{prefix}_0")], text[:m.start()].strip()
+        return [normalize_call({"name": m.group(1), "arguments": value}, f"{prefix}_0")], text[: m.start()].strip()
     if fmt == "json":
         stripped = text.strip()
         if not stripped.startswith(("{", "[")):
@@ -167,8 +188,7 @@ def detect_text_format(texts: list[str]) -> tuple[str | None, str]:
                 v = json.loads(s)
             except json.JSONDecodeError:
                 continue
-            calls += isinstance(v, dict) and isinstance(v.get("name"), str) and (
-                "arguments" in v or "parameters" in v)
+            calls += isinstance(v, dict) and isinstance(v.get("name"), str) and ("arguments" in v or "parameters" in v)
     if calls and calls >= 0.2 * len(texts):
         return "json", f"{calls} of {len(texts)} assistant turns are a bare JSON call {{name, arguments}}"
     return None, "no tool-call markup in assistant text"

@@ -13,8 +13,13 @@ from adapters.detect import Detected
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError
 
-PLACEHOLDER_SOURCE = {"repo_id": "trial/trial", "revision": "trial", "config": "default", "split": "train",
-                      "data_files": ["trial"]}
+PLACEHOLDER_SOURCE = {
+    "repo_id": "trial/trial",
+    "revision": "trial",
+    "config": "default",
+    "split": "train",
+    "data_files": ["trial"],
+}
 
 
 def spec_data(d: Detected, source: dict[str, Any], mode: str, category: str) -> dict[str, Any]:
@@ -40,8 +45,10 @@ def trial(d: Detected, rows: list[dict[str, Any]]) -> dict[str, float]:
     if d.layout is None or not rows:
         return empty
     try:
-        native, regen = (RowMapper(AdapterSpec.from_data(spec_data(d, PLACEHOLDER_SOURCE, mode, "trial"),
-                                                         where="trial")) for mode in ("native", "regenerate"))
+        native, regen = (
+            RowMapper(AdapterSpec.from_data(spec_data(d, PLACEHOLDER_SOURCE, mode, "trial"), where="trial"))
+            for mode in ("native", "regenerate")
+        )
     except DraftsetError:
         return empty
     made = prompt = response = 0

@@ -43,7 +43,7 @@ def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]
     out = []
     for i, m in enumerate(hits):
         end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
-        body = text[m.end():end].strip()
+        body = text[m.end() : end].strip()
         for token in END_TOKENS:  # an end-of-turn token left in exported transcripts is not content
             body = body.removesuffix(token).strip()
         out.append((markers[m.group(1)], body))
@@ -69,8 +69,13 @@ class TurnReader:
         # Nested keys (`payload.text`) are read by path; flat ones by a plain dict lookup (the common case).
         self.nested = any("." in (k or "") for k in (spec.role_key, spec.content_key))
         reasoning_on = bool(self.reasoning_key or self.delimiters or self.unwrap)
-        self.plain = not (self.nested or spec.tool_calls_key or spec.parts_key or reasoning_on
-                          or set(self.role_map.values()) - {"system", "user", "assistant"})
+        self.plain = not (
+            self.nested
+            or spec.tool_calls_key
+            or spec.parts_key
+            or reasoning_on
+            or set(self.role_map.values()) - {"system", "user", "assistant"}
+        )
 
     def _get(self, turn: dict[str, Any], key: str | None) -> Any:
         if key is None:
@@ -92,8 +97,9 @@ class TurnReader:
             turns += self._turn_list(get_path(row, self.spec.completion_path), self.spec.completion_path)
         return turns
 
-    def read_other(self, row: dict[str, Any], path: str, chosen: list[dict[str, Any]] | None = None
-                   ) -> list[dict[str, Any]]:
+    def read_other(
+        self, row: dict[str, Any], path: str, chosen: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
         """The rejected side of a preference pair, read like the chosen side."""
         value = get_path(row, path)
         if isinstance(value, list):
@@ -105,11 +111,19 @@ class TurnReader:
         text = self.text(value, path)
         prompt = chosen or []
         cut = max((i for i, m in enumerate(prompt) if m["role"] == "user"), default=-1)
-        return [*prompt[:cut + 1], self._turn("assistant", text, None, None, None, path)]
+        return [*prompt[: cut + 1], self._turn("assistant", text, None, None, None, path)]
 
     # -- pieces --------------------------------------------------------------------------------
-    def _turn(self, role: str, content: str, calls: list | None, train: bool | None, parts: list | None,
-              where: str, **extra: Any) -> dict[str, Any]:
+    def _turn(
+        self,
+        role: str,
+        content: str,
+        calls: list | None,
+        train: bool | None,
+        parts: list | None,
+        where: str,
+        **extra: Any,
+    ) -> dict[str, Any]:
         reasoning = None
         if role == "assistant":
             reasoning, content = self.split_reasoning(extra.pop("source_turn", {}), content, where)
@@ -136,15 +150,17 @@ class TurnReader:
             content = turn.get(content_key)
             if content is None and role in null_policy:
                 content = turn.get(null_policy[role])
-            if role is None or content.__class__ is not str or not content or len(content) > limit \
-                    or content.isspace():
+            if role is None or content.__class__ is not str or not content or len(content) > limit or content.isspace():
                 return None
             train = turn.get(flag_key) if flag_key else None
             if train is not None and train.__class__ is not bool:
                 return None
             # only the keys that carry a value: fewer keys for the validator to walk on every record
-            out.append({"role": role, "content": content} if train is None else
-                       {"role": role, "content": content, "train": train})
+            out.append(
+                {"role": role, "content": content}
+                if train is None
+                else {"role": role, "content": content, "train": train}
+            )
         return out
 
     def _turn_list(self, turns: Any, path: str) -> list[dict[str, Any]]:
@@ -158,8 +174,12 @@ class TurnReader:
         spec = self.spec
         if not isinstance(turns, list):
             raise self.error(path, f"expected a list of turns, got {_name(turns)}")
-        role_key, content_key, flag_key, calls_key = (spec.role_key, spec.content_key, spec.train_flag_key,
-                                                      spec.tool_calls_key)
+        role_key, content_key, flag_key, calls_key = (
+            spec.role_key,
+            spec.content_key,
+            spec.train_flag_key,
+            spec.tool_calls_key,
+        )
         # The hot loop: plain dict reads for the common case (flat keys, string content); everything else
         # (nested keys, content parts, calls, nulls, errors) takes the general path below.
         role_map, null_policy, limit, nested = self.role_map, self.null_policy, self.limit, self.nested
@@ -172,8 +192,11 @@ class TurnReader:
             label = self._get(turn, role_key) if nested else turn.get(role_key)
             role = role_map.get(label) if label.__class__ is str else None
             if role is None:
-                what = f"unmapped role label {label!r}" if isinstance(label, str) else \
-                    f"role label is {_name(label)}, expected a string"
+                what = (
+                    f"unmapped role label {label!r}"
+                    if isinstance(label, str)
+                    else f"role label is {_name(label)}, expected a string"
+                )
                 raise self.error(f"{path}[{i}].{role_key}", what)
             if role == "drop":
                 continue
@@ -187,8 +210,7 @@ class TurnReader:
                 if value:
                     calls = as_tool_calls(value, f"{path}[{i}].{calls_key}")
             parts = None
-            if content.__class__ is list and any(isinstance(b, dict) and b.get("type") in BLOCK_TYPES
-                                                 for b in content):
+            if content.__class__ is list and any(isinstance(b, dict) and b.get("type") in BLOCK_TYPES for b in content):
                 out += self._blocks(role, content, f"{path}[{i}].{field}", turn.get(flag_key) if flag_key else None)
                 continue
             if role == "tool_call":  # the turn's text is the call itself (LLaMA-Factory function_call)
@@ -196,8 +218,9 @@ class TurnReader:
                 if not calls:
                     raise self.error(f"{path}[{i}].{field}", "function_call turn holds no call")
                 role, content = "assistant", ""
-            elif not (content.__class__ is str and len(content) <= limit and (calls or (
-                    content and not content.isspace()))):
+            elif not (
+                content.__class__ is str and len(content) <= limit and (calls or (content and not content.isspace()))
+            ):
                 content, parts = self.content(content, f"{path}[{i}].{field}", allow_empty=bool(calls))
             if parts_key and turn.get(parts_key):
                 parts = (parts or []) + media_mod.parts_of(turn[parts_key], f"{path}[{i}].{parts_key}")
@@ -206,8 +229,7 @@ class TurnReader:
                 if type(train) is int and train in (0, 1):  # OpenAI fine-tuning `weight`: 0 or 1
                     train = bool(train)
                 else:
-                    raise self.error(f"{path}[{i}].{flag_key}",
-                                     f"training flag must be a boolean, got {_name(train)}")
+                    raise self.error(f"{path}[{i}].{flag_key}", f"training flag must be a boolean, got {_name(train)}")
             if role == "assistant" and calls and out and out[-1]["role"] == "assistant" and not out[-1]["tool_calls"]:
                 # a `function_call` turn right after the assistant's own text: one assistant step
                 out[-1]["tool_calls"] = calls
@@ -241,28 +263,45 @@ class TurnReader:
                 thinking.append(b["thinking"])
             elif kind == "tool_use":
                 try:
-                    calls.append(normalize_call({"id": b.get("id"), "name": b.get("name"),
-                                                 "arguments": b.get("input", {})}, f"call_{j}"))
+                    calls.append(
+                        normalize_call(
+                            {"id": b.get("id"), "name": b.get("name"), "arguments": b.get("input", {})}, f"call_{j}"
+                        )
+                    )
                 except ValueError as exc:
                     raise self.error(f"{where}[{j}]", str(exc)) from None
             elif kind == "tool_result":
                 body = b.get("content")
                 if isinstance(body, list):
                     body = "".join(x.get("text", "") for x in body if isinstance(x, dict))
-                results.append({"role": "tool", "content": self.text(body, f"{where}[{j}].content", allow_empty=True),
-                                "reasoning": None, "tool_calls": None, "train": None,
-                                **({"tool_call_id": b["tool_use_id"]} if isinstance(b.get("tool_use_id"), str) else {})})
+                results.append(
+                    {
+                        "role": "tool",
+                        "content": self.text(body, f"{where}[{j}].content", allow_empty=True),
+                        "reasoning": None,
+                        "tool_calls": None,
+                        "train": None,
+                        **({"tool_call_id": b["tool_use_id"]} if isinstance(b.get("tool_use_id"), str) else {}),
+                    }
+                )
             else:
-                raise self.error(f"{where}[{j}]", f"content block of type {kind!r} is not text, thinking, tool_use "
-                                                  "or tool_result")
+                raise self.error(
+                    f"{where}[{j}]", f"content block of type {kind!r} is not text, thinking, tool_use or tool_result"
+                )
         out = list(results)
         text = "".join(texts)
         if text.strip() or calls or (role != "tool" and not results):
             if role != "assistant" and calls:
                 raise self.error(where, f"tool_use blocks in a {role} turn")
-            out.append({"role": role, "content": self.text(text, where, allow_empty=bool(calls)),
-                        "reasoning": "\n".join(thinking) or None, "tool_calls": calls or None,
-                        "train": train if isinstance(train, bool) else None})
+            out.append(
+                {
+                    "role": role,
+                    "content": self.text(text, where, allow_empty=bool(calls)),
+                    "reasoning": "\n".join(thinking) or None,
+                    "tool_calls": calls or None,
+                    "train": train if isinstance(train, bool) else None,
+                }
+            )
         return out
 
     def exchanges(self, items: Any, path: str) -> list[dict[str, Any]]:
@@ -281,8 +320,7 @@ class TurnReader:
             else:
                 raise self.error(f"{path}[{i}]", "expected one (user, assistant) exchange")
             out.append(self._turn("user", self.text(pair[0], f"{path}[{i}][0]"), None, None, None, f"{path}[{i}]"))
-            out.append(self._turn("assistant", self.text(pair[1], f"{path}[{i}][1]"), None, None, None,
-                                  f"{path}[{i}]"))
+            out.append(self._turn("assistant", self.text(pair[1], f"{path}[{i}][1]"), None, None, None, f"{path}[{i}]"))
         return out
 
     def _utterances(self, items: Any, path: str) -> list[dict[str, Any]]:
@@ -308,8 +346,10 @@ class TurnReader:
         segments = split_transcript(text, markers)
         if not segments:
             raise self.error(field, "no speaker markers found in the transcript")
-        return [self._turn(role, self.text(t, f"{field}#{i}"), None, None, None, f"{field}#{i}")
-                for i, (role, t) in enumerate(segments)]
+        return [
+            self._turn(role, self.text(t, f"{field}#{i}"), None, None, None, f"{field}#{i}")
+            for i, (role, t) in enumerate(segments)
+        ]
 
     def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         from adapters.apply import as_tool_calls
@@ -386,10 +426,10 @@ class TurnReader:
                 end = content.find(close, start)
                 if end == -1:
                     raise self.error(where, f"reasoning opened with {open_!r} but never closed with {close!r}")
-                reasoning = content[start + len(open_):end].strip()
-                content = content[end + len(close):].strip()
+                reasoning = content[start + len(open_) : end].strip()
+                content = content[end + len(close) :].strip()
                 break
         for open_, close in self.unwrap:
             if content.startswith(open_) and content.endswith(close):
-                content = content[len(open_):len(content) - len(close)].strip()
+                content = content[len(open_) : len(content) - len(close)].strip()
         return reasoning, content

@@ -40,10 +40,12 @@ def _prefilter(brief: Brief, hit: dict[str, Any]) -> float:
     return len(words & doc) + min(hit["downloads"], 10**9) / 10**10
 
 
-def report_from(meter: AgentCounts, status: str, candidates: list[Candidate] = (),
-                error: str | None = None) -> AgentReport:
-    return AgentReport(**meter.model_dump(), status=status, error=error, finished_at=time.time(),
-                       candidates=list(candidates))
+def report_from(
+    meter: AgentCounts, status: str, candidates: list[Candidate] = (), error: str | None = None
+) -> AgentReport:
+    return AgentReport(
+        **meter.model_dump(), status=status, error=error, finished_at=time.time(), candidates=list(candidates)
+    )
 
 
 async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext) -> AgentReport:
@@ -54,8 +56,15 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
         return await loop.run_in_executor(ctx.executor, fn, *args)
 
     def progress(stage: str, **extra: Any) -> None:
-        ctx.emit({"category": brief.category, "stage": stage, "hub_calls": meter.hub_calls,
-                  "cache_hits": meter.cache_hits, **extra})
+        ctx.emit(
+            {
+                "category": brief.category,
+                "stage": stage,
+                "hub_calls": meter.hub_calls,
+                "cache_hits": meter.cache_hits,
+                **extra,
+            }
+        )
 
     progress("start")
     candidates = None
@@ -69,8 +78,9 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
     return report_from(meter, "ok", candidates)
 
 
-async def _search_and_inspect(brief: Brief, config: FindConfig, ctx: AgentContext, meter: AgentCounts,
-                              in_thread, progress) -> list[Candidate]:
+async def _search_and_inspect(
+    brief: Brief, config: FindConfig, ctx: AgentContext, meter: AgentCounts, in_thread, progress
+) -> list[Candidate]:
     """The heuristic steps: the policy's queries → search → inspect the best hits → score → judge."""
     hits: dict[str, dict[str, Any]] = {}
     candidates: list[Candidate] = []

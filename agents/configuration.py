@@ -57,8 +57,13 @@ class FindConfig(Strict):
     min_relevance: float = Field(0.05, ge=0, le=1, description="below this a candidate is marked irrelevant")
     target_families: tuple[str, ...] = TARGET_FAMILIES  # the one list, shared with adapter proposal
     tool_result_chars: int = Field(4000, ge=200, description="llm policy: max chars of one tool result")
-    llm_time_share: float = Field(0.5, gt=0, le=1, description="llm policy: share of the wall-time budget the "
-                                  "tool loop may use; the rest is left for the heuristic fallback")
+    llm_time_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="llm policy: share of the wall-time budget the "
+        "tool loop may use; the rest is left for the heuristic fallback",
+    )
     max_concurrency: int = Field(10, ge=1, description="category agents running at once")
     retry_attempts: int = Field(2, ge=1, description="attempts per agent on transient Hub errors")
     cache: bool = Field(True, description="cache Hub responses per repo revision under $DRAFTSET_HOME/cache/hub")

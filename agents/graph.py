@@ -46,14 +46,23 @@ def _runtime(config: RunnableConfig) -> Runtime:
 async def plan(state: FindState) -> dict:
     """Turn the request into ten category briefs with quotas from the domain weights."""
     weights = category_weights(state["domain"])
-    briefs = [Brief(category=c.key, weight=weights[c.key], quota=round(state["samples"] * weights[c.key]),
-                    domain=state["domain"]) for c in CATEGORIES]
+    briefs = [
+        Brief(
+            category=c.key,
+            weight=weights[c.key],
+            quota=round(state["samples"] * weights[c.key]),
+            domain=state["domain"],
+        )
+        for c in CATEGORIES
+    ]
     return {"briefs": [b.model_dump() for b in briefs]}
 
 
 def fan_out(state: FindState) -> list[Send]:
-    return [Send("category_agent", AgentInput(run_id=state["run_id"], brief=b, config=state["config"]))
-            for b in state["briefs"]]
+    return [
+        Send("category_agent", AgentInput(run_id=state["run_id"], brief=b, config=state["config"]))
+        for b in state["briefs"]
+    ]
 
 
 async def category_agent(payload: AgentInput, config: RunnableConfig) -> dict:
@@ -105,8 +114,15 @@ async def plan_mix_node(state: FindState, config: RunnableConfig) -> dict:
     rt = _runtime(config)
     weights = category_weights(state["domain"])
     held = holdings(rt.catalog, weights)
-    result = plan_mix(f"plan-{state['run_id']}", [Candidate(**c) for c in state["candidates"]], held,
-                      state["samples"], weights, FindConfig(**state["config"]), rt.has_token)
+    result = plan_mix(
+        f"plan-{state['run_id']}",
+        [Candidate(**c) for c in state["candidates"]],
+        held,
+        state["samples"],
+        weights,
+        FindConfig(**state["config"]),
+        rt.has_token,
+    )
     return {"plan": result.model_dump()}
 
 
@@ -115,36 +131,47 @@ async def record(state: FindState, config: RunnableConfig) -> dict:
     reports = [AgentReport(**r) for r in latest_reports(state["reports"])]
     rt = _runtime(config)
     caps = getattr(rt.policy, "caps", None)  # the llm policy's probe of its endpoint
-    record_run(rt.catalog, state, reports, [Candidate(**c) for c in state["candidates"]],
-               Plan(**state["plan"]), time.time(), llm_probe=caps.model_dump() if caps is not None else None)
+    record_run(
+        rt.catalog,
+        state,
+        reports,
+        [Candidate(**c) for c in state["candidates"]],
+        Plan(**state["plan"]),
+        time.time(),
+        llm_probe=caps.model_dump() if caps is not None else None,
+    )
     return {}
 
 
 async def summary(state: FindState) -> dict:
     reports = [AgentReport(**r) for r in latest_reports(state["reports"])]
-    return {"summary": {
-        "agents_ok": sum(r.status == "ok" for r in reports),
-        "agents_failed": [r.category for r in reports if r.status == "failed"], **agent_totals(reports),
-        "relevant": sum(c["status"] == "relevant" for c in state["candidates"]),
-        "llm_fallback_causes": fallback_causes(reports),
-    }}
+    return {
+        "summary": {
+            "agents_ok": sum(r.status == "ok" for r in reports),
+            "agents_failed": [r.category for r in reports if r.status == "failed"],
+            **agent_totals(reports),
+            "relevant": sum(c["status"] == "relevant" for c in state["candidates"]),
+            "llm_fallback_causes": fallback_causes(reports),
+        }
+    }
 
 
 def build_graph(config: FindConfig) -> StateGraph:
     retry = RetryPolicy(max_attempts=config.retry_attempts, retry_on=HubUnavailable)
     timeout = TimeoutPolicy(run_timeout=config.budget.wall_time_s)
     g = StateGraph(FindState)
-    g.add_node("plan", plan)                                   # request → ten briefs with quotas
-    g.add_node("category_agent", category_agent, retry_policy=retry, timeout=timeout,
-               error_handler=agent_failed)                    # one per Send, concurrently
-    g.add_node("merge", merge)                                 # reducer output → unique candidates
-    g.add_node("rank", rank)                                   # relevant first, by score
-    g.add_node("plan_mix", plan_mix_node)                      # N new samples, costs
-    g.add_node("record", record)                               # the one catalog write
-    g.add_node("summary", summary)                             # counts for the user
+    g.add_node("plan", plan)  # request → ten briefs with quotas
+    g.add_node(
+        "category_agent", category_agent, retry_policy=retry, timeout=timeout, error_handler=agent_failed
+    )  # one per Send, concurrently
+    g.add_node("merge", merge)  # reducer output → unique candidates
+    g.add_node("rank", rank)  # relevant first, by score
+    g.add_node("plan_mix", plan_mix_node)  # N new samples, costs
+    g.add_node("record", record)  # the one catalog write
+    g.add_node("summary", summary)  # counts for the user
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", fan_out, ["category_agent"])
-    g.add_edge("category_agent", "merge")                      # waits for all ten
+    g.add_edge("category_agent", "merge")  # waits for all ten
     g.add_edge("merge", "rank")
     g.add_edge("rank", "plan_mix")
     g.add_edge("plan_mix", "record")

@@ -24,10 +24,13 @@ def detect_structure(features: dict[str, Any], rows: list[dict[str, Any]], card_
         field = d.fields.get("messages_path") or (d.fields.get("transcript") or {}).get("field")
         return {"layout": "messages", "field": field, "detected": d}
     if d.layout == "columns":
-        return {"layout": "columns", "field": d.fields["columns"]["prompt"][0],
-                "response": d.fields["columns"]["response"], "detected": d}
-    return {"layout": "none", "field": None, "detected": d, "refusal": d.refusal,
-            "why": d.reasons.get("layout", "")}
+        return {
+            "layout": "columns",
+            "field": d.fields["columns"]["prompt"][0],
+            "response": d.fields["columns"]["response"],
+            "detected": d,
+        }
+    return {"layout": "none", "field": None, "detected": d, "refusal": d.refusal, "why": d.reasons.get("layout", "")}
 
 
 def sample_stats(structure: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -36,12 +39,14 @@ def sample_stats(structure: dict[str, Any], rows: list[dict[str, Any]]) -> dict[
     return trial(d, rows) if d is not None else {"yield": 0.0, "prompt_chars": 0.0, "response_chars": 0.0}
 
 
-def non_text(tags: list[str], features: dict[str, Any], rows: list[dict[str, Any]],
-             detected: Detected | None = None) -> str | None:
+def non_text(
+    tags: list[str], features: dict[str, Any], rows: list[dict[str, Any]], detected: Detected | None = None
+) -> str | None:
     """Why the dataset is not text training data (image/audio/tabular), or None."""
     for tag in tags:
         if tag.startswith("task_categories:") and any(
-                k in tag for k in ("image", "audio", "speech", "tabular", "video", "object-detection")):
+            k in tag for k in ("image", "audio", "speech", "tabular", "video", "object-detection")
+        ):
             return tag.split(":", 1)[1]
     for name, ftype in features.items():
         if isinstance(ftype, dict) and ftype.get("_type") in NON_TEXT_TYPES:
@@ -49,8 +54,11 @@ def non_text(tags: list[str], features: dict[str, Any], rows: list[dict[str, Any
     if detected is not None and detected.refusal in ("media", "no_text"):
         return detected.reasons.get("layout", detected.refusal)
     if detected is not None and detected.fields.get("media"):
-        return "media rows (" + ", ".join(detected.fields["media"]["fields"] or detected.fields["media"][
-            "placeholders"]) + ") for a text-only target"
+        return (
+            "media rows ("
+            + ", ".join(detected.fields["media"]["fields"] or detected.fields["media"]["placeholders"])
+            + ") for a text-only target"
+        )
     if rows and all(isinstance(v, (int, float, bool)) or v is None for v in rows[0].values()):
         return "numeric columns only"
     return None

@@ -59,8 +59,14 @@ def holdings(catalog: Catalog, weights: dict[str, float]) -> dict[str, int]:
 
 
 def plannable(c: Candidate, held: dict[str, int], has_token: bool) -> bool:
-    return (c.status == "relevant" and c.repo_id not in held and not (UNPLANNABLE & set(c.flags))
-            and (has_token or not c.gated) and (c.n_rows or 0) > 0 and c.est_yield > 0)
+    return (
+        c.status == "relevant"
+        and c.repo_id not in held
+        and not (UNPLANNABLE & set(c.flags))
+        and (has_token or not c.gated)
+        and (c.n_rows or 0) > 0
+        and c.est_yield > 0
+    )
 
 
 def _allocate(chosen: list[Candidate], samples: int, weights: dict[str, float], cap: int) -> dict[str, int]:
@@ -88,8 +94,15 @@ def _allocate(chosen: list[Candidate], samples: int, weights: dict[str, float], 
     return {k: v for k, v in taken.items() if v > 0}
 
 
-def plan_mix(plan_id: str, candidates: list[Candidate], held: dict[str, int], samples: int,
-             weights: dict[str, float], config: FindConfig, has_token: bool) -> Plan:
+def plan_mix(
+    plan_id: str,
+    candidates: list[Candidate],
+    held: dict[str, int],
+    samples: int,
+    weights: dict[str, float],
+    config: FindConfig,
+    has_token: bool,
+) -> Plan:
     cap_ = config.capacity
     chosen = sorted((c for c in candidates if plannable(c, held, has_token)), key=lambda c: -c.score)
     taken = _allocate(chosen, samples, weights, max(1, math.ceil(config.share_cap * samples)))
@@ -100,24 +113,40 @@ def plan_mix(plan_id: str, candidates: list[Candidate], held: dict[str, int], sa
             continue
         per_response = c.response_tokens if c.mode == "native" else cap_.regen_response_tokens
         prompt_tokens, response_tokens = round(n * c.prompt_tokens), round(n * per_response)
-        items.append(PlanItem(
-            repo_id=c.repo_id, category=c.category, mode=c.mode,
-            rows_to_take=min(c.n_rows, math.ceil(n / c.est_yield)), est_samples=n,
-            prompt_tokens=prompt_tokens, response_tokens=response_tokens,
-            regen_hours=0.0 if c.mode == "native" else response_tokens / cap_.throughput_tok_s / 3600,
-            hidden_state_bytes=(prompt_tokens + response_tokens) * cap_.hidden_state_bytes_per_token))
+        items.append(
+            PlanItem(
+                repo_id=c.repo_id,
+                category=c.category,
+                mode=c.mode,
+                rows_to_take=min(c.n_rows, math.ceil(n / c.est_yield)),
+                est_samples=n,
+                prompt_tokens=prompt_tokens,
+                response_tokens=response_tokens,
+                regen_hours=0.0 if c.mode == "native" else response_tokens / cap_.throughput_tok_s / 3600,
+                hidden_state_bytes=(prompt_tokens + response_tokens) * cap_.hidden_state_bytes_per_token,
+            )
+        )
     planned = sum(i.est_samples for i in items)
     totals: dict[str, Any] = {
-        "datasets": len(items), "samples_planned": planned, "shortfall": max(0, samples - planned),
+        "datasets": len(items),
+        "samples_planned": planned,
+        "shortfall": max(0, samples - planned),
         "rows_to_take": sum(i.rows_to_take for i in items),
         "prompt_tokens": sum(i.prompt_tokens for i in items),
         "response_tokens": sum(i.response_tokens for i in items),
         "regen_hours": round(sum(i.regen_hours for i in items), 3),
         "hidden_state_bytes": sum(i.hidden_state_bytes for i in items),
-        "bytes_per_token": cap_.hidden_state_bytes_per_token, "throughput_tok_s": cap_.throughput_tok_s,
+        "bytes_per_token": cap_.hidden_state_bytes_per_token,
+        "throughput_tok_s": cap_.throughput_tok_s,
     }
-    return Plan(plan_id=plan_id, samples_requested=samples, samples_existing=sum(held.values()),
-                existing_repos=sorted(held), items=items, totals=totals)
+    return Plan(
+        plan_id=plan_id,
+        samples_requested=samples,
+        samples_existing=sum(held.values()),
+        existing_repos=sorted(held),
+        items=items,
+        totals=totals,
+    )
 
 
 def human_bytes(n: float) -> str:

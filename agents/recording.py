@@ -39,50 +39,136 @@ def run_status(reports: list[AgentReport]) -> str:
     return "ok" if failed == 0 else ("failed" if failed == len(reports) else "partial")
 
 
-def record_run(catalog: Catalog, state: dict[str, Any], reports: list[AgentReport],
-               candidates: list[Candidate], plan: Plan, finished_at: float,
-               llm_probe: dict[str, Any] | None = None) -> None:
+def record_run(
+    catalog: Catalog,
+    state: dict[str, Any],
+    reports: list[AgentReport],
+    candidates: list[Candidate],
+    plan: Plan,
+    finished_at: float,
+    llm_probe: dict[str, Any] | None = None,
+) -> None:
     run_id = state["run_id"]
     planned = {i.repo_id for i in plan.items}
     counts = {
-        "agents": len(reports), "agents_failed": sum(r.status == "failed" for r in reports), **agent_totals(reports),
-        "candidates": len(candidates), "relevant": sum(c.status == "relevant" for c in candidates),
-        "planned": len(planned), "llm_fallback_causes": fallback_causes(reports),
+        "agents": len(reports),
+        "agents_failed": sum(r.status == "failed" for r in reports),
+        **agent_totals(reports),
+        "candidates": len(candidates),
+        "relevant": sum(c.status == "relevant" for c in candidates),
+        "planned": len(planned),
+        "llm_fallback_causes": fallback_causes(reports),
     }
     failures = "; ".join(f"{r.category}: {r.error}" for r in reports if r.status == "failed") or None
     with catalog.writer() as con:
-        previous = {row[0]: (row[1], row[2]) for row in con.execute(
-            "SELECT repo_id, first_seen, status FROM candidates").fetchall()}
+        previous = {
+            row[0]: (row[1], row[2])
+            for row in con.execute("SELECT repo_id, first_seen, status FROM candidates").fetchall()
+        }
         now = datetime.now()
-        upsert(con, "search_runs", [{
-            "run_id": run_id, "domain": state["domain"], "samples_requested": state["samples"],
-            "policy": state["config"]["policy"], "started_at": _ts(state["started_at"]),
-            "finished_at": _ts(finished_at), "status": run_status(reports), "error": failures, "counts": counts,
-            "llm_probe": llm_probe}])
-        upsert(con, "agent_runs", [{
-            "run_id": run_id, "category": r.category, "started_at": _ts(r.started_at),
-            "finished_at": _ts(r.finished_at), "status": r.status, "error": r.error, "hub_calls": r.hub_calls,
-            "llm_calls": r.llm_calls, "llm_tokens": r.llm_tokens, "n_candidates": len(r.candidates),
-            "cache_hits": r.cache_hits, "llm_fallbacks": r.llm_fallbacks, "budget_exhausted": r.budget_exhausted,
-            "tool_calls": r.tool_calls, "tool_errors": r.tool_errors, "llm_fallback_cause": r.llm_fallback_cause,
-        } for r in reports])
+        upsert(
+            con,
+            "search_runs",
+            [
+                {
+                    "run_id": run_id,
+                    "domain": state["domain"],
+                    "samples_requested": state["samples"],
+                    "policy": state["config"]["policy"],
+                    "started_at": _ts(state["started_at"]),
+                    "finished_at": _ts(finished_at),
+                    "status": run_status(reports),
+                    "error": failures,
+                    "counts": counts,
+                    "llm_probe": llm_probe,
+                }
+            ],
+        )
+        upsert(
+            con,
+            "agent_runs",
+            [
+                {
+                    "run_id": run_id,
+                    "category": r.category,
+                    "started_at": _ts(r.started_at),
+                    "finished_at": _ts(r.finished_at),
+                    "status": r.status,
+                    "error": r.error,
+                    "hub_calls": r.hub_calls,
+                    "llm_calls": r.llm_calls,
+                    "llm_tokens": r.llm_tokens,
+                    "n_candidates": len(r.candidates),
+                    "cache_hits": r.cache_hits,
+                    "llm_fallbacks": r.llm_fallbacks,
+                    "budget_exhausted": r.budget_exhausted,
+                    "tool_calls": r.tool_calls,
+                    "tool_errors": r.tool_errors,
+                    "llm_fallback_cause": r.llm_fallback_cause,
+                }
+                for r in reports
+            ],
+        )
         # Re-recording a run (resume) replaces its events: they are the agents' lists, written whole.
         con.execute("DELETE FROM llm_events WHERE run_id = ?", [run_id])
-        upsert(con, "llm_events", [{
-            "run_id": run_id, "category": r.category, "seq": i, "step": e["step"], "cause": e["cause"],
-            "status_code": e["status"], "detail": e["detail"], "outcome": e["outcome"], "logged_at": _ts(e["at"]),
-        } for r in reports for i, e in enumerate(r.llm_events)])
-        upsert(con, "candidates", [_candidate_row(c, run_id, now, previous.get(c.repo_id), c.repo_id in planned)
-                                   for c in candidates])
-        upsert(con, "schemas", [{
-            "repo_id": c.repo_id, "revision": c.revision, "config": s["config"], "split": s["split"],
-            "features": s["features"], "sample_rows": s["sample_rows"], "detected": s.get("detected"),
-        } for c in candidates if c.revision for s in c.schemas])
-        upsert(con, "plans", [{
-            "plan_id": plan.plan_id, "run_id": run_id, "domain": state["domain"],
-            "samples_requested": plan.samples_requested, "samples_existing": plan.samples_existing,
-            "created_at": now, "totals": plan.totals,
-            "params": {"config": state["config"], "existing_repos": plan.existing_repos}}])
+        upsert(
+            con,
+            "llm_events",
+            [
+                {
+                    "run_id": run_id,
+                    "category": r.category,
+                    "seq": i,
+                    "step": e["step"],
+                    "cause": e["cause"],
+                    "status_code": e["status"],
+                    "detail": e["detail"],
+                    "outcome": e["outcome"],
+                    "logged_at": _ts(e["at"]),
+                }
+                for r in reports
+                for i, e in enumerate(r.llm_events)
+            ],
+        )
+        upsert(
+            con,
+            "candidates",
+            [_candidate_row(c, run_id, now, previous.get(c.repo_id), c.repo_id in planned) for c in candidates],
+        )
+        upsert(
+            con,
+            "schemas",
+            [
+                {
+                    "repo_id": c.repo_id,
+                    "revision": c.revision,
+                    "config": s["config"],
+                    "split": s["split"],
+                    "features": s["features"],
+                    "sample_rows": s["sample_rows"],
+                    "detected": s.get("detected"),
+                }
+                for c in candidates
+                if c.revision
+                for s in c.schemas
+            ],
+        )
+        upsert(
+            con,
+            "plans",
+            [
+                {
+                    "plan_id": plan.plan_id,
+                    "run_id": run_id,
+                    "domain": state["domain"],
+                    "samples_requested": plan.samples_requested,
+                    "samples_existing": plan.samples_existing,
+                    "created_at": now,
+                    "totals": plan.totals,
+                    "params": {"config": state["config"], "existing_repos": plan.existing_repos},
+                }
+            ],
+        )
         upsert(con, "plan_items", [{"plan_id": plan.plan_id, **i.model_dump()} for i in plan.items])
 
 
@@ -90,12 +176,27 @@ def _candidate_row(c: Candidate, run_id: str, now: datetime, previous: tuple | N
     first_seen, old_status = previous or (now, None)
     status = old_status if old_status in KEEP_STATUS else ("planned" if planned else c.status)
     return {
-        "repo_id": c.repo_id, "revision": c.revision, "category": c.category,
-        "also_found_by": c.also_found_by, "score": c.score, "score_reasons": c.reasons,
-        "downloads": c.downloads, "likes": c.likes, "license": c.license, "gated": c.gated, "tags": c.tags,
-        "n_rows": c.n_rows, "size_bytes": c.size_bytes, "card_summary": c.card_summary, "mode": c.mode,
-        "est_yield": c.est_yield, "flags": c.flags, "first_seen": first_seen, "last_seen": now,
-        "last_run_id": run_id, "status": status,
+        "repo_id": c.repo_id,
+        "revision": c.revision,
+        "category": c.category,
+        "also_found_by": c.also_found_by,
+        "score": c.score,
+        "score_reasons": c.reasons,
+        "downloads": c.downloads,
+        "likes": c.likes,
+        "license": c.license,
+        "gated": c.gated,
+        "tags": c.tags,
+        "n_rows": c.n_rows,
+        "size_bytes": c.size_bytes,
+        "card_summary": c.card_summary,
+        "mode": c.mode,
+        "est_yield": c.est_yield,
+        "flags": c.flags,
+        "first_seen": first_seen,
+        "last_seen": now,
+        "last_run_id": run_id,
+        "status": status,
     }
 
 
@@ -103,9 +204,9 @@ def review_queries(run_id: str, plan_id: str) -> list[str]:
     """The exact `draftset sql` commands to review a run (ids are ours, quoted safely)."""
     rid, pid = run_id.replace("'", "''"), plan_id.replace("'", "''")  # SQL string literals
     return [
-        f"draftset sql \"SELECT category, status, started_at, finished_at, hub_calls, n_candidates, error "
+        f'draftset sql "SELECT category, status, started_at, finished_at, hub_calls, n_candidates, error '
         f"FROM agent_runs WHERE run_id = '{rid}' ORDER BY started_at\"",
-        f"draftset sql \"SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidates "
+        f'draftset sql "SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidates '
         f"WHERE last_run_id = '{rid}' ORDER BY score DESC\"",
         f"draftset sql \"SELECT repo_id, score_reasons FROM candidates WHERE last_run_id = '{rid}' "
         f"AND status = 'irrelevant'\"",

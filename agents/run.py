@@ -72,14 +72,25 @@ def _recorded(catalog: Catalog, run_id: str) -> bool:
 
 def _mark_running(catalog: Catalog, run_id: str, values: dict[str, Any]) -> None:
     mark_interrupted(catalog)  # earlier runs whose process died stop showing as running
-    catalog.upsert("search_runs", [{
-        "run_id": run_id, "domain": values["domain"], "samples_requested": values["samples"],
-        "policy": values["config"].get("policy"), "started_at": datetime.fromtimestamp(values["started_at"]),
-        "status": "running", "owner": owner()}])
+    catalog.upsert(
+        "search_runs",
+        [
+            {
+                "run_id": run_id,
+                "domain": values["domain"],
+                "samples_requested": values["samples"],
+                "policy": values["config"].get("policy"),
+                "started_at": datetime.fromtimestamp(values["started_at"]),
+                "status": "running",
+                "owner": owner(),
+            }
+        ],
+    )
 
 
-async def _plan_resume(graph: Any, cfg: dict[str, Any], saved: Any, run_id: str, catalog: Catalog,
-                       retry_failed: bool) -> None:
+async def _plan_resume(
+    graph: Any, cfg: dict[str, Any], saved: Any, run_id: str, catalog: Catalog, retry_failed: bool
+) -> None:
     """Rewind the checkpoint so that astream(None) does what the resume needs; raise when nothing is left."""
     latest = {r["category"]: r for r in saved.values.get("reports", [])}  # a retry's report wins
     ok = {c for c, r in latest.items() if r["status"] == "ok"}
@@ -95,15 +106,24 @@ async def _plan_resume(graph: Any, cfg: dict[str, Any], saved: Any, run_id: str,
         await graph.aupdate_state(cfg, None, as_node="category_agent")
     else:
         failed = sorted(set(latest) - ok)
-        raise DraftsetError(f"find run {run_id!r} already finished" + (f" ({len(failed)} agent(s) failed: "
-                            f"{', '.join(failed)})" if failed else ""),
-                            hint=f"draftset find --resume {run_id} --retry-failed" if failed else
-                            f"draftset sql \"SELECT * FROM candidates WHERE last_run_id = '{run_id}'\"")
+        raise DraftsetError(
+            f"find run {run_id!r} already finished"
+            + (f" ({len(failed)} agent(s) failed: {', '.join(failed)})" if failed else ""),
+            hint=f"draftset find --resume {run_id} --retry-failed"
+            if failed
+            else f"draftset sql \"SELECT * FROM candidates WHERE last_run_id = '{run_id}'\"",
+        )
 
 
-async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resume: str | None = None,
-                      run_id: str | None = None, hub: HubTools | None = None,
-                      retry_failed: bool = False) -> AsyncIterator[dict[str, Any]]:
+async def stream_find(
+    env: FindEnv,
+    request: FindRequest | None = None,
+    *,
+    resume: str | None = None,
+    run_id: str | None = None,
+    hub: HubTools | None = None,
+    retry_failed: bool = False,
+) -> AsyncIterator[dict[str, Any]]:
     """Start a run (request) or continue one (resume=RUN_ID); yields progress, then the final state."""
     if (request is None) == (resume is None):
         raise ValueError("give either a request or resume=RUN_ID")
@@ -115,29 +135,45 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
         if resume:
             saved = await build_graph(FindConfig()).compile(checkpointer=saver).aget_state(cfg)
             if not saved.values:
-                raise DraftsetError(f"no find run {run_id!r} in {Home(env.home).find_checkpoints}",
-                                    hint="use the run id `draftset find` printed when it started (runs that "
-                                         "finished are listed by: draftset sql \"SELECT run_id FROM search_runs\")")
-            await _plan_resume(build_graph(FindConfig()).compile(checkpointer=saver), cfg, saved, run_id,
-                               Catalog(env.home), retry_failed)
+                raise DraftsetError(
+                    f"no find run {run_id!r} in {Home(env.home).find_checkpoints}",
+                    hint="use the run id `draftset find` printed when it started (runs that "
+                    'finished are listed by: draftset sql "SELECT run_id FROM search_runs")',
+                )
+            await _plan_resume(
+                build_graph(FindConfig()).compile(checkpointer=saver),
+                cfg,
+                saved,
+                run_id,
+                Catalog(env.home),
+                retry_failed,
+            )
             _mark_running(Catalog(env.home), run_id, saved.values)
             config, graph_input = FindConfig(**saved.values["config"]), None
         else:
             config = request.config
-            graph_input = {"run_id": run_id, "domain": request.domain, "samples": request.samples,
-                           "config": config.model_dump(mode="json"), "started_at": time.time(), "reports": []}
+            graph_input = {
+                "run_id": run_id,
+                "domain": request.domain,
+                "samples": request.samples,
+                "config": config.model_dump(mode="json"),
+                "started_at": time.time(),
+                "reports": [],
+            }
             _mark_running(Catalog(env.home), run_id, graph_input)
         cfg["max_concurrency"] = config.max_concurrency
-        hub = hub or HubTools(env.endpoint, env.viewer_base, config, token=env.token,
-                              cache_dir=Home(env.home).hub_cache)
+        hub = hub or HubTools(
+            env.endpoint, env.viewer_base, config, token=env.token, cache_dir=Home(env.home).hub_cache
+        )
         policy = make_policy(config, env.llm_client, env.llm_model)
         probed: dict[str, Any] | None = None
         if hasattr(policy, "prepare"):  # the llm policy probes the endpoint's structured output once per run
             probed = (await policy.prepare()).model_dump()
             yield {"stage": "llm_probe", **probed}
         with ThreadPoolExecutor(max_workers=16, thread_name_prefix="find-agent") as pool:
-            cfg["configurable"]["runtime"] = Runtime(hub=hub, policy=policy, executor=pool,
-                                                     catalog=Catalog(env.home), has_token=bool(env.token))
+            cfg["configurable"]["runtime"] = Runtime(
+                hub=hub, policy=policy, executor=pool, catalog=Catalog(env.home), has_token=bool(env.token)
+            )
             graph = build_graph(config).compile(checkpointer=saver)
             yield {"stage": "begin", "run_id": run_id, "resumed": bool(resume)}
             # aclosing: when the caller stops early (Ctrl-C), LangGraph still flushes the writes of
@@ -152,8 +188,13 @@ async def stream_find(env: FindEnv, request: FindRequest | None = None, *, resum
                             yield {"category": report["category"], "stage": "saved", "status": report["status"]}
                         yield {"stage": "node", "node": node}
             final = (await graph.aget_state(cfg)).values
-        yield {"stage": "finished", "run_id": run_id, "state": final, "hub_requests": dict(hub.requests),
-               "llm_probe": probed}
+        yield {
+            "stage": "finished",
+            "run_id": run_id,
+            "state": final,
+            "hub_requests": dict(hub.requests),
+            "llm_probe": probed,
+        }
 
 
 async def run_find(env: FindEnv, request: FindRequest | None = None, **kwargs: Any) -> dict[str, Any]:

@@ -41,8 +41,9 @@ def _rows_and_bytes(configs: list[dict[str, Any]]) -> tuple[int | None, int | No
     return rows, size
 
 
-def score_candidate(category: str, domain: str, hit: dict[str, Any], facts: dict[str, Any],
-                    config: FindConfig) -> Candidate:
+def score_candidate(
+    category: str, domain: str, hit: dict[str, Any], facts: dict[str, Any], config: FindConfig
+) -> Candidate:
     cat = BY_KEY[category]
     reasons: list[str] = []
     flags: list[str] = []
@@ -113,20 +114,44 @@ def score_candidate(category: str, domain: str, hit: dict[str, Any], facts: dict
     else:
         mode = "regenerate"
 
-    irrelevant = (why_not_text is not None or "empty" in flags or not matched
-                  or relevance < config.min_relevance
-                  or (structure["layout"] == "none" and facts["access"] in ("ok", "error")))
+    irrelevant = (
+        why_not_text is not None
+        or "empty" in flags
+        or not matched
+        or relevance < config.min_relevance
+        or (structure["layout"] == "none" and facts["access"] in ("ok", "error"))
+    )
     if why_not_text:
         reasons.append(f"irrelevant: not text ({why_not_text})")
     cpt = config.capacity.chars_per_token
     return Candidate(
-        repo_id=hit["repo_id"], revision=hit.get("sha"), category=category, score=round(score, 4),
-        reasons=reasons, downloads=downloads, likes=int(hit.get("likes") or 0),
-        license=None if license_ in NO_LICENSE else license_, gated="gated" in flags, tags=hit["tags"],
-        n_rows=n_rows, size_bytes=size_bytes, card_summary=" ".join(facts.get("card_text", "").split())[:240],
-        mode=mode, est_yield=round(stats["yield"], 4), prompt_tokens=stats["prompt_chars"] / cpt,
-        response_tokens=stats["response_chars"] / cpt, flags=flags,
+        repo_id=hit["repo_id"],
+        revision=hit.get("sha"),
+        category=category,
+        score=round(score, 4),
+        reasons=reasons,
+        downloads=downloads,
+        likes=int(hit.get("likes") or 0),
+        license=None if license_ in NO_LICENSE else license_,
+        gated="gated" in flags,
+        tags=hit["tags"],
+        n_rows=n_rows,
+        size_bytes=size_bytes,
+        card_summary=" ".join(facts.get("card_text", "").split())[:240],
+        mode=mode,
+        est_yield=round(stats["yield"], 4),
+        prompt_tokens=stats["prompt_chars"] / cpt,
+        response_tokens=stats["response_chars"] / cpt,
+        flags=flags,
         status="irrelevant" if irrelevant else "relevant",
-        schemas=[{"config": c["config"], "split": c["split"], "features": c["features"], "sample_rows": c["rows"],
-                  "detected": detected.to_json() if c is sampled else None} for c in facts["configs"]],
+        schemas=[
+            {
+                "config": c["config"],
+                "split": c["split"],
+                "features": c["features"],
+                "sample_rows": c["rows"],
+                "detected": detected.to_json() if c is sampled else None,
+            }
+            for c in facts["configs"]
+        ],
     )

@@ -73,8 +73,16 @@ class AgentCounts(Record):
     def llm_event(self, step: str, cause: str, detail: str, outcome: str, status: int | None = None) -> None:
         """outcome: retried (a repair or retry follows), sent_back (a tool error went back to the model),
         judge (the tool loop gave up; the model judges the heuristic's finds instead), fallback."""
-        self.llm_events.append({"step": step, "cause": cause, "detail": detail[:300], "status": status,
-                                "outcome": outcome, "at": time.time()})
+        self.llm_events.append(
+            {
+                "step": step,
+                "cause": cause,
+                "detail": detail[:300],
+                "status": status,
+                "outcome": outcome,
+                "at": time.time(),
+            }
+        )
         if outcome == "fallback":
             self.llm_fallbacks += 1
             self.llm_fallback_cause = cause

@@ -43,8 +43,15 @@ class InjectedFailure(RuntimeError):
 class HubTools:
     """Shared by the ten agents of one process; thread-safe counters keyed by category."""
 
-    def __init__(self, endpoint: str, viewer_base: str, config: FindConfig, token: str | None = None,
-                 cache_dir: Path | None = None, fail_categories: Collection[str] = ()):
+    def __init__(
+        self,
+        endpoint: str,
+        viewer_base: str,
+        config: FindConfig,
+        token: str | None = None,
+        cache_dir: Path | None = None,
+        fail_categories: Collection[str] = (),
+    ):
         self.endpoint = endpoint.rstrip("/")
         self.viewer_base = viewer_base.rstrip("/")
         self.config = config
@@ -112,13 +119,26 @@ class HubTools:
             return self._searches[(query, tag)]
 
     def _list(self, query: str | None, tag: str | None) -> list[dict[str, Any]]:
-        infos = self._guard(f"search {query or tag!r}", lambda: list(self.api.list_datasets(
-            search=query, filter=tag, sort="downloads", limit=self.config.search_limit, full=True)))
-        return [{
-            "repo_id": i.id, "sha": i.sha, "downloads": i.downloads or 0, "likes": i.likes or 0,
-            "gated": bool(i.gated), "tags": list(i.tags or []),
-            "card_data": i.card_data.to_dict() if i.card_data is not None else {},
-        } for i in infos]
+        infos = self._guard(
+            f"search {query or tag!r}",
+            lambda: list(
+                self.api.list_datasets(
+                    search=query, filter=tag, sort="downloads", limit=self.config.search_limit, full=True
+                )
+            ),
+        )
+        return [
+            {
+                "repo_id": i.id,
+                "sha": i.sha,
+                "downloads": i.downloads or 0,
+                "likes": i.likes or 0,
+                "gated": bool(i.gated),
+                "tags": list(i.tags or []),
+                "card_data": i.card_data.to_dict() if i.card_data is not None else {},
+            }
+            for i in infos
+        ]
 
     # -- inspect -----------------------------------------------------------------------------
     def inspect(self, category: str, hit: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +174,12 @@ class HubTools:
     def _read_card(self, category: str, hit: dict[str, Any], facts: dict[str, Any]) -> None:
         self._spend(category)
         try:
-            local = self._guard("card", lambda: self.api.hf_hub_download(
-                hit["repo_id"], "README.md", repo_type="dataset", revision=hit.get("sha")))
+            local = self._guard(
+                "card",
+                lambda: self.api.hf_hub_download(
+                    hit["repo_id"], "README.md", repo_type="dataset", revision=hit.get("sha")
+                ),
+            )
         except HfHubHTTPError as exc:  # gated, missing card: a fact about the repo, not an agent failure
             if status_of(exc) in (401, 403):
                 facts["access"] = "denied"
@@ -190,9 +214,16 @@ class HubTools:
             return
         for config, meta in (info.get("dataset_info") or {}).items():
             for split, s in (meta.get("splits") or {}).items():
-                facts["configs"].append({
-                    "config": config, "split": split, "num_rows": s.get("num_examples"),
-                    "num_bytes": s.get("num_bytes"), "features": meta.get("features") or {}, "rows": []})
+                facts["configs"].append(
+                    {
+                        "config": config,
+                        "split": split,
+                        "num_rows": s.get("num_examples"),
+                        "num_bytes": s.get("num_bytes"),
+                        "features": meta.get("features") or {},
+                        "rows": [],
+                    }
+                )
         if not facts["configs"]:
             return
         first = _preferred(facts["configs"])

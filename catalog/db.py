@@ -66,8 +66,10 @@ class Catalog:
         try:
             self.home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise DraftsetError(f"cannot create draftset home {self.home}: {exc.strerror}",
-                                hint="set DRAFTSET_HOME to a writable folder") from exc
+            raise DraftsetError(
+                f"cannot create draftset home {self.home}: {exc.strerror}",
+                hint="set DRAFTSET_HOME to a writable folder",
+            ) from exc
         owner = _owner.owner_of(self.path)
         if owner is not None:  # the service holds the file: one writer at a time on its instance
             with owner.write_lock:
@@ -97,21 +99,24 @@ class Catalog:
         INSTALL) and cannot re-enable it: the review path reads the catalog and nothing else.
         """
         config: dict[str, str | bool | int | float | list[str]] = (
-            {"enable_external_access": False, "lock_configuration": True} if read_only else {})
+            {"enable_external_access": False, "lock_configuration": True} if read_only else {}
+        )
         deadline = time.monotonic() + self.busy_timeout_s
         while True:
             try:
                 return duckdb.connect(str(self.path), read_only=read_only, config=config)
             except duckdb.IOException as exc:
                 if not _is_lock_error(exc):
-                    raise DraftsetError(f"cannot open catalog {self.path}: {first_line(exc)}",
-                                        hint="check DRAFTSET_HOME points at a draftset home") from exc
+                    raise DraftsetError(
+                        f"cannot open catalog {self.path}: {first_line(exc)}",
+                        hint="check DRAFTSET_HOME points at a draftset home",
+                    ) from exc
                 service = _owner.running_service(self.home)
                 if service is not None:  # the team service holds it for its lifetime: say so at once
                     raise CatalogBusy(
                         f"catalog is busy: draftset serve (pid {service['pid']}) owns {self.path}",
                         hint=f"go through it: export DRAFTSET_SERVER={service['url']} DRAFTSET_TOKEN=<your token> "
-                             "(sql, find, adapters test/approve/reject), or stop the service",
+                        "(sql, find, adapters test/approve/reject), or stop the service",
                     ) from exc
                 if time.monotonic() >= deadline:
                     raise CatalogBusy(
@@ -120,8 +125,10 @@ class Catalog:
                     ) from exc
                 time.sleep(0.05)
             except (duckdb.Error, OSError) as exc:
-                raise DraftsetError(f"cannot open catalog {self.path}: {first_line(exc)}",
-                                    hint="check DRAFTSET_HOME points at a draftset home and the disk is writable") from exc
+                raise DraftsetError(
+                    f"cannot open catalog {self.path}: {first_line(exc)}",
+                    hint="check DRAFTSET_HOME points at a draftset home and the disk is writable",
+                ) from exc
 
     @staticmethod
     def _migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -139,8 +146,10 @@ class Catalog:
                 con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, name, datetime.now()])
             except duckdb.Error as exc:
                 con.execute("ROLLBACK")
-                raise DraftsetError(f"catalog migration {version:04d}_{name}.sql failed: {first_line(exc)}",
-                                    hint="fix the migration file; the catalog was left at the previous version") from exc
+                raise DraftsetError(
+                    f"catalog migration {version:04d}_{name}.sql failed: {first_line(exc)}",
+                    hint="fix the migration file; the catalog was left at the previous version",
+                ) from exc
             con.execute("COMMIT")
 
     def migrate(self) -> None:
@@ -164,7 +173,7 @@ class Catalog:
         if not self.path.exists():
             raise DraftsetError(
                 f"no catalog at {self.path}",
-                hint="run `draftset find \"<domain>\"` first, or set DRAFTSET_HOME to an existing home",
+                hint='run `draftset find "<domain>"` first, or set DRAFTSET_HOME to an existing home',
             )
         owner = _owner.owner_of(self.path)
         if owner is not None:

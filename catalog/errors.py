@@ -28,8 +28,7 @@ class CatalogReadOnly(DraftsetError):
 class StageFailed(DraftsetError):
     """A stage run failed; `counts` are its in/out/dropped_<reason>/errors at the moment it stopped."""
 
-    def __init__(self, message: str, *, stage: str, run_id: str, counts: Mapping[str, int],
-                 hint: str | None = None):
+    def __init__(self, message: str, *, stage: str, run_id: str, counts: Mapping[str, int], hint: str | None = None):
         super().__init__(message, hint=hint)
         self.stage = stage
         self.run_id = run_id

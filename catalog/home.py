@@ -53,8 +53,9 @@ def repo_from_dirname(dirname: str) -> str:
 def checked_name(name: str, what: str) -> str:
     """A mix/report name becomes a folder: refuse anything that could escape it."""
     if not _NAME.match(name):
-        raise DraftsetError(f"invalid {what} name {name!r}",
-                            hint="use letters, digits, '.', '_' or '-' (at most 100 characters)")
+        raise DraftsetError(
+            f"invalid {what} name {name!r}", hint="use letters, digits, '.', '_' or '-' (at most 100 characters)"
+        )
     return name
 
 
@@ -106,8 +107,7 @@ class Home:
         root = self.normalized_root
         if not root.is_dir():
             return []
-        return sorted(repo_from_dirname(d.name) for d in root.iterdir()
-                      if d.is_dir() and any(d.glob("part-*.parquet")))
+        return sorted(repo_from_dirname(d.name) for d in root.iterdir() if d.is_dir() and any(d.glob("part-*.parquet")))
 
     @property
     def dedup(self) -> Path:
@@ -136,8 +136,11 @@ class Home:
 
     def kind_root(self, kind: str) -> Path:
         """`builds`, `captures` or `drafts`: where the named outputs of build, capture and train live."""
-        roots = {"builds": self.root / "data" / "build", "captures": self.root / "captures",
-                 "drafts": self.root / "drafts"}
+        roots = {
+            "builds": self.root / "data" / "build",
+            "captures": self.root / "captures",
+            "drafts": self.root / "drafts",
+        }
         if kind not in roots:
             raise ValueError(f"no named outputs of kind {kind!r} in a home")
         return roots[kind]

@@ -31,8 +31,13 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int
         conn.close()
 
 
-def run_isolated(fn: Callable[..., Any], *args: Any, what: str, timeout_s: float = limits.MAX_REQUEST_S,
-                 memory: int = limits.MAX_WORKER_MEMORY) -> Any:
+def run_isolated(
+    fn: Callable[..., Any],
+    *args: Any,
+    what: str,
+    timeout_s: float = limits.MAX_REQUEST_S,
+    memory: int = limits.MAX_WORKER_MEMORY,
+) -> Any:
     """fn(*args) in a child; its result, or DraftsetError naming `what` (crash, limit, or its error)."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
@@ -48,8 +53,9 @@ def run_isolated(fn: Callable[..., Any], *args: Any, what: str, timeout_s: float
         proc.join(5)
         code = proc.exitcode
         why = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
-        raise DraftsetError(f"{what} crashed ({why}) on this data",
-                            hint="the dataset's files are hostile or broken; reject the dataset") from None
+        raise DraftsetError(
+            f"{what} crashed ({why}) on this data", hint="the dataset's files are hostile or broken; reject the dataset"
+        ) from None
     finally:
         parent.close()
         proc.join(5)

@@ -23,13 +23,13 @@ from typing import Any
 
 from catalog.errors import DraftsetError
 
-MAX_JSON_DEPTH = 64              # nesting of objects/arrays in one row (real conversations: < 12)
-MAX_INT_DIGITS = 64              # digits of one JSON integer literal
+MAX_JSON_DEPTH = 64  # nesting of objects/arrays in one row (real conversations: < 12)
+MAX_INT_DIGITS = 64  # digits of one JSON integer literal
 MAX_ROW_BYTES = 32 * 1024 * 1024  # one raw row (a JSONL line, a CSV record, a parquet row as JSON)
-MAX_CARD_BYTES = 1024 * 1024     # a dataset card (README.md) read for metadata
-MAX_YAML_NODES = 100_000         # nodes of a card's YAML front matter after alias expansion
-MAX_YAML_DEPTH = 64              # nesting of that YAML
-MAX_REQUEST_S = 30.0             # one local-Hub request that reads a data file (parquet/JSON work)
+MAX_CARD_BYTES = 1024 * 1024  # a dataset card (README.md) read for metadata
+MAX_YAML_NODES = 100_000  # nodes of a card's YAML front matter after alias expansion
+MAX_YAML_DEPTH = 64  # nesting of that YAML
+MAX_REQUEST_S = 30.0  # one local-Hub request that reads a data file (parquet/JSON work)
 MAX_RESPONSE_ROWS_BYTES = 16 * 1024 * 1024  # rows the local Hub's viewer returns in one answer
 MAX_WORKER_MEMORY = 2 * 1024**3  # address space of the process that parses one untrusted file
 
@@ -96,8 +96,9 @@ def loads_limited(text: str | bytes, where: str = "JSON") -> Any:
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            raise LimitExceeded("lone_surrogate", f"{where}: a string holds an unpaired UTF-16 surrogate "
-                                "(\\ud800-\\udfff escape)") from None
+            raise LimitExceeded(
+                "lone_surrogate", f"{where}: a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff escape)"
+            ) from None
     return value
 
 

@@ -71,9 +71,12 @@ def mark_interrupted(catalog: Any) -> int:
         with catalog.writer() as con:
             for table, ids in dead.items():
                 for run_id in ids:
-                    con.execute(f"UPDATE {table} SET status = 'interrupted', error = coalesce(error, "
-                                "'the process running it died (killed, crashed or the machine stopped)') "
-                                "WHERE run_id = ? AND status = 'running'", [run_id])
+                    con.execute(
+                        f"UPDATE {table} SET status = 'interrupted', error = coalesce(error, "
+                        "'the process running it died (killed, crashed or the machine stopped)') "
+                        "WHERE run_id = ? AND status = 'running'",
+                        [run_id],
+                    )
     except DraftsetError:  # busy or not migrated yet: the sweep is best effort, the next one catches up
         return 0
     except Exception as exc:  # an old catalog without the owner column, before its migration
@@ -94,8 +97,10 @@ def run_lock(path: Path, what: str) -> Iterator[None]:
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "another process"
-            raise DraftsetError(f"{what} is already running ({holder})",
-                                hint="wait for it to finish; the lock is released when that process ends") from None
+            raise DraftsetError(
+                f"{what} is already running ({holder})",
+                hint="wait for it to finish; the lock is released when that process ends",
+            ) from None
         fh.seek(0)
         fh.truncate()
         fh.write(owner())

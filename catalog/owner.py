@@ -37,7 +37,8 @@ class Owner:
     # Queries running at once on the instance. More than the cores only thrash: on 2 cores, 8 threads
     # querying one instance answer ~270 small queries/s, one thread ~830 (measured, see bench_service).
     read_slots: threading.BoundedSemaphore = field(
-        default_factory=lambda: threading.BoundedSemaphore(max(1, min(4, os.cpu_count() or 1))))
+        default_factory=lambda: threading.BoundedSemaphore(max(1, min(4, os.cpu_count() or 1)))
+    )
     # Bumped after every committed write: a reader's cache keyed on it is exact (every write of this
     # home goes through this process while it owns the file).
     generation: int = 0

@@ -20,20 +20,22 @@ from catalog.errors import DraftsetError
 from catalog.io import atomic_path
 
 # Columns of data/normalized/* and data/mix/* shards (the common brief fixes them).
-RECORD_SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("repo_id", pa.string()),
-    ("revision", pa.string()),
-    ("config", pa.string()),
-    ("split", pa.string()),
-    ("row_index", pa.int64()),
-    ("category", pa.string()),
-    ("mode", pa.string()),
-    ("prompt_hash", pa.string()),
-    ("n_turns", pa.int64()),
-    ("prompt_chars", pa.int64()),
-    ("conversation", pa.string()),
-])
+RECORD_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("repo_id", pa.string()),
+        ("revision", pa.string()),
+        ("config", pa.string()),
+        ("split", pa.string()),
+        ("row_index", pa.int64()),
+        ("category", pa.string()),
+        ("mode", pa.string()),
+        ("prompt_hash", pa.string()),
+        ("n_turns", pa.int64()),
+        ("prompt_chars", pa.int64()),
+        ("conversation", pa.string()),
+    ]
+)
 
 
 def shard_paths(directory: Path, prefix: str = "part") -> list[Path]:
@@ -52,8 +54,9 @@ class ParquetShardWriter:
     fails (its rows are complete), unless a flush itself failed.
     """
 
-    def __init__(self, directory: Path, schema: pa.Schema = RECORD_SCHEMA, prefix: str = "part",
-                 rows_per_shard: int = 10_000):
+    def __init__(
+        self, directory: Path, schema: pa.Schema = RECORD_SCHEMA, prefix: str = "part", rows_per_shard: int = 10_000
+    ):
         self.directory = Path(directory)
         self.schema = schema
         self.prefix = prefix
@@ -80,19 +83,23 @@ class ParquetShardWriter:
         self._broken = True
         try:
             # Column lists, not from_pylist: several times faster for wide string rows.
-            table = pa.table({name: [row.get(name) for row in self._buffer] for name in self.schema.names},
-                             schema=self.schema)
+            table = pa.table(
+                {name: [row.get(name) for row in self._buffer] for name in self.schema.names}, schema=self.schema
+            )
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise DraftsetError(f"cannot write shard in {self.directory}: a row does not match the "
-                                f"shard schema ({exc})") from exc
+            raise DraftsetError(
+                f"cannot write shard in {self.directory}: a row does not match the shard schema ({exc})"
+            ) from exc
         path = self.directory / f"{self.prefix}-{self._next:05d}.parquet"
         try:
             with atomic_path(path) as tmp:
                 pq.write_table(table, tmp, compression="zstd")
         except OSError as exc:  # full disk, permissions: say where, keep earlier shards intact
-            raise DraftsetError(f"cannot write shard {path}: {exc}",
-                                hint="free disk space or fix permissions, then re-run: finished shards "
-                                     "are kept and the run resumes by id") from exc
+            raise DraftsetError(
+                f"cannot write shard {path}: {exc}",
+                hint="free disk space or fix permissions, then re-run: finished shards "
+                "are kept and the run resumes by id",
+            ) from exc
         self._broken = False
         self._next += 1
         self.written.append(path)
@@ -117,8 +124,9 @@ def existing_ids(directory: Path, prefix: str = "part", column: str = "id") -> s
     return ids
 
 
-def iter_rows(directories: Iterable[Path], columns: list[str] | None = None, prefix: str = "part",
-              batch_size: int = 4_096) -> Iterator[dict[str, Any]]:
+def iter_rows(
+    directories: Iterable[Path], columns: list[str] | None = None, prefix: str = "part", batch_size: int = 4_096
+) -> Iterator[dict[str, Any]]:
     """Stream rows from the shards of several directories without loading them whole."""
     for directory in directories:
         for path in shard_paths(directory, prefix):
@@ -126,12 +134,12 @@ def iter_rows(directories: Iterable[Path], columns: list[str] | None = None, pre
                 yield from batch.to_pylist()
 
 
-def read_table(directories: Iterable[Path], columns: list[str] | None = None,
-               prefix: str = "part") -> pa.Table:
+def read_table(directories: Iterable[Path], columns: list[str] | None = None, prefix: str = "part") -> pa.Table:
     """All shards of several directories as one table (for metadata columns, not conversations)."""
     tables = [pq.read_table(p, columns=columns) for d in directories for p in shard_paths(d, prefix)]
     if not tables:
         names = columns or RECORD_SCHEMA.names
-        return pa.table({n: pa.array([], RECORD_SCHEMA.field(n).type if n in RECORD_SCHEMA.names
-                                      else pa.string()) for n in names})
+        return pa.table(
+            {n: pa.array([], RECORD_SCHEMA.field(n).type if n in RECORD_SCHEMA.names else pa.string()) for n in names}
+        )
     return pa.concat_tables(tables, promote_options="default")

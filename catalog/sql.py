@@ -32,15 +32,18 @@ def check_read_only(query: str) -> None:
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as exc:
-        raise DraftsetError(f"query failed: {first_line(exc)}",
-                            hint='`draftset sql "SHOW TABLES"` lists the tables') from exc
+        raise DraftsetError(
+            f"query failed: {first_line(exc)}", hint='`draftset sql "SHOW TABLES"` lists the tables'
+        ) from exc
     if not statements:
         raise DraftsetError("empty query", hint='for example: draftset sql "SELECT * FROM candidates"')
     for statement in statements:
         if statement.type not in ALLOWED:
             kind = statement.type.name.replace("_STATEMENT", "")
-            raise CatalogReadOnly(f"draftset sql is read-only: {kind} statements are refused "
-                                  "(only SELECT, SHOW, DESCRIBE, EXPLAIN)", hint=READ_ONLY_HINT)
+            raise CatalogReadOnly(
+                f"draftset sql is read-only: {kind} statements are refused (only SELECT, SHOW, DESCRIBE, EXPLAIN)",
+                hint=READ_ONLY_HINT,
+            )
 
 
 def _check_text(query: str) -> None:
@@ -48,8 +51,9 @@ def _check_text(query: str) -> None:
     try:
         query.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise DraftsetError(f"the query is not valid UTF-8 text (byte {exc.start})",
-                            hint="retype the query in a UTF-8 terminal") from None
+        raise DraftsetError(
+            f"the query is not valid UTF-8 text (byte {exc.start})", hint="retype the query in a UTF-8 terminal"
+        ) from None
 
 
 @contextmanager
@@ -64,22 +68,26 @@ def open_query(catalog: Catalog, query: str) -> Iterator[tuple[list[str], duckdb
         except (duckdb.InvalidInputException, duckdb.PermissionException) as exc:
             text = str(exc).lower()
             if "file system operations are disabled" in text:
-                raise CatalogReadOnly(f"draftset sql reads the catalog only, not files: {first_line(exc)}",
-                                      hint="query the catalog tables; `draftset sql \"SHOW TABLES\"` lists them") from exc
+                raise CatalogReadOnly(
+                    f"draftset sql reads the catalog only, not files: {first_line(exc)}",
+                    hint='query the catalog tables; `draftset sql "SHOW TABLES"` lists them',
+                ) from exc
             if "read-only" in text or "read only" in text:
                 raise CatalogReadOnly(f"draftset sql is read-only: {first_line(exc)}", hint=READ_ONLY_HINT) from exc
             raise DraftsetError(f"query failed: {first_line(exc)}") from exc
         except duckdb.Error as exc:
-            raise DraftsetError(f"query failed: {first_line(exc)}",
-                                hint='`draftset sql "SHOW TABLES"` lists the tables') from exc
+            raise DraftsetError(
+                f"query failed: {first_line(exc)}", hint='`draftset sql "SHOW TABLES"` lists the tables'
+            ) from exc
         if cur.description is None:
             yield [], None
         else:
             yield [d[0] for d in cur.description], cur
 
 
-def iter_rows(cursor: duckdb.DuckDBPyConnection | None, limit: int | None,
-              batch: int = 2048) -> Iterator[tuple[Any, ...]]:
+def iter_rows(
+    cursor: duckdb.DuckDBPyConnection | None, limit: int | None, batch: int = 2048
+) -> Iterator[tuple[Any, ...]]:
     """Rows in batches, at most `limit` (None: all). A failure mid-stream is one DraftsetError."""
     if cursor is None:
         return

@@ -32,13 +32,13 @@ def _expanded_size(root: yaml.Node) -> int:
         if isinstance(node, yaml.ScalarNode):
             sizes[id(node)] = 1
             continue
-        children = ([c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode)
-                    else list(node.value))
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
         if children_done:
             total = 1 + sum(sizes.get(id(c), 0) for c in children)
             if total > MAX_YAML_NODES:
-                raise LimitExceeded("yaml_too_large", f"card YAML expands to more than {MAX_YAML_NODES:,} "
-                                    "nodes (an alias bomb?)")
+                raise LimitExceeded(
+                    "yaml_too_large", f"card YAML expands to more than {MAX_YAML_NODES:,} nodes (an alias bomb?)"
+                )
             sizes[id(node)] = total
             continue
         stack.append((node, depth, True))
@@ -52,8 +52,9 @@ def _expanded_size(root: yaml.Node) -> int:
 def load_card_yaml(text: str, where: str = "card") -> Any:
     """yaml.safe_load with size, depth and alias-expansion limits; YAML errors stay yaml.YAMLError."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_CARD_BYTES:
-        raise LimitExceeded("card_too_large", f"{where}: YAML of {len(text):,} chars, over the "
-                            f"{MAX_CARD_BYTES:,}-byte card limit")
+        raise LimitExceeded(
+            "card_too_large", f"{where}: YAML of {len(text):,} chars, over the {MAX_CARD_BYTES:,}-byte card limit"
+        )
     # Flow/block nesting is composed recursively by PyYAML: count the openers first.
     if text.count("[") + text.count("{") > MAX_YAML_DEPTH and _flow_depth(text) > MAX_YAML_DEPTH:
         raise LimitExceeded("yaml_too_deep", f"{where}: YAML nested deeper than {MAX_YAML_DEPTH}")
@@ -82,15 +83,16 @@ def split_card(text: str) -> tuple[str | None, str]:
     match = _FRONT_MATTER.match(text)
     if not match:
         return None, text
-    return match.group(1) or "", text[match.end():]
+    return match.group(1) or "", text[match.end() :]
 
 
 def check_card(raw: bytes, where: str = "card") -> None:
     """Refuse a card whose size or YAML breaks the limits, before a library (`datasets`, RepoCard)
     parses it with a plain yaml.safe_load. YAML syntax errors are left to those libraries to report."""
     if len(raw) > MAX_CARD_BYTES:
-        raise LimitExceeded("card_too_large", f"{where}: {len(raw):,} bytes, over the {MAX_CARD_BYTES:,}-byte "
-                            "card limit")
+        raise LimitExceeded(
+            "card_too_large", f"{where}: {len(raw):,} bytes, over the {MAX_CARD_BYTES:,}-byte card limit"
+        )
     front, _ = split_card(raw.decode("utf-8-sig", errors="replace"))
     if front is not None:
         try:
@@ -113,19 +115,20 @@ def _flow_depth(text: str) -> int:
 # -- secrets ---------------------------------------------------------------------------------
 # Each pattern's group 1 is kept (the label), the rest is the secret.
 _SECRET_PATTERNS = [
-    re.compile(r"()\bhf_[A-Za-z0-9]{16,}"),                                   # Hugging Face tokens
-    re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{12,}"),                     # OpenAI-style keys
-    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"),       # Authorization values
-    re.compile(r"(?i)((?:api[_-]?key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
-               r"[^\s\"',;&]{4,}"),
+    re.compile(r"()\bhf_[A-Za-z0-9]{16,}"),  # Hugging Face tokens
+    re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{12,}"),  # OpenAI-style keys
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"),  # Authorization values
+    re.compile(
+        r"(?i)((?:api[_-]?key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
+        r"[^\s\"',;&]{4,}"
+    ),
 ]
 _SECRET_ENV = re.compile(r"(?i)(token|key|secret|password)")
 
 
 def _env_secrets() -> list[str]:
     """Values of secret-looking environment variables (HF_TOKEN, OPENAI_API_KEY, ...): cut them verbatim."""
-    return sorted((v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6),
-                  key=len, reverse=True)
+    return sorted((v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6), key=len, reverse=True)
 
 
 def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
@@ -139,8 +142,10 @@ def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
 
 
 # -- terminal-safe text ----------------------------------------------------------------------
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
-                   r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]"
+)
 # C0 (but tab and newline), DEL, C1, and the bidi overrides that reorder what a terminal shows.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\ufeff]")
 

@@ -66,8 +66,9 @@ def draftset(*args: str, env: dict[str, str], expect_fail: bool = False, allow_f
 def background(args: list[str], env: dict[str, str], log: Path, stack: ExitStack) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     handle = log.open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", *args], env=env, cwd=ROOT,
-                            stdout=handle, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli.app", *args], env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT
+    )
     stack.callback(handle.close)
     stack.callback(proc.wait)
     stack.callback(proc.terminate)
@@ -80,8 +81,14 @@ def main() -> None:
     HOME.mkdir(parents=True)
     hub_port, target_port = free_port(), free_port()
     hub = f"http://127.0.0.1:{hub_port}"
-    env = {**os.environ, "DRAFTSET_HOME": str(HOME), "HF_ENDPOINT": hub, "HF_HOME": str(Home(HOME).hf_cache),
-           "HF_HUB_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "DRAFTSET_HOME": str(HOME),
+        "HF_ENDPOINT": hub,
+        "HF_HOME": str(Home(HOME).hf_cache),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     env.pop("HF_TOKEN", None)
     if not sys.stdout.isatty():
         env.setdefault("COLUMNS", "150")  # logs: wide enough for the tables
@@ -100,8 +107,13 @@ def main() -> None:
 # Datasets approved in the demo besides the ones `find` proposes: two agent-trajectory sets with the field's
 # classic traps (nebius: `ai` role, system text in another key; swegym: tool calls, odd split name), two
 # chat sets that share planted duplicate prompts (dedup has work), and one with malformed rows (quarantine).
-EXTRA_ADAPTERS = ["nebius-mini/swe-agent-trajectories-mini", "swegym-mini/openhands-trajectories-mini",
-                  "sharegpt-lab/sharegpt-vicuna-mini", "h4-mini/ultrachat-mini", "broken-org/malformed-jsonl"]
+EXTRA_ADAPTERS = [
+    "nebius-mini/swe-agent-trajectories-mini",
+    "swegym-mini/openhands-trajectories-mini",
+    "sharegpt-lab/sharegpt-vicuna-mini",
+    "h4-mini/ultrachat-mini",
+    "broken-org/malformed-jsonl",
+]
 TRAP = "weird-roles/customer-support-chats"  # a role label no alias maps: approval is refused until mapped
 
 
@@ -109,15 +121,28 @@ def journey(env, target_port, stack):
     """(title, [steps]) for each part of the journey, in the order a user runs it."""
     model = str(Home(HOME).toy_target)
     target = f"http://127.0.0.1:{target_port}"
-    run = lambda *args, **kw: (lambda: draftset(*args, env=env, **kw))  # noqa: E731 (a step is a thunk)
+    run = lambda *args, **kw: lambda: draftset(*args, env=env, **kw)  # noqa: E731 (a step is a thunk)
     proposed: list[str] = []
 
     def approve_proposed() -> None:
         import json
 
-        out = subprocess.run([sys.executable, "-m", "pipeline.cli.app", "sql", "--format", "json",
-                              "SELECT repo_id FROM adapters WHERE status = 'proposed' ORDER BY repo_id"],
-                             env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline.cli.app",
+                "sql",
+                "--format",
+                "json",
+                "SELECT repo_id FROM adapters WHERE status = 'proposed' ORDER BY repo_id",
+            ],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         proposed[:] = [r["repo_id"] for r in json.loads(out)]
         for repo in proposed:
             draftset("adapters", "approve", repo, "--by", "demo", "--note", "reviewed in make demo", env=env)
@@ -127,57 +152,136 @@ def journey(env, target_port, stack):
         wait_http(f"{target}/health")
         console.print(f"toy target served at {target}/v1 (log: {HOME / 'logs' / 'serve-dev.log'})")
 
-    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model, "--speculative-algorithm", "EAGLE3",
-              "--speculative-draft-model-path", str(Home(HOME).draft("demo")), "--speculative-eagle-topk", "1"]
+    sglang = [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        model,
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        str(Home(HOME).draft("demo")),
+        "--speculative-eagle-topk",
+        "1",
+    ]
     return [
-        ("2. find: ten category agents search the Hub and plan the mix", [
-            run("find", "agentic coding", "--samples", "2000"),
-            run("sql", "SELECT category, started_at, finished_at, hub_calls, n_candidates FROM agent_runs "
-                       "ORDER BY started_at"),
-            run("sql", "SELECT repo_id, status, flags FROM candidates WHERE flags <> '[]' OR status = 'irrelevant'"),
-        ]),
-        ("3. adapters: infer, contract-test, approve", [
-            run("adapters", "propose", *EXTRA_ADAPTERS, TRAP, expect_fail=True),  # the trap fails its contract: exit 1
-            run("adapters", "approve", TRAP, "--by", "demo", expect_fail=True),
-            run("adapters", "map", TRAP, "supervisor_note=drop"),
-            run("adapters", "test", TRAP),
-            approve_proposed,
-            run("adapters", "list"),
-        ]),
-        ("4. the toy target (its tokenizer measures prompt lengths), ingest, dedup, mix, report", [
-            run("model", "init-toy", model, "--max-train-seconds", "45"),
-            run("ingest"),
-            run("mix", "demo", "--samples", "240", "--seed", "0"),
-            run("sql", "SELECT reason, count(*) AS records FROM dedup GROUP BY reason ORDER BY records DESC"),
-            run("sql", "SELECT d.repo_id, d.row_index, d.reason, round(d.similarity, 2) AS similarity, "
-                       "k.repo_id AS kept_from, k.row_index AS kept_row FROM dedup d JOIN dedup k "
-                       "ON k.record_id = d.duplicate_of WHERE NOT d.kept ORDER BY d.reason, d.repo_id LIMIT 8"),
-            run("report", "demo"),
-        ]),
-        ("5. regenerate with the target, then build training rows", [
-            start_target,
-            run("regenerate", "demo", "--endpoint", f"{target}/v1"),
-            run("status"),
-            run("build", "demo", "--model", model, "--all-turns-one-row", "--max-length", "1024",
-                "--draft-vocab-size", "1024"),
-        ]),
-        ("6. capture, train the EAGLE-3 draft, check it against serving", [
-            run("capture", "demo", "--model", model),
-            # 3 speculation steps, as the published Kimi-K2 EAGLE-3 draft serves (steps 3, topk 1).
-            run("train", "demo", "--epochs", "8", "--lr", "5e-3", "--ttt-steps", "3"),
-            run("check", "draft", "demo", "--captures", str(Home(HOME).capture("demo")), allow_fail=True),
-            lambda: console.print(
-                "[dim]On the toy target the wirings tie and the check says so: a one-layer draft as wide as this\n"
-                "8-layer, width-64 target can rebuild its predictions from the tokens alone, so the taps add nothing.\n"
-                "On a target whose predictions need depth (tests/draft uses one) the configured wiring wins clearly.[/]"),
-            run("check", "serve", "demo", "--", *sglang, "--speculative-num-steps", "3",
-                "--speculative-num-draft-tokens", "4"),
-            run("check", "serve", "demo", "--", *[a if a != "EAGLE3" else "EAGLE" for a in sglang],
-                "--speculative-num-steps", "1", "--speculative-num-draft-tokens", "16", expect_fail=True),
-            # Calibrated on the field's run: plain SGLang 90 tok/s, EAGLE-3 at accept length 2.1 gave 82.3 tok/s.
-            run("check", "estimate", "--baseline-tps", "90", "--observed-tps", "82.3", "--observed-accept-length",
-                "2.1", "--accept-length", "2.39", "--accept-length", "2.5", "--accept-length", "3.36"),
-        ]),
+        (
+            "2. find: ten category agents search the Hub and plan the mix",
+            [
+                run("find", "agentic coding", "--samples", "2000"),
+                run(
+                    "sql",
+                    "SELECT category, started_at, finished_at, hub_calls, n_candidates FROM agent_runs "
+                    "ORDER BY started_at",
+                ),
+                run(
+                    "sql", "SELECT repo_id, status, flags FROM candidates WHERE flags <> '[]' OR status = 'irrelevant'"
+                ),
+            ],
+        ),
+        (
+            "3. adapters: infer, contract-test, approve",
+            [
+                run(
+                    "adapters", "propose", *EXTRA_ADAPTERS, TRAP, expect_fail=True
+                ),  # the trap fails its contract: exit 1
+                run("adapters", "approve", TRAP, "--by", "demo", expect_fail=True),
+                run("adapters", "map", TRAP, "supervisor_note=drop"),
+                run("adapters", "test", TRAP),
+                approve_proposed,
+                run("adapters", "list"),
+            ],
+        ),
+        (
+            "4. the toy target (its tokenizer measures prompt lengths), ingest, dedup, mix, report",
+            [
+                run("model", "init-toy", model, "--max-train-seconds", "45"),
+                run("ingest"),
+                run("mix", "demo", "--samples", "240", "--seed", "0"),
+                run("sql", "SELECT reason, count(*) AS records FROM dedup GROUP BY reason ORDER BY records DESC"),
+                run(
+                    "sql",
+                    "SELECT d.repo_id, d.row_index, d.reason, round(d.similarity, 2) AS similarity, "
+                    "k.repo_id AS kept_from, k.row_index AS kept_row FROM dedup d JOIN dedup k "
+                    "ON k.record_id = d.duplicate_of WHERE NOT d.kept ORDER BY d.reason, d.repo_id LIMIT 8",
+                ),
+                run("report", "demo"),
+            ],
+        ),
+        (
+            "5. regenerate with the target, then build training rows",
+            [
+                start_target,
+                run("regenerate", "demo", "--endpoint", f"{target}/v1"),
+                run("status"),
+                run(
+                    "build",
+                    "demo",
+                    "--model",
+                    model,
+                    "--all-turns-one-row",
+                    "--max-length",
+                    "1024",
+                    "--draft-vocab-size",
+                    "1024",
+                ),
+            ],
+        ),
+        (
+            "6. capture, train the EAGLE-3 draft, check it against serving",
+            [
+                run("capture", "demo", "--model", model),
+                # 3 speculation steps, as the published Kimi-K2 EAGLE-3 draft serves (steps 3, topk 1).
+                run("train", "demo", "--epochs", "8", "--lr", "5e-3", "--ttt-steps", "3"),
+                run("check", "draft", "demo", "--captures", str(Home(HOME).capture("demo")), allow_fail=True),
+                lambda: console.print(
+                    "[dim]On the toy target the wirings tie and the check says so: a one-layer draft as wide as this\n"
+                    "8-layer, width-64 target can rebuild its predictions from the tokens alone, so the taps add nothing.\n"
+                    "On a target whose predictions need depth (tests/draft uses one) the configured wiring wins clearly.[/]"
+                ),
+                run(
+                    "check",
+                    "serve",
+                    "demo",
+                    "--",
+                    *sglang,
+                    "--speculative-num-steps",
+                    "3",
+                    "--speculative-num-draft-tokens",
+                    "4",
+                ),
+                run(
+                    "check",
+                    "serve",
+                    "demo",
+                    "--",
+                    *[a if a != "EAGLE3" else "EAGLE" for a in sglang],
+                    "--speculative-num-steps",
+                    "1",
+                    "--speculative-num-draft-tokens",
+                    "16",
+                    expect_fail=True,
+                ),
+                # Calibrated on the field's run: plain SGLang 90 tok/s, EAGLE-3 at accept length 2.1 gave 82.3 tok/s.
+                run(
+                    "check",
+                    "estimate",
+                    "--baseline-tps",
+                    "90",
+                    "--observed-tps",
+                    "82.3",
+                    "--observed-accept-length",
+                    "2.1",
+                    "--accept-length",
+                    "2.39",
+                    "--accept-length",
+                    "2.5",
+                    "--accept-length",
+                    "3.36",
+                ),
+            ],
+        ),
     ]
 
 

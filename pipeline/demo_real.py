@@ -40,8 +40,14 @@ def main() -> None:
     hub, target = f"http://127.0.0.1:{hub_port}", f"http://127.0.0.1:{target_port}"
     model = str(HOME / "models" / "smollm2")
     captures = str(HOME / "captures" / "real")
-    env = {**os.environ, "DRAFTSET_HOME": str(HOME), "HF_ENDPOINT": hub, "HF_HOME": str(Home(HOME).hf_cache),
-           "HF_HUB_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "DRAFTSET_HOME": str(HOME),
+        "HF_ENDPOINT": hub,
+        "HF_HOME": str(Home(HOME).hf_cache),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     env.pop("HF_TOKEN", None)
     if not sys.stdout.isatty():
         env.setdefault("COLUMNS", "150")
@@ -65,14 +71,35 @@ def main() -> None:
         wait_http(f"{target}/health", timeout_s=300)
         # Greedy answers, kept when max_tokens cuts them: on CPU the budget is tokens, and a cut answer is
         # still the target's own text to train on.
-        run("regenerate", "real", "--endpoint", f"{target}/v1", "--max-tokens", max_tokens, "--temperature", "0",
-            "--include-length-truncated", "--no-progress")
+        run(
+            "regenerate",
+            "real",
+            "--endpoint",
+            f"{target}/v1",
+            "--max-tokens",
+            max_tokens,
+            "--temperature",
+            "0",
+            "--include-length-truncated",
+            "--no-progress",
+        )
         run("build", "real", "--model", model, "--max-length", "1024", "--draft-vocab-size", "8000")
         console.print(Rule("4. capture, train the EAGLE-3 draft (3 steps, as served), check it"))
         run("capture", str(HOME / "data" / "build" / "real"), "--model", model, "--out", captures)
         run("train", "real", "--epochs", epochs, "--lr", "1e-3", "--ttt-steps", "3", "--batch-tokens", "4096")
-        run("check", "accept-length", "real", "--captures", captures, "--prompts", "4", "--max-new-tokens", "32",
-            "--device", "cpu")
+        run(
+            "check",
+            "accept-length",
+            "real",
+            "--captures",
+            captures,
+            "--prompts",
+            "4",
+            "--max-new-tokens",
+            "32",
+            "--device",
+            "cpu",
+        )
         run("check", "draft", "real", "--captures", captures, "--max-samples", "16", allow_fail=True)
     console.print(Rule(f"demo-real finished in {time.monotonic() - started:.0f}s; home: {HOME}"))
 

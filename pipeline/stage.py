@@ -56,8 +56,9 @@ def skipped_total(counts: Mapping[str, int]) -> int:
 class StageRun:
     """Counts and bookkeeping for one run of one stage."""
 
-    def __init__(self, stage: str, config: StageConfig, out_dir: Path, catalog: Any | None = None,
-                 run_id: str | None = None):
+    def __init__(
+        self, stage: str, config: StageConfig, out_dir: Path, catalog: Any | None = None, run_id: str | None = None
+    ):
         self.stage = stage
         self.config = config
         self.out_dir = Path(out_dir)
@@ -130,13 +131,28 @@ class StageRun:
         # Rows skipped because an earlier run already wrote them count as produced (resume).
         produced = self.counts["out"] + skipped_total(self.counts)
         if exc is None and self.counts["in"] > 0 and produced == 0:
-            error = (f"{self.stage}: {self.counts['in']} rows in, 0 out "
-                     f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}")
-            exc = ZeroOutput(error, stage=self.stage, run_id=self.run_id, counts=self.counts,
-                             hint=f"read {self.quarantine_path} for the reason of each rejected row")
-        write_json_atomic(self.out_dir / "stats.json", {
-            "run_id": self.run_id, "stage": self.stage, "counts": dict(self.counts), "error": error,
-            "started_at": self.started_at, "elapsed_s": round(time.monotonic() - self._t0, 3)})
+            error = (
+                f"{self.stage}: {self.counts['in']} rows in, 0 out "
+                f"({self._drop_summary() or 'nothing dropped'}); quarantine: {self.quarantine_path}"
+            )
+            exc = ZeroOutput(
+                error,
+                stage=self.stage,
+                run_id=self.run_id,
+                counts=self.counts,
+                hint=f"read {self.quarantine_path} for the reason of each rejected row",
+            )
+        write_json_atomic(
+            self.out_dir / "stats.json",
+            {
+                "run_id": self.run_id,
+                "stage": self.stage,
+                "counts": dict(self.counts),
+                "error": error,
+                "started_at": self.started_at,
+                "elapsed_s": round(time.monotonic() - self._t0, 3),
+            },
+        )
         self._record("ok" if error is None else "failed", error, finished=True)
         if isinstance(exc, ZeroOutput) and exc_type is None:
             raise exc
@@ -147,12 +163,22 @@ class StageRun:
     def _record(self, status: str, error: str | None, finished: bool) -> None:
         if self.catalog is None:
             return
-        self.catalog.upsert("stage_runs", [{
-            "run_id": self.run_id, "stage": self.stage,
-            "params": self.config.model_dump(mode="json"), "counts": dict(self.counts),
-            "status": status, "error": error, "started_at": self.started_at,
-            "finished_at": datetime.now() if finished else None, "owner": owner(),
-        }])
+        self.catalog.upsert(
+            "stage_runs",
+            [
+                {
+                    "run_id": self.run_id,
+                    "stage": self.stage,
+                    "params": self.config.model_dump(mode="json"),
+                    "counts": dict(self.counts),
+                    "status": status,
+                    "error": error,
+                    "started_at": self.started_at,
+                    "finished_at": datetime.now() if finished else None,
+                    "owner": owner(),
+                }
+            ],
+        )
 
     def summary(self) -> str:
         parts = [f"in={self.counts['in']}", f"out={self.counts['out']}"]

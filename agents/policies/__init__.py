@@ -14,8 +14,10 @@ def make_policy(config: FindConfig, llm_client: Any | None = None, llm_model: st
     if config.policy == "heuristic":
         return HeuristicPolicy(config)
     if llm_client is None:
-        raise DraftsetError("the llm policy needs an OpenAI-compatible endpoint",
-                            hint="set DRAFTSET_LLM_BASE_URL (and DRAFTSET_LLM_MODEL), or use --policy heuristic")
+        raise DraftsetError(
+            "the llm policy needs an OpenAI-compatible endpoint",
+            hint="set DRAFTSET_LLM_BASE_URL (and DRAFTSET_LLM_MODEL), or use --policy heuristic",
+        )
     from agents.policies.llm import LLMPolicy
 
     return LLMPolicy(config, llm_client, llm_model)

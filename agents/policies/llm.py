@@ -51,20 +51,30 @@ class Judgement(BaseModel):
 
 def judgement_schema(repo_ids: list[str]) -> dict[str, Any]:
     """Judgement as a JSON schema whose repo_id is one of the listed repos (constrained servers obey it)."""
-    verdict = {"type": "object", "additionalProperties": False, "required": ["repo_id", "relevance", "reason"],
-               "properties": {"repo_id": {"type": "string", "enum": repo_ids},
-                              "relevance": {"type": "number", "minimum": 0, "maximum": 1},
-                              "reason": {"type": "string", "maxLength": REASON_CHARS}}}
-    return {"type": "object", "additionalProperties": False, "required": ["verdicts"],
-            "properties": {"verdicts": {"type": "array", "items": verdict, "minItems": 1,
-                                        "maxItems": len(repo_ids)}}}
+    verdict = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["repo_id", "relevance", "reason"],
+        "properties": {
+            "repo_id": {"type": "string", "enum": repo_ids},
+            "relevance": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string", "maxLength": REASON_CHARS},
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["verdicts"],
+        "properties": {"verdicts": {"type": "array", "items": verdict, "minItems": 1, "maxItems": len(repo_ids)}},
+    }
 
 
 class LLMPolicy(HeuristicPolicy):
     name = "llm"
 
-    def __init__(self, config: FindConfig, client: Any | None, model: str | None,
-                 capabilities: Capabilities | None = None):
+    def __init__(
+        self, config: FindConfig, client: Any | None, model: str | None, capabilities: Capabilities | None = None
+    ):
         super().__init__(config)
         self.client = client
         self.model = model or "default"
@@ -92,9 +102,18 @@ class LLMPolicy(HeuristicPolicy):
         cat = BY_KEY[brief.category]
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.TOOLS_SYSTEM},
-            {"role": "user", "content": prompts.TOOLS_USER.format(
-                domain=brief.domain, title=cat.title, intent=cat.intent, seeds=", ".join(cat.seed_queries),
-                tags=", ".join(cat.tag_filters) or "none", inspect_top=self.config.inspect_top)}]
+            {
+                "role": "user",
+                "content": prompts.TOOLS_USER.format(
+                    domain=brief.domain,
+                    title=cat.title,
+                    intent=cat.intent,
+                    seeds=", ".join(cat.seed_queries),
+                    tags=", ".join(cat.tag_filters) or "none",
+                    inspect_top=self.config.inspect_top,
+                ),
+            },
+        ]
         deadline = meter.started_at + self.config.budget.wall_time_s * self.config.llm_time_share
         repaired = False
         while True:
@@ -116,28 +135,38 @@ class LLMPolicy(HeuristicPolicy):
                     continue
                 if not toolbox.inspected:
                     if meter.tool_calls:
-                        meter.llm_event("explore", "schema", "verdicts: the model answered before any dataset "
-                                        "was inspected", "judge")
+                        meter.llm_event(
+                            "explore",
+                            "schema",
+                            "verdicts: the model answered before any dataset was inspected",
+                            "judge",
+                        )
                     else:
-                        meter.llm_event("explore", "no_tool_calls", "the model answered in text without "
-                                        "calling a tool", "judge")
+                        meter.llm_event(
+                            "explore", "no_tool_calls", "the model answered in text without calling a tool", "judge"
+                        )
                     return None
                 verdicts = self._read(message.content, ids)
             except LLMProblem as problem:
                 if repaired or problem.cause not in RETRIED:
                     # An endpoint that stopped answering will not answer the judge either: fall back now.
                     dead = problem.cause in ENDPOINT_DOWN
-                    meter.llm_event("explore", problem.cause, problem.detail, "fallback" if dead else "judge",
-                                    problem.status)
+                    meter.llm_event(
+                        "explore", problem.cause, problem.detail, "fallback" if dead else "judge", problem.status
+                    )
                     return None
                 meter.llm_event("explore", problem.cause, problem.detail, "retried", problem.status)
                 repaired = True
                 if problem.cause in ("not_json", "schema"):
                     messages.append({"role": "user", "content": prompts.RETRY.format(problem=problem.detail)})
                 continue
-            return [self._apply(score_candidate(brief.category, brief.domain, toolbox.hits[repo], facts,
-                                                self.config), verdicts.get(repo))
-                    for repo, facts in toolbox.inspected.items()]
+            return [
+                self._apply(
+                    score_candidate(brief.category, brief.domain, toolbox.hits[repo], facts, self.config),
+                    verdicts.get(repo),
+                )
+                for repo, facts in toolbox.inspected.items()
+            ]
 
     # -- step 2: the model rates the heuristic's candidates ---------------------------------------
     async def judge(self, brief: Brief, candidates: list[Candidate], meter: AgentCounts) -> list[Candidate]:
@@ -148,8 +177,13 @@ class LLMPolicy(HeuristicPolicy):
         listing = fence([_facts(c) for c in candidates], limit=400 * len(candidates))
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.JUDGE_SYSTEM},
-            {"role": "user", "content": prompts.JUDGE_USER.format(domain=brief.domain, title=cat.title,
-                                                                 intent=cat.intent, datasets=listing)}]
+            {
+                "role": "user",
+                "content": prompts.JUDGE_USER.format(
+                    domain=brief.domain, title=cat.title, intent=cat.intent, datasets=listing
+                ),
+            },
+        ]
         deadline = meter.started_at + self.config.budget.wall_time_s * 0.9  # the graph's hard cap is 1.0
         for attempt in (0, 1):
             if self._spent(meter, deadline, "judge", outcome="fallback"):
@@ -159,8 +193,9 @@ class LLMPolicy(HeuristicPolicy):
                 verdicts = self._read(choice.message.content, ids)
             except LLMProblem as problem:
                 last = attempt == 1 or problem.cause not in RETRIED
-                meter.llm_event("judge", problem.cause, problem.detail, "fallback" if last else "retried",
-                                problem.status)
+                meter.llm_event(
+                    "judge", problem.cause, problem.detail, "fallback" if last else "retried", problem.status
+                )
                 if last:
                     return candidates
                 if problem.cause in ("not_json", "schema"):
@@ -172,17 +207,29 @@ class LLMPolicy(HeuristicPolicy):
     # -- one request, one answer ------------------------------------------------------------------
     def _spent(self, meter: AgentCounts, deadline: float, step: str, outcome: str) -> bool:
         budget = self.config.budget
-        kind = ("wall_time" if time.time() >= deadline else
-                "llm" if meter.llm_calls >= budget.llm_calls or meter.llm_tokens >= budget.llm_tokens else None)
+        kind = (
+            "wall_time"
+            if time.time() >= deadline
+            else "llm"
+            if meter.llm_calls >= budget.llm_calls or meter.llm_tokens >= budget.llm_tokens
+            else None
+        )
         if kind is None:
             return False
         meter.exhausted(kind)
-        meter.llm_event(step, "budget", f"{kind} budget spent ({meter.llm_calls} calls, {meter.llm_tokens} "
-                        f"tokens)", outcome)
+        meter.llm_event(
+            step, "budget", f"{kind} budget spent ({meter.llm_calls} calls, {meter.llm_tokens} tokens)", outcome
+        )
         return True
 
-    async def _ask(self, meter: AgentCounts, messages: list[dict[str, Any]], deadline: float,
-                   answer_ids: list[str] | None, tools: bool) -> Any:
+    async def _ask(
+        self,
+        meter: AgentCounts,
+        messages: list[dict[str, Any]],
+        deadline: float,
+        answer_ids: list[str] | None,
+        tools: bool,
+    ) -> Any:
         """One counted request. answer_ids: the final answer is due (Judgement about these repos): tools are
         closed and the schema is sent where the server honours it. None: a tool round."""
         request: dict[str, Any] = {"messages": messages, "temperature": 0}
@@ -193,8 +240,10 @@ class LLMPolicy(HeuristicPolicy):
         else:
             request["max_completion_tokens"] = min(1024, 64 + 64 * max(1, len(answer_ids)))
             if self.caps is not None and self.caps.json_schema and answer_ids:
-                request["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": "Judgement", "schema": judgement_schema(answer_ids), "strict": True}}
+                request["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "Judgement", "schema": judgement_schema(answer_ids), "strict": True},
+                }
         timeout = max(1.0, deadline - time.time())
         choice, _ = await complete(self.client, self.model, meter, timeout, **request)
         return choice
@@ -208,8 +257,12 @@ class LLMPolicy(HeuristicPolicy):
             raise LLMProblem("schema", validation_detail(exc)) from None
         verdicts = {v.repo_id: v for v in answer.verdicts if v.repo_id in ids}
         if not verdicts:
-            raise LLMProblem("schema", "verdicts: no verdict names a listed dataset"
-                             if ids else "verdicts: no dataset was inspected; inspect datasets first")
+            raise LLMProblem(
+                "schema",
+                "verdicts: no verdict names a listed dataset"
+                if ids
+                else "verdicts: no dataset was inspected; inspect datasets first",
+            )
         return verdicts
 
     @staticmethod
@@ -218,15 +271,22 @@ class LLMPolicy(HeuristicPolicy):
             return candidate
         delta = round(0.2 * (verdict.relevance - 0.5), 4)
         reason = " ".join(verdict.reason.split())[:160]
-        return candidate.model_copy(update={
-            "score": round(candidate.score + delta, 4),
-            "reasons": candidate.reasons + [f"{delta:+.2f} llm: {reason}"],
-            "status": "irrelevant" if verdict.relevance < 0.15 else candidate.status,
-        })
+        return candidate.model_copy(
+            update={
+                "score": round(candidate.score + delta, 4),
+                "reasons": candidate.reasons + [f"{delta:+.2f} llm: {reason}"],
+                "status": "irrelevant" if verdict.relevance < 0.15 else candidate.status,
+            }
+        )
 
 
 def _facts(c: Candidate) -> dict[str, Any]:
     """What the judge sees of one candidate: short, so eight of them fit a small model's context."""
     features = sorted({k for s in c.schemas[:1] for k in (s.get("features") or {})})[:8]
-    return {"repo_id": c.repo_id, "tags": c.tags[:5], "rows": c.n_rows, "columns": features,
-            "card": c.card_summary[:200]}
+    return {
+        "repo_id": c.repo_id,
+        "tags": c.tags[:5],
+        "rows": c.n_rows,
+        "columns": features,
+        "card": c.card_summary[:200],
+    }

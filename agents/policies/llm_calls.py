@@ -60,8 +60,9 @@ def endpoint_of(client: Any) -> str:
     return str(getattr(client, "base_url", "?")).rstrip("/")
 
 
-async def complete(client: Any, model: str, meter: AgentCounts | None, timeout: float,
-                   **request: Any) -> tuple[Any, int]:
+async def complete(
+    client: Any, model: str, meter: AgentCounts | None, timeout: float, **request: Any
+) -> tuple[Any, int]:
     """One chat completion: (first choice, tokens used), or LLMProblem. Counted in `meter` when given."""
     if meter is not None:
         meter.llm_calls += 1
@@ -74,12 +75,17 @@ async def complete(client: Any, model: str, meter: AgentCounts | None, timeout: 
         raise LLMProblem("connection", f"cannot reach the LLM endpoint {where}: {exc}") from None
     except openai.APIStatusError as exc:
         message = " ".join(str(getattr(exc, "message", exc)).split())[:200]
-        raise LLMProblem("http_status", f"HTTP {exc.status_code} from the LLM endpoint {where}: {message}",
-                         exc.status_code) from None
+        raise LLMProblem(
+            "http_status", f"HTTP {exc.status_code} from the LLM endpoint {where}: {message}", exc.status_code
+        ) from None
     kind = raw.headers.get("content-type", "")
     if "json" not in kind:  # e.g. a web UI or a proxy's login page answering 200 with text/html
-        raise LLMProblem("not_json", f"the LLM endpoint {where} answered HTTP {raw.status_code} with "
-                         f"{kind or 'no content type'}, not a JSON chat completion", raw.status_code)
+        raise LLMProblem(
+            "not_json",
+            f"the LLM endpoint {where} answered HTTP {raw.status_code} with "
+            f"{kind or 'no content type'}, not a JSON chat completion",
+            raw.status_code,
+        )
     try:
         completion = raw.parse()
     except (ValidationError, ValueError, TypeError) as exc:

@@ -20,12 +20,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.policies.llm_calls import LLMProblem, complete, endpoint_of
 
 HELLO = [{"role": "user", "content": "Say hello."}]
-OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
-             "additionalProperties": False}
-PING = {"type": "function", "function": {
-    "name": "ping", "description": "Answer the ping.",
-    "parameters": {"type": "object", "properties": {"word": {"type": "string", "enum": ["pong"]}},
-                   "required": ["word"], "additionalProperties": False}}}
+OK_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
+PING = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Answer the ping.",
+        "parameters": {
+            "type": "object",
+            "properties": {"word": {"type": "string", "enum": ["pong"]}},
+            "required": ["word"],
+            "additionalProperties": False,
+        },
+    },
+}
 
 
 class Capabilities(BaseModel):
@@ -46,9 +59,16 @@ class Capabilities(BaseModel):
 
 
 async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
-    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=64,
-                                    temperature=0, response_format={"type": "json_schema", "json_schema": {
-                                        "name": "probe", "schema": OK_SCHEMA, "strict": True}})
+    choice, tokens = await complete(
+        client,
+        model,
+        None,
+        timeout,
+        messages=HELLO,
+        max_completion_tokens=64,
+        temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "probe", "schema": OK_SCHEMA, "strict": True}},
+    )
     caps.reached, caps.tokens = True, caps.tokens + tokens
     try:
         value = json.loads(choice.message.content or "")
@@ -59,9 +79,17 @@ async def _json_schema(client: Any, model: str, timeout: float, caps: Capabiliti
 
 
 async def _tools(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
-    choice, tokens = await complete(client, model, None, timeout, messages=HELLO, max_completion_tokens=64,
-                                    temperature=0, tools=[PING],
-                                    tool_choice={"type": "function", "function": {"name": "ping"}})
+    choice, tokens = await complete(
+        client,
+        model,
+        None,
+        timeout,
+        messages=HELLO,
+        max_completion_tokens=64,
+        temperature=0,
+        tools=[PING],
+        tool_choice={"type": "function", "function": {"name": "ping"}},
+    )
     caps.reached, caps.tokens = True, caps.tokens + tokens
     calls = choice.message.tool_calls or []
     if not calls or getattr(calls[0], "function", None) is None or calls[0].function.name != "ping":
@@ -98,8 +126,11 @@ async def probe(client: Any, model: str, timeout: float = 60.0) -> Capabilities:
             caps.detail[name] = f"{problem.cause}: {problem.detail}"
             if problem.cause == "http_status" and problem.status in (400, 422):
                 caps.reached = True  # the server is there; it refused this form (e.g. no tool support)
-            caps.first_problem = caps.first_problem or {"cause": problem.cause, "detail": problem.detail,
-                                                        "status": problem.status}
+            caps.first_problem = caps.first_problem or {
+                "cause": problem.cause,
+                "detail": problem.detail,
+                "status": problem.status,
+            }
             continue
         setattr(caps, name, True)
         caps.detail[name] = "ok"

@@ -65,8 +65,15 @@ def _cut(value: Any, n: int = 200) -> str:
 class Toolbox:
     """One agent's tool runner: validates, counts, runs the Hub tools, keeps what the model found."""
 
-    def __init__(self, hub: HubTools, category: str, meter: AgentCounts, limit: int,
-                 run: Callable[..., Awaitable[Any]], progress: Callable[..., None]):
+    def __init__(
+        self,
+        hub: HubTools,
+        category: str,
+        meter: AgentCounts,
+        limit: int,
+        run: Callable[..., Awaitable[Any]],
+        progress: Callable[..., None],
+    ):
         self.hub, self.category, self.meter, self.limit = hub, category, meter, limit
         self.run, self.progress = run, progress  # run: a sync Hub call in the agent's thread pool
         self.hits: dict[str, dict[str, Any]] = {}
@@ -102,8 +109,16 @@ class Toolbox:
         hits = await self.run(self.hub.search, self.category, args.query, args.tag)
         for hit in hits:
             self.hits.setdefault(hit["repo_id"], hit)
-        return [{"repo_id": h["repo_id"], "downloads": h["downloads"], "gated": h["gated"], "tags": h["tags"][:8],
-                 "pretty_name": _cut(h["card_data"].get("pretty_name") or "", 80)} for h in hits]
+        return [
+            {
+                "repo_id": h["repo_id"],
+                "downloads": h["downloads"],
+                "gated": h["gated"],
+                "tags": h["tags"][:8],
+                "pretty_name": _cut(h["card_data"].get("pretty_name") or "", 80),
+            }
+            for h in hits
+        ]
 
     async def _inspect(self, args: InspectArgs) -> dict[str, Any] | str:
         hit = self.hits.get(args.repo_id)
@@ -111,10 +126,20 @@ class Toolbox:
             return self._error("inspect only a repo_id that a search_hub result returned")
         facts = await self.run(self.hub.inspect, self.category, hit)
         self.inspected[args.repo_id] = facts
-        return {"repo_id": args.repo_id, "license": _cut(hit["card_data"].get("license") or "none", 40),
-                "access": facts["access"], "card_error": facts["card_error"],
-                "card": _cut(facts["card_text"], 800),
-                "configs": [{"config": c["config"], "split": c["split"], "num_rows": c["num_rows"],
-                             "features": _cut(c["features"], 300),
-                             "rows": [{k: _cut(v) for k, v in list(r.items())[:8]} for r in c["rows"][:2]]}
-                            for c in facts["configs"][:4]]}
+        return {
+            "repo_id": args.repo_id,
+            "license": _cut(hit["card_data"].get("license") or "none", 40),
+            "access": facts["access"],
+            "card_error": facts["card_error"],
+            "card": _cut(facts["card_text"], 800),
+            "configs": [
+                {
+                    "config": c["config"],
+                    "split": c["split"],
+                    "num_rows": c["num_rows"],
+                    "features": _cut(c["features"], 300),
+                    "rows": [{k: _cut(v) for k, v in list(r.items())[:8]} for r in c["rows"][:2]],
+                }
+                for c in facts["configs"][:4]
+            ],
+        }

@@ -57,8 +57,10 @@ class HubClient:
         if not sha:
             from catalog.hub.errors import HubRequestError
 
-            raise HubRequestError(f"the Hub at {self.endpoint} gave no revision for {repo_id}",
-                                  hint="retry; if it persists, check the server log")
+            raise HubRequestError(
+                f"the Hub at {self.endpoint} gave no revision for {repo_id}",
+                hint="retry; if it persists, check the server log",
+            )
         return sha
 
     def download(self, repo_id: str, filename: str, revision: str) -> Path:
@@ -66,5 +68,8 @@ class HubClient:
         from huggingface_hub import hf_hub_download
 
         with self.errors(repo_id, revision=revision):
-            return Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
-                                        endpoint=self.endpoint, token=self.token))
+            return Path(
+                hf_hub_download(
+                    repo_id, filename, repo_type="dataset", revision=revision, endpoint=self.endpoint, token=self.token
+                )
+            )

@@ -60,15 +60,18 @@ def _kind(err: BaseException) -> str | None:
     if isinstance(err, errors.LocalEntryNotFoundError):  # the connection failed and the file is not cached
         return "unreachable"
     if isinstance(err, (ConnectionRefusedError, socket.gaierror)) or type(err).__name__ in (
-            "ConnectError", "ConnectTimeout"):
+        "ConnectError",
+        "ConnectTimeout",
+    ):
         return "unreachable"
     if isinstance(err, errors.HfHubHTTPError):
         return "http"
     return None
 
 
-def translate(exc: BaseException, endpoint: str, repo_id: str | None = None,
-              revision: str | None = None) -> DraftsetError | None:
+def translate(
+    exc: BaseException, endpoint: str, repo_id: str | None = None, revision: str | None = None
+) -> DraftsetError | None:
     """The DraftsetError for a Hub failure, or None when `exc` is not one."""
     for err in _chain(exc):
         if isinstance(err, DraftsetError):
@@ -79,25 +82,33 @@ def translate(exc: BaseException, endpoint: str, repo_id: str | None = None,
         repo = getattr(err, "repo_id", None) or repo_id or _repo_in_text(str(err))
         detail = _last_line(err)
         if kind == "gated":
-            return HubRequestError(f"{repo} on {endpoint} is gated and the request carried no token",
-                                   hint="set HF_TOKEN (the local Hub accepts any non-empty token; on "
-                                        "huggingface.co accept the dataset's terms first)")
+            return HubRequestError(
+                f"{repo} on {endpoint} is gated and the request carried no token",
+                hint="set HF_TOKEN (the local Hub accepts any non-empty token; on "
+                "huggingface.co accept the dataset's terms first)",
+            )
         if kind == "repo":
-            return HubRequestError(f"dataset {repo} not found on {endpoint}",
-                                   hint="check the id with `draftset hub check --search NAME`")
+            return HubRequestError(
+                f"dataset {repo} not found on {endpoint}", hint="check the id with `draftset hub check --search NAME`"
+            )
         if kind == "revision":
             pinned = f"the pinned revision {revision}" if revision else "the pinned revision"
-            return HubRequestError(f"{pinned} of {repo} no longer exists on {endpoint} "
-                                   "(the dataset changed since it was pinned)",
-                                   hint=f"re-propose the adapter for the current revision: draftset adapters propose {repo}")
+            return HubRequestError(
+                f"{pinned} of {repo} no longer exists on {endpoint} (the dataset changed since it was pinned)",
+                hint=f"re-propose the adapter for the current revision: draftset adapters propose {repo}",
+            )
         if kind == "entry":
-            return HubRequestError(f"file not found in {repo} on {endpoint}: {detail}",
-                                   hint=f"re-propose the adapter: draftset adapters propose {repo}")
+            return HubRequestError(
+                f"file not found in {repo} on {endpoint}: {detail}",
+                hint=f"re-propose the adapter: draftset adapters propose {repo}",
+            )
         if kind == "unreachable":
             return unreachable(endpoint, detail)
         status = status_of(err) or "an error"
-        return HubRequestError(f"the Hub at {endpoint} answered {status} for {repo}: {detail}",
-                               hint="retry; if it persists, check the server log")
+        return HubRequestError(
+            f"the Hub at {endpoint} answered {status} for {repo}: {detail}",
+            hint="retry; if it persists, check the server log",
+        )
     return None
 
 
@@ -129,8 +140,14 @@ def _last_line(err: BaseException) -> str:
 
 
 class hub_errors(ContextDecorator):  # noqa: N801 - used like contextlib's lower-case managers
-    def __init__(self, endpoint: str | None = None, *, repo_id: str | None = None, revision: str | None = None,
-                 probe: bool = True):
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        *,
+        repo_id: str | None = None,
+        revision: str | None = None,
+        probe: bool = True,
+    ):
         self.endpoint, self.repo_id, self.revision, self.probe = endpoint, repo_id, revision, probe
 
     def __enter__(self) -> hub_errors:

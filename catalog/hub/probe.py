@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 
 from catalog.errors import DraftsetError
 
-START_LOCAL_HUB = ("start the local Hub with `draftset hub serve tests/fixtures/hub` "
-                   "and export the HF_ENDPOINT it prints")
+START_LOCAL_HUB = (
+    "start the local Hub with `draftset hub serve tests/fixtures/hub` and export the HF_ENDPOINT it prints"
+)
 
 
 class HubUnreachable(DraftsetError):
@@ -24,8 +25,9 @@ class HubUnreachable(DraftsetError):
 
 
 def unreachable(endpoint: str, reason: str) -> HubUnreachable:
-    return HubUnreachable(f"cannot reach the Hub at {endpoint} ({reason})",
-                          hint=f"{START_LOCAL_HUB}, or set HF_ENDPOINT to a running Hub")
+    return HubUnreachable(
+        f"cannot reach the Hub at {endpoint} ({reason})", hint=f"{START_LOCAL_HUB}, or set HF_ENDPOINT to a running Hub"
+    )
 
 
 PROBE_TTL_S = 60.0
@@ -44,8 +46,10 @@ def check_reachable(endpoint: str, timeout: float = 3.0) -> None:
     except ValueError:  # a port that is not a number
         port = None
     if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
-        raise HubUnreachable(f"HF_ENDPOINT {endpoint!r} is not an http(s) URL",
-                             hint="set HF_ENDPOINT=http://127.0.0.1:8790 (see `draftset hub serve --help`)")
+        raise HubUnreachable(
+            f"HF_ENDPOINT {endpoint!r} is not an http(s) URL",
+            hint="set HF_ENDPOINT=http://127.0.0.1:8790 (see `draftset hub serve --help`)",
+        )
     try:
         with socket.create_connection((parts.hostname, port), timeout=timeout):
             pass

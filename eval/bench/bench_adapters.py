@@ -21,8 +21,13 @@ from typing import Any
 from adapters.apply import apply_row
 from adapters.spec import AdapterSpec
 
-SOURCE = {"repo_id": "bench/rows", "revision": "0" * 40, "config": "default", "split": "train",
-          "data_files": ["data/train.parquet"]}
+SOURCE = {
+    "repo_id": "bench/rows",
+    "revision": "0" * 40,
+    "config": "default",
+    "split": "train",
+    "data_files": ["data/train.parquet"],
+}
 WORDS = "the a function returns list value error file test agent tool call patch fix bug loop".split()
 
 
@@ -45,26 +50,52 @@ def messages(rng: random.Random, i: int) -> dict[str, Any]:
 def trajectory(rng: random.Random, i: int) -> dict[str, Any]:
     steps = [{"role": "system", "text": None, "system_prompt": _text(rng, 40), "mask": False}]
     for _ in range(rng.randint(2, 4)):
-        steps += [{"role": "user", "text": _text(rng, 40), "system_prompt": None, "mask": False},
-                  {"role": "ai", "text": _text(rng, 60), "system_prompt": None, "mask": True}]
+        steps += [
+            {"role": "user", "text": _text(rng, 40), "system_prompt": None, "mask": False},
+            {"role": "ai", "text": _text(rng, 60), "system_prompt": None, "mask": True},
+        ]
     steps.append({"role": "user", "text": _text(rng, 20), "system_prompt": None, "mask": False})
     return {"instance_id": f"task-{i}", "trajectory": steps}
 
 
 SHAPES: dict[str, tuple[Callable[[random.Random, int], dict[str, Any]], dict[str, Any]]] = {
-    "sharegpt": (sharegpt, {"messages_path": "conversations", "role_key": "from", "content_key": "value",
-                            "role_map": {"human": "user", "gpt": "assistant", "system": "system"}}),
-    "messages": (messages, {"messages_path": "messages", "role_key": "role", "content_key": "content",
-                            "role_map": {"user": "user", "assistant": "assistant"}, "system_field": "system"}),
-    "trajectory": (trajectory, {"layout": "trajectory", "messages_path": "trajectory", "role_key": "role",
-                                "content_key": "text", "null_policy": {"system": "system_prompt"},
-                                "train_flag_key": "mask",
-                                "role_map": {"system": "system", "user": "user", "ai": "assistant"}}),
+    "sharegpt": (
+        sharegpt,
+        {
+            "messages_path": "conversations",
+            "role_key": "from",
+            "content_key": "value",
+            "role_map": {"human": "user", "gpt": "assistant", "system": "system"},
+        },
+    ),
+    "messages": (
+        messages,
+        {
+            "messages_path": "messages",
+            "role_key": "role",
+            "content_key": "content",
+            "role_map": {"user": "user", "assistant": "assistant"},
+            "system_field": "system",
+        },
+    ),
+    "trajectory": (
+        trajectory,
+        {
+            "layout": "trajectory",
+            "messages_path": "trajectory",
+            "role_key": "role",
+            "content_key": "text",
+            "null_policy": {"system": "system_prompt"},
+            "train_flag_key": "mask",
+            "role_map": {"system": "system", "user": "user", "ai": "assistant"},
+        },
+    ),
 }
 
 
 def naive_map(spec: AdapterSpec) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The mapping written the obvious way: read the spec on every row, build plain dicts."""
+
     def fn(row: dict[str, Any]) -> dict[str, Any]:
         out = []
         if spec.system_field and row.get(spec.system_field):
@@ -76,7 +107,8 @@ def naive_map(spec: AdapterSpec) -> Callable[[dict[str, Any]], dict[str, Any]]:
                 content = turn[spec.null_policy[role]]
             out.append({"role": role, "content": content})
         last_user = max(i for i, m in enumerate(out) if m["role"] == "user")
-        return {"turns": out[:last_user + 1]}
+        return {"turns": out[: last_user + 1]}
+
     return fn
 
 

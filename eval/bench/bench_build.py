@@ -38,8 +38,10 @@ def conversations(n: int, seed: int = 0) -> list[list[dict]]:
             answer = " ".join(rng.choices(texts, k=rng.randint(1, 6)))
             if i % 10 == 0 and turn == 0:  # a reply quoting a chat transcript
                 answer = f"The log read: {HEADER}ok{END} and then it stopped."
-            msgs += [{"role": "user", "content": rng.choice(texts)},
-                     {"role": "assistant", "content": answer, "reasoning_content": rng.choice(texts)}]
+            msgs += [
+                {"role": "user", "content": rng.choice(texts)},
+                {"role": "assistant", "content": answer, "reasoning_content": rng.choice(texts)},
+            ]
         out.append(msgs)
     return out
 
@@ -53,8 +55,9 @@ def regex_mask(tokenizer, msgs: list[dict]) -> list[int]:
     """SpecForge's approach: a regex from the assistant header to the end-of-turn over the rendered text."""
     text = tokenizer.apply_chat_template(msgs, tokenize=False)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    spans = [(m.start(1), m.end(1)) for m in re.finditer(re.escape(HEADER) + r"([\s\S]*?(?:" + re.escape(END) + "|$))",
-                                                         text)]
+    spans = [
+        (m.start(1), m.end(1)) for m in re.finditer(re.escape(HEADER) + r"([\s\S]*?(?:" + re.escape(END) + "|$))", text)
+    ]
     return [int(any(s <= a and b <= e for s, e in spans)) for a, b in enc["offset_mapping"]]
 
 
@@ -82,8 +85,10 @@ def main() -> None:
     table = Table(title=f"loss masks for {len(data)} multi-turn conversations (median of {args.repeats})")
     for col in ("method", "median s", "conversations/s", "rows that differ from boundary masks"):
         table.add_column(col)
-    for name, times, diff in (("generation boundary (draftset)", ours, "(reference)"),
-                              ("regex over text (naive)", naive, str(differ))):
+    for name, times, diff in (
+        ("generation boundary (draftset)", ours, "(reference)"),
+        ("regex over text (naive)", naive, str(differ)),
+    ):
         med = statistics.median(times)
         table.add_row(name, f"{med:.3f}", f"{len(data) / med:,.0f}", diff)
     Console().print(table)

@@ -44,7 +44,7 @@ def _sync():
 def _llama(shape: dict, device):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.set_default_dtype(torch.bfloat16)   # initialise directly in bf16 on the device: no 32 GB fp32 copy
+    torch.set_default_dtype(torch.bfloat16)  # initialise directly in bf16 on the device: no 32 GB fp32 copy
     try:
         with torch.device(device):
             model = LlamaForCausalLM(LlamaConfig(**shape))
@@ -75,13 +75,21 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
     n = shape["num_hidden_layers"]
     plan = LayerPlan.resolve(n, None)
     g = torch.Generator().manual_seed(0)
-    rows = [BuiltRow(f"r{i}", i, torch.randint(0, shape["vocab_size"], (row_len,), generator=g).tolist(),
-                     [0] * 16 + [1] * (row_len - 16)) for i in range(n_rows)]
+    rows = [
+        BuiltRow(
+            f"r{i}",
+            i,
+            torch.randint(0, shape["vocab_size"], (row_len,), generator=g).tolist(),
+            [0] * 16 + [1] * (row_len - 16),
+        )
+        for i in range(n_rows)
+    ]
     root = Path(tempfile.mkdtemp(prefix="bench-capture-", dir=os.environ.get("BENCH_DIR")))
     cfg = CaptureConfig(build_dir=root, model_dir=root, out_dir=root)
     ours, naive, compute = [], [], []
-    for r in range(runs + 1):                       # run 0 warms up kernels and the allocator
-        _sync(); t0 = time.perf_counter()
+    for r in range(runs + 1):  # run 0 warms up kernels and the allocator
+        _sync()
+        t0 = time.perf_counter()
         with StageRun("capture-bench", cfg, root / "discard") as run:
             run.seen(len(rows))
             capture_rows(model, rows, plan, device, 16384, _Discard(), run)
@@ -89,36 +97,50 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
         if r:
             compute.append((time.perf_counter() - t0, 0))
         out = root / f"ours{r}"
-        _sync(); t0 = time.perf_counter()
+        _sync()
+        t0 = time.perf_counter()
         with StageRun("capture-bench", cfg, out) as run:
             run.seen(len(rows))
             capture_rows(model, rows, plan, device, 16384, ShardWriter(out, 0, 1 << 28), run)
-        _sync(); dt = time.perf_counter() - t0
+        _sync()
+        dt = time.perf_counter() - t0
         written = sum(p.stat().st_size for p in out.glob("shard-*"))
         if r:
             ours.append((dt, written))
         shutil.rmtree(out)
         out.mkdir()
-        _sync(); t0 = time.perf_counter()
+        _sync()
+        t0 = time.perf_counter()
         with torch.inference_mode():
             for row in rows[:naive_rows]:
                 o = model(input_ids=torch.tensor([row.input_ids], device=device), output_hidden_states=True)
                 taps = [o.hidden_states[j][0].float().cpu() for j in plan.aux + [n]]
                 torch.save({"hidden_states": taps, "input_ids": row.input_ids}, out / f"{row.id}.pt")
-        _sync(); dt = time.perf_counter() - t0
+        _sync()
+        dt = time.perf_counter() - t0
         if r:
             naive.append((dt, sum(p.stat().st_size for p in out.glob("*.pt"))))
         shutil.rmtree(out)
     shutil.rmtree(root, ignore_errors=True)
     table = []
-    for name, results, count in (("capture: draftset (batched, bf16 taps)", ours, n_rows),
-                                 ("capture: same, no disk (compute + host copy)", compute, n_rows),
-                                 ("capture: naive (1 row/forward, logits, fp32)", naive, naive_rows)):
+    for name, results, count in (
+        ("capture: draftset (batched, bf16 taps)", ours, n_rows),
+        ("capture: same, no disk (compute + host copy)", compute, n_rows),
+        ("capture: naive (1 row/forward, logits, fp32)", naive, naive_rows),
+    ):
         dt = statistics.median(t for t, _ in results)
         written = statistics.median(b for _, b in results)
         tokens = count * row_len
-        table.append([name, f"{tokens / dt:,.0f} tok/s", f"{written / dt / 1e9:.2f} GB/s",
-                      f"{written / tokens:,.0f} B/tok", "", f"{dt:.2f} s"])
+        table.append(
+            [
+                name,
+                f"{tokens / dt:,.0f} tok/s",
+                f"{written / dt / 1e9:.2f} GB/s",
+                f"{written / tokens:,.0f} B/tok",
+                "",
+                f"{dt:.2f} s",
+            ]
+        )
     return table
 
 
@@ -137,8 +159,10 @@ def bench_train(c: DraftConfig, batch: int, seq: int, steps: int, runs: int, ite
     target = FrozenTarget.random(c.vocab_size, c.target_hidden_size, device=device)
     flops = train_flops_per_token(c, steps, seq) * batch * seq
     table = []
-    for name, bf16, n_runs in (("train: draftset (bf16 autocast)", True, runs),
-                               ("train: naive (fp32)", False, max(2, runs // 2))):
+    for name, bf16, n_runs in (
+        ("train: draftset (bf16 autocast)", True, runs),
+        ("train: naive (fp32)", False, max(2, runs // 2)),
+    ):
         draft = Eagle3Draft(c).to(device)
         hot = torch.randperm(c.vocab_size, device=device)[: c.draft_vocab_size].sort().values
         draft.d2t.copy_(hot - torch.arange(c.draft_vocab_size, device=device))
@@ -146,26 +170,38 @@ def bench_train(c: DraftConfig, batch: int, seq: int, steps: int, runs: int, ite
         model = TTTObjective(draft)
         opt = torch.optim.AdamW(draft.parameters(), lr=1e-4)
         dtype = torch.bfloat16 if bf16 else torch.float32
-        data = Batch(torch.randint(0, c.vocab_size, (batch, seq), device=device),
-                     torch.rand(batch, seq, device=device) < 0.7,
-                     torch.randn(batch, seq, c.n_aux * c.target_hidden_size, device=device, dtype=dtype),
-                     torch.randn(batch, seq, c.target_hidden_size, device=device, dtype=dtype))
+        data = Batch(
+            torch.randint(0, c.vocab_size, (batch, seq), device=device),
+            torch.rand(batch, seq, device=device) < 0.7,
+            torch.randn(batch, seq, c.n_aux * c.target_hidden_size, device=device, dtype=dtype),
+            torch.randn(batch, seq, c.target_hidden_size, device=device, dtype=dtype),
+        )
         tgt = target if bf16 else target.to(device, torch.float32)
         try:
-            train_step(model, draft, tgt, data, opt, steps, 0.5, bf16=bf16)     # warm-up
+            train_step(model, draft, tgt, data, opt, steps, 0.5, bf16=bf16)  # warm-up
             times = []
             for _ in range(n_runs):
-                _sync(); t0 = time.perf_counter()
+                _sync()
+                t0 = time.perf_counter()
                 for _ in range(iters):
                     loss, _ = train_step(model, draft, tgt, data, opt, steps, 0.5, bf16=bf16)
-                _sync(); times.append((time.perf_counter() - t0) / iters)
+                _sync()
+                times.append((time.perf_counter() - t0) / iters)
         except torch.OutOfMemoryError:
             table.append([name, "out of memory", "", "", "", ""])
             continue
         assert torch.isfinite(loss), f"{name}: loss is {loss}"
         dt = statistics.median(times)
-        table.append([name, f"{batch * seq / dt:,.0f} tok/s", "", "", f"{flops / dt / 1e12:,.1f} TFLOP/s "
-                      f"({100 * flops / dt / PEAK_BF16:.0f}% of 790)", f"{dt:.3f} s/step"])
+        table.append(
+            [
+                name,
+                f"{batch * seq / dt:,.0f} tok/s",
+                "",
+                "",
+                f"{flops / dt / 1e12:,.1f} TFLOP/s ({100 * flops / dt / PEAK_BF16:.0f}% of 790)",
+                f"{dt:.3f} s/step",
+            ]
+        )
         del draft, model, opt, data
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -180,22 +216,57 @@ def main() -> None:
     a = p.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if a.quick:
-        llama = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=8, num_attention_heads=4,
-                     num_key_value_heads=2, vocab_size=1000)
+        llama = dict(
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=8,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=1000,
+        )
         cap = dict(n_rows=16, row_len=128, naive_rows=8)
-        draft = DraftConfig(hidden_size=128, target_hidden_size=128, n_aux=3, num_attention_heads=4,
-                            num_key_value_heads=2, head_dim=32, intermediate_size=256, rms_norm_eps=1e-6,
-                            rope_theta=10000.0, vocab_size=2000, draft_vocab_size=500, max_position_embeddings=512)
+        draft = DraftConfig(
+            hidden_size=128,
+            target_hidden_size=128,
+            n_aux=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=32,
+            intermediate_size=256,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            vocab_size=2000,
+            draft_vocab_size=500,
+            max_position_embeddings=512,
+        )
         tr = dict(batch=2, seq=128, steps=7, iters=2)
     else:
-        llama = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                     num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192)
+        llama = dict(
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=32,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            vocab_size=128256,
+            max_position_embeddings=8192,
+        )
         cap = dict(n_rows=64, row_len=2048, naive_rows=8)
         # Kimi-K2.5's width (7168) and vocabularies; a Llama-style draft layer (64 heads x 128, GQA 8,
         # DeepSeek-V3's dense MLP width 18432), as SGLang's llama_eagle3 serves it.
-        draft = DraftConfig(hidden_size=7168, target_hidden_size=7168, n_aux=3, num_attention_heads=64,
-                            num_key_value_heads=8, head_dim=128, intermediate_size=18432, rms_norm_eps=1e-6,
-                            rope_theta=50000.0, vocab_size=163840, draft_vocab_size=32000, max_position_embeddings=4096)
+        draft = DraftConfig(
+            hidden_size=7168,
+            target_hidden_size=7168,
+            n_aux=3,
+            num_attention_heads=64,
+            num_key_value_heads=8,
+            head_dim=128,
+            intermediate_size=18432,
+            rms_norm_eps=1e-6,
+            rope_theta=50000.0,
+            vocab_size=163840,
+            draft_vocab_size=32000,
+            max_position_embeddings=4096,
+        )
         tr = dict(batch=2, seq=2048, steps=7, iters=3)
     rows = bench_capture(llama, runs=a.runs, device=device, **cap)
     rows += bench_train(draft, runs=a.runs, device=device, **tr)

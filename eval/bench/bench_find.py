@@ -27,8 +27,10 @@ from eval.bench.find_hubgen import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
-VARIANTS = {"draftset (10 concurrent, cache)": FindConfig(),
-            "naive (sequential, no cache)": FindConfig(max_concurrency=1, cache=False)}
+VARIANTS = {
+    "draftset (10 concurrent, cache)": FindConfig(),
+    "naive (sequential, no cache)": FindConfig(max_concurrency=1, cache=False),
+}
 
 
 def _find(url: str, home: Path, config: FindConfig) -> tuple[float, int]:
@@ -49,8 +51,10 @@ def bench_hub(name: str, folder: Path, repeats: int, tmp: Path) -> list[tuple]:
                 home = tmp / f"{name}-{v}-{r}"
                 for run in ("first", "second"):
                     samples.setdefault((variant, run), []).append(_find(url, home, config))
-    return [(name, variant, run, statistics.median(x[0] for x in values), statistics.median(x[1] for x in values))
-            for (variant, run), values in samples.items()]
+    return [
+        (name, variant, run, statistics.median(x[0] for x in values), statistics.median(x[1] for x in values))
+        for (variant, run), values in samples.items()
+    ]
 
 
 def main() -> None:
@@ -67,7 +71,7 @@ def main() -> None:
         generated = tmp / "generated-hub"
         generate(generated, args.repos)
         rows += bench_hub(f"generated Hub ({args.repos:,} repos)", generated, args.repeats, tmp)
-    table = Table(title=f"draftset find \"agentic coding\" — medians of {args.repeats} runs", header_style="bold")
+    table = Table(title=f'draftset find "agentic coding" — medians of {args.repeats} runs', header_style="bold")
     for col in ("hub", "variant", "run", "wall s", "Hub requests"):
         table.add_column(col)
     for hub, variant, run, wall, calls in rows:

@@ -39,15 +39,32 @@ def make_repos(root: Path, n: int, seed: int = 0) -> None:
     rng = random.Random(seed)
     for i in track(range(n), description=f"writing {n} repos"):
         topic = rng.choice(WORDS)
-        card = {"license": rng.choice(LICENSES), "task_categories": [rng.choice(TASKS)], "language": ["en"],
-                "pretty_name": f"{topic} set {i}", "tags": [topic], "x_downloads": rng.randint(0, 100_000),
-                "x_likes": rng.randint(0, 500)}
-        rows = [{"messages": [{"role": "user", "content": f"{topic} question {i}.{j}"},
-                              {"role": "assistant", "content": f"answer {j} " * rng.randint(5, 40)}]}
-                for j in range(20)]
+        card = {
+            "license": rng.choice(LICENSES),
+            "task_categories": [rng.choice(TASKS)],
+            "language": ["en"],
+            "pretty_name": f"{topic} set {i}",
+            "tags": [topic],
+            "x_downloads": rng.randint(0, 100_000),
+            "x_likes": rng.randint(0, 500),
+        }
+        rows = [
+            {
+                "messages": [
+                    {"role": "user", "content": f"{topic} question {i}.{j}"},
+                    {"role": "assistant", "content": f"answer {j} " * rng.randint(5, 40)},
+                ]
+            }
+            for j in range(20)
+        ]
         ext = "parquet" if i % 2 else "jsonl"
-        write_repo(root, f"org-{i % 50}/{topic}-{i}", card, {f"data/train.{ext}": rows},
-                   body=f"# {topic} set {i}\n\nSynthetic {topic} conversations for benchmarking.")
+        write_repo(
+            root,
+            f"org-{i % 50}/{topic}-{i}",
+            card,
+            {f"data/train.{ext}": rows},
+            body=f"# {topic} set {i}\n\nSynthetic {topic} conversations for benchmarking.",
+        )
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, log: IO[str], timeout: float = 30.0) -> None:
@@ -79,8 +96,10 @@ def server(args: list[str], port: int) -> Iterator[str]:
 
 def local_hub(root: Path, *extra: str) -> Callable[[], object]:
     port = free_port()
-    return lambda: server([sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(root),
-                           "--port", str(port), "--quiet", *extra], port)
+    return lambda: server(
+        [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(root), "--port", str(port), "--quiet", *extra],
+        port,
+    )
 
 
 def rate(fn: Callable[[int], object], requests: int, runs: int) -> float:
@@ -105,6 +124,7 @@ def getter():
         response = client.get(url)
         response.raise_for_status()
         return response.content
+
     return get
 
 
@@ -115,7 +135,8 @@ def list_ops(url: str) -> dict[str, Callable[[int], object]]:
     return {
         "list_datasets(search, limit=50)": lambda i: list(api.list_datasets(search=f"org-{i % 50}/", limit=50)),
         "list_datasets(filter, sort, limit=20)": lambda i: list(
-            api.list_datasets(filter=f"license:{LICENSES[i % 4]}", sort="downloads", limit=20)),
+            api.list_datasets(filter=f"license:{LICENSES[i % 4]}", sort="downloads", limit=20)
+        ),
         "list_datasets(full, limit=100)": lambda i: list(api.list_datasets(full=True, limit=100)),
     }
 
@@ -147,18 +168,39 @@ def main() -> None:
 
             def hub_download(i: int) -> object:
                 f = files[i % len(files)]
-                return hf_hub_download(repo_of[f], f.split("/", 2)[2], repo_type="dataset", endpoint=url,
-                                       cache_dir=cache, force_download=True, token=False)
+                return hf_hub_download(
+                    repo_of[f],
+                    f.split("/", 2)[2],
+                    repo_type="dataset",
+                    endpoint=url,
+                    cache_dir=cache,
+                    force_download=True,
+                    token=False,
+                )
 
             dl = rate(hub_download, opts.requests, opts.runs)
-            raw = rate(lambda i: get(f"{url}/datasets/{repo_of[files[i % len(files)]]}/resolve/main/"
-                                     f"{files[i % len(files)].split('/', 2)[2]}"), opts.requests * 5, opts.runs)
+            raw = rate(
+                lambda i: get(
+                    f"{url}/datasets/{repo_of[files[i % len(files)]]}/resolve/main/"
+                    f"{files[i % len(files)].split('/', 2)[2]}"
+                ),
+                opts.requests * 5,
+                opts.runs,
+            )
         with local_hub(root, "--no-cache")() as url:
             # Each naive request re-reads all repos (seconds at 1,000): fewer requests, still a median.
             naive = {name: rate(fn, 2, 3) for name, fn in list_ops(url).items()}
         static_port = free_port()
-        static_args = [sys.executable, "-m", "http.server", str(static_port), "--bind", "127.0.0.1",
-                       "--directory", str(root)]
+        static_args = [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(static_port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(root),
+        ]
         with server(static_args, static_port) as static_url:
             static = rate(lambda i: get(f"{static_url}/{files[i % len(files)]}"), opts.requests * 5, opts.runs)
 
@@ -170,8 +212,13 @@ def main() -> None:
     for col in ("operation", "local Hub", "baseline", "ratio", "baseline is"):
         table.add_column(col, justify="left" if col in ("operation", "baseline is") else "right")
     for name, ours, base, what in rows:
-        table.add_row(name, f"{ours:,.1f}", "-" if base is None else f"{base:,.1f}",
-                      "-" if base is None else f"{ours / base:,.1f}x", what)
+        table.add_row(
+            name,
+            f"{ours:,.1f}",
+            "-" if base is None else f"{base:,.1f}",
+            "-" if base is None else f"{ours / base:,.1f}x",
+            what,
+        )
     console = Console(width=max(120, Console().width))
     console.print(table)
     console.print(f"cold first listing (scan + hash all {opts.repos} repos): {cold_s:.2f} s")

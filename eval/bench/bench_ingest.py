@@ -32,11 +32,23 @@ from pipeline.ingest.rows import to_row
 from pipeline.ingest.run import IngestConfig, ingest_rows
 from pipeline.stage import StageRun
 
-SPEC = AdapterSpec.from_data({
-    "source": {"repo_id": "bench/sharegpt", "revision": "c" * 40, "config": "default", "split": "train",
-               "data_files": ["train.jsonl"]},
-    "layout": "messages", "messages_path": "conversations", "role_key": "from", "content_key": "value",
-    "role_map": {"human": "user", "gpt": "assistant", "system": "system"}, "mode": "regenerate"})
+SPEC = AdapterSpec.from_data(
+    {
+        "source": {
+            "repo_id": "bench/sharegpt",
+            "revision": "c" * 40,
+            "config": "default",
+            "split": "train",
+            "data_files": ["train.jsonl"],
+        },
+        "layout": "messages",
+        "messages_path": "conversations",
+        "role_key": "from",
+        "content_key": "value",
+        "role_map": {"human": "user", "gpt": "assistant", "system": "system"},
+        "mode": "regenerate",
+    }
+)
 
 
 def _prompts(n: int, seed: int = 0) -> list[str]:
@@ -56,13 +68,28 @@ def _prompts(n: int, seed: int = 0) -> list[str]:
 def _write_jsonl(path: Path, prompts: list[str]) -> None:
     with path.open("w") as f:
         for i, p in enumerate(prompts):
-            f.write(json.dumps({"id": str(i), "conversations": [
-                {"from": "human", "value": p}, {"from": "gpt", "value": "An answer " * 20}]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": str(i),
+                        "conversations": [{"from": "human", "value": p}, {"from": "gpt", "value": "An answer " * 20}],
+                    }
+                )
+                + "\n"
+            )
 
 
 def bench_ingest_ours(src: Path, out: Path) -> int:
-    config = IngestConfig(repo_id="bench/sharegpt", revision="c" * 40, config="default", split="train",
-                          data_files=["train.jsonl"], spec_hash=SPEC.spec_hash(), category="bench", mode="regenerate")
+    config = IngestConfig(
+        repo_id="bench/sharegpt",
+        revision="c" * 40,
+        config="default",
+        split="train",
+        data_files=["train.jsonl"],
+        spec_hash=SPEC.spec_hash(),
+        category="bench",
+        mode="regenerate",
+    )
     with StageRun("ingest", config, out) as run:
         ingest_rows(SPEC, iter_local_rows([("train.jsonl", src)]), out, run)
     return run.counts["out"]
@@ -126,27 +153,65 @@ def main() -> None:
         src = Path(tmp) / "train.jsonl"
         _write_jsonl(src, prompts)
         runs = iter(range(10**6))
-        t_ours, n_ours = _median_time(lambda: bench_ingest_ours(src, Path(tmp) / f"o{next(runs)}"),
-                                      repeats=args.repeats)
-        t_ds, n_ds = _median_time(lambda: bench_ingest_datasets(src, Path(tmp) / f"d{next(runs)}"),
-                                  repeats=args.repeats)
-    table.add_row("ingest", "datasets load_dataset→map→to_parquet (baseline)", f"{t_ds:.2f}",
-                  f"{args.rows / t_ds:,.0f}", f"{n_ds:,} rows", "1.0x")
-    table.add_row("ingest", "draftset ingest_rows (apply_row → ParquetShardWriter)", f"{t_ours:.2f}",
-                  f"{args.rows / t_ours:,.0f}", f"{n_ours:,} records", f"{t_ds / t_ours:.1f}x")
+        t_ours, n_ours = _median_time(
+            lambda: bench_ingest_ours(src, Path(tmp) / f"o{next(runs)}"), repeats=args.repeats
+        )
+        t_ds, n_ds = _median_time(
+            lambda: bench_ingest_datasets(src, Path(tmp) / f"d{next(runs)}"), repeats=args.repeats
+        )
+    table.add_row(
+        "ingest",
+        "datasets load_dataset→map→to_parquet (baseline)",
+        f"{t_ds:.2f}",
+        f"{args.rows / t_ds:,.0f}",
+        f"{n_ds:,} rows",
+        "1.0x",
+    )
+    table.add_row(
+        "ingest",
+        "draftset ingest_rows (apply_row → ParquetShardWriter)",
+        f"{t_ours:.2f}",
+        f"{args.rows / t_ours:,.0f}",
+        f"{n_ours:,} records",
+        f"{t_ds / t_ours:.1f}x",
+    )
     sample = prompts[: args.brute_sample]
     t_bf, d_bf = _median_time(bench_near_bruteforce, sample, repeats=args.repeats)
     t_bf_full = t_bf * (args.rows / len(sample)) ** 2
     t_near, d_near = _median_time(bench_near_ours, prompts, repeats=args.repeats)
     t_near_s, d_near_s = _median_time(bench_near_ours, sample, repeats=args.repeats)
-    table.add_row("near dedup", f"brute-force pairwise Jaccard, {len(sample):,} prompts", f"{t_bf:.2f}",
-                  f"{len(sample) / t_bf:,.0f}", f"{d_bf} dropped", "")
-    table.add_row("near dedup", f"MinHash LSH, {len(sample):,} prompts", f"{t_near_s:.2f}",
-                  f"{len(sample) / t_near_s:,.0f}", f"{d_near_s} dropped", f"{t_bf / t_near_s:.1f}x")
-    table.add_row("near dedup", f"brute-force, {args.rows:,} prompts (extrapolated n²)", f"~{t_bf_full:,.0f}",
-                  f"{args.rows / t_bf_full:,.0f}", "", "1.0x")
-    table.add_row("near dedup", f"MinHash LSH, {args.rows:,} prompts", f"{t_near:.2f}", f"{args.rows / t_near:,.0f}",
-                  f"{d_near:,} dropped (planted {args.rows // 10:,})", f"{t_bf_full / t_near:,.0f}x")
+    table.add_row(
+        "near dedup",
+        f"brute-force pairwise Jaccard, {len(sample):,} prompts",
+        f"{t_bf:.2f}",
+        f"{len(sample) / t_bf:,.0f}",
+        f"{d_bf} dropped",
+        "",
+    )
+    table.add_row(
+        "near dedup",
+        f"MinHash LSH, {len(sample):,} prompts",
+        f"{t_near_s:.2f}",
+        f"{len(sample) / t_near_s:,.0f}",
+        f"{d_near_s} dropped",
+        f"{t_bf / t_near_s:.1f}x",
+    )
+    table.add_row(
+        "near dedup",
+        f"brute-force, {args.rows:,} prompts (extrapolated n²)",
+        f"~{t_bf_full:,.0f}",
+        f"{args.rows / t_bf_full:,.0f}",
+        "",
+        "1.0x",
+    )
+    table.add_row(
+        "near dedup",
+        f"MinHash LSH, {args.rows:,} prompts",
+        f"{t_near:.2f}",
+        f"{args.rows / t_near:,.0f}",
+        f"{d_near:,} dropped (planted {args.rows // 10:,})",
+        f"{t_bf_full / t_near:,.0f}x",
+    )
     Console(width=140).print(table)
 
 

@@ -40,13 +40,14 @@ def _generate(model, input_ids: list[list[int]], pad: int, max_new: int, stop: i
     ids = torch.full((len(input_ids), width), pad, dtype=torch.long)
     attn = torch.zeros_like(ids)
     for i, row in enumerate(input_ids):
-        ids[i, width - len(row):], attn[i, width - len(row):] = torch.tensor(row), 1
+        ids[i, width - len(row) :], attn[i, width - len(row) :] = torch.tensor(row), 1
     torch.manual_seed(seed)
     dev = next(model.parameters()).device
     kw = {"do_sample": True, "temperature": 1.0, "top_p": 0.95, "top_k": 0} if sample else {"do_sample": False}
     with torch.inference_mode():
-        out = model.generate(ids.to(dev), attention_mask=attn.to(dev), max_new_tokens=max_new, eos_token_id=stop,
-                             pad_token_id=pad, **kw)
+        out = model.generate(
+            ids.to(dev), attention_mask=attn.to(dev), max_new_tokens=max_new, eos_token_id=stop, pad_token_id=pad, **kw
+        )
     rows = []
     for row in out[:, width:].tolist():
         rows.append(row[: row.index(stop) + 1] if stop in row else row)
@@ -62,7 +63,7 @@ def magpie_prompts(model, tok, n: int, batch: int, max_new: int, seed: int) -> l
     while len(prompts) < n and round_ < 4 * (n // batch + 1):
         for row in _generate(model, [prefix] * batch, stop, max_new, stop, True, seed + round_):
             text = tok.decode(row, skip_special_tokens=True).strip()
-            if row and row[-1] == stop and len(text) >= 12 and text.lower() not in seen:   # whole, new prompts only
+            if row and row[-1] == stop and len(text) >= 12 and text.lower() not in seen:  # whole, new prompts only
                 seen.add(text.lower())
                 prompts.append(text)
         round_ += 1
@@ -71,18 +72,29 @@ def magpie_prompts(model, tok, n: int, batch: int, max_new: int, seed: int) -> l
 
 def regenerate_rows(model, tok, prompts: list[str], batch: int, max_new: int) -> list[dict]:
     stop = tok.convert_tokens_to_ids("<|im_end|>")
-    rendered = [tok(tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                            add_generation_prompt=True), add_special_tokens=False)["input_ids"]
-                for p in prompts]
-    order = sorted(range(len(prompts)), key=lambda i: len(rendered[i]))   # similar lengths: less padding
+    rendered = [
+        tok(
+            tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True),
+            add_special_tokens=False,
+        )["input_ids"]
+        for p in prompts
+    ]
+    order = sorted(range(len(prompts)), key=lambda i: len(rendered[i]))  # similar lengths: less padding
     rows = []
     for start in range(0, len(order), batch):
-        chunk = order[start:start + batch]
+        chunk = order[start : start + batch]
         for i, answer in zip(chunk, _generate(model, [rendered[i] for i in chunk], stop, max_new, stop, False, 0)):
             ids = rendered[i] + answer
-            rows.append({"id": hashlib.sha1(prompts[i].encode()).hexdigest()[:16], "conversation_id": str(i),
-                         "input_ids": ids, "loss_mask": [0] * len(rendered[i]) + [1] * len(answer),
-                         "n_tokens": len(ids), "n_trainable": len(answer)})
+            rows.append(
+                {
+                    "id": hashlib.sha1(prompts[i].encode()).hexdigest()[:16],
+                    "conversation_id": str(i),
+                    "input_ids": ids,
+                    "loss_mask": [0] * len(rendered[i]) + [1] * len(answer),
+                    "n_tokens": len(ids),
+                    "n_trainable": len(answer),
+                }
+            )
     return rows
 
 
@@ -98,11 +110,19 @@ def write_build(rows: list[dict], tok, model_dir: Path, build_dir: Path, vocab_s
     counts = token_counts([build_dir / "rows-00000.parquet"], vocab_size)
     d2t, t2d = draft_vocab(counts, k)
     save_vocab(build_dir / "vocab.safetensors", d2t, t2d, counts)
-    manifest = {"model_dir": str(model_dir), "chat_template_sha256": chat_template_sha256(tok),
-                "vocab_size": vocab_size, "draft_vocab_size": k, "draft_vocab_coverage": coverage(counts, t2d),
-                "system_prompt": SYSTEM, "thinking": None, "max_length": max(r["n_tokens"] for r in rows),
-                "n_rows": len(rows), "n_tokens": sum(r["n_tokens"] for r in rows),
-                "n_trainable": sum(r["n_trainable"] for r in rows)}
+    manifest = {
+        "model_dir": str(model_dir),
+        "chat_template_sha256": chat_template_sha256(tok),
+        "vocab_size": vocab_size,
+        "draft_vocab_size": k,
+        "draft_vocab_coverage": coverage(counts, t2d),
+        "system_prompt": SYSTEM,
+        "thinking": None,
+        "max_length": max(r["n_tokens"] for r in rows),
+        "n_rows": len(rows),
+        "n_tokens": sum(r["n_tokens"] for r in rows),
+        "n_trainable": sum(r["n_trainable"] for r in rows),
+    }
     (build_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
 
@@ -158,15 +178,18 @@ def main(argv: list[str] | None = None) -> dict:
     if "prompts" in stages or "regen" in stages:
         gen_model = load_target(model_dir, torch.bfloat16 if dev.type == "cuda" else torch.float32).to(dev)
         if "prompts" in stages:
-            prompts = timed("prompts", lambda: magpie_prompts(gen_model, tok, a.prompts, a.gen_batch, a.prompt_tokens, 0))
+            prompts = timed(
+                "prompts", lambda: magpie_prompts(gen_model, tok, a.prompts, a.gen_batch, a.prompt_tokens, 0)
+            )
             (a.work / "prompts.json").write_text(json.dumps(prompts))
             figures["n_prompts"] = len(prompts)
             print("sample prompts:", prompts[:5], flush=True)
         prompts = json.loads((a.work / "prompts.json").read_text())
         if "regen" in stages:
             rows = timed("regen", lambda: regenerate_rows(gen_model, tok, prompts, a.gen_batch, a.answer_tokens))
-            figures["build"] = write_build(rows, tok, model_dir, build_dir, int(gen_model.config.vocab_size),
-                                           a.draft_vocab)
+            figures["build"] = write_build(
+                rows, tok, model_dir, build_dir, int(gen_model.config.vocab_size), a.draft_vocab
+            )
             figures["regen_tokens"] = sum(r["n_trainable"] for r in rows)
             print("sample answer:", tok.decode(rows[len(rows) // 2]["input_ids"]), flush=True)
         del gen_model
@@ -174,16 +197,37 @@ def main(argv: list[str] | None = None) -> dict:
     if "capture" in stages:
         from pipeline.capture.run import CaptureConfig, run_capture
 
-        m = timed("capture", lambda: run_capture(CaptureConfig(build_dir=build_dir, model_dir=model_dir,
-                                                               out_dir=capture_dir, device=a.device)))
-        figures["capture"] = {"samples": m.n_samples, "tokens": m.n_tokens, "loss_tokens": m.n_loss_tokens,
-                              "taps": m.taps.aux, "gb": m.file_bytes / 1e9}
+        m = timed(
+            "capture",
+            lambda: run_capture(
+                CaptureConfig(build_dir=build_dir, model_dir=model_dir, out_dir=capture_dir, device=a.device)
+            ),
+        )
+        figures["capture"] = {
+            "samples": m.n_samples,
+            "tokens": m.n_tokens,
+            "loss_tokens": m.n_loss_tokens,
+            "taps": m.taps.aux,
+            "gb": m.file_bytes / 1e9,
+        }
     if "train" in stages:
         from pipeline.train.loop import TrainConfig, run_train
 
-        ckpt = timed("train", lambda: run_train(TrainConfig(
-            capture_dir=capture_dir, out_dir=draft_dir, epochs=a.epochs, lr=a.lr, batch_tokens=a.batch_tokens,
-            ttt_steps=a.ttt_steps, log_every=50, device=a.device)))
+        ckpt = timed(
+            "train",
+            lambda: run_train(
+                TrainConfig(
+                    capture_dir=capture_dir,
+                    out_dir=draft_dir,
+                    epochs=a.epochs,
+                    lr=a.lr,
+                    batch_tokens=a.batch_tokens,
+                    ttt_steps=a.ttt_steps,
+                    log_every=50,
+                    device=a.device,
+                )
+            ),
+        )
         figures["train"] = json.loads((ckpt / "resolved.json").read_text())["metrics"]
     if not (draft_dir / "config.json").exists() and (draft_dir / "train" / "checkpoint").exists():
         from pipeline.train.export import export_draft  # training was cut short: its last epoch's checkpoint
@@ -194,24 +238,49 @@ def main(argv: list[str] | None = None) -> dict:
         from eval.checks.draft_check import check_draft
 
         r = timed("check", lambda: check_draft(draft_dir, capture_dir, model_dir, max_samples=32))
-        figures["check"] = {"verdict": r.verdict(), "wirings": [
-            {"name": w.name, "hf_ids": w.hf_ids, "step_accuracy": w.step_accuracy, "expected_al": w.accept_length}
-            for w in [r.train, r.heldout, *r.wirings] if w is not None]}
+        figures["check"] = {
+            "verdict": r.verdict(),
+            "wirings": [
+                {"name": w.name, "hf_ids": w.hf_ids, "step_accuracy": w.step_accuracy, "expected_al": w.accept_length}
+                for w in [r.train, r.heldout, *r.wirings]
+                if w is not None
+            ],
+        }
     if "measure" in stages:
         from eval.specdecode.evaluate import measure
 
-        torch.backends.cuda.matmul.allow_tf32 = False   # exact fp32: output must equal plain greedy
-        ms = timed("measure", lambda: measure(draft_dir, capture_dir, model_dir, a.steps, a.eval_prompts,
-                                              a.eval_tokens, True, a.device, "float32"))
-        figures["measure"] = {"greedy_tokens": ms.greedy_tokens, "greedy_tok_s": ms.greedy_tokens_per_s,
-                              "n_prompts": ms.n_prompts, "runs": [
-                                  {"wiring": r.name, "hf_ids": r.hf_ids, "steps": r.steps, "al": r.accept_length,
-                                   "acceptance": r.step_acceptance, "tok_s": r.tokens_per_s, "tokens": r.n_tokens,
-                                   "ties": r.ties} for r in ms.runs]}
+        torch.backends.cuda.matmul.allow_tf32 = False  # exact fp32: output must equal plain greedy
+        ms = timed(
+            "measure",
+            lambda: measure(
+                draft_dir, capture_dir, model_dir, a.steps, a.eval_prompts, a.eval_tokens, True, a.device, "float32"
+            ),
+        )
+        figures["measure"] = {
+            "greedy_tokens": ms.greedy_tokens,
+            "greedy_tok_s": ms.greedy_tokens_per_s,
+            "n_prompts": ms.n_prompts,
+            "runs": [
+                {
+                    "wiring": r.name,
+                    "hf_ids": r.hf_ids,
+                    "steps": r.steps,
+                    "al": r.accept_length,
+                    "acceptance": r.step_acceptance,
+                    "tok_s": r.tokens_per_s,
+                    "tokens": r.n_tokens,
+                    "ties": r.ties,
+                }
+                for r in ms.runs
+            ],
+        }
         for r in ms.runs:
-            print(f"{r.name:28s} {str(r.hf_ids):14s} steps {r.steps} AL {r.accept_length:.3f} "
-                  f"acc {[round(x, 3) for x in r.step_acceptance]} {r.tokens_per_s:.1f} tok/s "
-                  f"(greedy {ms.greedy_tokens_per_s:.1f}) ties {r.ties}", flush=True)
+            print(
+                f"{r.name:28s} {str(r.hf_ids):14s} steps {r.steps} AL {r.accept_length:.3f} "
+                f"acc {[round(x, 3) for x in r.step_acceptance]} {r.tokens_per_s:.1f} tok/s "
+                f"(greedy {ms.greedy_tokens_per_s:.1f}) ties {r.ties}",
+                flush=True,
+            )
     results.write_text(json.dumps(figures, indent=2, default=str))
     return figures
 

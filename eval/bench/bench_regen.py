@@ -64,13 +64,21 @@ def write_mix(home: Path, name: str, n: int, batch: int = 10_000) -> None:
     out = Home(home).mix(name)
     out.mkdir(parents=True, exist_ok=True)
     for part, start in enumerate(range(0, n, batch)):
-        rows = [to_row(Conversation(
-            id=record_id("bench/mix", "default", "train", i),
-            source=Source(repo_id="bench/mix", revision="0" * 40, config="default", split="train", row_index=i),
-            category="general", mode="regenerate",
-            messages=[Message(role="user", content=_messages(i)[0]["content"]),
-                      Message(role="assistant", content="an original answer that is dropped " * 20)]))
-            for i in range(start, min(n, start + batch))]
+        rows = [
+            to_row(
+                Conversation(
+                    id=record_id("bench/mix", "default", "train", i),
+                    source=Source(repo_id="bench/mix", revision="0" * 40, config="default", split="train", row_index=i),
+                    category="general",
+                    mode="regenerate",
+                    messages=[
+                        Message(role="user", content=_messages(i)[0]["content"]),
+                        Message(role="assistant", content="an original answer that is dropped " * 20),
+                    ],
+                )
+            )
+            for i in range(start, min(n, start + batch))
+        ]
         pq.write_table(pa.Table.from_pylist(rows), out / f"part-{part:05d}.parquet")
 
 
@@ -84,8 +92,11 @@ def _measure(fn, n: int) -> tuple[float, float]:
 def naive_threads(url: str, n: int) -> None:
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", max_retries=0)
     with ThreadPoolExecutor(CONCURRENCY) as pool:
-        list(pool.map(lambda i: client.chat.completions.create(model="m", messages=_messages(i), max_tokens=16),
-                      range(n)))
+        list(
+            pool.map(
+                lambda i: client.chat.completions.create(model="m", messages=_messages(i), max_tokens=16), range(n)
+            )
+        )
 
 
 async def _gated(send, n: int) -> None:
@@ -101,10 +112,15 @@ async def _gated(send, n: int) -> None:
 def single_async_client(url: str, n: int) -> None:
     async def main() -> None:
         limits = httpx2.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
-        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="EMPTY", max_retries=0,
-                                    http_client=openai.DefaultAsyncHttpxClient(limits=limits))
+        client = openai.AsyncOpenAI(
+            base_url=url + "/v1",
+            api_key="EMPTY",
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(limits=limits),
+        )
         await _gated(lambda i: client.chat.completions.create(model="m", messages=_messages(i), max_tokens=16), n)
         await client.close()
+
     asyncio.run(main())
 
 
@@ -113,13 +129,18 @@ def endpoint_pool(url: str, n: int) -> None:
         pool = EndpointPool([url], api_key="EMPTY", retry=RetryPolicy(), max_inflight=CONCURRENCY)
         await _gated(lambda i: pool.chat(_messages(i), {"model": "m", "max_tokens": 16}), n)
         await pool.aclose()
+
     asyncio.run(main())
 
 
 def whole_stage(url: str, n: int, home: Path, name: str) -> None:
-    config = RegenConfig.model_validate({
-        "mix": name, "endpoints": [url],
-        "partitions": [{"name": "all", "max_prompt": None, "concurrency": CONCURRENCY, "max_tokens": 16}]})
+    config = RegenConfig.model_validate(
+        {
+            "mix": name,
+            "endpoints": [url],
+            "partitions": [{"name": "all", "max_prompt": None, "concurrency": CONCURRENCY, "max_tokens": 16}],
+        }
+    )
     result = run_regenerate(config, home, None, show_progress=False)
     assert result.totals["results"] == n, result.totals
 
@@ -127,8 +148,9 @@ def whole_stage(url: str, n: int, home: Path, name: str) -> None:
 def _child_peak(args: list[str]) -> tuple[float, float]:
     """(peak RSS MiB, seconds) of a fresh process running this module with `args` (ru_maxrss is per process)."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "eval.bench.bench_regen", *args], check=True,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.bench.bench_regen", *args], check=True, capture_output=True, text=True
+    )
     return float(done.stdout.strip().splitlines()[-1]), time.perf_counter() - started
 
 
@@ -167,16 +189,19 @@ def main() -> None:
                 "draftset EndpointPool (client only)": lambda r: endpoint_pool(url, n),
                 "draftset regenerate stage (parquet in/out)": lambda r: whole_stage(url, n, home, f"t{r}"),
             }
-            table = Table(title=f"regeneration client, concurrency {CONCURRENCY}, {n} requests, "
-                                f"median of {args.repeats} (server in a separate process)")
+            table = Table(
+                title=f"regeneration client, concurrency {CONCURRENCY}, {n} requests, "
+                f"median of {args.repeats} (server in a separate process)"
+            )
             for col in ("client", "req/s", "client CPU ms/request", "CPU-bound ceiling req/s (1 core)"):
                 table.add_column(col)
             endpoint_pool(url, 500)  # warm the server up
             for label, case in cases.items():
                 runs = [_measure(lambda: case(r), n) for r in range(args.repeats)]
                 cpu_ms = statistics.median(x[1] for x in runs)
-                table.add_row(label, f"{statistics.median(x[0] for x in runs):.0f}", f"{cpu_ms:.2f}",
-                              f"{1000 / cpu_ms:.0f}")
+                table.add_row(
+                    label, f"{statistics.median(x[0] for x in runs):.0f}", f"{cpu_ms:.2f}", f"{1000 / cpu_ms:.0f}"
+                )
             console.print(table)
             # req/s is wall-clock and shares 2 cores with the server (and whatever else runs):
             console.print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -188,8 +213,9 @@ def main() -> None:
             memory = Table(title=f"peak memory (ru_maxrss) for {args.memory_rows:,} prompts")
             for col in ("process", "peak RSS MiB", "wall s"):
                 memory.add_column(col)
-            memory.add_row("naive: whole mix + conversations in memory (no requests)", f"{naive_mib:.0f}",
-                           f"{naive_s:.0f}")
+            memory.add_row(
+                "naive: whole mix + conversations in memory (no requests)", f"{naive_mib:.0f}", f"{naive_s:.0f}"
+            )
             memory.add_row("draftset regenerate stage (streaming, all requests)", f"{stage_mib:.0f}", f"{stage_s:.0f}")
             console.print(memory)
     finally:

@@ -1,8 +1,8 @@
 """Kimi-scale figures on a 2-GPU host; eval/bench/run_scale.sh drives it (see the notes file beside it).
 
-  prepare DIR        random targets built locally (a DeepSeek-V3-shaped MoE with MLA, and a Llama) + build rows
-  compare A B        per-tap relative difference between two captures of the same rows (TP vs one GPU)
-  summary DIR LOGS   tokens/s, MFU and bytes written: offline (capture, then train) vs online training
+prepare DIR        random targets built locally (a DeepSeek-V3-shaped MoE with MLA, and a Llama) + build rows
+compare A B        per-tap relative difference between two captures of the same rows (TP vs one GPU)
+summary DIR LOGS   tokens/s, MFU and bytes written: offline (capture, then train) vs online training
 """
 
 from __future__ import annotations
@@ -17,18 +17,53 @@ from pathlib import Path
 import torch
 
 PEAK_BF16 = 790e12
-DSV3 = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, moe_intermediate_size=1024,
-            num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=16, n_shared_experts=1,
-            n_routed_experts=16, num_experts_per_tok=4, n_group=4, topk_group=2, first_k_dense_replace=1,
-            kv_lora_rank=256, q_lora_rank=768, qk_rope_head_dim=32, v_head_dim=64, qk_nope_head_dim=64,
-            max_position_embeddings=4096, tie_word_embeddings=False)
-LLAMA = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=8,
-             num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192, tie_word_embeddings=False)
+DSV3 = dict(
+    vocab_size=32000,
+    hidden_size=2048,
+    intermediate_size=5632,
+    moe_intermediate_size=1024,
+    num_hidden_layers=8,
+    num_attention_heads=16,
+    num_key_value_heads=16,
+    n_shared_experts=1,
+    n_routed_experts=16,
+    num_experts_per_tok=4,
+    n_group=4,
+    topk_group=2,
+    first_k_dense_replace=1,
+    kv_lora_rank=256,
+    q_lora_rank=768,
+    qk_rope_head_dim=32,
+    v_head_dim=64,
+    qk_nope_head_dim=64,
+    max_position_embeddings=4096,
+    tie_word_embeddings=False,
+)
+LLAMA = dict(
+    vocab_size=128256,
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_hidden_layers=8,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    max_position_embeddings=8192,
+    tie_word_embeddings=False,
+)
 ROWS = {"dsv3": (128, 1024), "llama": (128, 2048)}
-if os.environ.get("SCALE_TINY"):   # a CPU smoke run of the whole script
-    DSV3.update(vocab_size=33000, hidden_size=64, intermediate_size=128, moe_intermediate_size=32, kv_lora_rank=16,
-                q_lora_rank=24, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16, num_attention_heads=4,
-                num_key_value_heads=4)
+if os.environ.get("SCALE_TINY"):  # a CPU smoke run of the whole script
+    DSV3.update(
+        vocab_size=33000,
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        kv_lora_rank=16,
+        q_lora_rank=24,
+        qk_rope_head_dim=8,
+        v_head_dim=16,
+        qk_nope_head_dim=16,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+    )
     LLAMA.update(vocab_size=33000, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2)
     ROWS = {"dsv3": (8, 128), "llama": (8, 256)}
 
@@ -56,7 +91,7 @@ def _build(out: Path, vocab: int, n_rows: int, length: int) -> None:
     from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
 
     g = torch.Generator().manual_seed(1)
-    weights = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float) ** 0.8   # Zipf-like, as text is
+    weights = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float) ** 0.8  # Zipf-like, as text is
     rows = []
     for i in range(n_rows):
         ids = torch.multinomial(weights, length, replacement=True, generator=g).tolist()
@@ -66,9 +101,17 @@ def _build(out: Path, vocab: int, n_rows: int, length: int) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / "rows-00000.parquet")
     counts = token_counts([out / "rows-00000.parquet"], vocab)
     save_vocab(out / "vocab.safetensors", *draft_vocab(counts, 32000), counts)
-    (out / "manifest.json").write_text(json.dumps({"chat_template_sha256": None, "system_prompt": None,
-                                                   "thinking": None, "max_length": length,
-                                                   "draft_vocab_size": 32000}))
+    (out / "manifest.json").write_text(
+        json.dumps(
+            {
+                "chat_template_sha256": None,
+                "system_prompt": None,
+                "thinking": None,
+                "max_length": length,
+                "draft_vocab_size": 32000,
+            }
+        )
+    )
 
 
 def prepare(root: Path) -> None:
@@ -91,8 +134,11 @@ def compare(a: Path, b: Path) -> dict:
     for sample_id in ra.ids():
         x, y = ra.load(sample_id), rb.load(sample_id)
         for k in range(len(names)):
-            p, q = (x["last"], y["last"]) if k == len(names) - 1 else (x["aux"][:, k * H:(k + 1) * H],
-                                                                     y["aux"][:, k * H:(k + 1) * H])
+            p, q = (
+                (x["last"], y["last"])
+                if k == len(names) - 1
+                else (x["aux"][:, k * H : (k + 1) * H], y["aux"][:, k * H : (k + 1) * H])
+            )
             worst[k] = max(worst[k], float((p.float() - q.float()).norm() / p.float().norm()))
     return {"samples": len(ra.ids()), "worst_relative_difference": dict(zip(names, worst))}
 
@@ -137,14 +183,23 @@ def summary(root: Path, log_path: Path) -> dict:
     t_cap = out["capture llama-capture"]["seconds"]
     t_off, t_on = off["rank0_loop_seconds"], on["rank0_loop_seconds"]
     useful = (draft_f + target_f) * tokens
-    out["offline"] = {"tokens": tokens, "capture_s": t_cap, "train_s": t_off, "tok_per_s": round(tokens / (t_cap + t_off)),
-                      "train_only_tok_per_s": round(tokens / t_off),
-                      "mfu_percent": round(100 * useful / (t_cap + t_off) / PEAK_BF16, 1),
-                      "hidden_state_bytes_written": cap.file_bytes}
-    out["online"] = {"tokens": on["rank0_tokens"], "train_s": t_on, "tok_per_s": round(on["rank0_tokens"] / t_on),
-                     "mfu_percent": round(100 * (draft_f + target_f) * on["rank0_tokens"] / t_on / PEAK_BF16, 1),
-                     "hidden_state_bytes_written": sum(p.stat().st_size for p in (root / "draft-on").rglob("shard-*")),
-                     "all_bytes_written": sum(p.stat().st_size for p in (root / "draft-on").rglob("*") if p.is_file())}
+    out["offline"] = {
+        "tokens": tokens,
+        "capture_s": t_cap,
+        "train_s": t_off,
+        "tok_per_s": round(tokens / (t_cap + t_off)),
+        "train_only_tok_per_s": round(tokens / t_off),
+        "mfu_percent": round(100 * useful / (t_cap + t_off) / PEAK_BF16, 1),
+        "hidden_state_bytes_written": cap.file_bytes,
+    }
+    out["online"] = {
+        "tokens": on["rank0_tokens"],
+        "train_s": t_on,
+        "tok_per_s": round(on["rank0_tokens"] / t_on),
+        "mfu_percent": round(100 * (draft_f + target_f) * on["rank0_tokens"] / t_on / PEAK_BF16, 1),
+        "hidden_state_bytes_written": sum(p.stat().st_size for p in (root / "draft-on").rglob("shard-*")),
+        "all_bytes_written": sum(p.stat().st_size for p in (root / "draft-on").rglob("*") if p.is_file()),
+    }
     out["flops_per_token"] = {"draft_train": draft_f, "target_forward": target_f}
     out["accuracy"] = {"offline": off["train_step_accuracy"], "online": on["train_step_accuracy"]}
     return out

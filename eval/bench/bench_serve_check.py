@@ -25,8 +25,11 @@ from eval.checks.serve_check import check_serve
 
 def naive_verdict(draft: Path, command: str) -> str:
     tokens = shlex.split(command)
-    alias = {"--model": "--model-path", "--speculative-draft-model": "--speculative-draft-model-path",
-             "--speculative-draft": "--speculative-draft-model-path"}
+    alias = {
+        "--model": "--model-path",
+        "--speculative-draft-model": "--speculative-draft-model-path",
+        "--speculative-draft": "--speculative-draft-model-path",
+    }
     flags, i = {}, 0
     while i < len(tokens):
         name, eq, value = tokens[i].partition("=")

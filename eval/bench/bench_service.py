@@ -61,13 +61,16 @@ class Tally:
 
 
 # -- draftset: the service ---------------------------------------------------------------------------
-async def _service_readers(url: str, token: str, repos: list[str], readers: int, seconds: float,
-                           think: float) -> Tally:
+async def _service_readers(url: str, token: str, repos: list[str], readers: int, seconds: float, think: float) -> Tally:
     tally = Tally()
     # One client with a connection per reader: 50 clients would each build an SSL context (tens of ms of
     # CPU apiece) and measure that instead of the service.
-    client = httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30,
-                               limits=httpx.Limits(max_connections=readers, max_keepalive_connections=readers))
+    client = httpx.AsyncClient(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+        limits=httpx.Limits(max_connections=readers, max_keepalive_connections=readers),
+    )
     await client.get("/health")
     stop = time.monotonic() + seconds
 
@@ -161,9 +164,24 @@ def run_naive(home: Path, readers: int, seconds: float, think: float) -> tuple[T
     finds = 0
     env = {**os.environ, "DRAFTSET_HOME": str(home)}
     with ThreadPoolExecutor(readers) as pool:
-        proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", "find", "agentic coding", "--samples",
-                                 "1000", "--propose", "0", "--json"], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pipeline.cli.app",
+                "find",
+                "agentic coding",
+                "--samples",
+                "1000",
+                "--propose",
+                "0",
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(2.5)  # CLI start-up (imports) before its first catalog write
         futures = [pool.submit(reader, i) for i in range(readers)]
         for f in futures:
@@ -175,40 +193,70 @@ def run_naive(home: Path, readers: int, seconds: float, think: float) -> tuple[T
 def _seed(home: Path) -> None:
     """One find run with adapters proposed for its top 4 planned datasets (the data both phases read)."""
     env = {**os.environ, "DRAFTSET_HOME": str(home)}
-    subprocess.run([sys.executable, "-m", "pipeline.cli.app", "find", "agentic coding", "--samples", "1000",
-                    "--propose", "4"], env=env, check=True, stdout=subprocess.DEVNULL, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.app", "find", "agentic coding", "--samples", "1000", "--propose", "4"],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=600,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--readers", type=int, default=50)
-    parser.add_argument("--think", type=float, default=0.5,
-                        help="seconds each reader waits between requests (0: as fast as it can)")
+    parser.add_argument(
+        "--think", type=float, default=0.5, help="seconds each reader waits between requests (0: as fast as it can)"
+    )
     args = parser.parse_args()
     console = Console(width=150)
     hub_port = free_port()
-    hub_cmd = [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(FIXTURE_HUB), "--port", str(hub_port), "--quiet"]
+    hub_cmd = [
+        sys.executable,
+        "-m",
+        "pipeline.cli.app",
+        "hub",
+        "serve",
+        str(FIXTURE_HUB),
+        "--port",
+        str(hub_port),
+        "--quiet",
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp, server(hub_cmd, hub_port) as hub:
         os.environ.update(HF_ENDPOINT=hub, DRAFTSET_VIEWER_URL=hub + "/viewer", HF_HOME=str(Path(tmp) / "hf"))
         home = Path(tmp) / "home"
         os.environ["DRAFTSET_HOME"] = str(home)
         _seed(home)
-        results = {"draftset service": run_service(home, args.readers, args.seconds, args.think),
-                   "naive (no service)": run_naive(home, args.readers, args.seconds, args.think)}
-    table = Table(title=f"{args.readers} concurrent readers, {args.think} s between requests, for "
-                        f"{args.seconds:.0f} s while find runs ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+        results = {
+            "draftset service": run_service(home, args.readers, args.seconds, args.think),
+            "naive (no service)": run_naive(home, args.readers, args.seconds, args.think),
+        }
+    table = Table(
+        title=f"{args.readers} concurrent readers, {args.think} s between requests, for "
+        f"{args.seconds:.0f} s while find runs ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+    )
     for col in ("variant", "kind", "requests", "req/s", "p50 ms", "p99 ms", "errors", "finds done"):
         table.add_column(col)
     for variant, (tally, finds) in results.items():
         everything = [ms for kind in KINDS for ms in tally.ms[kind]]
         groups = [(k, tally.ms[k], tally.errors[k]) for k in KINDS]
         catalog = [ms for k in ("sql", "adapters", "candidates") for ms in tally.ms[k]]
-        groups += [("catalog reads", catalog, sum(tally.errors[k] for k in KINDS if k != "preview")),
-                   ("all", everything, sum(tally.errors.values()))]
+        groups += [
+            ("catalog reads", catalog, sum(tally.errors[k] for k in KINDS if k != "preview")),
+            ("all", everything, sum(tally.errors.values())),
+        ]
         for kind, values, errors in groups:
-            table.add_row(variant, kind, str(len(values)), f"{len(values) / args.seconds:.0f}", f"{_pct(values, 0.5):.1f}", f"{_pct(values, 0.99):.1f}",
-                          str(errors), str(finds))
+            table.add_row(
+                variant,
+                kind,
+                str(len(values)),
+                f"{len(values) / args.seconds:.0f}",
+                f"{_pct(values, 0.5):.1f}",
+                f"{_pct(values, 0.99):.1f}",
+                str(errors),
+                str(finds),
+            )
         if tally.first_error:
             console.print(f"{variant}: first error: {tally.first_error}", highlight=False)
     console.print(table)

@@ -34,13 +34,13 @@ class Behaviour:
 
     reply_words: int = 8
     latency_s: float = 0.0
-    fail_first: int = 0               # each distinct request gets this many 500s before it succeeds
-    fail_marker: str | None = None    # a last user message containing this always gets 500
-    stall_first: int = 0              # each distinct request stalls this many times before it answers
+    fail_first: int = 0  # each distinct request gets this many 500s before it succeeds
+    fail_marker: str | None = None  # a last user message containing this always gets 500
+    stall_first: int = 0  # each distinct request stalls this many times before it answers
     stall_s: float = 30.0
     length_marker: str | None = None  # a last user message containing this ends with finish_reason=length
     garbage_marker: str | None = None  # ... gets HTTP 200 with a body that is not a chat completion
-    keep_log: bool = True             # keep every request body (tests read it back)
+    keep_log: bool = True  # keep every request body (tests read it back)
     log: list[dict] = field(default_factory=list)
     seen: Counter = field(default_factory=Counter)
 
@@ -82,25 +82,37 @@ def build_app(behaviour: Behaviour) -> Starlette:
             return JSONResponse({"detail": "an HTML error page would look like this to a JSON client"})
         truncated = bool(behaviour.length_marker and behaviour.length_marker in last)
         text = reply_text(messages, behaviour.reply_words)
-        kwargs = (body.get("chat_template_kwargs") or {})
+        kwargs = body.get("chat_template_kwargs") or {}
         message = {"role": "assistant", "content": text}
         if kwargs.get("enable_thinking"):
             message["reasoning_content"] = f"thinking about {key[:6]}"
         prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         completion = min(behaviour.reply_words, int(body.get("max_tokens") or 10**9))
-        return JSONResponse({
-            "id": f"chatcmpl-{key[:12]}-{attempt}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", MODEL_ID),
-            "choices": [{"index": 0, "message": message, "finish_reason": "length" if truncated else "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                      "total_tokens": prompt_tokens + completion},
-        })
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{key[:12]}-{attempt}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", MODEL_ID),
+                "choices": [{"index": 0, "message": message, "finish_reason": "length" if truncated else "stop"}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt_tokens + completion,
+                },
+            }
+        )
 
     async def request_log(_: Request) -> Response:
         return JSONResponse(behaviour.log)
 
-    return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"]),
-                             Route("/_log", request_log)])
+    return Starlette(
+        routes=[
+            Route("/v1/models", models),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/_log", request_log),
+        ]
+    )
 
 
 class RunningServer:
@@ -126,10 +138,17 @@ def main() -> None:
     parser.add_argument("--stall-first", type=int, default=0)
     parser.add_argument("--stall-s", type=float, default=30.0)
     args = parser.parse_args()
-    behaviour = Behaviour(reply_words=args.reply_words, latency_s=args.latency_s, fail_first=args.fail_first,
-                          stall_first=args.stall_first, stall_s=args.stall_s, keep_log=False)
-    uvicorn.run(build_app(behaviour), host=args.host, port=args.port, log_level="warning", access_log=False,
-                lifespan="off")
+    behaviour = Behaviour(
+        reply_words=args.reply_words,
+        latency_s=args.latency_s,
+        fail_first=args.fail_first,
+        stall_first=args.stall_first,
+        stall_s=args.stall_s,
+        keep_log=False,
+    )
+    uvicorn.run(
+        build_app(behaviour), host=args.host, port=args.port, log_level="warning", access_log=False, lifespan="off"
+    )
 
 
 if __name__ == "__main__":

@@ -25,14 +25,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
-BOMB = "---\n" + "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-    f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")) + "---\n# bomb\n"
+BOMB = (
+    "---\n"
+    + "a: &a [x,x,x,x,x,x,x,x,x]\n"
+    + "".join(f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    + "---\n# bomb\n"
+)
 TURNS = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
 
 
 def good(i: int) -> bytes:
-    return json.dumps({"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"}]}
-                      ).encode()
+    return json.dumps(
+        {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"}]}
+    ).encode()
 
 
 class Probe:
@@ -44,22 +49,39 @@ class Probe:
 
     # -- plumbing -------------------------------------------------------------------------------
     def env(self, **extra: str) -> dict[str, str]:
-        return {**os.environ, "PYTHONPATH": str(ROOT), "DRAFTSET_HOME": str(self.home), "HF_ENDPOINT": self.url,
-                "DRAFTSET_VIEWER_URL": self.url + "/viewer", "HF_HOME": str(self.work / "hf"), "COLUMNS": "200",
-                "HF_HUB_DISABLE_PROGRESS_BARS": "1", **extra}
+        return {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "DRAFTSET_HOME": str(self.home),
+            "HF_ENDPOINT": self.url,
+            "DRAFTSET_VIEWER_URL": self.url + "/viewer",
+            "HF_HOME": str(self.work / "hf"),
+            "COLUMNS": "200",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+            **extra,
+        }
 
     def cli(self, *args: str | bytes, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pipeline.cli.app", *args], cwd=ROOT, env=self.env(**env),
-                              capture_output=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline.cli.app", *args],
+            cwd=ROOT,
+            env=self.env(**env),
+            capture_output=True,
+            timeout=timeout,
+        )
 
     def start_hub(self) -> None:
         from pipeline.servers.localhub.server import free_port
 
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(self.hub_dir),
-                                      "--port", str(port)], cwd=ROOT, env=self.env(), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(self.hub_dir), "--port", str(port)],
+            cwd=ROOT,
+            env=self.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(300):
             try:
                 httpx.get(self.url + "/api/datasets", timeout=1)
@@ -70,7 +92,11 @@ class Probe:
 
     def hub_alive(self) -> bool:
         try:
-            return self.proc is not None and self.proc.poll() is None and httpx.get(self.url + "/api/datasets", timeout=30).status_code == 200
+            return (
+                self.proc is not None
+                and self.proc.poll() is None
+                and httpx.get(self.url + "/api/datasets", timeout=30).status_code == 200
+            )
         except httpx.HTTPError:
             return False
 
@@ -82,6 +108,7 @@ class Probe:
                 held, seen = False, f"probe raised {type(exc).__name__}: {exc}"
             self.rows.append((origin, name, held, seen))
             print(f"{'held ' if held else 'BROKE'} [{origin}] {name}: {seen}", flush=True)
+
         return wrap
 
     def one_line(self, result: subprocess.CompletedProcess) -> bool:
@@ -104,11 +131,27 @@ class Probe:
 
         cat = Catalog(self.home)
         revision = HfApi(endpoint=self.url).dataset_info(repo_id).sha
-        store.save_spec(cat, AdapterSpec.from_data({
-            "source": {"repo_id": repo_id, "revision": revision, "config": "default", "split": "train",
-                       "data_files": [data_file]}, "layout": "messages", "messages_path": "messages",
-            "role_key": "role", "content_key": "content", "role_map": {"user": "user", "assistant": "assistant"},
-            "category": "general chat", **fields}))
+        store.save_spec(
+            cat,
+            AdapterSpec.from_data(
+                {
+                    "source": {
+                        "repo_id": repo_id,
+                        "revision": revision,
+                        "config": "default",
+                        "split": "train",
+                        "data_files": [data_file],
+                    },
+                    "layout": "messages",
+                    "messages_path": "messages",
+                    "role_key": "role",
+                    "content_key": "content",
+                    "role_map": {"user": "user", "assistant": "assistant"},
+                    "category": "general chat",
+                    **fields,
+                }
+            ),
+        )
         review.approve(cat, repo_id, "probe", note="probe", force=True)
 
     def ingest(self, repo_id: str) -> tuple[dict, list[dict], subprocess.CompletedProcess]:
@@ -137,28 +180,52 @@ def build_hub(p: Probe) -> None:
     lines = [good(i) for i in range(601)]
     lines[300] = b'{"messages": [{"role": "user", "content": "bad \xff\xfe"}]}'
     p.repo("lab/utf8", {"data/train.jsonl": b"\n".join(lines) + b"\n"})
-    mixed = [good(0), b'{"messages": "' + b"[" * 5000 + b"]" * 5000 + b'"}', b'{"messages": [{"role": "user", '
-             b'"content": "\\ud800"}]}', b'{"n": ' + b"9" * 5000 + b"}", good(4)]
+    mixed = [
+        good(0),
+        b'{"messages": "' + b"[" * 5000 + b"]" * 5000 + b'"}',
+        b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
+        b'{"n": ' + b"9" * 5000 + b"}",
+        good(4),
+    ]
     p.repo("lab/mixed", {"data/train.jsonl": b"\n".join(mixed) + b"\n"})
     # Long texts, so data pages (not the footer) make up most of the file and the damage lands in one.
-    table = pa.table({"messages": [[{"role": "user", "content": f"q{i} " * 60},
-                                    {"role": "assistant", "content": f"a{i} " * 60}] for i in range(400)]})
+    table = pa.table(
+        {
+            "messages": [
+                [{"role": "user", "content": f"q{i} " * 60}, {"role": "assistant", "content": f"a{i} " * 60}]
+                for i in range(400)
+            ]
+        }
+    )
     pq.write_table(table, p.work / "t.parquet", row_group_size=100)
     raw = (p.work / "t.parquet").read_bytes()
     p.repo("lab/truncated", {"data/train.parquet": raw[: len(raw) // 2]})
     broken = bytearray(raw)
-    broken[len(raw) // 3: len(raw) // 3 + 64] = b"\xab" * 64
+    broken[len(raw) // 3 : len(raw) // 3 + 64] = b"\xab" * 64
     p.repo("lab/corrupt", {"data/train.parquet": bytes(broken)})
-    p.repo("lab/array", {"data/train.json": json.dumps([json.loads(good(0)), {"messages": "x"}]).replace(
-        '"x"', "[" * 3000 + "]" * 3000).encode()})
+    p.repo(
+        "lab/array",
+        {
+            "data/train.json": json.dumps([json.loads(good(0)), {"messages": "x"}])
+            .replace('"x"', "[" * 3000 + "]" * 3000)
+            .encode()
+        },
+    )
     with gzip.open(p.work / "g.jsonl.gz", "wb") as fh:
         fh.write(b"\n".join(good(i) for i in range(200)) + b"\n")
     gz = (p.work / "g.jsonl.gz").read_bytes()
     p.repo("lab/gzcut", {"data/train.jsonl.gz": gz[: len(gz) * 2 // 3]})
     p.repo("lab/csv", {"data/train.csv": b'q,a\n"one",x\n"t\xffo",y\n"three",z\n'})
-    p.repo("lab/markup", {"data/train.jsonl": json.dumps({"messages": [{"role": "[/red]", "content": "x"},
-                                                                       {"role": "assistant", "content": "y"}]}).encode()
-                          + b"\n"}, card="---\nlicense: mit\npretty_name: \"[/bold] \x1b]0;pwned\x07\x1b[2J\"\n---\n")
+    p.repo(
+        "lab/markup",
+        {
+            "data/train.jsonl": json.dumps(
+                {"messages": [{"role": "[/red]", "content": "x"}, {"role": "assistant", "content": "y"}]}
+            ).encode()
+            + b"\n"
+        },
+        card='---\nlicense: mit\npretty_name: "[/bold] \x1b]0;pwned\x07\x1b[2J"\n---\n',
+    )
     p.repo("lab/plain", {"data/train.jsonl": b"\n".join(good(i) for i in range(50)) + b"\n"})
     outside = p.work / "outside" / "secrets"
     outside.mkdir(parents=True)
@@ -176,20 +243,36 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
     @A("issue", "sql stays read-only against escape forms")
     def _():
         Catalog(p.home).migrate()
-        forms = ["INSERT INTO candidates (repo_id) VALUES ('x')", "DELETE FROM candidates", "DROP TABLE candidates",
-                 f"COPY candidates TO '{p.work}/x.csv'", f"ATTACH '{p.work}/o.duckdb' AS o", "INSTALL httpfs",
-                 "SELECT * FROM read_csv('/etc/passwd')", "SET enable_external_access = true",
-                 "SELECT 1; DROP TABLE candidates", f"EXPORT DATABASE '{p.work}/exp'", "CALL pragma_version()",
-                 "CREATE MACRO m() AS 1", "LOAD json", "PRAGMA enable_profiling"]
+        forms = [
+            "INSERT INTO candidates (repo_id) VALUES ('x')",
+            "DELETE FROM candidates",
+            "DROP TABLE candidates",
+            f"COPY candidates TO '{p.work}/x.csv'",
+            f"ATTACH '{p.work}/o.duckdb' AS o",
+            "INSTALL httpfs",
+            "SELECT * FROM read_csv('/etc/passwd')",
+            "SET enable_external_access = true",
+            "SELECT 1; DROP TABLE candidates",
+            f"EXPORT DATABASE '{p.work}/exp'",
+            "CALL pragma_version()",
+            "CREATE MACRO m() AS 1",
+            "LOAD json",
+            "PRAGMA enable_profiling",
+        ]
         bad = [f for f in forms if p.cli("sql", f).returncode == 0 and f.split()[0] not in ("CALL",)]
-        return not bad and "candidates" in p.cli("sql", "SHOW TABLES").stdout.decode(), f"{len(forms)} forms, "\
-            f"{len(bad)} ran: {bad}"
+        return not bad and "candidates" in p.cli(
+            "sql", "SHOW TABLES"
+        ).stdout.decode(), f"{len(forms)} forms, {len(bad)} ran: {bad}"
 
     @A("issue", "no path traversal into the local Hub")
     def _():
-        paths = ["/datasets/lab/plain/resolve/main/..%2F..%2F..%2Fetc%2Fpasswd", "/datasets/lab/plain/resolve/main/"
-                 "%2e%2e/%2e%2e/evil/secrets/passwd", "/api/datasets/..%2F..%2Fetc/passwd", "/datasets/evil/secrets/"
-                 "resolve/main/passwd", "/datasets/lab/plain/resolve/main/data/link.jsonl"]
+        paths = [
+            "/datasets/lab/plain/resolve/main/..%2F..%2F..%2Fetc%2Fpasswd",
+            "/datasets/lab/plain/resolve/main/%2e%2e/%2e%2e/evil/secrets/passwd",
+            "/api/datasets/..%2F..%2Fetc/passwd",
+            "/datasets/evil/secrets/resolve/main/passwd",
+            "/datasets/lab/plain/resolve/main/data/link.jsonl",
+        ]
         got = [httpx.get(p.url + x, timeout=30) for x in paths]
         leaked = [x for x, r in zip(paths, got) if "root:x" in r.text]
         return not leaked and p.hub_alive(), f"statuses {[r.status_code for r in got]}, leaked {leaked}"
@@ -197,8 +280,9 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
     @A("issue", "1,000 concurrent Hub requests")
     def _():
         with ThreadPoolExecutor(64) as pool:
-            codes = list(pool.map(lambda i: httpx.get(f"{p.url}/api/datasets/lab/plain", timeout=60).status_code,
-                                  range(1000)))
+            codes = list(
+                pool.map(lambda i: httpx.get(f"{p.url}/api/datasets/lab/plain", timeout=60).status_code, range(1000))
+            )
         return codes.count(200) == 1000, f"{codes.count(200)}/1000 answered 200"
 
     @A("issue", "kill -9 of ingest loses and duplicates nothing")
@@ -207,8 +291,13 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         from catalog.shards import iter_rows
 
         p.approve("lab/plain")
-        proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/plain"], cwd=ROOT,
-                                env=p.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/plain"],
+            cwd=ROOT,
+            env=p.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(4)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -219,8 +308,11 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
     # ---- issue 11: high -----------------------------------------------------------------------
     @A("issue", "first-rows on a 50,000-deep JSONL row (segfaulted the Hub)")
     def _():
-        r = httpx.get(f"{p.url}/viewer/first-rows", params={"dataset": "lab/deep", "config": "default",
-                                                            "split": "train"}, timeout=60)
+        r = httpx.get(
+            f"{p.url}/viewer/first-rows",
+            params={"dataset": "lab/deep", "config": "default", "split": "train"},
+            timeout=60,
+        )
         return r.status_code == 500 and p.hub_alive(), f"{r.status_code} {r.text[:90]!r}; server alive {p.hub_alive()}"
 
     @A("issue", "414-byte YAML alias bomb card (Hub 3 GB, propose OOM at 21 GB)")
@@ -230,8 +322,10 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         took = time.monotonic() - t
         prop = p.cli("adapters", "propose", "lab/bomb", timeout=120)
         err = prop.stderr.decode()
-        return info.status_code == 200 and took < 5 and p.one_line(prop) and "expands to more than" in err, \
-            f"Hub info {info.status_code} in {took:.2f}s; propose exit {prop.returncode}: {err.strip()[:120]!r}"
+        return (
+            info.status_code == 200 and took < 5 and p.one_line(prop) and "expands to more than" in err,
+            f"Hub info {info.status_code} in {took:.2f}s; propose exit {prop.returncode}: {err.strip()[:120]!r}",
+        )
 
     # ---- issue 11: medium ---------------------------------------------------------------------
     @A("issue", "owner-level symlink serves /etc/passwd")
@@ -241,16 +335,26 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("issue", "rich markup / terminal escapes in catalog text (sql, adapters approve)")
     def _():
-        Catalog(p.home).upsert("candidates", [{"repo_id": "lab/markup", "card_summary": "[/bold] \x1b]0;pwned\x07"
-                                               "\x1b[2J \u202eevil", "license": "[/red]"}])
+        Catalog(p.home).upsert(
+            "candidates",
+            [
+                {
+                    "repo_id": "lab/markup",
+                    "card_summary": "[/bold] \x1b]0;pwned\x07\x1b[2J \u202eevil",
+                    "license": "[/red]",
+                }
+            ],
+        )
         sql = p.cli("sql", "SELECT repo_id, card_summary, license FROM candidates WHERE repo_id = 'lab/markup'")
         p.approve("lab/markup", role_map={"[/red]": "user", "assistant": "assistant"})
         appr = p.cli("adapters", "approve", "lab/markup", "--force", "--note", "[/red] \x1b[31m")
         lst = p.cli("adapters", "list")
         out = b"".join([sql.stdout, appr.stdout, appr.stderr, lst.stdout])
         clean = b"\x1b]" not in out and b"\x1b[2J" not in out and "\u202e".encode() not in out
-        return all(p.one_line(r) for r in (sql, appr, lst)) and b"[/bold]" in sql.stdout and clean, \
-            f"sql exit {sql.returncode}, approve exit {appr.returncode}, list exit {lst.returncode}, no escapes {clean}"
+        return (
+            all(p.one_line(r) for r in (sql, appr, lst)) and b"[/bold]" in sql.stdout and clean,
+            f"sql exit {sql.returncode}, approve exit {appr.returncode}, list exit {lst.returncode}, no escapes {clean}",
+        )
 
     @A("issue", "invalid UTF-8 in the middle of a 601-line JSONL")
     def _():
@@ -270,14 +374,16 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
     def _():
         p.approve("lab/truncated", data_file="data/train.parquet")
         counts, q, result = p.ingest("lab/truncated")
-        return p.one_line(result) and bool(q) and "unreadable_file" in q[0]["reason"], \
-            f"exit {result.returncode}; {q[0]['reason'] if q else 'nothing quarantined'}"
+        return p.one_line(result) and bool(q) and "unreadable_file" in q[0][
+            "reason"
+        ], f"exit {result.returncode}; {q[0]['reason'] if q else 'nothing quarantined'}"
 
     @A("issue", "adapters propose on a deeply nested row (exit 139)")
     def _():
         r = p.cli("adapters", "propose", "lab/deep", timeout=240)
-        return r.returncode in (0, 1) and p.one_line(r), f"exit {r.returncode}: " \
-            f"{(r.stderr.decode().strip() or r.stdout.decode().strip())[-120:]!r}"
+        return r.returncode in (0, 1) and p.one_line(
+            r
+        ), f"exit {r.returncode}: {(r.stderr.decode().strip() or r.stdout.decode().strip())[-120:]!r}"
 
     @A("issue", "find killed between the agents and the record step, then --resume")
     def _():
@@ -300,8 +406,10 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         t = time.monotonic()
         r = p.cli("sql", "SELECT range FROM range(4000000)", "-f", "csv")
         lines = r.stdout.count(b"\n")
-        return r.returncode == 0 and lines == 10_001 and b"cap" in r.stderr, \
-            f"{lines - 1} rows printed in {time.monotonic() - t:.1f}s; stderr {r.stderr.decode().strip()[:80]!r}"
+        return (
+            r.returncode == 0 and lines == 10_001 and b"cap" in r.stderr,
+            f"{lines - 1} rows printed in {time.monotonic() - t:.1f}s; stderr {r.stderr.decode().strip()[:80]!r}",
+        )
 
     @A("issue", "non-UTF-8 query")
     def _():
@@ -319,8 +427,13 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("issue", "killed runs stay `running`")
     def _():
-        proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/utf8", "--fresh"],
-                                cwd=ROOT, env=p.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/utf8", "--fresh"],
+            cwd=ROOT,
+            env=p.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -337,23 +450,34 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("issue", "two ingests of one dataset at once")
     def _():
-        procs = [subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/utf8", "--fresh"],
-                                  cwd=ROOT, env=p.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/utf8", "--fresh"],
+                cwd=ROOT,
+                env=p.env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
         outs = [b"".join(x.communicate(timeout=300)) for x in procs]
         refused = sum(b"already running" in o for o in outs)
-        return refused >= 1 or all(x.returncode == 0 for x in procs), \
-            f"{refused} of 2 refused by the lock; exits {[x.returncode for x in procs]}"
+        return refused >= 1 or all(
+            x.returncode == 0 for x in procs
+        ), f"{refused} of 2 refused by the lock; exits {[x.returncode for x in procs]}"
 
     @A("issue", "disk full in find and adapters propose")
     def _():
-        code = ("import sys, duckdb\nfrom catalog import db\n"
-                "def full(self, *a):\n    raise duckdb.IOException('IO Error: Could not write: No space left on device')\n"
-                "db.Catalog.writer = full\ndb.Catalog.upsert = full\nsys.argv = ['draftset', *sys.argv[1:]]\n"
-                "from pipeline.cli.app import main\nmain()\n")
-        res = [subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=p.env(), capture_output=True,
-                              timeout=300) for args in (["find", "x", "--propose", "0"], ["adapters", "propose",
-                                                                                          "lab/plain"])]
+        code = (
+            "import sys, duckdb\nfrom catalog import db\n"
+            "def full(self, *a):\n    raise duckdb.IOException('IO Error: Could not write: No space left on device')\n"
+            "db.Catalog.writer = full\ndb.Catalog.upsert = full\nsys.argv = ['draftset', *sys.argv[1:]]\n"
+            "from pipeline.cli.app import main\nmain()\n"
+        )
+        res = [
+            subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=p.env(), capture_output=True, timeout=300)
+            for args in (["find", "x", "--propose", "0"], ["adapters", "propose", "lab/plain"])
+        ]
         ok = all(p.one_line(r) and r.returncode == 1 and b"No space left" in r.stderr for r in res)
         return ok, "; ".join(r.stderr.decode().strip().splitlines()[0][:70] for r in res)
 
@@ -367,8 +491,9 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         d = p.work / "evil-model"
         d.mkdir()
         (d / "config.json").write_text("{}")
-        (d / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "Evil", "auto_map": {
-            "AutoTokenizer": ["tokenization_evil.Evil", None]}}))
+        (d / "tokenizer_config.json").write_text(
+            json.dumps({"tokenizer_class": "Evil", "auto_map": {"AutoTokenizer": ["tokenization_evil.Evil", None]}})
+        )
         (d / "tokenization_evil.py").write_text("open('/tmp/draftset-probe-pwned', 'w')\n")
         r = p.cli("serve-dev", str(d), "--port", "0", timeout=120)
         return p.one_line(r) and not Path("/tmp/draftset-probe-pwned").exists(), r.stderr.decode().strip()[:120]
@@ -418,8 +543,9 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
     def _():
         p.approve("lab/gzcut", data_file="data/train.jsonl.gz")
         counts, q, result = p.ingest("lab/gzcut")
-        return p.one_line(result) and counts.get("out", 0) > 0 and balanced(counts), \
-            f"counts {counts}; {[e['reason'] for e in q]}"
+        return p.one_line(result) and counts.get("out", 0) > 0 and balanced(
+            counts
+        ), f"counts {counts}; {[e['reason'] for e in q]}"
 
     @A("new", "corrupt parquet data page (one row group)")
     def _():
@@ -448,8 +574,12 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("new", "5 MB paths-info body")
     def _():
-        r = httpx.post(f"{p.url}/api/datasets/lab/plain/paths-info/main", content=b"x" * 5_000_000,
-                       headers={"content-type": "application/json"}, timeout=60)
+        r = httpx.post(
+            f"{p.url}/api/datasets/lab/plain/paths-info/main",
+            content=b"x" * 5_000_000,
+            headers={"content-type": "application/json"},
+            timeout=60,
+        )
         return r.status_code == 413 and p.hub_alive(), f"{r.status_code}"
 
     @A("new", "300 random junk requests to every endpoint")
@@ -457,13 +587,24 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         import random
 
         rnd = random.Random(0)
-        paths = ["/api/datasets", "/viewer/first-rows", "/viewer/size", "/viewer/info", "/viewer/is-valid",
-                 "/api/datasets/lab/deep/tree/main", "/datasets/lab/deep/resolve/main/data/train.jsonl"]
+        paths = [
+            "/api/datasets",
+            "/viewer/first-rows",
+            "/viewer/size",
+            "/viewer/info",
+            "/viewer/is-valid",
+            "/api/datasets/lab/deep/tree/main",
+            "/datasets/lab/deep/resolve/main/data/train.jsonl",
+        ]
         codes = []
         for _ in range(300):
             junk = "".join(rnd.choice("abc%2e./\\\x00é%ff?&=") for _ in range(rnd.randint(0, 20)))
-            params = {"dataset": rnd.choice(["lab/deep", "lab/bomb", "evil/secrets", junk]), "config": junk,
-                      "split": rnd.choice(["train", junk]), "limit": rnd.choice(["-1", "9" * 40, junk])}
+            params = {
+                "dataset": rnd.choice(["lab/deep", "lab/bomb", "evil/secrets", junk]),
+                "config": junk,
+                "split": rnd.choice(["train", junk]),
+                "limit": rnd.choice(["-1", "9" * 40, junk]),
+            }
             try:
                 codes.append(httpx.get(p.url + rnd.choice(paths), params=params, timeout=60).status_code)
             except httpx.HTTPError as exc:
@@ -472,8 +613,14 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("new", "sql output piped into `head` (broken pipe)")
     def _():
-        r = subprocess.run(f"{sys.executable} -m pipeline.cli.app sql 'SELECT range FROM range(100000)' -f csv "
-                           "--limit 0 | head -1", shell=True, cwd=ROOT, env=p.env(), capture_output=True, timeout=120)
+        r = subprocess.run(
+            f"{sys.executable} -m pipeline.cli.app sql 'SELECT range FROM range(100000)' -f csv --limit 0 | head -1",
+            shell=True,
+            cwd=ROOT,
+            env=p.env(),
+            capture_output=True,
+            timeout=120,
+        )
         return b"Traceback" not in r.stderr, f"stderr {r.stderr.decode().strip()[:80]!r}"
 
     @A("new", "quarantine line cut by a kill, then resume")

@@ -106,8 +106,9 @@ def score_family(folder: Path) -> Outcome:
     start = time.perf_counter()
     raw = _rows(folder, meta["files"])
     rows = [(r.row_index, r.row) for r in raw if r.row is not None]
-    source = SourceSpec(repo_id=f"corpus/{name}", revision="0" * 40, config="default", split="train",
-                        data_files=meta["files"])
+    source = SourceSpec(
+        repo_id=f"corpus/{name}", revision="0" * 40, config="default", split="train", data_files=meta["files"]
+    )
     d = detect([r for _, r in rows][:SAMPLE], features=meta["features"], card_text=card, file_names=meta["files"])
     try:
         proposal = build_proposal(d, rows, source, card)
@@ -117,8 +118,9 @@ def score_family(folder: Path) -> Outcome:
             return Outcome(name, expect, "refused", str(exc).split(": ", 1)[-1][:110], seconds, meta["relevant"])
         return Outcome(name, expect, "loud", f"refused as {exc.verdict}: {str(exc)[:100]}", seconds, meta["relevant"])
     except DraftsetError as exc:
-        return Outcome(name, expect, "loud", f"no proposal: {str(exc)[:100]}", time.perf_counter() - start,
-                       meta["relevant"])
+        return Outcome(
+            name, expect, "loud", f"no proposal: {str(exc)[:100]}", time.perf_counter() - start, meta["relevant"]
+        )
     seconds = time.perf_counter() - start
     spec = proposal.spec
     result = run_contract(spec, raw[:SAMPLE])
@@ -127,8 +129,14 @@ def score_family(folder: Path) -> Outcome:
         if result.verdict == f"refused: {wanted}":
             return Outcome(name, expect, "refused", result.summary()[:110], seconds, meta["relevant"])
         if result.passed:
-            return Outcome(name, expect, "WRONG", f"mapped and passed ({spec.layout}) but must be refused as {wanted}",
-                           seconds, meta["relevant"])
+            return Outcome(
+                name,
+                expect,
+                "WRONG",
+                f"mapped and passed ({spec.layout}) but must be refused as {wanted}",
+                seconds,
+                meta["relevant"],
+            )
         return Outcome(name, expect, "loud", f"contract {result.summary()[:100]}", seconds, meta["relevant"])
     if not result.passed:
         return Outcome(name, expect, "loud", f"contract {result.summary()[:100]}", seconds, meta["relevant"])
@@ -189,13 +197,34 @@ def discovery(folder: Path) -> bool | None:
     raw = _rows(folder, meta["files"])[:10]
     rows = [r.row for r in raw if r.row is not None]
     card = (folder / "README.md").read_text()
-    hit = {"repo_id": f"corpus/{meta['name']}", "sha": "0" * 40, "downloads": 1000, "likes": 1, "gated": False,
-           "tags": ["license:mit"], "card_data": {"license": "mit"}}
-    facts = {"card_text": card, "card_error": None, "access": "ok", "configs": [
-        {"config": "default", "split": "train", "num_rows": 1000, "num_bytes": 10_000,
-         "features": meta["features"], "rows": rows}]}
-    return any(score_candidate(cat, "agentic coding", hit, facts, FindConfig()).status == "relevant"
-               for cat in ("agentic", "coding"))
+    hit = {
+        "repo_id": f"corpus/{meta['name']}",
+        "sha": "0" * 40,
+        "downloads": 1000,
+        "likes": 1,
+        "gated": False,
+        "tags": ["license:mit"],
+        "card_data": {"license": "mit"},
+    }
+    facts = {
+        "card_text": card,
+        "card_error": None,
+        "access": "ok",
+        "configs": [
+            {
+                "config": "default",
+                "split": "train",
+                "num_rows": 1000,
+                "num_bytes": 10_000,
+                "features": meta["features"],
+                "rows": rows,
+            }
+        ],
+    }
+    return any(
+        score_candidate(cat, "agentic coding", hit, facts, FindConfig()).status == "relevant"
+        for cat in ("agentic", "coding")
+    )
 
 
 def run(corpus: Path) -> list[Outcome]:
@@ -218,15 +247,25 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
     in_domain_kept = {o.family for o in outcomes if o.found_relevant and o.relevant}
     precision = len(in_domain_kept & truly) / len(kept) if kept else 1.0
     slowest = max(o.seconds for o in outcomes)
-    print(f"\n{len(outcomes)} families: {counts['right']} right, {counts['refused']} refused by name, "
-          f"{counts['loud']} loud failures, {counts['WRONG']} silently wrong; slowest proposal {slowest:.2f} s")
+    print(
+        f"\n{len(outcomes)} families: {counts['right']} right, {counts['refused']} refused by name, "
+        f"{counts['loud']} loud failures, {counts['WRONG']} silently wrong; slowest proposal {slowest:.2f} s"
+    )
     missed = sorted(truly - kept)
     extra = sorted(kept - truly)
-    print(f"discovery (agentic coding): recall {recall:.2f} ({len(truly & kept)}/{len(truly)}), precision "
-          f"{precision:.2f} ({len(in_domain_kept & truly)}/{len(kept)})"
-          + (f"; missed {missed}" if missed else "") + (f"; kept out-of-domain {extra}" if extra else ""))
-    return {"counts": counts, "recall": recall, "precision": precision, "slowest_s": slowest,
-            "families": [o.__dict__ for o in outcomes]}
+    print(
+        f"discovery (agentic coding): recall {recall:.2f} ({len(truly & kept)}/{len(truly)}), precision "
+        f"{precision:.2f} ({len(in_domain_kept & truly)}/{len(kept)})"
+        + (f"; missed {missed}" if missed else "")
+        + (f"; kept out-of-domain {extra}" if extra else "")
+    )
+    return {
+        "counts": counts,
+        "recall": recall,
+        "precision": precision,
+        "slowest_s": slowest,
+        "families": [o.__dict__ for o in outcomes],
+    }
 
 
 def main() -> None:

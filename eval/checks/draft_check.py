@@ -38,10 +38,10 @@ class DraftReport:
     configured: list[int]
     train: WiringResult
     heldout: WiringResult | None
-    wirings: list[WiringResult] = field(default_factory=list)   # configured first, recomputed with the model
+    wirings: list[WiringResult] = field(default_factory=list)  # configured first, recomputed with the model
     target_dir: Path | None = None
-    steps: int = 3                # speculation steps evaluated (as trained)
-    n_samples: int = 0            # training samples the wirings were evaluated on
+    steps: int = 3  # speculation steps evaluated (as trained)
+    n_samples: int = 0  # training samples the wirings were evaluated on
 
     @property
     def best_wrong(self) -> WiringResult | None:
@@ -56,23 +56,34 @@ class DraftReport:
             return "wrong wirings not evaluated (give --model to recompute hidden states)"
         gap = self.wirings[0].accept_length - self.best_wrong.accept_length
         if gap > 0:
-            verdict = (f"configured wiring {self.configured} is the best: accept length "
-                       f"{self.wirings[0].accept_length:.3f}, {gap:.3f} above the best wrong one ({self.best_wrong.name})")
+            verdict = (
+                f"configured wiring {self.configured} is the best: accept length "
+                f"{self.wirings[0].accept_length:.3f}, {gap:.3f} above the best wrong one ({self.best_wrong.name})"
+            )
             if gap < SMALL_MARGIN:
-                verdict += ("; the margin is small: the draft leans on the token embedding more than on its taps, "
-                            "so a wiring bug would cost little accuracy here and much on harder data")
+                verdict += (
+                    "; the margin is small: the draft leans on the token embedding more than on its taps, "
+                    "so a wiring bug would cost little accuracy here and much on harder data"
+                )
             return verdict
-        return (f"WARNING: wrong wiring '{self.best_wrong.name}' {self.best_wrong.hf_ids} scores accept length "
-                f"{self.best_wrong.accept_length:.3f} ≥ configured {self.wirings[0].accept_length:.3f}: the draft "
-                f"does not depend on its taps; check capture and training")
+        return (
+            f"WARNING: wrong wiring '{self.best_wrong.name}' {self.best_wrong.hf_ids} scores accept length "
+            f"{self.best_wrong.accept_length:.3f} ≥ configured {self.wirings[0].accept_length:.3f}: the draft "
+            f"does not depend on its taps; check capture and training"
+        )
 
 
 def wrong_wirings(ids: list[int], n_layers: int) -> list[tuple[str, list[int]]]:
     """Plausible miswirings of `ids` (HF indices; n = last block's pre-norm output)."""
-    out = [("shifted +1", [j + 1 for j in ids]), ("shifted -1", [j - 1 for j in ids]),
-           ("order swapped", ids[::-1]), ("last layer instead of first", [n_layers] + ids[1:])]
-    out.append(("embedding missing", ids[1:] + [n_layers]) if ids[0] == 0 else
-               ("embedding instead of last", [0] + ids[:-1]))
+    out = [
+        ("shifted +1", [j + 1 for j in ids]),
+        ("shifted -1", [j - 1 for j in ids]),
+        ("order swapped", ids[::-1]),
+        ("last layer instead of first", [n_layers] + ids[1:]),
+    ]
+    out.append(
+        ("embedding missing", ids[1:] + [n_layers]) if ids[0] == 0 else ("embedding instead of last", [0] + ids[:-1])
+    )
     return [(name, w) for name, w in out if all(0 <= j <= n_layers for j in w) and w != ids]
 
 
@@ -91,22 +102,30 @@ def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, 
     draft, manifest, cfg = load_exported(draft_dir)
     if not Path(captures).exists():
         raise DraftsetError(f"captures {captures} not found", hint="pass --captures the capture dir of the build")
-    steps = int(cfg.get("draftset", {}).get("ttt_steps", 3))   # as many steps as the draft was trained for
+    steps = int(cfg.get("draftset", {}).get("ttt_steps", 3))  # as many steps as the draft was trained for
     target_dir = Path(model_dir or manifest.model_dir)
     target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to("cpu", torch.float32)
     reader = CaptureReader(captures)
-    require(bool(reader.ids()), f"no captured samples in {captures}",
-            hint="pass --captures the capture dir the draft was trained on")
+    require(
+        bool(reader.ids()),
+        f"no captured samples in {captures}",
+        hint="pass --captures the capture dir the draft was trained on",
+    )
     every = int(cfg.get("draftset", {}).get("heldout_every", 20))
-    train_ids, held_ids = (ids[:max_samples] for ids in split_ids(reader, every))   # the split training used
+    train_ids, held_ids = (ids[:max_samples] for ids in split_ids(reader, every))  # the split training used
 
     def stored(ids):
         return [collate([reader.load(i)]).to("cpu", torch.float32) for i in ids]
 
     ids = manifest.taps.aux
-    report = DraftReport(ids, _evaluate(draft, target, stored(train_ids), steps, "configured (train)", ids),
-                         _evaluate(draft, target, stored(held_ids), steps, "configured (held-out)", ids)
-                         if held_ids else None, target_dir=target_dir, steps=steps, n_samples=len(train_ids))
+    report = DraftReport(
+        ids,
+        _evaluate(draft, target, stored(train_ids), steps, "configured (train)", ids),
+        _evaluate(draft, target, stored(held_ids), steps, "configured (held-out)", ids) if held_ids else None,
+        target_dir=target_dir,
+        steps=steps,
+        n_samples=len(train_ids),
+    )
     if model_dir is None and not (target_dir / "config.json").exists():
         return report
     from pipeline.model.load import load_target
@@ -115,8 +134,14 @@ def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, 
     samples = [reader.load(i) for i in train_ids]
     states = [_all_states(model, s) for s in samples]
     for name, wiring in [("configured", ids)] + wrong_wirings(ids, manifest.n_layers):
-        batches = [Batch(s["input_ids"].long()[None], s["loss_mask"].bool()[None],
-                         torch.cat([st[j] for j in wiring], -1)[None], st[manifest.n_layers][None])
-                   for s, st in zip(samples, states)]
+        batches = [
+            Batch(
+                s["input_ids"].long()[None],
+                s["loss_mask"].bool()[None],
+                torch.cat([st[j] for j in wiring], -1)[None],
+                st[manifest.n_layers][None],
+            )
+            for s, st in zip(samples, states)
+        ]
         report.wirings.append(_evaluate(draft, target, batches, steps, name, wiring))
     return report

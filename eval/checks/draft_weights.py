@@ -17,11 +17,28 @@ from itertools import pairwise
 
 SGLANG_LOADER = ("python/sglang/srt/models/llama_eagle3.py", "0.5.23")
 VLLM_LOADER = ("vllm/model_executor/models/llama_eagle3.py", "0.33.0")
-_LEGACY = {"midlayer": "layers.0", "aux_norm_low": "fc_norm.0", "aux_norm_mid": "fc_norm.1", "aux_norm_high": "fc_norm.2"}
-_STACKED = {".q_proj": ".qkv_proj", ".k_proj": ".qkv_proj", ".v_proj": ".qkv_proj", ".gate_proj": ".gate_up_proj",
-            ".up_proj": ".gate_up_proj"}
-_LAYER = ("self_attn.qkv_proj.weight", "self_attn.o_proj.weight", "mlp.gate_up_proj.weight", "mlp.down_proj.weight",
-          "input_layernorm.weight", "post_attention_layernorm.weight", "hidden_norm.weight")
+_LEGACY = {
+    "midlayer": "layers.0",
+    "aux_norm_low": "fc_norm.0",
+    "aux_norm_mid": "fc_norm.1",
+    "aux_norm_high": "fc_norm.2",
+}
+_STACKED = {
+    ".q_proj": ".qkv_proj",
+    ".k_proj": ".qkv_proj",
+    ".v_proj": ".qkv_proj",
+    ".gate_proj": ".gate_up_proj",
+    ".up_proj": ".gate_up_proj",
+}
+_LAYER = (
+    "self_attn.qkv_proj.weight",
+    "self_attn.o_proj.weight",
+    "mlp.gate_up_proj.weight",
+    "mlp.down_proj.weight",
+    "input_layernorm.weight",
+    "post_attention_layernorm.weight",
+    "hidden_norm.weight",
+)
 
 
 def _eagle(cfg: dict, key: str, default=None):
@@ -42,7 +59,7 @@ def engine_params(cfg: dict) -> tuple[set[str], set[str]]:
         ids = (cfg.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
         required |= {f"model.fc_norm.{k}.weight" for k in range(len(ids) if ids else 3)}
     if not cfg.get("tie_word_embeddings") and cfg.get("draft_vocab_size") is not None:
-        required.add("lm_head.weight")    # with draft_vocab_size None SGLang takes the target's head instead
+        required.add("lm_head.weight")  # with draft_vocab_size None SGLang takes the target's head instead
     optional = {"model.embed_tokens.weight"} | (set() if cfg.get("tie_word_embeddings") else {"lm_head.weight"})
     return required | optional, required
 
@@ -75,14 +92,15 @@ def vllm_name(name: str, params: set[str]) -> str | None:
 
 @dataclass
 class WeightReport:
-    sglang_skipped: list[str]       # loaded by nobody in SGLang: silently random
-    sglang_missing: list[str]       # parameters no checkpoint key fills (random at serving)
-    vllm_refused: list[str]         # vLLM stops at load
-    vocab: list[str]                # d2t/t2d problems (empty = fine)
+    sglang_skipped: list[str]  # loaded by nobody in SGLang: silently random
+    sglang_missing: list[str]  # parameters no checkpoint key fills (random at serving)
+    vllm_refused: list[str]  # vLLM stops at load
+    vocab: list[str]  # d2t/t2d problems (empty = fine)
 
 
-def check_weights(cfg: dict, tensors: dict[str, tuple[str, list[int]]], d2t=None, t2d=None,
-                  target_vocab: int | None = None) -> WeightReport:
+def check_weights(
+    cfg: dict, tensors: dict[str, tuple[str, list[int]]], d2t=None, t2d=None, target_vocab: int | None = None
+) -> WeightReport:
     """`tensors`: name -> (safetensors dtype, shape); `d2t`/`t2d`: their values when integer/bool."""
     params, required = engine_params(cfg)
     names = [k for k in tensors if "d2t" not in k and "t2d" not in k]
@@ -99,20 +117,26 @@ def vocab_problems(cfg: dict, tensors: dict, d2t, t2d, target_vocab: int | None)
     out = []
     if key is None:
         if k is not None and v is not None and k != v:
-            out.append(f"no d2t tensor although draft_vocab_size {k} != target vocab {v}: SGLang has no hot-token map "
-                       "and vLLM keeps draft_id_to_target_id at zeros, so every draft token maps to the wrong id")
+            out.append(
+                f"no d2t tensor although draft_vocab_size {k} != target vocab {v}: SGLang has no hot-token map "
+                "and vLLM keeps draft_id_to_target_id at zeros, so every draft token maps to the wrong id"
+            )
         return out
     dtype, shape = tensors[key]
     if dtype not in ("I64",):
-        out.append(f"{key} is {dtype}, not int64: SGLang computes hot_token_id = d2t + arange(K) and indexes with it, "
-                   "vLLM copies it into a long parameter (float offsets above 256 are not exact in bf16)")
+        out.append(
+            f"{key} is {dtype}, not int64: SGLang computes hot_token_id = d2t + arange(K) and indexes with it, "
+            "vLLM copies it into a long parameter (float offsets above 256 are not exact in bf16)"
+        )
     if shape != [k]:
         out.append(f"{key} has shape {shape}, draft_vocab_size is {k}")
     if d2t is not None and dtype == "I64":
         hot = [int(x) + i for i, x in enumerate(d2t)]
         if any(b <= a for a, b in pairwise(hot)):
-            out.append(f"{key}: hot ids d + d2t[d] are not strictly increasing (the draft vocabulary is the sorted "
-                       "top-K target ids; a permuted map scores the wrong tokens)")
+            out.append(
+                f"{key}: hot ids d + d2t[d] are not strictly increasing (the draft vocabulary is the sorted "
+                "top-K target ids; a permuted map scores the wrong tokens)"
+            )
         if v is not None and hot and (min(hot) < 0 or max(hot) >= v):
             out.append(f"{key}: hot ids leave 0..{v - 1}")
         if t2d is not None:
@@ -120,8 +144,9 @@ def vocab_problems(cfg: dict, tensors: dict, d2t, t2d, target_vocab: int | None)
             if len(t2d) != v:
                 out.append(f"t2d has {len(t2d)} entries, target vocab is {v}")
             elif chosen != set(hot):
-                out.append(f"t2d marks {len(chosen)} target ids, d2t maps to {len(set(hot))}; "
-                           f"{len(chosen ^ set(hot))} differ")
+                out.append(
+                    f"t2d marks {len(chosen)} target ids, d2t maps to {len(set(hot))}; {len(chosen ^ set(hot))} differ"
+                )
     t2d_key = next((n for n in tensors if "t2d" in n), None)
     if t2d_key is not None and tensors[t2d_key][0] != "BOOL":
         out.append(f"{t2d_key} is {tensors[t2d_key][0]}, not bool")

@@ -29,15 +29,19 @@ class Estimate:
 
 def round_cost(steps: int, draft_cost: float, verify_cost: float) -> float:
     if steps < 1 or draft_cost < 0 or verify_cost <= 0:
-        raise DraftsetError(f"invalid costs: steps={steps} draft_cost={draft_cost} verify_cost={verify_cost}",
-                            hint="steps ≥ 1; costs are fractions of one plain target decode step (verify ≈ 1-1.5)")
+        raise DraftsetError(
+            f"invalid costs: steps={steps} draft_cost={draft_cost} verify_cost={verify_cost}",
+            hint="steps ≥ 1; costs are fractions of one plain target decode step (verify ≈ 1-1.5)",
+        )
     return verify_cost + steps * draft_cost
 
 
 def calibrated_round_cost(baseline_tps: float, observed_tps: float, observed_accept_length: float) -> float:
     if min(baseline_tps, observed_tps, observed_accept_length) <= 0:
-        raise DraftsetError("calibration figures must be positive",
-                            hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1")
+        raise DraftsetError(
+            "calibration figures must be positive",
+            hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1",
+        )
     return observed_accept_length * baseline_tps / observed_tps
 
 

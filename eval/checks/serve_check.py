@@ -37,7 +37,7 @@ class ServeReport:
     target_origin: str
     rules_applied: list[str] = field(default_factory=list)
     parser: str = f"built-in SGLang {SGLANG_VERSION} table"
-    fixed: str | None = None            # the corrected command, re-checked until nothing more to fix
+    fixed: str | None = None  # the corrected command, re-checked until nothing more to fix
 
     @property
     def errors(self) -> list[Finding]:
@@ -60,7 +60,7 @@ class ServeReport:
         if isinstance(self.command, VllmCommand):
             return _vllm_corrected(self.command, self.findings)
         cmd = self.command
-        for f in self.findings:         # parse errors: replace the offending flag by the one it most likely means
+        for f in self.findings:  # parse errors: replace the offending flag by the one it most likely means
             if f.rule == "sglang.args.ambiguous":
                 cmd = _swap_flag(cmd, f.flag, f.fix.split(": ", 1)[1])
             elif f.rule == "sglang.args.unknown":
@@ -71,14 +71,20 @@ class ServeReport:
         changes: dict[str, str | None] = {}
         for f in self.findings:
             changes.update(f.changes)
-        if cmd.values is None:           # re-read the repaired command so flag edits land on its options
+        if cmd.values is None:  # re-read the repaired command so flag edits land on its options
             cmd = LaunchCommand.parse(cmd.prefix + cmd.args)
         return cmd.with_changes(changes).render() if cmd.values is not None else cmd.render()
 
     def as_json(self) -> dict:
-        return {"engine": self.engine, "verdict": self.verdict, "target_config": self.target_origin,
-                "rules_applied": self.rules_applied, "parser": self.parser,
-                "findings": [f.as_json() for f in self.findings], "corrected_command": self.corrected()}
+        return {
+            "engine": self.engine,
+            "verdict": self.verdict,
+            "target_config": self.target_origin,
+            "rules_applied": self.rules_applied,
+            "parser": self.parser,
+            "findings": [f.as_json() for f in self.findings],
+            "corrected_command": self.corrected(),
+        }
 
 
 def _swap_flag(cmd: LaunchCommand, written: str, new: str) -> LaunchCommand:
@@ -90,15 +96,25 @@ def _swap_flag(cmd: LaunchCommand, written: str, new: str) -> LaunchCommand:
 
 
 def is_vllm(tokens: list[str]) -> bool:
-    return any(os.path.basename(t) == "vllm" and i + 1 < len(tokens) and tokens[i + 1] == "serve"
-               for i, t in enumerate(tokens)) or "vllm.entrypoints.openai.api_server" in tokens
+    return (
+        any(
+            os.path.basename(t) == "vllm" and i + 1 < len(tokens) and tokens[i + 1] == "serve"
+            for i, t in enumerate(tokens)
+        )
+        or "vllm.entrypoints.openai.api_server" in tokens
+    )
 
 
-def check_serve(draft_dir: Path, argv: list[str] | str, system_prompt: str | None = None,
-                thinking: bool | None = None, target_config: Path | None = None) -> ServeReport:
+def check_serve(
+    draft_dir: Path,
+    argv: list[str] | str,
+    system_prompt: str | None = None,
+    thinking: bool | None = None,
+    target_config: Path | None = None,
+) -> ServeReport:
     report = _check(draft_dir, argv, system_prompt, thinking, target_config)
     fixed, current = None, report
-    for _ in range(3):       # a repaired flag can reveal the next problem (misspelt --speculative-algoritm EAGLE)
+    for _ in range(3):  # a repaired flag can reveal the next problem (misspelt --speculative-algoritm EAGLE)
         step = current.one_fix()
         if step is None or step == fixed:
             break
@@ -110,15 +126,20 @@ def check_serve(draft_dir: Path, argv: list[str] | str, system_prompt: str | Non
     return report
 
 
-def _check(draft_dir: Path, argv: list[str] | str, system_prompt: str | None, thinking: bool | None,
-           target_config: Path | None) -> ServeReport:
+def _check(
+    draft_dir: Path, argv: list[str] | str, system_prompt: str | None, thinking: bool | None, target_config: Path | None
+) -> ServeReport:
     tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
     draft = Draft.load(Path(draft_dir))
     if is_vllm(tokens):
         vcmd = VllmCommand.parse(tokens)
         target, origin = resolve_target(draft, vcmd.model, target_config)
-        vfindings = [*vllm_rules(vcmd, draft), *vllm_layers(draft, target, origin), *weights(draft, target, "vllm"),
-                     *serving_facts(draft, vcmd.model, None, system_prompt, thinking)]
+        vfindings = [
+            *vllm_rules(vcmd, draft),
+            *vllm_layers(draft, target, origin),
+            *weights(draft, target, "vllm"),
+            *serving_facts(draft, vcmd.model, None, system_prompt, thinking),
+        ]
         return ServeReport("vllm", vcmd, vfindings, origin, [vllm_tap_rule(target).describe()], "vLLM 0.33.0 forms")
     cmd = LaunchCommand.parse(tokens)
     native = native_parser()
@@ -129,30 +150,45 @@ def _check(draft_dir: Path, argv: list[str] | str, system_prompt: str | None, th
         parser_note = f"installed sglang {native_version()} (compared with the built-in {SGLANG_VERSION} table)"
         note = _disagreement(cmd, real)
         if note:
-            findings.append(Finding("sglang.args.native_disagrees", "warning", "(parser)", note,
-                                    "the built-in table mirrors another SGLang version than the one installed",
-                                    "trust the installed parser; update eval/checks/data for this version",
-                                    f"installed sglang {native_version()}"))
+            findings.append(
+                Finding(
+                    "sglang.args.native_disagrees",
+                    "warning",
+                    "(parser)",
+                    note,
+                    "the built-in table mirrors another SGLang version than the one installed",
+                    "trust the installed parser; update eval/checks/data for this version",
+                    f"installed sglang {native_version()}",
+                )
+            )
         cmd = real
     target, origin = resolve_target(draft, cmd.get("model_path") if cmd.values else None, target_config)
     findings += list(parse_errors(cmd))
     arch = (target.get("architectures") or [None])[0]
     applied = []
     if cmd.values is not None:
-        ctx = SGLangContext(draft, cmd, resolve(cmd.values, arch, (draft.cfg.get("architectures") or [None])[0]),
-                            target, origin)
+        ctx = SGLangContext(
+            draft, cmd, resolve(cmd.values, arch, (draft.cfg.get("architectures") or [None])[0]), target, origin
+        )
         for rule in FLAG_RULES:
             findings += list(rule(ctx))
     applied.append(sglang_tap_rule(target).describe())
     findings += [*sglang_layers(draft, target, origin), *weights(draft, target, "sglang")]
-    findings += list(serving_facts(draft, cmd.get("model_path") if cmd.values else None,
-                                   cmd.get("chat_template") if cmd.values else None, system_prompt, thinking))
+    findings += list(
+        serving_facts(
+            draft,
+            cmd.get("model_path") if cmd.values else None,
+            cmd.get("chat_template") if cmd.values else None,
+            system_prompt,
+            thinking,
+        )
+    )
     return ServeReport("sglang", cmd, findings, origin, applied, parser_note)
 
 
 def _disagreement(builtin: LaunchCommand, real: LaunchCommand) -> str | None:
     if (builtin.failure is None) != (real.failure is None):
-        return (f"built-in table: {builtin.failure or 'accepted'}; installed sglang: {real.failure or 'accepted'}")
+        return f"built-in table: {builtin.failure or 'accepted'}; installed sglang: {real.failure or 'accepted'}"
     if builtin.values is None or real.values is None:
         return None
     # only what the command sets: the built-in parser keeps no defaults (unset stays None)
@@ -166,8 +202,11 @@ def _vllm_corrected(cmd: VllmCommand, findings: list[Finding]) -> str:
         if f.rule == "vllm.method":
             spec["method"] = "eagle3"
         if f.rule in ("vllm.draft.path", "vllm.speculative.missing"):
-            spec.update(json.loads(f.fix.split(" ", 1)[1].strip("'")) if f.rule == "vllm.speculative.missing"
-                        else {"model": f.fix.split('": "')[1].rstrip('"')})
+            spec.update(
+                json.loads(f.fix.split(" ", 1)[1].strip("'"))
+                if f.rule == "vllm.speculative.missing"
+                else {"model": f.fix.split('": "')[1].rstrip('"')}
+            )
         if f.rule.startswith("vllm.tokens"):
             spec["num_speculative_tokens"] = int(f.fix.rsplit(" ", 1)[1])
     keep, skip = [], 0
@@ -176,8 +215,9 @@ def _vllm_corrected(cmd: VllmCommand, findings: list[Finding]) -> str:
             skip -= 1
             continue
         name = tok.partition("=")[0].replace("_", "-")
-        if name in ("--speculative-config", "-sc", "--spec-method", "--spec-model", "--spec-tokens") or \
-                name.startswith("--speculative-config."):
+        if name in ("--speculative-config", "-sc", "--spec-method", "--spec-model", "--spec-tokens") or name.startswith(
+            "--speculative-config."
+        ):
             skip = 0 if "=" in tok else 1
             continue
         keep.append(tok)

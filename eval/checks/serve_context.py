@@ -16,14 +16,14 @@ WEIGHTS = "model.safetensors"
 
 @dataclass
 class Finding:
-    rule: str                   # stable id, e.g. "sglang.algorithm.not_eagle3"
-    severity: str               # "error" (the server fails or serves at chance) | "warning"
+    rule: str  # stable id, e.g. "sglang.algorithm.not_eagle3"
+    severity: str  # "error" (the server fails or serves at chance) | "warning"
     flag: str
     problem: str
     why: str
     fix: str
-    source: str                 # engine file and version the rule follows
-    changes: dict[str, str | None] = field(default_factory=dict)   # dest -> new value, for the corrected command
+    source: str  # engine file and version the rule follows
+    changes: dict[str, str | None] = field(default_factory=dict)  # dest -> new value, for the corrected command
 
     def as_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "changes"}
@@ -34,7 +34,7 @@ class Draft:
     directory: Path
     cfg: dict
     manifest: CaptureManifest | None
-    tensors: dict[str, tuple[str, list[int]]]      # name -> (safetensors dtype, shape)
+    tensors: dict[str, tuple[str, list[int]]]  # name -> (safetensors dtype, shape)
     d2t: list[int] | None
     t2d: list[bool] | None
 
@@ -47,7 +47,7 @@ class Draft:
             if not (directory / need).exists():
                 raise DraftsetError(f"{directory} has no {need}", hint="export the draft with `draftset export`")
         tensors, d2t, t2d = {}, None, None
-        with safe_open(str(directory / WEIGHTS), framework="numpy") as f:   # header + two small int tensors: no torch
+        with safe_open(str(directory / WEIGHTS), framework="numpy") as f:  # header + two small int tensors: no torch
             for k in f.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
                 sl = f.get_slice(k)
                 tensors[k] = (sl.get_dtype(), list(sl.get_shape()))
@@ -98,8 +98,12 @@ def resolve_target(draft: Draft, model_arg: str | None, explicit: Path | None) -
     if explicit is not None:
         raise DraftsetError(f"--target-config {explicit} has no config.json", hint="pass the target's config.json")
     if draft.meta.get("target_architecture"):
-        return ({"architectures": [draft.meta["target_architecture"]], "num_hidden_layers": draft.n_target_layers},
-                "the architecture recorded in the draft at export")
+        return (
+            {"architectures": [draft.meta["target_architecture"]], "num_hidden_layers": draft.n_target_layers},
+            "the architecture recorded in the draft at export",
+        )
     m = draft.manifest
-    return (target_config(None, m.model_type if m else None, draft.n_target_layers),
-            "the manifest's model_type (no target config.json found; pass --target-config)")
+    return (
+        target_config(None, m.model_type if m else None, draft.n_target_layers),
+        "the manifest's model_type (no target config.json found; pass --target-config)",
+    )

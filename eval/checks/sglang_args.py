@@ -30,25 +30,25 @@ _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 @dataclass
 class Span:
-    start: int                  # index into LaunchCommand.args
-    stop: int                   # exclusive
-    written: str                # the flag as typed (before any "=")
+    start: int  # index into LaunchCommand.args
+    stop: int  # exclusive
+    written: str  # the flag as typed (before any "=")
     dest: str
-    inline: bool                # --flag=value
+    inline: bool  # --flag=value
 
 
 @dataclass
 class LaunchCommand:
-    prefix: list[str]                       # env assignments + `python -m sglang.launch_server` / `sglang serve`
-    args: list[str]                         # everything after the prefix, as typed
-    entry: str                              # "launch_server" | "serve" | "bare"
-    values: dict | None = None              # dest -> value as argparse produced it (None when parsing failed)
-    explicit: set[str] = field(default_factory=set)   # dests given on the command line
+    prefix: list[str]  # env assignments + `python -m sglang.launch_server` / `sglang serve`
+    args: list[str]  # everything after the prefix, as typed
+    entry: str  # "launch_server" | "serve" | "bare"
+    values: dict | None = None  # dest -> value as argparse produced it (None when parsing failed)
+    explicit: set[str] = field(default_factory=set)  # dests given on the command line
     failure: ParseFailure | None = None
     failure_source: str = "python/sglang/srt/server_args.py"
     spans: list[Span] = field(default_factory=list)
-    positional_model: bool = False          # `sglang serve MODEL`
-    native_note: str | None = None          # disagreement with SGLang's own parser, when importable
+    positional_model: bool = False  # `sglang serve MODEL`
+    native_note: str | None = None  # disagreement with SGLang's own parser, when importable
 
     # -- reading -------------------------------------------------------------------------------
     @classmethod
@@ -87,11 +87,15 @@ class LaunchCommand:
         positional = bool(args) and not args[0].startswith("-")
         if positional:
             args = ["--model-path", *args]
-        elif not any(a in ("--model-path", "--model") or a.startswith(("--model-path=", "--model="))
-                     for a in args) and not any(a in ("-h", "--help") for a in args):
-            self.failure = ParseFailure("Error: --model-path is required. Please provide the path to the model. "
-                                        "(`sglang serve` looks for the exact spelling --model-path/--model or a "
-                                        "first positional argument before argparse runs)", status=1)
+        elif not any(
+            a in ("--model-path", "--model") or a.startswith(("--model-path=", "--model=")) for a in args
+        ) and not any(a in ("-h", "--help") for a in args):
+            self.failure = ParseFailure(
+                "Error: --model-path is required. Please provide the path to the model. "
+                "(`sglang serve` looks for the exact spelling --model-path/--model or a "
+                "first positional argument before argparse runs)",
+                status=1,
+            )
             self.failure_source = "python/sglang/cli/serve.py + cli/utils.py (get_model_path)"
         return args, positional
 
@@ -120,7 +124,7 @@ class LaunchCommand:
                 edits.append((s.start, s.stop, []))
             elif s.inline:
                 edits.append((s.start, s.stop, [f"{s.written}={value}"]))
-            elif s.written == "" :   # `sglang serve MODEL`
+            elif s.written == "":  # `sglang serve MODEL`
                 edits.append((s.start, s.stop, [value]))
             else:
                 edits.append((s.start, s.stop, [s.written, value]))
@@ -155,8 +159,12 @@ def _merge_config(args: list[str]) -> list[str]:
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):
         raise ValueError("Config file must contain a dictionary at root level")  # noqa: TRY004  (as SGLang raises)
-    switches = {k for spec in builtin_table()["actions"] if spec["kind"] == "store_true"
-                for k in [spec["dest"], *(f[2:].replace("-", "_") for f in spec["flags"] if f.startswith("--"))]}
+    switches = {
+        k
+        for spec in builtin_table()["actions"]
+        if spec["kind"] == "store_true"
+        for k in [spec["dest"], *(f[2:].replace("-", "_") for f in spec["flags"] if f.startswith("--"))]
+    }
     out: list[str] = []
     for key, value in data.items():
         if isinstance(value, bool):
@@ -170,7 +178,7 @@ def _merge_config(args: list[str]) -> list[str]:
             out += [f"--{key}", json.dumps(value)]
         else:
             out += [f"--{key}", str(value)]
-    return out + args[:at] + args[at + 2:]
+    return out + args[:at] + args[at + 2 :]
 
 
 def _split_entry(tokens: list[str]) -> tuple[list[str], list[str], str]:
@@ -180,9 +188,9 @@ def _split_entry(tokens: list[str]) -> tuple[list[str], list[str], str]:
     rest = tokens[i:]
     for j, tok in enumerate(rest):
         if tok == "-m" and j + 1 < len(rest) and rest[j + 1] == "sglang.launch_server":
-            return tokens[:i + j + 2], rest[j + 2:], "launch_server"
+            return tokens[: i + j + 2], rest[j + 2 :], "launch_server"
         if os.path.basename(tok) == "sglang" and j + 1 < len(rest) and rest[j + 1] == "serve":
-            return tokens[:i + j + 2], rest[j + 2:], "serve"
+            return tokens[: i + j + 2], rest[j + 2 :], "serve"
         if tok.startswith("-"):
             break
     return tokens[:i], rest, "bare"
@@ -190,8 +198,7 @@ def _split_entry(tokens: list[str]) -> tuple[list[str], list[str], str]:
 
 def _is_model_type(args: list[str], i: int) -> bool:
     """`sglang serve` removes `--model-type X` / `--model-type=X` (exact spelling) before parsing."""
-    return (args[i] == "--model-type" or args[i].startswith("--model-type=")
-            or (i > 0 and args[i - 1] == "--model-type"))
+    return args[i] == "--model-type" or args[i].startswith("--model-type=") or (i > 0 and args[i - 1] == "--model-type")
 
 
 def _option_map() -> dict[str, dict]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 SGLANG_VERSION = "0.5.23"
 TABLE = Path(__file__).parent / "data" / f"sglang_{SGLANG_VERSION}_flags.json"
-SOURCE = ("python/sglang/srt/server_args.py", SGLANG_VERSION)   # ServerArgs.add_cli_args / prepare_server_args
+SOURCE = ("python/sglang/srt/server_args.py", SGLANG_VERSION)  # ServerArgs.add_cli_args / prepare_server_args
 
 
 class ParseFailure(Exception):
@@ -37,19 +37,31 @@ class ParseFailure(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):           # argparse prints usage and exits 2; we keep the message
+    def error(self, message: str):  # argparse prints usage and exits 2; we keep the message
         raise ParseFailure(message)
 
-    def exit(self, status: int = 0, message: str | None = None):   # -h/--help
+    def exit(self, status: int = 0, message: str | None = None):  # -h/--help
         raise ParseFailure(message or "help requested (the server prints usage and exits)", status)
 
 
-_KINDS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
-          "BooleanOptionalAction": "bool_optional", "_HelpAction": "help", "_StoreConstAction": "store_const",
-          "_AppendAction": "append", "_CountAction": "count"}
+_KINDS = {
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "BooleanOptionalAction": "bool_optional",
+    "_HelpAction": "help",
+    "_StoreConstAction": "store_const",
+    "_AppendAction": "append",
+    "_CountAction": "count",
+}
 # SGLang's own Action subclasses, by the builtin they behave like on the command line.
-_CUSTOM = {"DeprecatedStoreTrueAction": "store_true", "DeprecatedAction": "store",
-           "DeprecatedAliasStoreAction": "store", "DeprecatedStoreConstAction": "store", "LoRAPathAction": "store"}
+_CUSTOM = {
+    "DeprecatedStoreTrueAction": "store_true",
+    "DeprecatedAction": "store",
+    "DeprecatedAliasStoreAction": "store",
+    "DeprecatedStoreConstAction": "store",
+    "LoRAPathAction": "store",
+}
 
 
 def describe(parser: argparse.ArgumentParser) -> list[dict]:
@@ -61,12 +73,19 @@ def describe(parser: argparse.ArgumentParser) -> list[dict]:
         name = type(a).__name__
         kind = _KINDS.get(name) or _CUSTOM.get(name) or "store"
         type_name = getattr(a.type, "__name__", None) if a.type is not None else None
-        out.append({"flags": list(a.option_strings), "dest": a.dest, "kind": kind,
-                    "nargs": a.nargs if kind in ("store", "append") else None,
-                    "type": type_name if type_name in _TYPES or type_name is None else (
-                        "json" if type_name == "loads" else "other"),
-                    "choices": [str(c) for c in a.choices] if a.choices is not None else None,
-                    "required": bool(a.required)})
+        out.append(
+            {
+                "flags": list(a.option_strings),
+                "dest": a.dest,
+                "kind": kind,
+                "nargs": a.nargs if kind in ("store", "append") else None,
+                "type": type_name
+                if type_name in _TYPES or type_name is None
+                else ("json" if type_name == "loads" else "other"),
+                "choices": [str(c) for c in a.choices] if a.choices is not None else None,
+                "required": bool(a.required),
+            }
+        )
     return out
 
 
@@ -92,8 +111,14 @@ def _nullable_str(value: str) -> str | None:
     return None if not value or value == "None" else value
 
 
-_TYPES = {"int": int, "float": float, "str": str, "human_readable_int": _human_readable_int,
-          "json_list_type": json.loads, "nullable_str": _nullable_str}
+_TYPES = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "human_readable_int": _human_readable_int,
+    "json_list_type": json.loads,
+    "nullable_str": _nullable_str,
+}
 
 
 def _type(name: str | None):
@@ -119,8 +144,9 @@ def build_parser(actions: list[dict] | None = None) -> argparse.ArgumentParser:
             if spec["nargs"] is not None:
                 kw["nargs"] = spec["nargs"]
             if spec["choices"] is not None:
-                kw["choices"] = [_type(spec["type"])(c) if spec["type"] in ("int", "float") else c
-                                 for c in spec["choices"]]
+                kw["choices"] = [
+                    _type(spec["type"])(c) if spec["type"] in ("int", "float") else c for c in spec["choices"]
+                ]
         parser.add_argument(*spec["flags"], **kw)
     return parser
 

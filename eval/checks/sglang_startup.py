@@ -34,14 +34,14 @@ def auto_choice(algorithm: str, target_arch: str | None) -> tuple[int, int, int]
 
 @dataclass
 class Startup:
-    written: str | None                  # --speculative-algorithm as typed
-    algorithm: str | None                # after upper-casing and aliases (None: no speculation)
+    written: str | None  # --speculative-algorithm as typed
+    algorithm: str | None  # after upper-casing and aliases (None: no speculation)
     steps: int | None = None
     topk: int | None = None
     draft_tokens: int | None = None
-    auto: tuple[int, int, int] | None = None            # set when SGLang chose the three itself
+    auto: tuple[int, int, int] | None = None  # set when SGLang chose the three itself
     forced_draft_tokens: tuple[int, int] | None = None  # (given, what SGLang uses) when topk 1 forced it
-    crash: str | None = None             # the exception startup raises
+    crash: str | None = None  # the exception startup raises
     crash_source: str = HOOK
     adaptive: bool = False
 
@@ -63,26 +63,31 @@ def resolve(values: dict, target_arch: str | None, draft_arch: str | None = None
     out.algorithm = None if algo == "NONE" else algo
     if out.algorithm not in EAGLE_FAMILY:
         return out
-    steps, topk, ndt = (values.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
-                                                  "speculative_num_draft_tokens"))
+    steps, topk, ndt = (
+        values.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    )
     out.adaptive = bool(values.get("speculative_adaptive"))
-    if out.adaptive:   # _init_adaptive_speculative_params: topk 1, steps from the adaptive config, tokens steps+1
+    if out.adaptive:  # _init_adaptive_speculative_params: topk 1, steps from the adaptive config, tokens steps+1
         out.steps, out.topk = steps, 1 if topk is None else topk
         out.draft_tokens = steps + 1 if steps is not None else None
         return out
     if steps is None:
         if topk is not None or ndt is not None:
-            out.crash = ("AssertionError in _handle_eagle_family: --speculative-eagle-topk/--speculative-num-draft-"
-                         "tokens given without --speculative-num-steps")
+            out.crash = (
+                "AssertionError in _handle_eagle_family: --speculative-eagle-topk/--speculative-num-draft-"
+                "tokens given without --speculative-num-steps"
+            )
             return out
         out.auto = auto_choice(out.algorithm, target_arch)
         steps, topk, ndt = out.auto
     if steps is not None and topk is None:
-        out.crash = ("TypeError: '>' not supported between instances of 'NoneType' and 'int' "
-                     "(_handle_eagle_family compares speculative_eagle_topk > 1)")
+        out.crash = (
+            "TypeError: '>' not supported between instances of 'NoneType' and 'int' "
+            "(_handle_eagle_family compares speculative_eagle_topk > 1)"
+        )
         return out
     if topk == 1 and steps is not None and ndt != steps + 1:
-        if ndt is not None:      # unset is simply filled in (same log line); a given value is overridden
+        if ndt is not None:  # unset is simply filled in (same log line); a given value is overridden
             out.forced_draft_tokens = (ndt, steps + 1)
         ndt = steps + 1
     out.steps, out.topk, out.draft_tokens = steps, topk, ndt

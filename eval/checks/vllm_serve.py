@@ -66,8 +66,11 @@ class VllmCommand:
                 except ValueError:
                     spec[key] = value
             elif name in ("--spec-method", "--spec-model", "--spec-tokens"):
-                shorthand[{"--spec-method": "method", "--spec-model": "model",
-                           "--spec-tokens": "num_speculative_tokens"}[name]] = value
+                shorthand[
+                    {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}[
+                        name
+                    ]
+                ] = value
             elif name == "--model":
                 cmd.model = value
             else:
@@ -75,7 +78,9 @@ class VllmCommand:
             j += step
         for key, value in shorthand.items():
             if key in spec:
-                cmd.errors.append(f"--spec-{key.split('_')[-1]} and --speculative-config['{key}'] are mutually exclusive")
+                cmd.errors.append(
+                    f"--spec-{key.split('_')[-1]} and --speculative-config['{key}'] are mutually exclusive"
+                )
             spec[key] = int(value) if key == "num_speculative_tokens" and str(value).isdigit() else value
         cmd.spec = spec or None
         return cmd
@@ -89,42 +94,87 @@ def _dashes(arg: str) -> str:
 
 def vllm_rules(cmd: VllmCommand, draft: Draft) -> Iterator[Finding]:
     for err in cmd.errors:
-        yield Finding("vllm.args.speculative_config", "error", "--speculative-config", err,
-                      "vLLM stops while building its config", "pass one JSON object", ARGS_SRC)
+        yield Finding(
+            "vllm.args.speculative_config",
+            "error",
+            "--speculative-config",
+            err,
+            "vLLM stops while building its config",
+            "pass one JSON object",
+            ARGS_SRC,
+        )
     spec = cmd.spec
     if spec is None:
-        yield Finding("vllm.speculative.missing", "error", "--speculative-config", "no speculative config: the draft "
-                      "is never loaded", "vLLM serves without speculation",
-                      f"--speculative-config '{_json(draft, draft.ttt_steps or 3)}'", CONFIG_SRC)
+        yield Finding(
+            "vllm.speculative.missing",
+            "error",
+            "--speculative-config",
+            "no speculative config: the draft is never loaded",
+            "vLLM serves without speculation",
+            f"--speculative-config '{_json(draft, draft.ttt_steps or 3)}'",
+            CONFIG_SRC,
+        )
         return
     model = spec.get("model")
     method = spec.get("method")
     if method is None and model:
-        method = "eagle3" if "eagle3" in str(model).lower() else ("eagle" if "eagle-" in str(model).lower()
-                                                                    else "draft_model")
+        method = (
+            "eagle3"
+            if "eagle3" in str(model).lower()
+            else ("eagle" if "eagle-" in str(model).lower() else "draft_model")
+        )
     if method != "eagle3":
         detected = "" if spec.get("method") else f" (no method given: {model!r} is detected as {method})"
-        yield Finding("vllm.method", "error", "--speculative-config method", f"method is {method!r}{detected}, the "
-                      "draft is an EAGLE-3 draft", "only eagle3 feeds the draft the target's aux hidden states",
-                      'add "method": "eagle3"', CONFIG_SRC)
+        yield Finding(
+            "vllm.method",
+            "error",
+            "--speculative-config method",
+            f"method is {method!r}{detected}, the draft is an EAGLE-3 draft",
+            "only eagle3 feeds the draft the target's aux hidden states",
+            'add "method": "eagle3"',
+            CONFIG_SRC,
+        )
     if model is None or Path(str(model)).resolve() != draft.directory.resolve():
-        yield Finding("vllm.draft.path", "error", "--speculative-config model", f"draft is {model!r}, not the checked "
-                      f"draft {draft.directory}", "vLLM would load another draft", f'"model": "{draft.directory}"',
-                      CONFIG_SRC)
+        yield Finding(
+            "vllm.draft.path",
+            "error",
+            "--speculative-config model",
+            f"draft is {model!r}, not the checked draft {draft.directory}",
+            "vLLM would load another draft",
+            f'"model": "{draft.directory}"',
+            CONFIG_SRC,
+        )
     tokens, ttt = spec.get("num_speculative_tokens"), draft.ttt_steps
     if tokens is None:
-        yield Finding("vllm.tokens.missing", "error", "--speculative-config num_speculative_tokens",
-                      "num_speculative_tokens not given", "vLLM raises: EAGLE drafts carry no n_predict to default from",
-                      f'"num_speculative_tokens": {ttt or 3}', CONFIG_SRC)
+        yield Finding(
+            "vllm.tokens.missing",
+            "error",
+            "--speculative-config num_speculative_tokens",
+            "num_speculative_tokens not given",
+            "vLLM raises: EAGLE drafts carry no n_predict to default from",
+            f'"num_speculative_tokens": {ttt or 3}',
+            CONFIG_SRC,
+        )
     elif not isinstance(tokens, int) or tokens <= 0:
-        yield Finding("vllm.tokens.invalid", "error", "--speculative-config num_speculative_tokens",
-                      f"num_speculative_tokens = {tokens!r}", "the config validation requires an integer > 0",
-                      f'"num_speculative_tokens": {ttt or 3}', CONFIG_SRC)
+        yield Finding(
+            "vllm.tokens.invalid",
+            "error",
+            "--speculative-config num_speculative_tokens",
+            f"num_speculative_tokens = {tokens!r}",
+            "the config validation requires an integer > 0",
+            f'"num_speculative_tokens": {ttt or 3}',
+            CONFIG_SRC,
+        )
     elif ttt is not None and tokens > ttt:
-        yield Finding("vllm.tokens.beyond_training", "warning", "--speculative-config num_speculative_tokens",
-                      f"{tokens} speculative tokens, the draft was trained for {ttt} steps", "steps past the trained "
-                      "horizon are drafted from states the draft never learned to read",
-                      f'"num_speculative_tokens": {ttt}', CONFIG_SRC)
+        yield Finding(
+            "vllm.tokens.beyond_training",
+            "warning",
+            "--speculative-config num_speculative_tokens",
+            f"{tokens} speculative tokens, the draft was trained for {ttt} steps",
+            "steps past the trained horizon are drafted from states the draft never learned to read",
+            f'"num_speculative_tokens": {ttt}',
+            CONFIG_SRC,
+        )
 
 
 def _json(draft: Draft, tokens: int) -> str:

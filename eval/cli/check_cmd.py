@@ -13,23 +13,29 @@ import typer
 from catalog.errors import DraftsetError
 from pipeline.cli.common import catalog, console, print_table, resolve_named
 
-check_app = typer.Typer(help="Check a trained draft, an SGLang serving command, or the expected speedup.",
-                        no_args_is_help=True)
+check_app = typer.Typer(
+    help="Check a trained draft, an SGLang serving command, or the expected speedup.", no_args_is_help=True
+)
 
 
 @check_app.command("draft")
-def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
-                    captures: str = typer.Option(..., help="capture name or dir (training and held-out samples)"),
-                    model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
-                    max_samples: int = typer.Option(64)) -> None:
+def check_draft_cmd(
+    draft: str = typer.Argument(..., help="exported draft name or directory"),
+    captures: str = typer.Option(..., help="capture name or dir (training and held-out samples)"),
+    model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
+    max_samples: int = typer.Option(64),
+) -> None:
     """Per-step accuracy, expected accept length, and the same under wrong wirings."""
     from eval.checks.draft_check import check_draft
     from eval.specdecode import records
 
     draft_dir = resolve_named(draft, "drafts")
     r = check_draft(draft_dir, resolve_named(captures, "captures"), model, max_samples)
-    rows = [[w.name, w.hf_ids, " ".join(f"{a:.3f}" for a in w.step_accuracy), f"{w.accept_length:.3f}"]
-            for w in [r.train, r.heldout, *r.wirings] if w is not None]
+    rows = [
+        [w.name, w.hf_ids, " ".join(f"{a:.3f}" for a in w.step_accuracy), f"{w.accept_length:.3f}"]
+        for w in [r.train, r.heldout, *r.wirings]
+        if w is not None
+    ]
     print_table(["wiring", "HF taps", "accuracy per step", "expected AL"], rows, title="check draft")
     console.print(r.verdict())
     if r.wirings:
@@ -37,55 +43,99 @@ def check_draft_cmd(draft: str = typer.Argument(..., help="exported draft name o
     measured = [e for e in records.load(catalog(), draft_dir) if e["method"] == "specdecode"]
     estimates = {w.name: w.accept_length for w in r.wirings}
     if measured:
-        print_table(["wiring", "steps", "measured AL", "estimated AL", "tok/s (plain)", "prompts", "tokens"],
-                    [[e["wiring"], e["steps"], f"{e['accept_length']:.3f}",
-                      f"{estimates[e['wiring']]:.3f}" if e["steps"] == r.steps and e["wiring"] in estimates else "",
-                      f"{e['tokens_per_s']:.1f} ({e['baseline_tokens_per_s']:.1f})", e["n_prompts"], e["n_tokens"]]
-                     for e in measured], title="accept length measured by speculative decoding (draft_evals)")
+        print_table(
+            ["wiring", "steps", "measured AL", "estimated AL", "tok/s (plain)", "prompts", "tokens"],
+            [
+                [
+                    e["wiring"],
+                    e["steps"],
+                    f"{e['accept_length']:.3f}",
+                    f"{estimates[e['wiring']]:.3f}" if e["steps"] == r.steps and e["wiring"] in estimates else "",
+                    f"{e['tokens_per_s']:.1f} ({e['baseline_tokens_per_s']:.1f})",
+                    e["n_prompts"],
+                    e["n_tokens"],
+                ]
+                for e in measured
+            ],
+            title="accept length measured by speculative decoding (draft_evals)",
+        )
     else:
-        console.print(f"no measured accept length yet: draftset check accept-length {draft} --captures {captures}",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"no measured accept length yet: draftset check accept-length {draft} --captures {captures}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if r.configured_is_best is False:
         raise typer.Exit(1)
 
 
 @check_app.command("accept-length")
-def check_accept_length_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
-                            captures: str = typer.Option(..., help="capture name or dir: prompts are its held-out "
-                                                                   "samples, cut at the generation prompt"),
-                            model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
-                            steps: list[int] | None = typer.Option(None, help="draft tokens per round "
-                                                                             "(repeatable; default: as trained)"),
-                            prompts: int = typer.Option(16, min=1, help="held-out prompts to decode"),
-                            max_new_tokens: int = typer.Option(64, min=1, help="tokens to generate per prompt"),
-                            wrong_wirings: bool = typer.Option(True, "--wrong-wirings/--configured-only",
-                                                               help="also decode under every wrong wiring"),
-                            device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
-                            dtype: str = typer.Option("float32", help="float32 | bfloat16")) -> None:
+def check_accept_length_cmd(
+    draft: str = typer.Argument(..., help="exported draft name or directory"),
+    captures: str = typer.Option(
+        ..., help="capture name or dir: prompts are its held-out samples, cut at the generation prompt"
+    ),
+    model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
+    steps: list[int] | None = typer.Option(None, help="draft tokens per round (repeatable; default: as trained)"),
+    prompts: int = typer.Option(16, min=1, help="held-out prompts to decode"),
+    max_new_tokens: int = typer.Option(64, min=1, help="tokens to generate per prompt"),
+    wrong_wirings: bool = typer.Option(
+        True, "--wrong-wirings/--configured-only", help="also decode under every wrong wiring"
+    ),
+    device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
+    dtype: str = typer.Option("float32", help="float32 | bfloat16"),
+) -> None:
     """Accept length measured by real speculative decoding (chain, greedy verification), per wiring."""
     from eval.specdecode import records
     from eval.specdecode.evaluate import measure
 
-    m = measure(resolve_named(draft, "drafts"), resolve_named(captures, "captures"), model, steps, prompts,
-                max_new_tokens, wrong_wirings, device, dtype)
+    m = measure(
+        resolve_named(draft, "drafts"),
+        resolve_named(captures, "captures"),
+        model,
+        steps,
+        prompts,
+        max_new_tokens,
+        wrong_wirings,
+        device,
+        dtype,
+    )
     records.save(catalog(), records.specdecode_rows(m))
-    print_table(["wiring", "HF taps", "steps", "accept length", "acceptance per step", "tok/s", "speedup", "ties"],
-                [[r.name, r.hf_ids, r.steps, f"{r.accept_length:.3f}", " ".join(f"{a:.3f}" for a in r.step_acceptance),
-                  f"{r.tokens_per_s:.1f}", f"{r.tokens_per_s / m.greedy_tokens_per_s:.2f}x", r.ties] for r in m.runs],
-                title=f"speculative decoding on {m.device}: {m.n_prompts} held-out prompts, plain greedy "
-                      f"{m.greedy_tokens_per_s:.1f} tok/s ({m.greedy_tokens} tokens); output equals plain greedy")
+    print_table(
+        ["wiring", "HF taps", "steps", "accept length", "acceptance per step", "tok/s", "speedup", "ties"],
+        [
+            [
+                r.name,
+                r.hf_ids,
+                r.steps,
+                f"{r.accept_length:.3f}",
+                " ".join(f"{a:.3f}" for a in r.step_acceptance),
+                f"{r.tokens_per_s:.1f}",
+                f"{r.tokens_per_s / m.greedy_tokens_per_s:.2f}x",
+                r.ties,
+            ]
+            for r in m.runs
+        ],
+        title=f"speculative decoding on {m.device}: {m.n_prompts} held-out prompts, plain greedy "
+        f"{m.greedy_tokens_per_s:.1f} tok/s ({m.greedy_tokens} tokens); output equals plain greedy",
+    )
 
 
 @check_app.command("serve")
-def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name or directory"),
-                    command: list[str] = typer.Argument(..., help="-- python -m sglang.launch_server ... | sglang "
-                                                        "serve MODEL ... | vllm serve MODEL --speculative-config JSON"),
-                    system_prompt: str | None = typer.Option(None, help="system prompt clients will send"),
-                    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking",
-                                                         help="thinking mode clients will request"),
-                    target_config: Path | None = typer.Option(
-                        None, help="the target's config.json (default: the command's model dir, then the manifest's)"),
-                    as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+def check_serve_cmd(
+    draft: str = typer.Argument(..., help="exported draft name or directory"),
+    command: list[str] = typer.Argument(
+        ...,
+        help="-- python -m sglang.launch_server ... | sglang "
+        "serve MODEL ... | vllm serve MODEL --speculative-config JSON",
+    ),
+    system_prompt: str | None = typer.Option(None, help="system prompt clients will send"),
+    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="thinking mode clients will request"),
+    target_config: Path | None = typer.Option(
+        None, help="the target's config.json (default: the command's model dir, then the manifest's)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
     """Lint a launch command against the draft as the engine reads it; exit 1 on any error."""
     import json
     import shlex
@@ -100,15 +150,21 @@ def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name o
         if r.errors:
             raise typer.Exit(1)
         return
-    console.print(f"{r.engine}: {r.parser}; target config from {r.target_origin}; {'; '.join(r.rules_applied)}",
-                  highlight=False, markup=False)
+    console.print(
+        f"{r.engine}: {r.parser}; target config from {r.target_origin}; {'; '.join(r.rules_applied)}",
+        highlight=False,
+        markup=False,
+    )
     if r.clean:
         console.print("[green]clean:[/] the command matches the draft's training configuration")
         return
-    for f in r.findings:     # one block per finding (no table): long flags and paths stay whole in narrow terminals
-        console.print(f"[{'red' if f.severity == 'error' else 'yellow'}]{f.severity.upper()}[/] "
-                      + escape(f"{f.rule}  {f.flag}\n  {f.problem}\n  why: {f.why}\n  fix: {f.fix}\n"
-                               f"  source: {f.source}"), highlight=False, soft_wrap=True)
+    for f in r.findings:  # one block per finding (no table): long flags and paths stay whole in narrow terminals
+        console.print(
+            f"[{'red' if f.severity == 'error' else 'yellow'}]{f.severity.upper()}[/] "
+            + escape(f"{f.rule}  {f.flag}\n  {f.problem}\n  why: {f.why}\n  fix: {f.fix}\n  source: {f.source}"),
+            highlight=False,
+            soft_wrap=True,
+        )
     fixed = r.corrected()
     if fixed and shlex.split(fixed) != list(command):
         console.print("corrected command:\n" + fixed, highlight=False, soft_wrap=True, markup=False)
@@ -119,25 +175,35 @@ def check_serve_cmd(draft: str = typer.Argument(..., help="exported draft name o
 
 
 @check_app.command("estimate")
-def check_estimate_cmd(accept_length: list[float] = typer.Option(..., help="accept length(s) to evaluate"),
-                       steps: int = typer.Option(3), draft_cost: float = typer.Option(
-                           0.05, help="one draft step, in target decode steps"),
-                       verify_cost: float = typer.Option(1.1, help="one verify pass, in target decode steps"),
-                       baseline_tps: float | None = typer.Option(None, help="calibrate: plain decoding tok/s"),
-                       observed_tps: float | None = typer.Option(None, help="calibrate: speculative tok/s"),
-                       observed_accept_length: float | None = typer.Option(None)) -> None:
+def check_estimate_cmd(
+    accept_length: list[float] = typer.Option(..., help="accept length(s) to evaluate"),
+    steps: int = typer.Option(3),
+    draft_cost: float = typer.Option(0.05, help="one draft step, in target decode steps"),
+    verify_cost: float = typer.Option(1.1, help="one verify pass, in target decode steps"),
+    baseline_tps: float | None = typer.Option(None, help="calibrate: plain decoding tok/s"),
+    observed_tps: float | None = typer.Option(None, help="calibrate: speculative tok/s"),
+    observed_accept_length: float | None = typer.Option(None),
+) -> None:
     """Expected speedup from accept length and draft/verify cost (or calibrated from a measured run)."""
     from eval.checks.estimate import calibrated_round_cost, estimate, round_cost
 
     calib = (baseline_tps, observed_tps, observed_accept_length)
     calibrated = any(v is not None for v in calib)
     if calibrated and None in calib:
-        raise DraftsetError("calibration needs all of --baseline-tps, --observed-tps, --observed-accept-length",
-                            hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1")
+        raise DraftsetError(
+            "calibration needs all of --baseline-tps, --observed-tps, --observed-accept-length",
+            hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1",
+        )
     cost = calibrated_round_cost(*calib) if calibrated else round_cost(steps, draft_cost, verify_cost)
-    rows = [[f"{e.accept_length:.2f}", f"{e.speedup:.3f}x",
-             f"{baseline_tps * e.speedup:.1f}" if calibrated else "", "faster" if e.speedup > 1 else "SLOWER"]
-            for e in estimate(accept_length, cost)]
+    rows = [
+        [
+            f"{e.accept_length:.2f}",
+            f"{e.speedup:.3f}x",
+            f"{baseline_tps * e.speedup:.1f}" if calibrated else "",
+            "faster" if e.speedup > 1 else "SLOWER",
+        ]
+        for e in estimate(accept_length, cost)
+    ]
     print_table(["accept length", "speedup", "tok/s", "vs plain"], rows, title=f"round cost {cost:.3f} target steps")
     console.print(f"break-even accept length: {cost:.2f}")
 

@@ -20,7 +20,9 @@ def report_cmd(
     from eval.report.page import write_report
 
     report = write_report(settings().home, mix, tokenizer)
-    console.print(f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}")
+    console.print(
+        f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -35,7 +35,7 @@ class ReportData:
     response_tokens: list[int] = field(default_factory=list)  # records that carry an answer only
     no_response: int = 0  # regenerate prompts: the target answers them later
     dedup: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # repo -> reason -> n
-    ingest: dict[str, dict[str, int]] = field(default_factory=dict)                 # repo -> counts
+    ingest: dict[str, dict[str, int]] = field(default_factory=dict)  # repo -> counts
 
     @property
     def n_rows(self) -> int:
@@ -65,8 +65,9 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
     folder = Home(home).mix(name)
     manifest_path = folder / "manifest.json"
     if not manifest_path.is_file():
-        raise DraftsetError(f"no mix named {name!r} ({manifest_path} missing)",
-                            hint=f"build it first: draftset mix {name}")
+        raise DraftsetError(
+            f"no mix named {name!r} ({manifest_path} missing)", hint=f"build it first: draftset mix {name}"
+        )
     counter = TokenCounter.resolve(tokenizer, home)
     data = ReportData(name, json.loads(manifest_path.read_text()), counter.method, counter.note)
     dedup_config = folder / "dedup" / "config.json"

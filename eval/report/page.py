@@ -29,14 +29,26 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
     for repo in sorted(set(sources) | set(data.dedup)):
         entry, dd = sources.get(repo, {}), data.dedup.get(repo, {})
         y = data.yield_of(repo)
-        src_rows.append([repo, entry.get("category", ""), entry.get("ingested", sum(dd.values())),
-                         *[dd.get(r, 0) for r in DEDUP_REASONS], entry.get("cap") or "-",
-                         data.by_source.get(repo, 0), "n/a" if y is None else f"{y:.2f}"])
+        src_rows.append(
+            [
+                repo,
+                entry.get("category", ""),
+                entry.get("ingested", sum(dd.values())),
+                *[dd.get(r, 0) for r in DEDUP_REASONS],
+                entry.get("cap") or "-",
+                data.by_source.get(repo, 0),
+                "n/a" if y is None else f"{y:.2f}",
+            ]
+        )
     cats = data.manifest.get("categories", {})
-    cat_rows = [[c, f"{v.get('weight', 0):g}", v.get("target", "-"), v.get("room", "-"), data.by_category.get(c, 0)]
-                for c, v in sorted(cats.items())]
-    lengths = [[name, len(vals), percentile(vals, 0.5), percentile(vals, 0.9), max(vals) if vals else "-"]
-               for name, vals in (("prompt", data.prompt_tokens), ("response (answered)", data.response_tokens))]
+    cat_rows = [
+        [c, f"{v.get('weight', 0):g}", v.get("target", "-"), v.get("room", "-"), data.by_category.get(c, 0)]
+        for c, v in sorted(cats.items())
+    ]
+    lengths = [
+        [name, len(vals), percentile(vals, 0.5), percentile(vals, 0.9), max(vals) if vals else "-"]
+        for name, vals in (("prompt", data.prompt_tokens), ("response (answered)", data.response_tokens))
+    ]
     return [
         ("Sources", ["source", "category", "ingested", *DEDUP_REASONS, "cap", "in mix", "ingest yield"], src_rows),
         ("Categories", ["category", "weight", "target", "available", "in mix"], cat_rows),
@@ -47,11 +59,13 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
 
 def _summary(data: ReportData) -> list[str]:
     m = data.manifest
-    return [f"mix `{data.name}`: {data.n_rows} records (requested {m.get('samples_requested') or 'all'}, "
-            f"shortfall {m.get('shortfall', 0)}), plan {m.get('plan_id') or 'none'}, seed {m.get('seed')}",
-            f"dedup run {m.get('dedup_run_id')}: {m.get('dedup_counts', {})}",
-            f"lengths measured with {data.length_unit}" + (f" ({data.length_note})" if data.length_note else ""),
-            _limits_line(data)]
+    return [
+        f"mix `{data.name}`: {data.n_rows} records (requested {m.get('samples_requested') or 'all'}, "
+        f"shortfall {m.get('shortfall', 0)}), plan {m.get('plan_id') or 'none'}, seed {m.get('seed')}",
+        f"dedup run {m.get('dedup_run_id')}: {m.get('dedup_counts', {})}",
+        f"lengths measured with {data.length_unit}" + (f" ({data.length_note})" if data.length_note else ""),
+        _limits_line(data),
+    ]
 
 
 def _limits_line(data: ReportData) -> str:
@@ -59,8 +73,10 @@ def _limits_line(data: ReportData) -> str:
     (or one that clips) shows up here as a pile of rows at one limit, or as two different units."""
     hits, cfg = data.limit_hits(), data.dedup_config
     unit = cfg.get("length_unit", "unknown unit")
-    return (f"length limits ({unit}): {hits['too_long']} rows over max_prompt_tokens={cfg.get('max_prompt_tokens', '?')}, "
-            f"{hits['too_short']} under min_prompt_tokens={cfg.get('min_prompt_tokens', '?')} (dropped by dedup)")
+    return (
+        f"length limits ({unit}): {hits['too_long']} rows over max_prompt_tokens={cfg.get('max_prompt_tokens', '?')}, "
+        f"{hits['too_short']} under min_prompt_tokens={cfg.get('min_prompt_tokens', '?')} (dropped by dedup)"
+    )
 
 
 def render_markdown(data: ReportData, plots: list[Path]) -> str:
@@ -74,12 +90,14 @@ def render_markdown(data: ReportData, plots: list[Path]) -> str:
 
 def render_html(data: ReportData, plots: list[Path]) -> str:
     e = html.escape
-    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
-             f"<title>Dataset report: {e(data.name)}</title>",
-             "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;"
-             "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
-             "th{background:#f3f3f3}img{max-width:100%;margin:1em 0}</style></head><body>",
-             f"<h1>Dataset report: {e(data.name)}</h1><ul>"]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>Dataset report: {e(data.name)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;"
+        "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+        "th{background:#f3f3f3}img{max-width:100%;margin:1em 0}</style></head><body>",
+        f"<h1>Dataset report: {e(data.name)}</h1><ul>",
+    ]
     parts += [f"<li>{e(s)}</li>" for s in _summary(data)] + ["</ul>"]
     for title, header, rows in _tables(data):
         parts.append(f"<h2>{e(title)}</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")

@@ -12,8 +12,13 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen befor
 from catalog.io import atomic_path  # noqa: E402
 from eval.report.data import DEDUP_REASONS, ReportData, percentile  # noqa: E402
 
-_REASON_COLORS = {"kept": "#2e7d32", "exact": "#c62828", "near": "#ef6c00", "too_long": "#6a1b9a",
-                  "too_short": "#757575"}
+_REASON_COLORS = {
+    "kept": "#2e7d32",
+    "exact": "#c62828",
+    "near": "#ef6c00",
+    "too_long": "#6a1b9a",
+    "too_short": "#757575",
+}
 
 
 def _bar_height(n: int) -> float:
@@ -31,9 +36,11 @@ def _barh(ax, labels: list[str], values: list[float], color: str = "#1565c0") ->
 
 def plot_counts(data: ReportData, out: Path) -> list[Path]:
     paths = []
-    for title, counts, fname in (("Records per source", data.by_source, "counts_by_source.png"),
-                                 ("Records per category", data.by_category, "counts_by_category.png"),
-                                 ("Records per mode", data.by_mode, "counts_by_mode.png")):
+    for title, counts, fname in (
+        ("Records per source", data.by_source, "counts_by_source.png"),
+        ("Records per category", data.by_category, "counts_by_category.png"),
+        ("Records per mode", data.by_mode, "counts_by_mode.png"),
+    ):
         items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         fig, ax = plt.subplots(figsize=(9, _bar_height(len(items))))
         _barh(ax, [k for k, _ in items], [v for _, v in items])
@@ -47,8 +54,10 @@ def plot_lengths(data: ReportData, out: Path) -> list[Path]:
     paths = []
     unit = "tokens" if not data.length_unit.startswith("estimate") else "tokens (estimate: chars/4)"
     answered = f"Response length ({len(data.response_tokens)} with an answer, {data.no_response} prompts to regenerate)"
-    for title, values, fname, color in (("Prompt length", data.prompt_tokens, "prompt_tokens.png", "#1565c0"),
-                                        (answered, data.response_tokens, "response_tokens.png", "#2e7d32")):
+    for title, values, fname, color in (
+        ("Prompt length", data.prompt_tokens, "prompt_tokens.png", "#1565c0"),
+        (answered, data.response_tokens, "response_tokens.png", "#2e7d32"),
+    ):
         fig, ax = plt.subplots(figsize=(9, 4))
         if values:
             ax.hist(values, bins=min(40, max(5, len(set(values)))), color=color, edgecolor="white")
@@ -66,8 +75,9 @@ def plot_lengths(data: ReportData, out: Path) -> list[Path]:
 
 def plot_dedup_yield(data: ReportData, out: Path) -> list[Path]:
     repos = sorted(set(data.dedup) | set(data.ingest))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, _bar_height(len(repos))), sharey=True,
-                                   gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax1, ax2) = plt.subplots(
+        1, 2, figsize=(13, _bar_height(len(repos))), sharey=True, gridspec_kw={"width_ratios": [3, 2]}
+    )
     left = [0] * len(repos)
     for reason in DEDUP_REASONS:
         vals = [data.dedup[r][reason] for r in repos]

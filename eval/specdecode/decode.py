@@ -21,8 +21,8 @@ from eval.specdecode.runners import DraftRunner, TargetRunner
 class Decoded:
     tokens: list[int]
     seconds: float
-    forwards: int                                       # target forwards after the prefill
-    accepted: list[int] = field(default_factory=list)   # per speculative round: draft tokens accepted
+    forwards: int  # target forwards after the prefill
+    accepted: list[int] = field(default_factory=list)  # per speculative round: draft tokens accepted
     margins: list[float] = field(default_factory=list)  # greedy only: top-1 minus top-2 logit per token
 
 
@@ -59,28 +59,29 @@ def greedy(target: TargetRunner, prompt: list[int], max_new: int, eos: int | Non
     return Decoded(out, time.perf_counter() - start, forwards, margins=margins[: len(out)])
 
 
-def speculative(target: TargetRunner, draft: DraftRunner, prompt: list[int], max_new: int, eos: int | None,
-                steps: int) -> Decoded:
+def speculative(
+    target: TargetRunner, draft: DraftRunner, prompt: list[int], max_new: int, eos: int | None, steps: int
+) -> Decoded:
     _sync(target.device)
     start = time.perf_counter()
     target.reset()
     draft.reset()
     logits, states = target.forward(prompt)
     out = [int(logits[-1].argmax())]
-    draft.commit(states, prompt[1:] + out)   # pairs (aux[t], x[t+1]) for every prompt position
+    draft.commit(states, prompt[1:] + out)  # pairs (aux[t], x[t+1]) for every prompt position
     accepted: list[int] = []
     out, done = _finish(out, eos, max_new)
     while not done:
         proposals = draft.propose(steps)
         base = target.length
         logits, states = target.forward(out[-1:] + proposals)
-        verified = logits.argmax(-1).tolist()   # verified[i]: the target's token after proposals[:i]
+        verified = logits.argmax(-1).tolist()  # verified[i]: the target's token after proposals[:i]
         n_ok = 0
         while n_ok < steps and proposals[n_ok] == verified[n_ok]:
             n_ok += 1
         new = proposals[:n_ok] + [verified[n_ok]]
         accepted.append(n_ok)
-        target.crop(base + n_ok + 1)   # keep the last token and the accepted proposals
+        target.crop(base + n_ok + 1)  # keep the last token and the accepted proposals
         out, done = _finish(out + new, eos, max_new)
         if not done:
             draft.commit([s[: n_ok + 1] for s in states], new)

@@ -35,12 +35,12 @@ class WiringRun:
     name: str
     hf_ids: list[int]
     steps: int
-    accept_length: float        # generated tokens per target forward, bonus token included
+    accept_length: float  # generated tokens per target forward, bonus token included
     step_acceptance: list[float]
     n_prompts: int
     n_tokens: int
     seconds: float
-    ties: int                   # prompts whose output left the reference at a numerical tie
+    ties: int  # prompts whose output left the reference at a numerical tie
 
     @property
     def tokens_per_s(self) -> float:
@@ -75,8 +75,11 @@ def heldout_prompts(captures: Path, heldout_every: int, n: int) -> list[list[int
             prompts.append(s["input_ids"][: int(trainable[0])].long().tolist())
         if len(prompts) == n:
             break
-    require(bool(prompts), f"no sample in {captures} has a prompt before its first trainable token",
-            hint="build rows from chat data (the loss mask starts after the generation prompt)")
+    require(
+        bool(prompts),
+        f"no sample in {captures} has a prompt before its first trainable token",
+        hint="build rows from chat data (the loss mask starts after the generation prompt)",
+    )
     return prompts
 
 
@@ -84,13 +87,17 @@ def _agrees(spec: Decoded, ref: Decoded) -> bool:
     """True if equal; False at a numerical tie; raises on a real difference (a broken instrument)."""
     if spec.tokens == ref.tokens:
         return True
-    first = next((i for i, (a, b) in enumerate(zip(spec.tokens, ref.tokens)) if a != b),
-                 min(len(spec.tokens), len(ref.tokens)))
+    first = next(
+        (i for i, (a, b) in enumerate(zip(spec.tokens, ref.tokens)) if a != b), min(len(spec.tokens), len(ref.tokens))
+    )
     if first < len(ref.margins) and ref.margins[first] < TIE_MARGIN:
         return False
-    raise DraftsetError(f"speculative decoding left plain greedy output at token {first} "
-                        f"(greedy margin {ref.margins[min(first, len(ref.margins) - 1)]:.4f}): "
-                        "verification is broken", hint="report this with the draft and prompt")
+    raise DraftsetError(
+        f"speculative decoding left plain greedy output at token {first} "
+        f"(greedy margin {ref.margins[min(first, len(ref.margins) - 1)]:.4f}): "
+        "verification is broken",
+        hint="report this with the draft and prompt",
+    )
 
 
 def _run(target, draft, name, ids, prompts, refs, steps, max_new, eos) -> WiringRun:
@@ -99,13 +106,30 @@ def _run(target, draft, name, ids, prompts, refs, steps, max_new, eos) -> Wiring
     ties = sum(not _agrees(d, r) for d, r in zip(decoded, refs))
     accepted = [a for d in decoded for a in d.accepted]
     forwards = max(len(accepted), 1)
-    return WiringRun(name, ids, steps, sum(a + 1 for a in accepted) / forwards, step_acceptance(accepted, steps),
-                     len(prompts), sum(len(d.tokens) for d in decoded), sum(d.seconds for d in decoded), ties)
+    return WiringRun(
+        name,
+        ids,
+        steps,
+        sum(a + 1 for a in accepted) / forwards,
+        step_acceptance(accepted, steps),
+        len(prompts),
+        sum(len(d.tokens) for d in decoded),
+        sum(d.seconds for d in decoded),
+        ties,
+    )
 
 
-def measure(draft_dir: Path, captures: Path, model_dir: Path | None = None, steps: list[int] | None = None,
-            n_prompts: int = 16, max_new: int = 64, with_wrong: bool = True, device: str = "auto",
-            dtype: str = "float32") -> Measurement:
+def measure(
+    draft_dir: Path,
+    captures: Path,
+    model_dir: Path | None = None,
+    steps: list[int] | None = None,
+    n_prompts: int = 16,
+    max_new: int = 64,
+    with_wrong: bool = True,
+    device: str = "auto",
+    dtype: str = "float32",
+) -> Measurement:
     from pipeline.capture.runtime import pick_device
     from pipeline.model.load import load_target
 
@@ -115,9 +139,11 @@ def measure(draft_dir: Path, captures: Path, model_dir: Path | None = None, step
     dev = pick_device(device)
     torch_dtype = getattr(torch, dtype)
     model = load_target(target_dir, torch_dtype).to(dev)
-    require(int(model.config.num_hidden_layers) == manifest.n_layers,
-            f"target {target_dir} has {model.config.num_hidden_layers} layers, the draft's capture {manifest.n_layers}",
-            hint="pass --model the target the draft was trained for")
+    require(
+        int(model.config.num_hidden_layers) == manifest.n_layers,
+        f"target {target_dir} has {model.config.num_hidden_layers} layers, the draft's capture {manifest.n_layers}",
+        hint="pass --model the target the draft was trained for",
+    )
     draft = draft.to(dev, torch_dtype)
     target = TargetRunner(model)
     eos = model.generation_config.eos_token_id
@@ -131,8 +157,14 @@ def measure(draft_dir: Path, captures: Path, model_dir: Path | None = None, step
     with single_thread() if dev.type == "cpu" else nullcontext():
         greedy(target, prompts[0], 4, eos)  # warm-up: first-call allocations stay out of the timings
         refs = [greedy(target, p, max_new, eos) for p in prompts]
-        result = Measurement(str(Path(draft_dir).resolve()), str(target_dir.resolve()), str(dev), len(prompts),
-                             sum(len(r.tokens) for r in refs), sum(r.seconds for r in refs))
+        result = Measurement(
+            str(Path(draft_dir).resolve()),
+            str(target_dir.resolve()),
+            str(dev),
+            len(prompts),
+            sum(len(r.tokens) for r in refs),
+            sum(r.seconds for r in refs),
+        )
         for k in steps:
             for name, ids in wirings:
                 result.runs.append(_run(target, draft, name, ids, prompts, refs, k, max_new, eos))

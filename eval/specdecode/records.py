@@ -11,21 +11,51 @@ from catalog.errors import DraftsetError
 def specdecode_rows(m) -> list[dict]:
     """Rows for an eval.specdecode.evaluate.Measurement."""
     now = datetime.now()
-    return [{"draft": m.draft, "target": m.target, "wiring": r.name, "method": "specdecode", "steps": r.steps,
-             "hf_ids": r.hf_ids, "accept_length": r.accept_length, "step_acceptance": r.step_acceptance,
-             "n_prompts": r.n_prompts, "n_tokens": r.n_tokens, "tokens_per_s": r.tokens_per_s,
-             "baseline_tokens_per_s": m.greedy_tokens_per_s, "ties": r.ties, "device": m.device,
-             "evaluated_at": now} for r in m.runs]
+    return [
+        {
+            "draft": m.draft,
+            "target": m.target,
+            "wiring": r.name,
+            "method": "specdecode",
+            "steps": r.steps,
+            "hf_ids": r.hf_ids,
+            "accept_length": r.accept_length,
+            "step_acceptance": r.step_acceptance,
+            "n_prompts": r.n_prompts,
+            "n_tokens": r.n_tokens,
+            "tokens_per_s": r.tokens_per_s,
+            "baseline_tokens_per_s": m.greedy_tokens_per_s,
+            "ties": r.ties,
+            "device": m.device,
+            "evaluated_at": now,
+        }
+        for r in m.runs
+    ]
 
 
 def estimate_rows(report, draft_dir: Path, target_dir: Path, steps: int, n_samples: int) -> list[dict]:
     """Rows for an eval.checks.draft_check.DraftReport (wirings recomputed with the target model)."""
     now = datetime.now()
-    return [{"draft": str(Path(draft_dir).resolve()), "target": str(Path(target_dir).resolve()), "wiring": w.name,
-             "method": "estimate", "steps": steps, "hf_ids": w.hf_ids, "accept_length": w.accept_length,
-             "step_acceptance": w.step_accuracy, "n_prompts": n_samples, "n_tokens": None, "tokens_per_s": None,
-             "baseline_tokens_per_s": None, "ties": None, "device": "cpu", "evaluated_at": now}
-            for w in report.wirings]
+    return [
+        {
+            "draft": str(Path(draft_dir).resolve()),
+            "target": str(Path(target_dir).resolve()),
+            "wiring": w.name,
+            "method": "estimate",
+            "steps": steps,
+            "hf_ids": w.hf_ids,
+            "accept_length": w.accept_length,
+            "step_acceptance": w.step_accuracy,
+            "n_prompts": n_samples,
+            "n_tokens": None,
+            "tokens_per_s": None,
+            "baseline_tokens_per_s": None,
+            "ties": None,
+            "device": "cpu",
+            "evaluated_at": now,
+        }
+        for w in report.wirings
+    ]
 
 
 def save(catalog, rows: list[dict]) -> None:
@@ -38,7 +68,9 @@ def load(catalog, draft_dir: Path) -> list[dict]:
     if catalog is None:
         return []
     try:
-        return catalog.query("SELECT * FROM draft_evals WHERE draft = ? ORDER BY method DESC, steps, evaluated_at",
-                             [str(Path(draft_dir).resolve())])
+        return catalog.query(
+            "SELECT * FROM draft_evals WHERE draft = ? ORDER BY method DESC, steps, evaluated_at",
+            [str(Path(draft_dir).resolve())],
+        )
     except DraftsetError:
-        return []   # no catalog yet: nothing was recorded
+        return []  # no catalog yet: nothing was recorded

@@ -49,8 +49,9 @@ class TargetRunner:
         with torch.inference_mode(), warnings.catch_warnings():
             # transformers ≥ 5.24 renames past_key_values to cache; the GPU hosts' 5.17 knows only the old name
             warnings.filterwarnings("ignore", message=".*past_key_values.*", category=FutureWarning)
-            out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True,
-                             output_hidden_states=need_states)
+            out = self.model(
+                input_ids=ids, past_key_values=self.cache, use_cache=True, output_hidden_states=need_states
+            )
         states = [h[0] for h in out.hidden_states[:-1]] + [self._last[0][0]] if need_states else None
         return out.logits[0], states
 
@@ -64,7 +65,7 @@ class TargetRunner:
 class DraftRunner:
     def __init__(self, draft, target_embed: torch.Tensor, wiring: list[int]):
         self.draft, self.embed, self.wiring = draft, target_embed, wiring
-        self.k = self.v = None           # committed step-0 keys/values [1, heads, T, d]
+        self.k = self.v = None  # committed step-0 keys/values [1, heads, T, d]
         # step 0's output [1, 1, H] and logits at the last committed position
         self.last_out: torch.Tensor | None = None
         self.last_logits: torch.Tensor | None = None
@@ -91,7 +92,7 @@ class DraftRunner:
         k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
         if past is not None:
             k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
-        before = k.shape[2] - n   # new query i sees every earlier key and new keys up to itself
+        before = k.shape[2] - n  # new query i sees every earlier key and new keys up to itself
         mask = torch.arange(k.shape[2], device=x.device)[None, :] <= before + torch.arange(n, device=x.device)[:, None]
         attn = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         residual = hidden + att.o_proj(attn.transpose(1, 2).reshape(1, n, -1))
@@ -116,7 +117,7 @@ class DraftRunner:
         with torch.inference_mode():
             if self.last_logits is None or self.last_out is None:
                 raise RuntimeError("propose() before commit(): the draft has no position to speculate from")
-            logits: torch.Tensor = self.last_logits   # step 0 at p ran in commit
+            logits: torch.Tensor = self.last_logits  # step 0 at p ran in commit
             hidden: torch.Tensor = self.last_out
             k, v = self.k, self.v
             for step in range(1, steps + 1):

@@ -51,8 +51,10 @@ def _conversation_shards(directory: Path, kind: str) -> list[Path]:
     for path in shards:
         missing = set(NEEDED) - set(pq.read_schema(path).names)
         if missing:
-            raise DraftsetError(f"{path} has no column {', '.join(sorted(missing))}: it is not a conversation shard",
-                                hint=f"move it out of {directory}, or re-run the stage that wrote it")
+            raise DraftsetError(
+                f"{path} has no column {', '.join(sorted(missing))}: it is not a conversation shard",
+                hint=f"move it out of {directory}, or re-run the stage that wrote it",
+            )
     return shards
 
 
@@ -65,10 +67,14 @@ def resolve_input(home: Path, mix: str, source: Source = "auto") -> BuildInput:
             found = BuildInput(kind, directory, _conversation_shards(directory, kind))
             if found.count():  # no shards, or only empty ones: nothing to build, say so before starting
                 return found
-            raise DraftsetError(f"{directory} has no rows in {SHARD_GLOB[kind]} shards",
-                                hint=f"re-run: draftset regenerate {mix} --endpoint URL" if kind == "regen"
-                                else f"re-run: draftset mix {mix}")
+            raise DraftsetError(
+                f"{directory} has no rows in {SHARD_GLOB[kind]} shards",
+                hint=f"re-run: draftset regenerate {mix} --endpoint URL"
+                if kind == "regen"
+                else f"re-run: draftset mix {mix}",
+            )
     looked = " or ".join(str(candidates[k]) for k in order)
-    raise DraftsetError(f"nothing to build for {mix!r}: no {looked}",
-                        hint=f"run `draftset regenerate {mix} --endpoint URL` (or `draftset mix {mix}` for "
-                             "native-only data) first")
+    raise DraftsetError(
+        f"nothing to build for {mix!r}: no {looked}",
+        hint=f"run `draftset regenerate {mix} --endpoint URL` (or `draftset mix {mix}` for native-only data) first",
+    )

@@ -38,8 +38,10 @@ def chat_template_sha256(tokenizer) -> str:
     if isinstance(template, dict):  # several named templates: the default one is what serving uses
         template = template.get("default")
     if not template:
-        raise DraftsetError("the tokenizer has no chat template",
-                            hint="build needs the serving template: point --model at the target's model dir")
+        raise DraftsetError(
+            "the tokenizer has no chat template",
+            hint="build needs the serving template: point --model at the target's model dir",
+        )
     return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
 
@@ -64,16 +66,22 @@ class MaskBuilder:
         self.keep_past_reasoning = keep_past_reasoning
         eot = tokenizer.convert_tokens_to_ids(end_of_turn)
         if eot is None or eot == tokenizer.unk_token_id or tokenizer.convert_ids_to_tokens(eot) != end_of_turn:
-            raise DraftsetError(f"end-of-turn token {end_of_turn!r} is not a single token of this tokenizer",
-                                hint="pass the template's end-of-turn token with --end-of-turn")
+            raise DraftsetError(
+                f"end-of-turn token {end_of_turn!r} is not a single token of this tokenizer",
+                hint="pass the template's end-of-turn token with --end-of-turn",
+            )
         self.eot_id = eot
         self.tools: list[dict[str, Any]] | None = None  # the conversation being rendered's declarations
 
     def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
         # tools= as the serving engine passes them, so the declarations sit where serving puts them
-        return self.tokenizer.apply_chat_template(messages, tools=self.tools, tokenize=False,
-                                                  add_generation_prompt=generation_prompt,
-                                                  enable_thinking=self.thinking)
+        return self.tokenizer.apply_chat_template(
+            messages,
+            tools=self.tools,
+            tokenize=False,
+            add_generation_prompt=generation_prompt,
+            enable_thinking=self.thinking,
+        )
 
     def _encode(self, *texts: str) -> list[list[int]]:
         # One batched call: the Python overhead per call costs more than encoding these short texts.
@@ -89,19 +97,23 @@ class MaskBuilder:
             raise NotPrefixStable(
                 f"chat template is not prefix-stable at assistant turn {j}: the context rendered with the "
                 f"generation prompt differs from the conversation at char {at} "
-                f"({ctx_text[at:at + 40]!r} vs {upto_text[at:at + 40]!r})",
+                f"({ctx_text[at : at + 40]!r} vs {upto_text[at : at + 40]!r})",
                 hint="fix the template: it must render past turns the same whatever follows them (a template "
-                     "that rewrites history, e.g. drops earlier reasoning, gives no generation boundary to mask from)")
+                "that rewrites history, e.g. drops earlier reasoning, gives no generation boundary to mask from)",
+            )
         if upto_ids[: len(ctx_ids)] != ctx_ids:
             raise NotPrefixStable(
                 f"tokens of the context are not a prefix of the conversation's tokens at assistant turn {j}: "
                 f"the generation boundary does not fall on a token boundary",
-                hint="the generation prompt should end in a special token (e.g. <|im_middle|>)")
-        answer = upto_ids[len(ctx_ids):]
+                hint="the generation prompt should end in a special token (e.g. <|im_middle|>)",
+            )
+        answer = upto_ids[len(ctx_ids) :]
         if self.eot_id not in answer:
-            raise DraftsetError(f"assistant turn {j} does not end with the end-of-turn token "
-                                f"{self.tokenizer.convert_ids_to_tokens(self.eot_id)!r}",
-                                hint="check --end-of-turn against the chat template")
+            raise DraftsetError(
+                f"assistant turn {j} does not end with the end-of-turn token "
+                f"{self.tokenizer.convert_ids_to_tokens(self.eot_id)!r}",
+                hint="check --end-of-turn against the chat template",
+            )
         last_eot = len(answer) - 1 - answer[::-1].index(self.eot_id)
         # Anything the template adds after the end-of-turn token (e.g. a newline) is not generated.
         return upto_text, upto_ids, len(ctx_ids), len(ctx_ids) + last_eot + 1
@@ -111,11 +123,18 @@ class MaskBuilder:
         regeneration sent back and what serving clients send (reasoning_content is not returned to them)."""
         if self.keep_past_reasoning:
             return messages
-        return [{k: v for k, v in m.items() if k != "reasoning_content"} if i < j and m["role"] == "assistant"
-                else m for i, m in enumerate(messages)]
+        return [
+            {k: v for k, v in m.items() if k != "reasoning_content"} if i < j and m["role"] == "assistant" else m
+            for i, m in enumerate(messages)
+        ]
 
-    def rows(self, messages: list[dict[str, Any]], trainable: list[int], per_turn: bool,
-             tools: list[dict[str, Any]] | None = None) -> list[TokenRow]:
+    def rows(
+        self,
+        messages: list[dict[str, Any]],
+        trainable: list[int],
+        per_turn: bool,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[TokenRow]:
         """One row per trainable assistant turn, or one row with every trainable turn masked.
 
         One row can only hold one rendering of the history, so all-turns rows keep every turn's
@@ -139,7 +158,8 @@ class MaskBuilder:
             if not full_text.startswith(upto_text) or full_ids[: len(upto_ids)] != upto_ids:
                 raise NotPrefixStable(
                     f"chat template is not prefix-stable: turn {j} renders differently once later turns follow",
-                    hint="build one row per turn (--per-turn-rows) for this template")
+                    hint="build one row per turn (--per-turn-rows) for this template",
+                )
             mask[start:end] = [1] * (end - start)
         return [TokenRow(None, full_ids, mask)]
 

@@ -39,11 +39,18 @@ from pipeline.model.template import RENDER_ERRORS
 from pipeline.model.tokenizer_load import load_chat_tokenizer
 from pipeline.stage import StageConfig, StageRun
 
-ROW_SCHEMA = pa.schema([
-    ("id", pa.string()), ("conversation_id", pa.string()), ("turn", pa.int64()),
-    ("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int8())),
-    ("n_tokens", pa.int64()), ("n_trainable", pa.int64()), ("truncated", pa.bool_()),
-])
+ROW_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("conversation_id", pa.string()),
+        ("turn", pa.int64()),
+        ("input_ids", pa.list_(pa.int32())),
+        ("loss_mask", pa.list_(pa.int8())),
+        ("n_tokens", pa.int64()),
+        ("n_trainable", pa.int64()),
+        ("truncated", pa.bool_()),
+    ]
+)
 
 
 # Settings that only shape what is computed over all shards at the end: changing them needs no rebuild.
@@ -83,11 +90,14 @@ def _check_resume(out: Path, cfg: BuildConfig, overwrite: bool) -> None:
     previous = out / "config.json"
     if shard_paths(out, "rows") and previous.is_file():
         before = json.loads(previous.read_text())
-        changed = sorted(k for k, v in cfg.model_dump(mode="json").items()
-                         if k not in RECOMPUTED_AT_END and before.get(k) != v)
+        changed = sorted(
+            k for k, v in cfg.model_dump(mode="json").items() if k not in RECOMPUTED_AT_END and before.get(k) != v
+        )
         if changed:
-            raise DraftsetError(f"{out} was built with different settings ({', '.join(changed)}); resuming would "
-                                "mix incompatible rows", hint="re-run with --overwrite to rebuild from scratch")
+            raise DraftsetError(
+                f"{out} was built with different settings ({', '.join(changed)}); resuming would mix incompatible rows",
+                hint="re-run with --overwrite to rebuild from scratch",
+            )
 
 
 def _truncate(row: TokenRow, max_length: int) -> bool:
@@ -97,8 +107,9 @@ def _truncate(row: TokenRow, max_length: int) -> bool:
     return True
 
 
-def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg: BuildConfig,
-             run: StageRun) -> list[dict[str, Any]]:
+def _convert(
+    record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg: BuildConfig, run: StageRun
+) -> list[dict[str, Any]]:
     """Rows of one conversation (or [] after a counted, quarantined drop)."""
     rid = record.get("id")
     where = {"id": rid, "input": inp.kind}
@@ -111,8 +122,12 @@ def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg:
         run.drop("invalid_conversation", where | {"field": "conversation"}, detail=str(exc)[:500])
         return []
     if inp.kind == "mix" and conv.mode == "regenerate":
-        run.drop("not_regenerated", where, detail="regenerate-mode row read from the mix: its answers are not "
-                                                  "the target's; run `draftset regenerate` first")
+        run.drop(
+            "not_regenerated",
+            where,
+            detail="regenerate-mode row read from the mix: its answers are not "
+            "the target's; run `draftset regenerate` first",
+        )
         return []
     messages = template_messages(conv, cfg.system_prompt)
     turns = trainable_turns(conv.messages, offset=len(messages) - len(conv.messages))
@@ -123,8 +138,9 @@ def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg:
         token_rows = builder.rows(messages, turns, per_turn=cfg.per_turn, tools=template_tools(conv))
     except NotPrefixStable as exc:  # a property of the template, not of this row: stop the whole build
         src = conv.source
-        raise NotPrefixStable(f"row {conv.id} ({src.repo_id} {src.config}/{src.split} row {src.row_index}): {exc}",
-                              hint=exc.hint) from None
+        raise NotPrefixStable(
+            f"row {conv.id} ({src.repo_id} {src.config}/{src.split} row {src.row_index}): {exc}", hint=exc.hint
+        ) from None
     except RENDER_ERRORS as exc:  # the row does not fit the template (bad tool call…)
         run.drop("template_error", where | {"field": "messages"}, detail=str(exc)[:500])
         return []
@@ -136,34 +152,68 @@ def _convert(record: dict[str, Any], inp: BuildInput, builder: MaskBuilder, cfg:
         if truncated:
             run.tally("truncated")
         if token_row.n_trainable == 0:
-            run.drop("no_trainable_tokens", where | {"row": row_id, "turn": token_row.turn},
-                     detail=f"no answer token within max_length {cfg.max_length}")
+            run.drop(
+                "no_trainable_tokens",
+                where | {"row": row_id, "turn": token_row.turn},
+                detail=f"no answer token within max_length {cfg.max_length}",
+            )
             continue
-        out.append({"id": row_id, "conversation_id": rid, "turn": token_row.turn,
-                    "input_ids": token_row.input_ids, "loss_mask": token_row.loss_mask,
-                    "n_tokens": len(token_row.input_ids), "n_trainable": token_row.n_trainable,
-                    "truncated": truncated})
+        out.append(
+            {
+                "id": row_id,
+                "conversation_id": rid,
+                "turn": token_row.turn,
+                "input_ids": token_row.input_ids,
+                "loss_mask": token_row.loss_mask,
+                "n_tokens": len(token_row.input_ids),
+                "n_trainable": token_row.n_trainable,
+                "truncated": truncated,
+            }
+        )
     return out
 
 
-def run_build(home: Path, mix: str, *, model_dir: Path, catalog=None, source: Source = "auto",
-              max_length: int = 2048, per_turn: bool = True, draft_vocab_size: int = 32000,
-              system_prompt: str | None = None, thinking: bool | None = None, keep_past_reasoning: bool = False,
-              end_of_turn: str = "<|im_end|>", rows_per_shard: int = 2000, overwrite: bool = False,
-              on_progress: Callable[[int, int], None] = lambda done, total: None) -> BuildResult:
+def run_build(
+    home: Path,
+    mix: str,
+    *,
+    model_dir: Path,
+    catalog=None,
+    source: Source = "auto",
+    max_length: int = 2048,
+    per_turn: bool = True,
+    draft_vocab_size: int = 32000,
+    system_prompt: str | None = None,
+    thinking: bool | None = None,
+    keep_past_reasoning: bool = False,
+    end_of_turn: str = "<|im_end|>",
+    rows_per_shard: int = 2000,
+    overwrite: bool = False,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
+) -> BuildResult:
     inp = resolve_input(Path(home), mix, source)
     model_dir = Path(model_dir).resolve()
     tokenizer = load_chat_tokenizer(model_dir)
     if thinking is None:  # train in the thinking mode the answers were generated (and will be served) in
         inherited = inp.stage_value("thinking")
         thinking = True if inherited is None else bool(inherited)
-    cfg = BuildConfig(mix=mix, model_dir=str(model_dir), chat_template_sha256=chat_template_sha256(tokenizer),
-                      source=str(inp.directory), max_length=max_length, per_turn=per_turn,
-                      draft_vocab_size=draft_vocab_size, system_prompt=system_prompt, thinking=thinking,
-                      keep_past_reasoning=keep_past_reasoning, end_of_turn=end_of_turn,
-                      rows_per_shard=rows_per_shard)
-    builder = MaskBuilder(tokenizer, thinking=thinking, end_of_turn=end_of_turn,
-                          keep_past_reasoning=keep_past_reasoning)
+    cfg = BuildConfig(
+        mix=mix,
+        model_dir=str(model_dir),
+        chat_template_sha256=chat_template_sha256(tokenizer),
+        source=str(inp.directory),
+        max_length=max_length,
+        per_turn=per_turn,
+        draft_vocab_size=draft_vocab_size,
+        system_prompt=system_prompt,
+        thinking=thinking,
+        keep_past_reasoning=keep_past_reasoning,
+        end_of_turn=end_of_turn,
+        rows_per_shard=rows_per_shard,
+    )
+    builder = MaskBuilder(
+        tokenizer, thinking=thinking, end_of_turn=end_of_turn, keep_past_reasoning=keep_past_reasoning
+    )
     out = Home(home).build(mix)
     _check_resume(out, cfg, overwrite)
     done = existing_ids(out, prefix="rows", column="conversation_id")
@@ -183,8 +233,7 @@ def run_build(home: Path, mix: str, *, model_dir: Path, catalog=None, source: So
     return BuildResult(out, manifest, dict(run.counts))
 
 
-def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, tokenizer,
-            run: StageRun) -> dict[str, Any]:
+def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, tokenizer, run: StageRun) -> dict[str, Any]:
     """Vocabulary and manifest over every shard (this run's and earlier ones')."""
     shards = shard_paths(out, "rows")
     if not shards:
@@ -196,22 +245,28 @@ def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, token
     save_vocab(out / "vocab.safetensors", d2t, t2d, counts)
     sizes = [pq.read_table(p, columns=["n_tokens", "n_trainable"]) for p in shards]
     manifest = {
-        "mix": cfg.mix, "model_dir": cfg.model_dir, "source": cfg.source,
+        "mix": cfg.mix,
+        "model_dir": cfg.model_dir,
+        "source": cfg.source,
         # False when regeneration had not finished every row: the build holds only what was there.
         "source_complete": inp.stage_value("complete", "manifest.json") is not False,
-        "chat_template_sha256": cfg.chat_template_sha256, "end_of_turn": cfg.end_of_turn,
+        "chat_template_sha256": cfg.chat_template_sha256,
+        "end_of_turn": cfg.end_of_turn,
         "end_of_turn_id": tokenizer.convert_tokens_to_ids(cfg.end_of_turn),
         "system_prompt": cfg.system_prompt,
         "system_prompt_policy": "as in the data" if cfg.system_prompt is None else "injected when missing",
-        "thinking": cfg.thinking, "max_length": cfg.max_length,
+        "thinking": cfg.thinking,
+        "max_length": cfg.max_length,
         "rows": "one per assistant turn" if cfg.per_turn else "all turns in one row",
         "past_reasoning": "kept" if cfg.keep_past_reasoning or not cfg.per_turn else "dropped from context",
-        "vocab_size": vocab_size, "draft_vocab_size": k,
+        "vocab_size": vocab_size,
+        "draft_vocab_size": k,
         "draft_vocab_coverage": round(coverage(counts, t2d), 6),
         "n_rows": sum(t.num_rows for t in sizes),
         "n_tokens": sum(int(pc.sum(t["n_tokens"]).as_py() or 0) for t in sizes),
         "n_trainable": int(counts.sum()),
-        "shards": [p.name for p in shards], "run_id": run.run_id,
+        "shards": [p.name for p in shards],
+        "run_id": run.run_id,
     }
     write_json_atomic(out / "manifest.json", manifest)
     return manifest

@@ -25,8 +25,10 @@ def token_counts(shards: Iterable[Path], vocab_size: int) -> np.ndarray:
             mask = batch.column("loss_mask").flatten().to_numpy().astype(bool)
             trained = ids[mask]
             if trained.size and (trained.max() >= vocab_size or trained.min() < 0):
-                raise DraftsetError(f"{path.name}: token id {int(trained.max())} is outside the target vocabulary "
-                                    f"of {vocab_size}", hint="rebuild with the same --model the rows came from")
+                raise DraftsetError(
+                    f"{path.name}: token id {int(trained.max())} is outside the target vocabulary of {vocab_size}",
+                    hint="rebuild with the same --model the rows came from",
+                )
             counts += np.bincount(trained, minlength=vocab_size)
     return counts
 
@@ -35,8 +37,10 @@ def draft_vocab(counts: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(d2t int64[K], t2d bool[V]) for the K most frequent ids (ties: lower id first), sorted by id."""
     vocab_size = counts.shape[0]
     if not 0 < k <= vocab_size:
-        raise DraftsetError(f"draft vocabulary size {k} must be between 1 and the target's {vocab_size}",
-                            hint="lower --draft-vocab-size")
+        raise DraftsetError(
+            f"draft vocabulary size {k} must be between 1 and the target's {vocab_size}",
+            hint="lower --draft-vocab-size",
+        )
     top = np.sort(np.argsort(-counts, kind="stable")[:k]).astype(np.int64)
     d2t = top - np.arange(k, dtype=np.int64)
     t2d = np.zeros(vocab_size, dtype=bool)
@@ -51,8 +55,9 @@ def save_vocab(path: Path, d2t: np.ndarray, t2d: np.ndarray, counts: np.ndarray)
         with atomic_path(path) as tmp:
             save_file({"d2t": d2t, "t2d": t2d, "token_counts": counts}, str(tmp))
     except OSError as exc:
-        raise DraftsetError(f"cannot write {path}: {exc}",
-                            hint="free disk space or fix permissions, then re-run build (rows are kept)") from exc
+        raise DraftsetError(
+            f"cannot write {path}: {exc}", hint="free disk space or fix permissions, then re-run build (rows are kept)"
+        ) from exc
 
 
 def coverage(counts: np.ndarray, t2d: np.ndarray) -> float:

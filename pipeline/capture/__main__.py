@@ -23,9 +23,19 @@ def main() -> None:
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"], help="forward dtype")
     a = p.parse_args()
     layers = [int(x) for x in a.layers.split(",")] if a.layers else None
-    m = run_capture(CaptureConfig(build_dir=a.build_dir, model_dir=a.model_dir, out_dir=a.out_dir, layers=layers,
-                                  batch_tokens=a.batch_tokens, max_rows=a.max_rows, tp=a.tp,
-                                  writer_threads=a.writer_threads, dtype=a.dtype))
+    m = run_capture(
+        CaptureConfig(
+            build_dir=a.build_dir,
+            model_dir=a.model_dir,
+            out_dir=a.out_dir,
+            layers=layers,
+            batch_tokens=a.batch_tokens,
+            max_rows=a.max_rows,
+            tp=a.tp,
+            writer_threads=a.writer_threads,
+            dtype=a.dtype,
+        )
+    )
     print(f"captured {m.n_samples} samples, {m.n_tokens} tokens, {m.file_bytes / 1e6:.1f} MB → {a.out_dir}")
 
 

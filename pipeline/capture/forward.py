@@ -62,10 +62,10 @@ class HostBatch:
     GPU computes the next batch while this one is copied and written."""
 
     rows: list[BuiltRow]
-    aux: Any         # torch.Tensor [B, W, n_aux*H] bf16 (torch is imported lazily)
-    last: Any        # [B, W, H] bf16
-    finite: Any      # [B] bool
-    ready: Any       # torch.cuda.Event, or None
+    aux: Any  # torch.Tensor [B, W, n_aux*H] bf16 (torch is imported lazily)
+    last: Any  # [B, W, H] bf16
+    finite: Any  # [B] bool
+    ready: Any  # torch.cuda.Event, or None
 
     def wait(self) -> None:
         if self.ready is not None:

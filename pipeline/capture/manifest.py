@@ -28,7 +28,7 @@ class Taps(BaseModel):
     aux: list[int]
     aux_meaning: str = TAP_MEANING
     verifier: str = VERIFIER_MEANING
-    sglang_ids: list[int] | None = None   # None when SGLang cannot capture them (e.g. embedding)
+    sglang_ids: list[int] | None = None  # None when SGLang cannot capture them (e.g. embedding)
     vllm_ids: list[int]
 
 
@@ -48,7 +48,7 @@ class CaptureManifest(BaseModel):
     dtype: str = HIDDEN_DTYPE
     hidden_bytes_per_token: int
     chat_template_sha256: str | None
-    tokenizer_sha256: str | None = None   # the model dir's tokenizer.json (e.g. written by convert-tokenizer)
+    tokenizer_sha256: str | None = None  # the model dir's tokenizer.json (e.g. written by convert-tokenizer)
     system_prompt: str | None
     thinking: bool | None
     max_length: int | None
@@ -77,8 +77,10 @@ class CaptureManifest(BaseModel):
         try:
             return cls.model_validate_json(path.read_text())
         except ValueError as exc:
-            raise DraftsetError(f"{path} is not a valid capture manifest: {exc}".splitlines()[0],
-                                hint="re-run the capture; do not edit the manifest by hand") from exc
+            raise DraftsetError(
+                f"{path} is not a valid capture manifest: {exc}".splitlines()[0],
+                hint="re-run the capture; do not edit the manifest by hand",
+            ) from exc
 
 
 def taps_for(plan: LayerPlan) -> Taps:
@@ -120,8 +122,10 @@ def model_config(model_dir: Path) -> dict:
         raise DraftsetError(f"{path} is not valid JSON: {exc}", hint="re-download the model's config.json") from exc
     missing = [k for k in MODEL_KEYS if not isinstance(cfg.get(k), int)]
     if missing:
-        raise DraftsetError(f"{path} lacks integer field(s) {missing}",
-                            hint="point --model at the decoder's own directory (a Llama/DeepSeek-style config)")
+        raise DraftsetError(
+            f"{path} lacks integer field(s) {missing}",
+            hint="point --model at the decoder's own directory (a Llama/DeepSeek-style config)",
+        )
     return cfg
 
 

@@ -16,7 +16,7 @@ class BuiltRow:
     row_index: int
     input_ids: list[int]
     loss_mask: list[int]
-    problem: str | None = None   # drop reason, when the row cannot be captured
+    problem: str | None = None  # drop reason, when the row cannot be captured
     field: str | None = None
 
 
@@ -48,18 +48,21 @@ def read_build_rows(build_dir: Path, vocab_size: int) -> tuple[dict, list[BuiltR
     try:  # the serving facts (template, system prompt, thinking, length) travel on from here: never guess them
         manifest = json.loads(manifest_path.read_text())
     except (OSError, ValueError) as exc:
-        raise DraftsetError(f"build {build_dir} has no readable manifest.json: {exc}".splitlines()[0],
-                            hint="re-run `draftset build`; it writes manifest.json last") from exc
+        raise DraftsetError(
+            f"build {build_dir} has no readable manifest.json: {exc}".splitlines()[0],
+            hint="re-run `draftset build`; it writes manifest.json last",
+        ) from exc
     rows: list[BuiltRow] = []
     for f in files:
         try:
             table = pq.read_table(f, columns=["id", "input_ids", "loss_mask"])
         except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors derive from these
-            raise DraftsetError(f"build shard {f} is unreadable or lacks id/input_ids/loss_mask: "
-                                f"{str(exc).splitlines()[0]}", hint="re-run `draftset build` for this mix") from exc
+            raise DraftsetError(
+                f"build shard {f} is unreadable or lacks id/input_ids/loss_mask: {str(exc).splitlines()[0]}",
+                hint="re-run `draftset build` for this mix",
+            ) from exc
         for rec in table.to_pylist():
-            rows.append(_check(BuiltRow(rec["id"], len(rows), rec["input_ids"] or [], rec["loss_mask"]),
-                               vocab_size))
+            rows.append(_check(BuiltRow(rec["id"], len(rows), rec["input_ids"] or [], rec["loss_mask"]), vocab_size))
     dupes = sorted((i for i, n in Counter(r.id for r in rows).items() if n > 1), key=str)[:5]
     if dupes:
         raise DraftsetError(f"build {build_dir} has duplicate row ids {dupes}", hint="re-run `draftset build`")

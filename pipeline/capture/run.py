@@ -31,7 +31,7 @@ from pipeline.model.tiktoken_convert import tokenizer_sha256
 from pipeline.stage import StageConfig, StageRun
 
 ID_BYTES_PER_TOKEN = 5  # input_ids int32 + loss_mask int8 stored beside the hidden states
-DISK_MARGIN = 1.05       # safetensors headers and the temp file of the shard being written
+DISK_MARGIN = 1.05  # safetensors headers and the temp file of the shard being written
 
 
 class CaptureConfig(StageConfig):
@@ -40,11 +40,11 @@ class CaptureConfig(StageConfig):
     out_dir: Path
     layers: list[int] | None = None
     batch_tokens: int = 16384
-    shard_bytes: int = 1 << 28   # a shard closes past this: about one forward batch, so writes start early
+    shard_bytes: int = 1 << 28  # a shard closes past this: about one forward batch, so writes start early
     max_rows: int | None = None
     device: str = "auto"
-    tp: bool = False            # tensor-parallel target across the torchrun ranks (transformers tp_plan)
-    dtype: str = "auto"         # forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16
+    tp: bool = False  # tensor-parallel target across the torchrun ranks (transformers tp_plan)
+    dtype: str = "auto"  # forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16
     writer_threads: int = 4
 
 
@@ -56,12 +56,21 @@ def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
         raise DraftsetError(
             f"capture needs ~{need / 1e9:.2f} GB for {n_tokens:,} tokens × {per_token + ID_BYTES_PER_TOKEN} B "
             f"but {out_dir} has {free / 1e9:.2f} GB free",
-            hint="free disk space, point --out at a larger disk, or capture fewer rows (--max-rows)")
+            hint="free disk space, point --out at a larger disk, or capture fewer rows (--max-rows)",
+        )
     return need
 
 
-def capture_rows(model, rows: list[BuiltRow], plan: LayerPlan, device, batch_tokens: int, writer: ShardWriter | None,
-                 run: StageRun, label: str = "capture") -> None:
+def capture_rows(
+    model,
+    rows: list[BuiltRow],
+    plan: LayerPlan,
+    device,
+    batch_tokens: int,
+    writer: ShardWriter | None,
+    run: StageRun,
+    label: str = "capture",
+) -> None:
     """The capture loop proper (also what the benchmark times): batches → forward → shards.
 
     The loop never waits for the GPU: each batch's device→host copy and its write run behind the next
@@ -95,7 +104,7 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     if config.max_rows is not None:
         rows = rows[: config.max_rows]
     done = set(CaptureReader(config.out_dir).ids())
-    shard = not config.tp   # tensor parallel: every rank runs every row (one model across the GPUs)
+    shard = not config.tp  # tensor parallel: every rank runs every row (one model across the GPUs)
     mine = [r for i, r in enumerate(rows) if not shard or i % world == rank]
     writes = shard or rank == 0
     pending = [r for r in mine if r.id not in done]
@@ -105,7 +114,8 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
 
     device = pick_device(config.device)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(
-        config.dtype, torch.bfloat16 if device.type == "cuda" else torch.float32)
+        config.dtype, torch.bfloat16 if device.type == "cuda" else torch.float32
+    )
     bookkeeping = rank_dir(config.out_dir, rank, world if shard else 1) if writes else config.out_dir / f"rank{rank}"
     with StageRun("capture", config, bookkeeping, catalog if writes else None) as run:
         run.seen(len(mine))
@@ -117,7 +127,7 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
             model = load_target(config.model_dir, dtype, tp=config.tp and world > 1)
             if not (config.tp and world > 1):
                 model = model.to(device)
-            elif rank == 0:   # says that transformers did shard it (a silently replicated target would not)
+            elif rank == 0:  # says that transformers did shard it (a silently replicated target would not)
                 print(f"capture: target tensor-parallel over {getattr(model, 'tp_size', None)} ranks", flush=True)
             writer = ShardWriter(config.out_dir, rank, config.shard_bytes, config.writer_threads) if writes else None
             t0 = time.perf_counter()
@@ -126,10 +136,13 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
                 torch.cuda.synchronize()
             seconds = time.perf_counter() - t0
             tokens = sum(len(r.input_ids) for r in good)
-            print(f"capture r{rank}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s "
-                  f"(forward + copy + write, model load excluded)", flush=True)
+            print(
+                f"capture r{rank}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s "
+                f"(forward + copy + write, model load excluded)",
+                flush=True,
+            )
         if not writes:
-            run.emitted(len(good))   # this rank computed them; rank 0 stored them
+            run.emitted(len(good))  # this rank computed them; rank 0 stored them
     if world > 1:
         torch.distributed.barrier()
     manifest = _manifest(config, mcfg, plan, build_manifest, per_token)
@@ -153,21 +166,42 @@ def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, p
         n_tokens += int(sample["loss_mask"].numel())
         n_loss += int(sample["loss_mask"].sum())
     file_bytes = sum(p.stat().st_size for p in set(reader.where.values()))
-    return manifest_for(config.model_dir, config.build_dir, mcfg, plan, build, per_token,
-                        n_samples=n_samples, n_tokens=n_tokens, n_loss_tokens=n_loss,
-                        hidden_bytes=n_tokens * per_token, file_bytes=file_bytes)
+    return manifest_for(
+        config.model_dir,
+        config.build_dir,
+        mcfg,
+        plan,
+        build,
+        per_token,
+        n_samples=n_samples,
+        n_tokens=n_tokens,
+        n_loss_tokens=n_loss,
+        hidden_bytes=n_tokens * per_token,
+        file_bytes=file_bytes,
+    )
 
 
-def manifest_for(model_dir: Path, build_dir: Path, mcfg: dict, plan: LayerPlan, build: dict, per_token: int,
-                 **counts: int) -> CaptureManifest:
+def manifest_for(
+    model_dir: Path, build_dir: Path, mcfg: dict, plan: LayerPlan, build: dict, per_token: int, **counts: int
+) -> CaptureManifest:
     """The manifest of taps taken from `model_dir` over `build_dir` (offline capture and online training)."""
     return CaptureManifest(
-        model_dir=str(Path(model_dir).resolve()), model_id=str(mcfg.get("_name_or_path") or model_dir),
-        model_revision=model_revision(model_dir), model_type=str(mcfg.get("model_type", "")),
-        n_layers=plan.n_layers, hidden_size=mcfg["hidden_size"], vocab_size=mcfg["vocab_size"],
-        rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)), taps=taps_for(plan), hidden_bytes_per_token=per_token,
+        model_dir=str(Path(model_dir).resolve()),
+        model_id=str(mcfg.get("_name_or_path") or model_dir),
+        model_revision=model_revision(model_dir),
+        model_type=str(mcfg.get("model_type", "")),
+        n_layers=plan.n_layers,
+        hidden_size=mcfg["hidden_size"],
+        vocab_size=mcfg["vocab_size"],
+        rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
+        taps=taps_for(plan),
+        hidden_bytes_per_token=per_token,
         chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(model_dir),
         tokenizer_sha256=tokenizer_sha256(model_dir),
-        system_prompt=build.get("system_prompt"), thinking=build.get("thinking"),
-        max_length=build.get("max_length"), draft_vocab_size=build.get("draft_vocab_size"),
-        build_dir=str(Path(build_dir).resolve()), **counts)
+        system_prompt=build.get("system_prompt"),
+        thinking=build.get("thinking"),
+        max_length=build.get("max_length"),
+        draft_vocab_size=build.get("draft_vocab_size"),
+        build_dir=str(Path(build_dir).resolve()),
+        **counts,
+    )

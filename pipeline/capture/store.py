@@ -59,8 +59,14 @@ class CaptureReader:
         return self.items()
 
 
-SAFETENSORS_DTYPES = {"torch.bfloat16": "BF16", "torch.float32": "F32", "torch.int32": "I32", "torch.int8": "I8",
-                      "torch.bool": "BOOL", "torch.int64": "I64"}
+SAFETENSORS_DTYPES = {
+    "torch.bfloat16": "BF16",
+    "torch.float32": "F32",
+    "torch.int32": "I32",
+    "torch.int8": "I8",
+    "torch.bool": "BOOL",
+    "torch.int64": "I64",
+}
 
 
 def write_shard(path: Path, tensors: list[tuple[str, Any]]) -> Path:
@@ -80,8 +86,11 @@ def write_shard(path: Path, tensors: list[tuple[str, Any]]) -> Path:
     header, offset = {}, 0
     for key, t in tensors:
         n = t.numel() * t.element_size()
-        header[key] = {"dtype": SAFETENSORS_DTYPES[str(t.dtype)], "shape": list(t.shape),
-                       "data_offsets": [offset, offset + n]}
+        header[key] = {
+            "dtype": SAFETENSORS_DTYPES[str(t.dtype)],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + n],
+        }
         offset += n
     header["__metadata__"] = {"format": "pt"}
     blob = json.dumps(header, separators=(",", ":")).encode()
@@ -95,9 +104,10 @@ def write_shard(path: Path, tensors: list[tuple[str, Any]]) -> Path:
     except OSError as exc:
         from catalog.errors import DraftsetError
 
-        raise DraftsetError(f"cannot write capture shard {path}: {exc.strerror or exc}",
-                            hint="free disk space and re-run the same command: finished samples are kept "
-                                 "and capture resumes by id") from exc
+        raise DraftsetError(
+            f"cannot write capture shard {path}: {exc.strerror or exc}",
+            hint="free disk space and re-run the same command: finished samples are kept and capture resumes by id",
+        ) from exc
     return path
 
 
@@ -151,9 +161,12 @@ class ShardWriter:
                     bad.append(row)
                     continue
                 n = len(row.input_ids)
-                tensors += [(f"{row.id}.aux", b.aux[i, :n]), (f"{row.id}.last", b.last[i, :n]),
-                            (f"{row.id}.input_ids", torch.tensor(row.input_ids, dtype=torch.int32)),
-                            (f"{row.id}.loss_mask", torch.tensor(row.loss_mask, dtype=torch.int8))]
+                tensors += [
+                    (f"{row.id}.aux", b.aux[i, :n]),
+                    (f"{row.id}.last", b.last[i, :n]),
+                    (f"{row.id}.input_ids", torch.tensor(row.input_ids, dtype=torch.int32)),
+                    (f"{row.id}.loss_mask", torch.tensor(row.loss_mask, dtype=torch.int8)),
+                ]
         return (write_shard(path, tensors) if tensors else None), len(tensors) // 4, bad
 
     def _collect(self, keep: int) -> None:
@@ -169,7 +182,7 @@ class ShardWriter:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="capture-write")
-        self._collect(self.threads)     # bounded: wait for the oldest when all threads are busy
+        self._collect(self.threads)  # bounded: wait for the oldest when all threads are busy
         self._inflight.append(self._pool.submit(self._write, self.pending, self._next_path()))
         self.pending, self.pending_bytes = [], 0
 

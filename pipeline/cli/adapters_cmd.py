@@ -18,8 +18,7 @@ from pipeline.cli.common import catalog, console, literal, safe, settings
 # `draftset --help` stays fast.
 
 REPO = typer.Argument(..., help="dataset repo id (owner/name)")
-adapters_app = typer.Typer(help="Infer, contract-test and approve declarative dataset adapters.",
-                           no_args_is_help=True)
+adapters_app = typer.Typer(help="Infer, contract-test and approve declarative dataset adapters.", no_args_is_help=True)
 
 
 def _token() -> str | None:
@@ -35,16 +34,17 @@ def _llm(policy: str) -> tuple[Any, str] | None:
         raise DraftsetError(f"unknown policy {policy!r}", hint="--policy heuristic (default) or --policy llm")
     cfg = settings()
     if not (cfg.llm_base_url and cfg.llm_model):
-        raise DraftsetError("--policy llm needs a model endpoint",
-                            hint="set DRAFTSET_LLM_BASE_URL and DRAFTSET_LLM_MODEL (an OpenAI-compatible server)")
+        raise DraftsetError(
+            "--policy llm needs a model endpoint",
+            hint="set DRAFTSET_LLM_BASE_URL and DRAFTSET_LLM_MODEL (an OpenAI-compatible server)",
+        )
     import openai
 
     key = cfg.llm_api_key.get_secret_value() if cfg.llm_api_key else "none"
     return openai.OpenAI(base_url=cfg.llm_base_url, api_key=key, max_retries=1, timeout=60), cfg.llm_model
 
 
-def propose_many(targets: list[str], rows: int = 500, category: str | None = None, policy: str = "heuristic"
-                 ) -> bool:
+def propose_many(targets: list[str], rows: int = 500, category: str | None = None, policy: str = "heuristic") -> bool:
     """Propose and contract-test each target (adapters.propose); print the table, each problem and a summary
     line. True when every target got a passing contract."""
     from adapters import propose as proposing
@@ -57,9 +57,17 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
         def tick(repo_id: str) -> None:
             progress.update(task, description=f"proposing {safe(repo_id)}", completed=targets.index(repo_id))
 
-        outcomes = proposing.propose_many(cat, targets, endpoint=cfg.hf_endpoint, viewer_base=cfg.viewer_base,
-                                          token=_token(), rows=rows, category=category, llm=_llm(policy),
-                                          progress=tick)
+        outcomes = proposing.propose_many(
+            cat,
+            targets,
+            endpoint=cfg.hf_endpoint,
+            viewer_base=cfg.viewer_base,
+            token=_token(),
+            rows=rows,
+            category=category,
+            llm=_llm(policy),
+            progress=tick,
+        )
     records = [o.record for o in outcomes if o.record is not None]
     if records:
         view.print_list(records)
@@ -68,28 +76,44 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
             console.print(literal(o.line(), style="red" if o.error or o.contract else "yellow"))
     console.print(literal(proposing.summary_line(outcomes)))
     if records:
-        console.print(literal("next: draftset adapters show REPO (reasons, golden rows), then approve "
-                              f"(proposed: {' '.join(r.repo_id for r in records)})"))
+        console.print(
+            literal(
+                "next: draftset adapters show REPO (reasons, golden rows), then approve "
+                f"(proposed: {' '.join(r.repo_id for r in records)})"
+            )
+        )
     return all(o.ok for o in outcomes)
 
 
 @adapters_app.command("propose")
-def propose(repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
-            all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
-            rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
-            category: str | None = typer.Option(None, help="category (default: from the find ranking)"),
-            policy: str = typer.Option("heuristic", help="heuristic, or llm: when structure cannot decide, a model "
-                                                         "(DRAFTSET_LLM_*) proposes the reading; the contract decides")
-            ) -> None:
+def propose(
+    repos: list[str] = typer.Argument(None, help="dataset repo ids (owner/name)"),
+    all_top: int = typer.Option(0, "--all-top", help="also propose for the N best-ranked find candidates"),
+    rows: int = typer.Option(500, help="rows sampled across all files for the contract"),
+    category: str | None = typer.Option(None, help="category (default: from the find ranking)"),
+    policy: str = typer.Option(
+        "heuristic",
+        help="heuristic, or llm: when structure cannot decide, a model "
+        "(DRAFTSET_LLM_*) proposes the reading; the contract decides",
+    ),
+) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
     targets = list(repos or [])
     if all_top:
-        targets += [r["repo_id"] for r in catalog().query(
-            "SELECT repo_id FROM candidates WHERE coalesce(status, '') <> 'irrelevant' "
-            "ORDER BY score DESC NULLS LAST LIMIT ?", [all_top]) if r["repo_id"] not in targets]
+        targets += [
+            r["repo_id"]
+            for r in catalog().query(
+                "SELECT repo_id FROM candidates WHERE coalesce(status, '') <> 'irrelevant' "
+                "ORDER BY score DESC NULLS LAST LIMIT ?",
+                [all_top],
+            )
+            if r["repo_id"] not in targets
+        ]
     if not targets:
-        raise DraftsetError("nothing to propose", hint="name a dataset (draftset adapters propose OWNER/NAME) "
-                                                       "or use --all-top N after `draftset find`")
+        raise DraftsetError(
+            "nothing to propose",
+            hint="name a dataset (draftset adapters propose OWNER/NAME) or use --all-top N after `draftset find`",
+        )
     if not propose_many(targets, rows, category, policy):
         raise typer.Exit(1)  # a failing contract, a refusal or an error: scripts must not go on to ingest
 
@@ -117,9 +141,11 @@ def show(repo_id: str = REPO) -> None:
 
 
 @adapters_app.command("preview")
-def preview(repo_id: str = REPO, row: int = typer.Option(0, "--row", help="row index (file order, as ingest counts)"),
-            canonical_only: bool = typer.Option(False, "--canonical-only", help="print only the canonical record")
-            ) -> None:
+def preview(
+    repo_id: str = REPO,
+    row: int = typer.Option(0, "--row", help="row index (file order, as ingest counts)"),
+    canonical_only: bool = typer.Option(False, "--canonical-only", help="print only the canonical record"),
+) -> None:
     """One raw row and what the current spec makes of it (the canonical record, or the row's error)."""
     from adapters import store
     from adapters.source import iter_raw_rows
@@ -132,15 +158,19 @@ def preview(repo_id: str = REPO, row: int = typer.Option(0, "--row", help="row i
     for raw in iter_raw_rows(record.spec, endpoint=settings().hf_endpoint, token=_token(), limit=row + 1):
         found = raw
     if found is None or found.row_index != row:
-        raise DraftsetError(f"{repo_id} has no row {row} (it has {0 if found is None else found.row_index + 1})",
-                            hint=f"pick a row below {0 if found is None else found.row_index + 1}")
+        raise DraftsetError(
+            f"{repo_id} has no row {row} (it has {0 if found is None else found.row_index + 1})",
+            hint=f"pick a row below {0 if found is None else found.row_index + 1}",
+        )
     view.print_preview(record, found, canonical_only)
 
 
 @adapters_app.command("test")
-def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --all: every adapter)"),
-         all_: bool = typer.Option(False, "--all", help="test every adapter in the catalog (for CI)"),
-         rows: int = typer.Option(500, help="rows sampled across all files")) -> None:
+def test(
+    repos: list[str] = typer.Argument(None, help="repo ids (default with --all: every adapter)"),
+    all_: bool = typer.Option(False, "--all", help="test every adapter in the catalog (for CI)"),
+    rows: int = typer.Option(500, help="rows sampled across all files"),
+) -> None:
     """Run the contract; exits 1 when any contract fails. Results go to adapters.contract."""
     from adapters import review, store
     from pipeline.cli import adapters_view as view
@@ -148,8 +178,9 @@ def test(repos: list[str] = typer.Argument(None, help="repo ids (default with --
 
     if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs the contract
         if all_ or not repos:
-            raise DraftsetError("through the service, name the adapters to test",
-                                hint="draftset adapters test OWNER/NAME ...")
+            raise DraftsetError(
+                "through the service, name the adapters to test", hint="draftset adapters test OWNER/NAME ..."
+            )
         failed = [r for r in dict.fromkeys(repos) if not _print_remote_test(client.test(r, rows))]
         if failed:
             console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
@@ -184,27 +215,40 @@ def _reviewer(by: str | None) -> str:
 
 
 @adapters_app.command("approve")
-def approve(repo_id: str = REPO,
-            by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
-            note: str | None = typer.Option(None, help="why (required with --force)"),
-            force: bool = typer.Option(False, help="approve although the contract fails (needs --note)")) -> None:
+def approve(
+    repo_id: str = REPO,
+    by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
+    note: str | None = typer.Option(None, help="why (required with --force)"),
+    force: bool = typer.Option(False, help="approve although the contract fails (needs --note)"),
+) -> None:
     """Approve the current spec at the current revision (refused when the contract fails)."""
     from adapters import review
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # the service records the token's user, not --by
         done = client.approve(repo_id, note, force)
-        console.print(f"approved {repo_id} (spec {done['spec_hash'][:12]}, revision {done['revision'][:12]}) "
-                      f"by {done['reviewed_by']} through {client.url}", highlight=False)
+        console.print(
+            f"approved {repo_id} (spec {done['spec_hash'][:12]}, revision {done['revision'][:12]}) "
+            f"by {done['reviewed_by']} through {client.url}",
+            highlight=False,
+        )
         return
     record = review.approve(catalog(), repo_id, _reviewer(by), note, force)
-    console.print(safe(f"approved {repo_id} (spec {record.spec_hash[:12]}, revision {record.revision[:12]}) "
-                       f"by {record.reviewed_by}"), highlight=False)
+    console.print(
+        safe(
+            f"approved {repo_id} (spec {record.spec_hash[:12]}, revision {record.revision[:12]}) "
+            f"by {record.reviewed_by}"
+        ),
+        highlight=False,
+    )
 
 
 @adapters_app.command("reject")
-def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is rejected"),
-           by: str | None = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
+def reject(
+    repo_id: str = REPO,
+    note: str = typer.Option(..., help="why it is rejected"),
+    by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
+) -> None:
     """Reject an adapter; ingestion refuses it."""
     from adapters import review
     from pipeline.servers.service.client import remote
@@ -218,15 +262,22 @@ def reject(repo_id: str = REPO, note: str = typer.Option(..., help="why it is re
 
 
 @adapters_app.command("map")
-def map_roles(repo_id: str = REPO, assignments: list[str] = typer.Argument(..., help="LABEL=ROLE, ROLE in "
-                                                                              "system|user|assistant|tool|drop"),
-              by: str | None = typer.Option(None, help="reviewer name (default: $USER)")) -> None:
+def map_roles(
+    repo_id: str = REPO,
+    assignments: list[str] = typer.Argument(..., help="LABEL=ROLE, ROLE in system|user|assistant|tool|drop"),
+    by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
+) -> None:
     """Set role-map entries without an editor, e.g. `map weird/chats supervisor_note=system`."""
     from adapters import review
 
     record = review.map_roles(catalog(), repo_id, assignments, _reviewer(by))
-    console.print(safe(f"{repo_id}: role map now {record.spec.role_map}; status {record.status}; "
-                       f"next: draftset adapters test {repo_id}"), highlight=False)
+    console.print(
+        safe(
+            f"{repo_id}: role map now {record.spec.role_map}; status {record.status}; "
+            f"next: draftset adapters test {repo_id}"
+        ),
+        highlight=False,
+    )
 
 
 @adapters_app.command("edit")
@@ -241,16 +292,23 @@ def edit(repo_id: str = REPO) -> None:
         store.write_text_atomic(path, record.spec.to_yaml())
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     if subprocess.call([*shlex.split(editor), str(path)]) != 0:
-        raise DraftsetError(f"editor {editor!r} exited with an error; the spec was not changed",
-                            hint=f"your edits are kept in {path}; run `draftset adapters edit {repo_id}` again")
+        raise DraftsetError(
+            f"editor {editor!r} exited with an error; the spec was not changed",
+            hint=f"your edits are kept in {path}; run `draftset adapters edit {repo_id}` again",
+        )
     try:
         updated = review.accept_edit(cat, repo_id, path.read_text(encoding="utf-8"))
     except DraftsetError as exc:
         exc.hint = f"your edits are kept in {path}; fix them and run `draftset adapters edit {repo_id}` again"
         raise
     changed = updated.spec_hash != record.spec_hash
-    console.print(safe(f"{repo_id}: {'spec changed' if changed else 'no change'}; status {updated.status}"
-                       + (f"; next: draftset adapters test {repo_id}" if changed else "")), highlight=False)
+    console.print(
+        safe(
+            f"{repo_id}: {'spec changed' if changed else 'no change'}; status {updated.status}"
+            + (f"; next: draftset adapters test {repo_id}" if changed else "")
+        ),
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -29,18 +29,34 @@ def contract_cell(record: AdapterRecord) -> str:
 
 
 def print_list(records: list[AdapterRecord]) -> None:
-    _table(["repo", "status", "mode", "layout", "category", "contract", "yield", "reviewed by", "revision",
-            "spec hash"],
-           [[r.repo_id, r.status, r.spec.mode, r.spec.layout, r.spec.category, contract_cell(r),
-             (r.contract or {}).get("yield", ""), r.reviewed_by, r.revision[:8], r.spec_hash[:8]]
-            for r in records], title=f"{len(records)} adapter(s)")
+    _table(
+        ["repo", "status", "mode", "layout", "category", "contract", "yield", "reviewed by", "revision", "spec hash"],
+        [
+            [
+                r.repo_id,
+                r.status,
+                r.spec.mode,
+                r.spec.layout,
+                r.spec.category,
+                contract_cell(r),
+                (r.contract or {}).get("yield", ""),
+                r.reviewed_by,
+                r.revision[:8],
+                r.spec_hash[:8],
+            ]
+            for r in records
+        ],
+        title=f"{len(records)} adapter(s)",
+    )
 
 
 def print_reasons(record: AdapterRecord) -> None:
     spec = record.spec
-    _table(["field", "reason", "review?"],
-           [[name, why, "REVIEW" if name in spec.needs_review else ""] for name, why in spec.reasons.items()],
-           title="why each field was chosen")
+    _table(
+        ["field", "reason", "review?"],
+        [[name, why, "REVIEW" if name in spec.needs_review else ""] for name, why in spec.reasons.items()],
+        title="why each field was chosen",
+    )
 
 
 def _verdict(data: dict[str, Any]) -> str:
@@ -52,14 +68,20 @@ def _verdict(data: dict[str, Any]) -> str:
 
 def print_contract(result: ContractResult | dict[str, Any], repo_id: str) -> None:
     data = result.to_json() if isinstance(result, ContractResult) else result
-    _table(["check", "result", "detail"],
-           [[c["name"], "pass" if c["passed"] else ("warn" if c.get("level") == "warning" else "FAIL"),
-             c["detail"]] for c in data["checks"]],
-           title=f"contract of {repo_id}: {_verdict(data)} ({data['n_records']} records / {data['n_rows']} rows)")
+    _table(
+        ["check", "result", "detail"],
+        [
+            [c["name"], "pass" if c["passed"] else ("warn" if c.get("level") == "warning" else "FAIL"), c["detail"]]
+            for c in data["checks"]
+        ],
+        title=f"contract of {repo_id}: {_verdict(data)} ({data['n_records']} records / {data['n_rows']} rows)",
+    )
     if data["quarantined"]:
-        _table(["row", "field", "reason"],
-               [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
-               title=f"rejected rows (first {min(10, len(data['quarantined']))}; ingest quarantines these)")
+        _table(
+            ["row", "field", "reason"],
+            [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
+            title=f"rejected rows (first {min(10, len(data['quarantined']))}; ingest quarantines these)",
+        )
 
 
 def print_role_counts(record: AdapterRecord) -> None:
@@ -67,9 +89,11 @@ def print_role_counts(record: AdapterRecord) -> None:
     if record.spec.layout == "columns" or not counts:
         return
     role_map = record.spec.role_map
-    _table(["raw label", "turns", "maps to"],
-           [[label, n, role_map.get(label, "UNMAPPED")] for label, n in counts.items()],
-           title="role labels in the sample")
+    _table(
+        ["raw label", "turns", "maps to"],
+        [[label, n, role_map.get(label, "UNMAPPED")] for label, n in counts.items()],
+        title="role labels in the sample",
+    )
 
 
 def print_examples(record: AdapterRecord) -> None:
@@ -77,10 +101,20 @@ def print_examples(record: AdapterRecord) -> None:
         canonical = g.expected if g.expected is not None else {"error": g.expected_error}
         if isinstance(canonical, list):
             canonical = _canonical(canonical)
-        panels = [Panel(Syntax(clean_text(json.dumps(g.row, indent=1, ensure_ascii=False, default=str)[:2500]),
-                               "json", word_wrap=True), title=f"raw row {g.row_index}"),
-                  Panel(Syntax(clean_text(json.dumps(canonical, indent=1, ensure_ascii=False)[:2500]), "json",
-                               word_wrap=True), title="canonical record")]
+        panels = [
+            Panel(
+                Syntax(
+                    clean_text(json.dumps(g.row, indent=1, ensure_ascii=False, default=str)[:2500]),
+                    "json",
+                    word_wrap=True,
+                ),
+                title=f"raw row {g.row_index}",
+            ),
+            Panel(
+                Syntax(clean_text(json.dumps(canonical, indent=1, ensure_ascii=False)[:2500]), "json", word_wrap=True),
+                title="canonical record",
+            ),
+        ]
         console.print(Columns(panels, equal=True, expand=True))
 
 
@@ -102,38 +136,53 @@ def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool) -> None
         canonical: Any = {"malformed": raw.error}
     else:
         try:
-            canonical = _canonical([r.model_dump(mode="json") for r in RowMapper(record.spec).apply(
-                raw.row_index, raw.row)])
+            canonical = _canonical(
+                [r.model_dump(mode="json") for r in RowMapper(record.spec).apply(raw.row_index, raw.row)]
+            )
         except RowError as exc:
             canonical = {"rejected": {"field": exc.field, "reason": exc.reason}}
     text = json.dumps(canonical, indent=1, ensure_ascii=False)
     if canonical_only:
         console.print(literal(text))
         return
-    console.print(literal(f"{record.repo_id} row {raw.row_index} under spec {record.spec_hash[:12]} "
-                          f"({record.status})"))
-    panels = [Panel(Syntax(json.dumps(raw.row, indent=1, ensure_ascii=False, default=str)[:6000], "json",
-                           word_wrap=True), title=f"raw row {raw.row_index}"),
-              Panel(Syntax(text[:6000], "json", word_wrap=True), title="canonical record")]
+    console.print(literal(f"{record.repo_id} row {raw.row_index} under spec {record.spec_hash[:12]} ({record.status})"))
+    panels = [
+        Panel(
+            Syntax(json.dumps(raw.row, indent=1, ensure_ascii=False, default=str)[:6000], "json", word_wrap=True),
+            title=f"raw row {raw.row_index}",
+        ),
+        Panel(Syntax(text[:6000], "json", word_wrap=True), title="canonical record"),
+    ]
     console.print(Columns(panels, equal=True, expand=True))
 
 
 def print_show(record: AdapterRecord) -> None:
-    console.print(f"[bold]{safe(record.repo_id)}[/]  status [bold]{safe(record.status)}[/]  spec "
-                  f"{safe(record.spec_hash[:12])}  revision {safe(record.revision[:12])}"
-                  + safe(f"  reviewed by {record.reviewed_by} at {record.reviewed_at:%Y-%m-%d %H:%M}"
-                         f" ({record.note or 'no note'})" if record.reviewed_by else ""), highlight=False)
+    console.print(
+        f"[bold]{safe(record.repo_id)}[/]  status [bold]{safe(record.status)}[/]  spec "
+        f"{safe(record.spec_hash[:12])}  revision {safe(record.revision[:12])}"
+        + safe(
+            f"  reviewed by {record.reviewed_by} at {record.reviewed_at:%Y-%m-%d %H:%M} ({record.note or 'no note'})"
+            if record.reviewed_by
+            else ""
+        ),
+        highlight=False,
+    )
     spec = record.spec
     data = spec.model_dump(mode="json", exclude={"reasons", "golden", "needs_review"}, exclude_none=True)
     console.print(Syntax(clean_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)), "yaml"))
-    console.print(literal(f"# reasons: {len(spec.reasons)} (table below); needs review: "
-                          f"{', '.join(spec.needs_review) or 'nothing'}; golden rows: {len(spec.golden)} (below); "
-                          f"the full spec: draftset adapters edit {record.repo_id}"))
+    console.print(
+        literal(
+            f"# reasons: {len(spec.reasons)} (table below); needs review: "
+            f"{', '.join(spec.needs_review) or 'nothing'}; golden rows: {len(spec.golden)} (below); "
+            f"the full spec: draftset adapters edit {record.repo_id}"
+        )
+    )
     print_reasons(record)
     print_role_counts(record)
     if record.contract:
         print_contract(record.contract, record.repo_id)
         if not record.contract_current:
-            console.print("[yellow]this contract ran on an older spec: run `draftset adapters test "
-                          f"{safe(record.repo_id)}`[/]")
+            console.print(
+                f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(record.repo_id)}`[/]"
+            )
     print_examples(record)

@@ -66,9 +66,13 @@ def _fail(message: str, hint: str | None) -> None:
 
 # The same conditions as libraries word them when they do not raise an OSError (DuckDB's IOException,
 # SQLite's OperationalError from find's checkpoints, pyarrow's ArrowIOError...).
-_OS_TEXTS = {"no space left on device": errno.ENOSPC, "database or disk is full": errno.ENOSPC,
-             "disk quota exceeded": errno.EDQUOT, "permission denied": errno.EACCES,
-             "read-only file system": errno.EROFS}
+_OS_TEXTS = {
+    "no space left on device": errno.ENOSPC,
+    "database or disk is full": errno.ENOSPC,
+    "disk quota exceeded": errno.EDQUOT,
+    "permission denied": errno.EACCES,
+    "read-only file system": errno.EROFS,
+}
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -28,8 +28,12 @@ from catalog.untrusted import clean_text, redact
 from pipeline.settings import Settings
 
 # One --tokenizer option for every command that measures token lengths (dedup, mix, report).
-TOKENIZER_OPTION = typer.Option(None, "--tokenizer", help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
-                                "default: the toy target if built, else a chars/4 estimate.")
+TOKENIZER_OPTION = typer.Option(
+    None,
+    "--tokenizer",
+    help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
+    "default: the toy target if built, else a chars/4 estimate.",
+)
 
 # Piped output is not wrapped at rich's default 80 columns (repo ids and reasons would fold mid-word);
 # a terminal keeps its own width, and COLUMNS still wins when set.
@@ -55,8 +59,9 @@ def resolve_named(name_or_path: str, kind: str) -> Path:
     under = root / name_or_path
     if under.exists():
         return under
-    raise DraftsetError(f"{name_or_path!r} is neither a directory nor a name under {root}",
-                        hint=f"list them with: ls {root}")
+    raise DraftsetError(
+        f"{name_or_path!r} is neither a directory nor a name under {root}", hint=f"list them with: ls {root}"
+    )
 
 
 def safe(value: Any, secrets: bool = True) -> str:

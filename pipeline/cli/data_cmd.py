@@ -13,20 +13,36 @@ from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.cli.common import catalog, console, print_table, safe, settings
 from pipeline.stage import skipped_total
 
-_THRESHOLD = typer.Option(0.8, "--threshold", min=0.05, max=0.98, help="Near-duplicate Jaccard threshold (MinHash LSH).")
+_THRESHOLD = typer.Option(
+    0.8, "--threshold", min=0.05, max=0.98, help="Near-duplicate Jaccard threshold (MinHash LSH)."
+)
 _MAX_TOKENS = typer.Option(16_384, "--max-prompt-tokens", min=1, help="Drop prompts longer than this (too_long).")
 _MIN_TOKENS = typer.Option(1, "--min-prompt-tokens", min=0, help="Drop prompts shorter than this (too_short).")
 
 
 def _progress() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=True)
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
     dropped = {k.removeprefix("dropped_"): v for k, v in counts.items() if k.startswith("dropped_") and v}
-    return [name, counts.get("in", 0), counts.get("out", 0), skipped_total(counts),
-            ", ".join(f"{k}={v}" for k, v in sorted(dropped.items())) or "-", counts.get("errors", 0), status]
+    return [
+        name,
+        counts.get("in", 0),
+        counts.get("out", 0),
+        skipped_total(counts),
+        ", ".join(f"{k}={v}" for k, v in sorted(dropped.items())) or "-",
+        counts.get("errors", 0),
+        status,
+    ]
 
 
 def ingest_cmd(
@@ -44,8 +60,9 @@ def ingest_cmd(
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
     repos = repos_to_ingest(catalog(), plan, repo)
     with _progress() as progress:
-        results = ingest(catalog(), cfg.home, repos, endpoint=cfg.hf_endpoint, token=token, fresh=fresh,
-                         progress=progress)
+        results = ingest(
+            catalog(), cfg.home, repos, endpoint=cfg.hf_endpoint, token=token, fresh=fresh, progress=progress
+        )
     total: dict[str, int] = {}
     rows = []
     for r in results:
@@ -53,22 +70,26 @@ def ingest_cmd(
         for k, v in r.counts.items():
             total[k] = total.get(k, 0) + v
     rows.append(_counts_row("TOTAL", total, f"{sum(1 for r in results if not r.error)}/{len(results)} ok"))
-    print_table(["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"], rows,
-                title="ingest")
+    print_table(["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"], rows, title="ingest")
     failed = [r for r in results if r.error]
     for r in failed:
-        console.print(f"[red]{safe(r.repo_id)}[/]: {safe(r.error)}"
-                      + (f"\n  [yellow]next:[/] {safe(r.hint)}" if r.hint else ""), highlight=False)
+        console.print(
+            f"[red]{safe(r.repo_id)}[/]: {safe(r.error)}" + (f"\n  [yellow]next:[/] {safe(r.hint)}" if r.hint else ""),
+            highlight=False,
+        )
     if failed:
-        raise DraftsetError(f"ingest failed for {len(failed)} of {len(results)} dataset(s): "
-                            + ", ".join(r.repo_id for r in failed),
-                            hint="the other datasets' shards are kept; fix the named ones and re-run (resumes by id)")
+        raise DraftsetError(
+            f"ingest failed for {len(failed)} of {len(results)} dataset(s): " + ", ".join(r.repo_id for r in failed),
+            hint="the other datasets' shards are kept; fix the named ones and re-run (resumes by id)",
+        )
     console.print(f"quarantine files: {Home(cfg.home).normalized_root}/*/quarantine.jsonl")
 
 
 def dedup_cmd(
     repo: list[str] | None = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
-    threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
+    threshold: float = _THRESHOLD,
+    max_prompt_tokens: int = _MAX_TOKENS,
+    min_prompt_tokens: int = _MIN_TOKENS,
     tokenizer: Path | None = _TOKENIZER,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
@@ -83,13 +104,21 @@ def dedup_cmd(
     if not repos:
         raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
     counter = TokenCounter.resolve(tokenizer, home)
-    config = DedupConfig(repos=list(repos), threshold=threshold, min_prompt_tokens=min_prompt_tokens,
-                         max_prompt_tokens=max_prompt_tokens, length_unit=counter.method)
+    config = DedupConfig(
+        repos=list(repos),
+        threshold=threshold,
+        min_prompt_tokens=min_prompt_tokens,
+        max_prompt_tokens=max_prompt_tokens,
+        length_unit=counter.method,
+    )
     with _progress() as progress:
         result = run_dedup(catalog(), home, config, Home(home).dedup, counter, progress)
-    print_table(["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
-                [_counts_row("dedup", result.counts, "ok")], title=f"dedup ({counter.method})")
-    console.print(f'provenance: draftset sql "SELECT * FROM dedup WHERE stage_run_id = \'{result.run_id}\'"')
+    print_table(
+        ["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
+        [_counts_row("dedup", result.counts, "ok")],
+        title=f"dedup ({counter.method})",
+    )
+    console.print(f"provenance: draftset sql \"SELECT * FROM dedup WHERE stage_run_id = '{result.run_id}'\"")
 
 
 def mix_cmd(
@@ -97,7 +126,9 @@ def mix_cmd(
     plan: str | None = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
     samples: int | None = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
     seed: int = typer.Option(0, "--seed", help="Selection seed: same inputs + seed = same mix."),
-    threshold: float = _THRESHOLD, max_prompt_tokens: int = _MAX_TOKENS, min_prompt_tokens: int = _MIN_TOKENS,
+    threshold: float = _THRESHOLD,
+    max_prompt_tokens: int = _MAX_TOKENS,
+    min_prompt_tokens: int = _MIN_TOKENS,
     tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
 ) -> None:
@@ -108,22 +139,41 @@ def mix_cmd(
     from pipeline.mix.run import run_mix
 
     with _progress() as progress:
-        result = run_mix(catalog(), settings().home, name, plan_id=plan, samples=samples, seed=seed,
-                         threshold=threshold, max_prompt_tokens=max_prompt_tokens,
-                         min_prompt_tokens=min_prompt_tokens, tokenizer=tokenizer, overwrite=overwrite,
-                         progress=progress)
+        result = run_mix(
+            catalog(),
+            settings().home,
+            name,
+            plan_id=plan,
+            samples=samples,
+            seed=seed,
+            threshold=threshold,
+            max_prompt_tokens=max_prompt_tokens,
+            min_prompt_tokens=min_prompt_tokens,
+            tokenizer=tokenizer,
+            overwrite=overwrite,
+            progress=progress,
+        )
     m = result.manifest
-    print_table(["source", "category", "ingested", "dedup dropped", "cap", "selected"],
-                [[s, v["category"], v.get("ingested"), v.get("dedup_dropped"), v.get("cap") or "-", v["selected"]]
-                 for s, v in sorted(m["sources"].items())], title=f"mix {name}")
+    print_table(
+        ["source", "category", "ingested", "dedup dropped", "cap", "selected"],
+        [
+            [s, v["category"], v.get("ingested"), v.get("dedup_dropped"), v.get("cap") or "-", v["selected"]]
+            for s, v in sorted(m["sources"].items())
+        ],
+        title=f"mix {name}",
+    )
     state = "unchanged (same config; nothing rebuilt)" if result.reused else "written"
-    console.print(f"{m['samples_selected']} records {state} → {result.path}"
-                  + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else ""))
+    console.print(
+        f"{m['samples_selected']} records {state} → {result.path}"
+        + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else "")
+    )
     if m.get("missing_sources"):
         console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
     if m.get("unplanned_sources"):
-        console.print(f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
-                      f"{safe(', '.join(m['unplanned_sources']))}")
+        console.print(
+            f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
+            f"{safe(', '.join(m['unplanned_sources']))}"
+        )
 
 
 def register(app: typer.Typer) -> None:

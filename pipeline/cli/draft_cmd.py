@@ -15,46 +15,93 @@ def _ids(text: str | None) -> list[int] | None:
     try:
         return [int(x) for x in text.split(",")] if text else None
     except ValueError as exc:
-        raise DraftsetError(f"--layers {text!r} is not a comma-separated list of integers",
-                            hint="e.g. --layers 2,16,29 (HF hidden-state indices)") from exc
+        raise DraftsetError(
+            f"--layers {text!r} is not a comma-separated list of integers",
+            hint="e.g. --layers 2,16,29 (HF hidden-state indices)",
+        ) from exc
 
 
-def capture(build: str = typer.Argument(..., help="build name (data/build/<NAME>) or directory"),
-            model: Path = typer.Option(..., "--model", help="target model directory (Hugging Face layout)"),
-            out: Path | None = typer.Option(None, help="output dir (default: $DRAFTSET_HOME/captures/<NAME>)"),
-            layers: str | None = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
-            batch_tokens: int = typer.Option(16384, help="padded tokens per forward pass"),
-            max_rows: int | None = typer.Option(None, help="capture only the first N rows"),
-            device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
-            tp: bool = typer.Option(False, "--tp", help="under torchrun: one target tensor-parallel across the ranks "
-                                                         "(transformers tp_plan), for targets larger than one GPU")) -> None:
+def capture(
+    build: str = typer.Argument(..., help="build name (data/build/<NAME>) or directory"),
+    model: Path = typer.Option(..., "--model", help="target model directory (Hugging Face layout)"),
+    out: Path | None = typer.Option(None, help="output dir (default: $DRAFTSET_HOME/captures/<NAME>)"),
+    layers: str | None = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
+    batch_tokens: int = typer.Option(16384, help="padded tokens per forward pass"),
+    max_rows: int | None = typer.Option(None, help="capture only the first N rows"),
+    device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
+    tp: bool = typer.Option(
+        False,
+        "--tp",
+        help="under torchrun: one target tensor-parallel across the ranks "
+        "(transformers tp_plan), for targets larger than one GPU",
+    ),
+) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import CaptureConfig, run_capture
 
     build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
-    m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, layers=_ids(layers),
-                                  batch_tokens=batch_tokens, max_rows=max_rows, device=device, tp=tp), catalog())
-    print_table(["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
-                [[m.n_samples, m.n_tokens, m.n_loss_tokens, m.taps.aux, m.taps.sglang_ids, m.hidden_bytes_per_token,
-                  f"{m.file_bytes / 1e9:.3f}", out]], title="capture")
+    m = run_capture(
+        CaptureConfig(
+            build_dir=build_dir,
+            model_dir=model,
+            out_dir=out,
+            layers=_ids(layers),
+            batch_tokens=batch_tokens,
+            max_rows=max_rows,
+            device=device,
+            tp=tp,
+        ),
+        catalog(),
+    )
+    print_table(
+        ["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
+        [
+            [
+                m.n_samples,
+                m.n_tokens,
+                m.n_loss_tokens,
+                m.taps.aux,
+                m.taps.sglang_ids,
+                m.hidden_bytes_per_token,
+                f"{m.file_bytes / 1e9:.3f}",
+                out,
+            ]
+        ],
+        title="capture",
+    )
 
 
-def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="capture name or directory (with --online: "
-                                                                         "a build name or directory)"),
-          out: Path | None = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
-          model: Path | None = typer.Option(None, help="target dir for embedding/head (default: manifest's); "
-                                                       "with --online the target whose forward makes the taps"),
-          online: bool = typer.Option(False, "--online", help="run the target inside the training loop: no "
-                                                              "hidden-state files (CAPTURE is then a build)"),
-          layers: str | None = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
-          tp: bool = typer.Option(False, "--tp", help="--online under torchrun: one target tensor-parallel across "
-                                                       "the ranks (targets larger than one GPU)"),
-          epochs: int = typer.Option(1), lr: float = typer.Option(1e-4), batch_tokens: int = typer.Option(8192),
-          ttt_steps: int = typer.Option(7, help="training-time-test steps"),
-          max_steps: int | None = typer.Option(None), device: str = typer.Option("auto"),
-          save_every: int = typer.Option(500, help="steps between resumable states (and every epoch end)"),
-          resume: bool = typer.Option(False, "--resume", help="continue an interrupted run from its last state")) -> None:
+def train(
+    capture_name: str = typer.Argument(
+        ..., metavar="CAPTURE", help="capture name or directory (with --online: a build name or directory)"
+    ),
+    out: Path | None = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
+    model: Path | None = typer.Option(
+        None,
+        help="target dir for embedding/head (default: manifest's); "
+        "with --online the target whose forward makes the taps",
+    ),
+    online: bool = typer.Option(
+        False,
+        "--online",
+        help="run the target inside the training loop: no hidden-state files (CAPTURE is then a build)",
+    ),
+    layers: str | None = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
+    tp: bool = typer.Option(
+        False,
+        "--tp",
+        help="--online under torchrun: one target tensor-parallel across the ranks (targets larger than one GPU)",
+    ),
+    epochs: int = typer.Option(1),
+    lr: float = typer.Option(1e-4),
+    batch_tokens: int = typer.Option(8192),
+    ttt_steps: int = typer.Option(7, help="training-time-test steps"),
+    max_steps: int | None = typer.Option(None),
+    device: str = typer.Option("auto"),
+    save_every: int = typer.Option(500, help="steps between resumable states (and every epoch end)"),
+    resume: bool = typer.Option(False, "--resume", help="continue an interrupted run from its last state"),
+) -> None:
     """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
     import json
 
@@ -65,11 +112,25 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
     source = resolve_named(capture_name, "builds" if online else "captures")
     inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
     out = out or Home(settings().home).draft(source.name)
-    ckpt = run_train(TrainConfig(**inputs, out_dir=out, model_dir=model, epochs=epochs, lr=lr, online=online,
-                                 layers=_ids(layers), batch_tokens=batch_tokens, ttt_steps=ttt_steps,
-                                 max_steps=max_steps, device=device, save_every=save_every, resume=resume,
-                                 tp=tp),
-                     catalog())
+    ckpt = run_train(
+        TrainConfig(
+            **inputs,
+            out_dir=out,
+            model_dir=model,
+            epochs=epochs,
+            lr=lr,
+            online=online,
+            layers=_ids(layers),
+            batch_tokens=batch_tokens,
+            ttt_steps=ttt_steps,
+            max_steps=max_steps,
+            device=device,
+            save_every=save_every,
+            resume=resume,
+            tp=tp,
+        ),
+        catalog(),
+    )
     metrics = json.loads((ckpt / "resolved.json").read_text())["metrics"]
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]
     if metrics.get("heldout_step_accuracy"):
@@ -78,8 +139,10 @@ def train(capture_name: str = typer.Argument(..., metavar="CAPTURE", help="captu
     console.print(f"draft exported to {out}", highlight=False)
 
 
-def export(draft: str = typer.Argument(..., help="draft name/dir (uses its train/checkpoint) or a checkpoint dir"),
-           out: Path | None = typer.Option(None, help="export dir (default: the draft dir)")) -> None:
+def export(
+    draft: str = typer.Argument(..., help="draft name/dir (uses its train/checkpoint) or a checkpoint dir"),
+    out: Path | None = typer.Option(None, help="export dir (default: the draft dir)"),
+) -> None:
     """Export a checkpoint to the SGLang/vLLM layout (config.json, model.safetensors, capture manifest)."""
     from pipeline.train.export import export_draft
 

@@ -35,8 +35,10 @@ def _config(path: Path | None, policy: Policy) -> FindConfig:
     try:
         return FindConfig(**{**raw, "policy": policy.value})
     except (ValidationError, TypeError) as exc:
-        raise DraftsetError(f"invalid find config {path}: {exc}".replace("\n", " "),
-                            hint="see agents/configuration.py for the fields and their limits") from exc
+        raise DraftsetError(
+            f"invalid find config {path}: {exc}".replace("\n", " "),
+            hint="see agents/configuration.py for the fields and their limits",
+        ) from exc
 
 
 def _env():
@@ -51,12 +53,19 @@ def _env():
         key = s.llm_api_key.get_secret_value() if s.llm_api_key else "none"
         client = openai.AsyncOpenAI(base_url=s.llm_base_url, api_key=key, max_retries=0)
     token = s.hf_token.get_secret_value() if s.hf_token else None
-    return FindEnv(home=s.home, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=token,
-                   llm_client=client, llm_model=s.llm_model)
+    return FindEnv(
+        home=s.home,
+        endpoint=s.hf_endpoint,
+        viewer_base=s.viewer_base,
+        token=token,
+        llm_client=client,
+        llm_model=s.llm_model,
+    )
 
 
-async def _drive(env, request, resume: str | None, run_id: str, quiet: bool,
-                 retry_failed: bool = False) -> dict[str, Any]:
+async def _drive(
+    env, request, resume: str | None, run_id: str, quiet: bool, retry_failed: bool = False
+) -> dict[str, Any]:
     from agents.run import stream_find
     from pipeline.cli.find_view import AgentProgress
 
@@ -69,26 +78,46 @@ async def _drive(env, request, resume: str | None, run_id: str, quiet: bool,
     return final
 
 
-def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "agentic coding".'),
-         samples: int = typer.Option(100_000, "--samples", "-n", min=1, help="How many NEW samples to plan for."),
-         policy: Policy = typer.Option(Policy.heuristic, help="heuristic (offline, default) or llm "
-                                       "(DRAFTSET_LLM_BASE_URL; falls back to heuristic on bad replies)."),
-         resume: str = typer.Option(None, "--resume", metavar="RUN_ID",
-                                    help="Continue an interrupted run with its saved settings; finished agents "
-                                         "are not repeated."),
-         retry_failed: bool = typer.Option(False, "--retry-failed", help="With --resume: run the agents that "
-                                           "failed (or never finished) again, then re-rank and re-record."),
-         config: Path = typer.Option(None, "--config", exists=True, dir_okay=False,
-                                     help="YAML/JSON FindConfig overrides (budgets, throughput, share cap...)."),
-         propose: int = typer.Option(5, "--propose", min=0, help="Then infer and contract-test adapters for the N "
-                                     "highest-ranked planned datasets (0 or --json: skip)."),
-         as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables.")) -> None:
+def find(
+    domain: str = typer.Argument(None, help='What to find more of, e.g. "agentic coding".'),
+    samples: int = typer.Option(100_000, "--samples", "-n", min=1, help="How many NEW samples to plan for."),
+    policy: Policy = typer.Option(
+        Policy.heuristic,
+        help="heuristic (offline, default) or llm (DRAFTSET_LLM_BASE_URL; falls back to heuristic on bad replies).",
+    ),
+    resume: str = typer.Option(
+        None,
+        "--resume",
+        metavar="RUN_ID",
+        help="Continue an interrupted run with its saved settings; finished agents are not repeated.",
+    ),
+    retry_failed: bool = typer.Option(
+        False,
+        "--retry-failed",
+        help="With --resume: run the agents that failed (or never finished) again, then re-rank and re-record.",
+    ),
+    config: Path = typer.Option(
+        None,
+        "--config",
+        exists=True,
+        dir_okay=False,
+        help="YAML/JSON FindConfig overrides (budgets, throughput, share cap...).",
+    ),
+    propose: int = typer.Option(
+        5,
+        "--propose",
+        min=0,
+        help="Then infer and contract-test adapters for the N highest-ranked planned datasets (0 or --json: skip).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
+) -> None:
     """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
     if retry_failed and not resume:
         raise DraftsetError("--retry-failed needs --resume RUN_ID", hint="draftset find --resume RUN_ID --retry-failed")
     if not domain and not resume:
-        raise DraftsetError("no domain given", hint='draftset find "agentic coding" --samples 100000, '
-                                                     "or draftset find --resume RUN_ID")
+        raise DraftsetError(
+            "no domain given", hint='draftset find "agentic coding" --samples 100000, or draftset find --resume RUN_ID'
+        )
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs it (and owns the catalog)
@@ -113,24 +142,39 @@ def find(domain: str = typer.Argument(None, help='What to find more of, e.g. "ag
         _propose_planned(final["state"]["plan"]["plan_id"], propose)
 
 
-def _find_remote(client, domain: str, samples: int, policy: Policy, propose: int, resume: str | None,
-                 config: Path | None, as_json: bool) -> None:
+def _find_remote(
+    client,
+    domain: str,
+    samples: int,
+    policy: Policy,
+    propose: int,
+    resume: str | None,
+    config: Path | None,
+    as_json: bool,
+) -> None:
     from pipeline.cli.find_view import AgentProgress
 
     if resume or config:
-        raise DraftsetError("--resume and --config are not sent through the service",
-                            hint="run them on the service's host without DRAFTSET_SERVER while the service is stopped")
+        raise DraftsetError(
+            "--resume and --config are not sent through the service",
+            hint="run them on the service's host without DRAFTSET_SERVER while the service is stopped",
+        )
     with nullcontext() if as_json else AgentProgress() as progress:
         job = client.find(domain, samples, policy.value, propose, on_event=progress.update if progress else None)
     result = job["result"]
     if as_json:
         typer.echo(json.dumps(job, default=str))
         return
-    console.print(f"{result['domain']}: {result['samples_planned']} samples from {result['datasets']} datasets: "
-                  f"{result['headline']} (job {job['job_id']}, run {result['run_id']} on {client.url})", highlight=False)
+    console.print(
+        f"{result['domain']}: {result['samples_planned']} samples from {result['datasets']} datasets: "
+        f"{result['headline']} (job {job['job_id']}, run {result['run_id']} on {client.url})",
+        highlight=False,
+    )
     if result["adapters_proposed"]:
-        console.print(f"adapters proposed: {' '.join(result['adapters_proposed'])}; review them at "
-                      f"{client.url}/adapters", highlight=False)
+        console.print(
+            f"adapters proposed: {' '.join(result['adapters_proposed'])}; review them at {client.url}/adapters",
+            highlight=False,
+        )
 
 
 def _propose_planned(plan_id: str, top: int) -> None:
@@ -138,8 +182,11 @@ def _propose_planned(plan_id: str, top: int) -> None:
     from pipeline.cli.adapters_cmd import propose_many
     from pipeline.cli.common import catalog
 
-    rows = catalog().query("SELECT p.repo_id FROM plan_items p JOIN candidates c USING (repo_id) "
-                           "WHERE p.plan_id = ? ORDER BY c.score DESC LIMIT ?", [plan_id, top])
+    rows = catalog().query(
+        "SELECT p.repo_id FROM plan_items p JOIN candidates c USING (repo_id) "
+        "WHERE p.plan_id = ? ORDER BY c.score DESC LIMIT ?",
+        [plan_id, top],
+    )
     if rows:
         console.rule(f"adapters proposed for the {len(rows)} highest-ranked planned datasets")
         propose_many([r["repo_id"] for r in rows])
@@ -153,45 +200,62 @@ def _report(final: dict[str, Any], as_json: bool) -> None:
     plan, summary = state["plan"], state["summary"]
     queries = review_queries(state["run_id"], plan["plan_id"])
     if as_json:
-        typer.echo(json.dumps({
-            "run_id": state["run_id"], "domain": state["domain"], "summary": summary,
-            "agents": [{k: v for k, v in r.items() if k != "candidates"} for r in state["reports"]],
-            "candidates": [{k: v for k, v in c.items() if k != "schemas"} for c in state["candidates"]],
-            "plan": plan, "review": queries}, default=str))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": state["run_id"],
+                    "domain": state["domain"],
+                    "summary": summary,
+                    "agents": [{k: v for k, v in r.items() if k != "candidates"} for r in state["reports"]],
+                    "candidates": [{k: v for k, v in c.items() if k != "schemas"} for c in state["candidates"]],
+                    "plan": plan,
+                    "review": queries,
+                },
+                default=str,
+            )
+        )
     else:
         show_candidates(state["candidates"])
         show_plan(plan)
-        console.print(f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
-                      f"{summary['agents_failed'] or ''} · hub calls {summary['hub_calls']} · cache hits "
-                      f"{summary['cache_hits']} · llm fallbacks {summary['llm_fallbacks']}")
+        console.print(
+            f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
+            f"{summary['agents_failed'] or ''} · hub calls {summary['hub_calls']} · cache hits "
+            f"{summary['cache_hits']} · llm fallbacks {summary['llm_fallbacks']}"
+        )
         line = llm_line(final.get("llm_probe"), summary, state["reports"], state["run_id"])
         if line:
             console.print(line, highlight=False, markup=False)
         show_review(queries)
     if summary["agents_ok"] == 0:
         errors = [r["error"] for r in state["reports"] if r["error"]]
-        raise DraftsetError(f"all {len(state['reports'])} category agents failed: {errors[0] if errors else '?'}",
-                            hint="check that HF_ENDPOINT is reachable (draftset hub serve DIR for the local Hub), "
-                                 "then run find again")
+        raise DraftsetError(
+            f"all {len(state['reports'])} category agents failed: {errors[0] if errors else '?'}",
+            hint="check that HF_ENDPOINT is reachable (draftset hub serve DIR for the local Hub), then run find again",
+        )
 
 
-def llm_line(probe: dict[str, Any] | None, summary: dict[str, Any], reports: list[dict[str, Any]],
-             run_id: str) -> str | None:
+def llm_line(
+    probe: dict[str, Any] | None, summary: dict[str, Any], reports: list[dict[str, Any]], run_id: str
+) -> str | None:
     """One line on the llm policy: what the endpoint honours, tokens, fallbacks by cause and the first one's
     detail (it names the LLM endpoint, so an HTML page from a wrong DRAFTSET_LLM_BASE_URL reads as that)."""
     if probe is None:
         return None
     forms = [name for name in ("json_schema", "tools") if probe.get(name)] or ["prompt only"]
-    line = (f"llm {probe['model']} at {probe['endpoint']}: {'+'.join(forms)} · calls {summary['llm_calls']} · "
-            f"tokens {summary['llm_tokens']} · fallbacks {summary['llm_fallbacks']}/{len(reports)}")
+    line = (
+        f"llm {probe['model']} at {probe['endpoint']}: {'+'.join(forms)} · calls {summary['llm_calls']} · "
+        f"tokens {summary['llm_tokens']} · fallbacks {summary['llm_fallbacks']}/{len(reports)}"
+    )
     causes = summary.get("llm_fallback_causes") or {}
     if causes:
         line += " (" + ", ".join(f"{cause} {n}" for cause, n in causes.items()) + ")"
         first = next((e for r in reports for e in r.get("llm_events", []) if e["outcome"] == "fallback"), None)
         if first:
             line += f" · first: {first['detail']}"
-        line += (f" · next: draftset sql \"SELECT category, step, cause, detail, outcome FROM llm_events "
-                 f"WHERE run_id = '{run_id}' ORDER BY category, seq\"")
+        line += (
+            f' · next: draftset sql "SELECT category, step, cause, detail, outcome FROM llm_events '
+            f"WHERE run_id = '{run_id}' ORDER BY category, seq\""
+        )
     return line
 
 

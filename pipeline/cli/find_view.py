@@ -42,46 +42,87 @@ class AgentProgress:
         for key, row in sorted(self.rows.items()):
             stage = row.get("stage", "")
             # Errors quote Hub and LLM answers: literal Text, never markup.
-            table.add_row(BY_KEY[key].title, literal(stage, STAGE_STYLE.get(stage, "white")),
-                          str(row.get("hub_calls", "")), str(row.get("cache_hits", "")), str(row.get("hits", "")),
-                          str(row.get("candidates", "")), literal(str(row.get("error", ""))[:60]))
+            table.add_row(
+                BY_KEY[key].title,
+                literal(stage, STAGE_STYLE.get(stage, "white")),
+                str(row.get("hub_calls", "")),
+                str(row.get("cache_hits", "")),
+                str(row.get("hits", "")),
+                str(row.get("candidates", "")),
+                literal(str(row.get("error", ""))[:60]),
+            )
         return table
 
 
 def _top_reasons(reasons: list[str], n: int = 3) -> str:
-    positive = sorted((r for r in reasons if r.startswith("+") and not r.startswith("+0.00")),
-                      key=lambda r: -float(r.split()[0]))
+    positive = sorted(
+        (r for r in reasons if r.startswith("+") and not r.startswith("+0.00")), key=lambda r: -float(r.split()[0])
+    )
     return "; ".join(r.split(" ", 1)[1] for r in positive[:n])
 
 
 def show_candidates(candidates: list[dict[str, Any]]) -> None:
     print_table(
         ("#", "repo", "category", "score", "top reasons", "rows", "license / flags", "mode", "status"),
-        [(i + 1, c["repo_id"], c["category"] + (f" (+{','.join(c['also_found_by'])})" if c["also_found_by"] else ""),
-          f"{c['score']:.2f}", _top_reasons(c["reasons"]), c["n_rows"],
-          " ".join([c["license"] or "-"] + c["flags"]), c["mode"], c["status"])
-         for i, c in enumerate(candidates)],
-        title="candidates (ranked)")
+        [
+            (
+                i + 1,
+                c["repo_id"],
+                c["category"] + (f" (+{','.join(c['also_found_by'])})" if c["also_found_by"] else ""),
+                f"{c['score']:.2f}",
+                _top_reasons(c["reasons"]),
+                c["n_rows"],
+                " ".join([c["license"] or "-"] + c["flags"]),
+                c["mode"],
+                c["status"],
+            )
+            for i, c in enumerate(candidates)
+        ],
+        title="candidates (ranked)",
+    )
 
 
 def show_plan(plan: dict[str, Any]) -> None:
     items = plan["items"]
     print_table(
-        ("repo", "category", "mode", "rows to take", "samples", "prompt tok", "response tok", "regen h",
-         "hidden states"),
-        [(i["repo_id"], i["category"], i["mode"], f"{i['rows_to_take']:,}", f"{i['est_samples']:,}",
-          f"{i['prompt_tokens']:,}", f"{i['response_tokens']:,}", f"{i['regen_hours']:.2f}",
-          human_bytes(i["hidden_state_bytes"])) for i in items],
-        title=f"plan {plan['plan_id']}")  # print_table prints titles literally
+        (
+            "repo",
+            "category",
+            "mode",
+            "rows to take",
+            "samples",
+            "prompt tok",
+            "response tok",
+            "regen h",
+            "hidden states",
+        ),
+        [
+            (
+                i["repo_id"],
+                i["category"],
+                i["mode"],
+                f"{i['rows_to_take']:,}",
+                f"{i['est_samples']:,}",
+                f"{i['prompt_tokens']:,}",
+                f"{i['response_tokens']:,}",
+                f"{i['regen_hours']:.2f}",
+                human_bytes(i["hidden_state_bytes"]),
+            )
+            for i in items
+        ],
+        title=f"plan {plan['plan_id']}",
+    )  # print_table prints titles literally
     t = plan["totals"]
     console.print(
         f"[bold]requested[/] {plan['samples_requested']:,} new samples · [bold]already held[/] "
         f"{plan['samples_existing']:,} ({len(plan['existing_repos'])} datasets, not re-proposed) · "
         f"[bold]planned[/] {t['samples_planned']:,} from {t['datasets']} datasets"
-        + (f" · [yellow]shortfall {t['shortfall']:,}[/]" if t["shortfall"] else ""))
+        + (f" · [yellow]shortfall {t['shortfall']:,}[/]" if t["shortfall"] else "")
+    )
     console.print(
         f"tokens: {t['prompt_tokens']:,} prompt + {t['response_tokens']:,} response · regeneration at "
-        f"{t['throughput_tok_s']:g} tok/s · hidden states at {t['bytes_per_token']:,} B/token")
+        f"{t['throughput_tok_s']:g} tok/s · hidden states at {t['bytes_per_token']:,} B/token"
+    )
     console.print(f"[bold magenta]{headline(t)}[/]")
 
 

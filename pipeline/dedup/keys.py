@@ -34,4 +34,4 @@ def shingles(normalized: str, n: int = 2) -> set[bytes]:
     words = normalized.split()
     if len(words) < n:
         return {" ".join(words).encode()} if words else set()
-    return {" ".join(words[i:i + n]).encode() for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]).encode() for i in range(len(words) - n + 1)}

@@ -43,8 +43,7 @@ class NearIndex:
         best: tuple[str, float] | None = None
         for other in self._lsh.query(sig):
             sim = sig.jaccard(self._sigs[other])
-            if sim >= self.threshold and (best is None or sim > best[1] or
-                                          (sim == best[1] and other < best[0])):
+            if sim >= self.threshold and (best is None or sim > best[1] or (sim == best[1] and other < best[0])):
                 best = (other, sim)
         if best is None:
             self._lsh.insert(key, sig)

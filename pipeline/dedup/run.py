@@ -28,13 +28,23 @@ from pipeline.ingest.rows import from_row
 from pipeline.model.lengths import TokenCounter
 from pipeline.stage import StageConfig, StageRun
 
-DECISIONS = pa.schema([
-    ("record_id", pa.string()), ("repo_id", pa.string()), ("row_index", pa.int64()),
-    ("prompt_hash", pa.string()), ("kept", pa.bool_()), ("duplicate_of", pa.string()),
-    ("reason", pa.string()), ("similarity", pa.float64()), ("stage_run_id", pa.string()),
-    ("category", pa.string()), ("mode", pa.string()), ("prompt_tokens", pa.int64()),
-    ("length_unit", pa.string()),
-])
+DECISIONS = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("repo_id", pa.string()),
+        ("row_index", pa.int64()),
+        ("prompt_hash", pa.string()),
+        ("kept", pa.bool_()),
+        ("duplicate_of", pa.string()),
+        ("reason", pa.string()),
+        ("similarity", pa.float64()),
+        ("stage_run_id", pa.string()),
+        ("category", pa.string()),
+        ("mode", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("length_unit", pa.string()),
+    ]
+)
 _TABLE_COLUMNS = DECISIONS.names[:9]  # the `dedup` table's columns (0001_core.sql)
 
 
@@ -79,8 +89,19 @@ def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_04
     def flush() -> None:
         counts = counter.count_many([ctx for _, _, ctx in pending])
         for (raw, norm, _), n in zip(pending, counts):
-            rows.append(_Row(raw["id"], raw["repo_id"], raw["config"], raw["split"], raw["row_index"],
-                             raw["category"], raw["mode"], norm, n))
+            rows.append(
+                _Row(
+                    raw["id"],
+                    raw["repo_id"],
+                    raw["config"],
+                    raw["split"],
+                    raw["row_index"],
+                    raw["category"],
+                    raw["mode"],
+                    norm,
+                    n,
+                )
+            )
         pending.clear()
 
     for raw in iter_rows([Home(home).normalized(r) for r in repos]):
@@ -92,8 +113,14 @@ def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_04
     return rows
 
 
-def run_dedup(catalog: Catalog, home: Path, config: DedupConfig, out_dir: Path,
-              counter: TokenCounter, progress: Progress | None = None) -> DedupResult:
+def run_dedup(
+    catalog: Catalog,
+    home: Path,
+    config: DedupConfig,
+    out_dir: Path,
+    counter: TokenCounter,
+    progress: Progress | None = None,
+) -> DedupResult:
     """Decide every row of `config.repos`; record the decisions; return the kept ids."""
     with StageRun("dedup", config, out_dir, catalog) as run:
         rows = sorted(_load(home, config.repos, counter), key=_Row.order)
@@ -118,12 +145,35 @@ def run_dedup(catalog: Catalog, home: Path, config: DedupConfig, out_dir: Path,
                 first_by_hash[phash] = row.id
                 run.emitted()
             else:
-                run.drop(reason, where={"record_id": row.id, "repo_id": row.repo_id,
-                                        "row_index": row.row_index, "duplicate_of": dup_of,
-                                        "similarity": sim, "prompt_tokens": row.tokens})
-            for name, value in zip(DECISIONS.names, (
-                    row.id, row.repo_id, row.row_index, phash, reason == "kept", dup_of, reason, sim,
-                    run.run_id, row.category, row.mode, row.tokens, counter.method)):
+                run.drop(
+                    reason,
+                    where={
+                        "record_id": row.id,
+                        "repo_id": row.repo_id,
+                        "row_index": row.row_index,
+                        "duplicate_of": dup_of,
+                        "similarity": sim,
+                        "prompt_tokens": row.tokens,
+                    },
+                )
+            for name, value in zip(
+                DECISIONS.names,
+                (
+                    row.id,
+                    row.repo_id,
+                    row.row_index,
+                    phash,
+                    reason == "kept",
+                    dup_of,
+                    reason,
+                    sim,
+                    run.run_id,
+                    row.category,
+                    row.mode,
+                    row.tokens,
+                    counter.method,
+                ),
+            ):
                 out[name].append(value)
             if progress:
                 progress.advance(task)

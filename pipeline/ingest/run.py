@@ -70,17 +70,35 @@ def _check_resumable(out: Path, config: IngestConfig, fresh: bool) -> None:
         raise DraftsetError(
             f"{out} holds shards from adapter spec {str(old.get('spec_hash'))[:12]} at revision "
             f"{str(old.get('revision'))[:12]}, but the approved adapter is spec {config.spec_hash[:12]} at "
-            f"{config.revision[:12]}", hint=f"rebuild them: draftset ingest --repo {config.repo_id} --fresh")
+            f"{config.revision[:12]}",
+            hint=f"rebuild them: draftset ingest --repo {config.repo_id} --fresh",
+        )
 
 
-def ingest_dataset(catalog: Catalog, home: Path, repo_id: str, *, endpoint: str, token: str | None = None,
-                   fresh: bool = False, max_conversation_chars: int = 4_000_000,
-                   progress: Progress | None = None) -> DatasetResult:
+def ingest_dataset(
+    catalog: Catalog,
+    home: Path,
+    repo_id: str,
+    *,
+    endpoint: str,
+    token: str | None = None,
+    fresh: bool = False,
+    max_conversation_chars: int = 4_000_000,
+    progress: Progress | None = None,
+) -> DatasetResult:
     spec = require_approved(catalog, repo_id, hub_revision(repo_id, endpoint, token))
     src = spec.source
-    config = IngestConfig(repo_id=repo_id, revision=src.revision, config=src.config, split=src.split,
-                          data_files=list(src.data_files), spec_hash=spec.spec_hash(), category=spec.category,
-                          mode=spec.mode, max_conversation_chars=max_conversation_chars)
+    config = IngestConfig(
+        repo_id=repo_id,
+        revision=src.revision,
+        config=src.config,
+        split=src.split,
+        data_files=list(src.data_files),
+        spec_hash=spec.spec_hash(),
+        category=spec.category,
+        mode=spec.mode,
+        max_conversation_chars=max_conversation_chars,
+    )
     out = Home(home).normalized(repo_id)
     # One ingest per dataset at a time (an flock: released by the kernel if this process dies). Taken
     # before --fresh removes the folder, so a second ingest cannot delete the first one's shards.
@@ -88,15 +106,28 @@ def ingest_dataset(catalog: Catalog, home: Path, repo_id: str, *, endpoint: str,
         _check_resumable(out, config, fresh)
         # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
         with StageRun("ingest", config, out, catalog) as run, hub_errors(endpoint, repo_id=repo_id, probe=False):
-            ingest_rows(spec, iter_raw_rows(spec, endpoint=endpoint, token=token), out, run,
-                        max_conversation_chars=max_conversation_chars, progress=progress)
+            ingest_rows(
+                spec,
+                iter_raw_rows(spec, endpoint=endpoint, token=token),
+                out,
+                run,
+                max_conversation_chars=max_conversation_chars,
+                progress=progress,
+            )
     with catalog.writer() as con:  # the find/plan views show which candidates are now data
         con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [repo_id])
     return DatasetResult(repo_id, dict(run.counts))
 
 
-def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: StageRun, *,
-                max_conversation_chars: int = 4_000_000, progress: Progress | None = None) -> None:
+def ingest_rows(
+    spec: AdapterSpec,
+    raw_rows: Iterable[RawRow],
+    out: Path,
+    run: StageRun,
+    *,
+    max_conversation_chars: int = 4_000_000,
+    progress: Progress | None = None,
+) -> None:
     """Raw rows → canonical shard rows in `out`, skipping ids already there; every reject quarantined."""
     src = spec.source
     done = existing_ids(out)
@@ -106,11 +137,19 @@ def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: S
             run.seen()
             if progress:
                 progress.advance(task)
-            where = {"repo_id": src.repo_id, "revision": src.revision, "config": src.config, "split": src.split,
-                     "row_index": raw.row_index}
+            where = {
+                "repo_id": src.repo_id,
+                "revision": src.revision,
+                "config": src.config,
+                "split": src.split,
+                "row_index": raw.row_index,
+            }
             if raw.error is not None:
-                run.drop(reader_reason(raw.error), where={**where, **file_position(raw.error), "field": "<row>"},
-                         detail=raw.error)
+                run.drop(
+                    reader_reason(raw.error),
+                    where={**where, **file_position(raw.error), "field": "<row>"},
+                    detail=raw.error,
+                )
                 continue
             try:
                 conversations = apply_row(spec, raw.row_index, raw.row)
@@ -119,16 +158,22 @@ def ingest_rows(spec: AdapterSpec, raw_rows: Iterable[RawRow], out: Path, run: S
                 run.drop("row_error", where={**where, "field": exc.field}, detail=exc.reason)
                 continue
             except Exception as exc:  # noqa: BLE001 - whatever a library raises on one row loses that row only
-                run.drop("unexpected_error", where={**where, "field": "<row>"},
-                         detail=f"{type(exc).__name__}: {str(exc)[:300]}")
+                run.drop(
+                    "unexpected_error",
+                    where={**where, "field": "<row>"},
+                    detail=f"{type(exc).__name__}: {str(exc)[:300]}",
+                )
                 continue
             for conv, row in zip(conversations, rows):
                 if conv.id in done:
                     run.skipped("already_written")
                     continue
                 if len(row["conversation"]) > max_conversation_chars:
-                    run.drop("too_large", where={**where, "field": "<conversation>", "record_id": conv.id},
-                             detail=f"{len(row['conversation'])} chars > {max_conversation_chars}")
+                    run.drop(
+                        "too_large",
+                        where={**where, "field": "<conversation>", "record_id": conv.id},
+                        detail=f"{len(row['conversation'])} chars > {max_conversation_chars}",
+                    )
                     continue
                 writer.write(row)
                 done.add(conv.id)
@@ -158,29 +203,46 @@ def repos_to_ingest(catalog: Catalog, plan_id: str | None, repos: list[str] | No
         raise DraftsetError("no catalog yet: nothing is approved", hint='run `draftset find "<domain>"` first')
     if plan_id:
         if not catalog.query("SELECT 1 FROM plans WHERE plan_id = ?", [plan_id]):
-            raise DraftsetError(f"plan {plan_id!r} not found",
-                                hint='list plans: draftset sql "SELECT plan_id, domain FROM plans"')
+            raise DraftsetError(
+                f"plan {plan_id!r} not found", hint='list plans: draftset sql "SELECT plan_id, domain FROM plans"'
+            )
         rows = catalog.query("SELECT repo_id FROM plan_items WHERE plan_id = ? ORDER BY repo_id", [plan_id])
     else:
         rows = catalog.query("SELECT repo_id FROM adapters WHERE status = 'approved' ORDER BY repo_id")
     if not rows:
-        raise DraftsetError("no dataset to ingest" + (f" in plan {plan_id}" if plan_id else ": no approved adapter"),
-                            hint="approve adapters with `draftset adapters approve REPO`")
+        raise DraftsetError(
+            "no dataset to ingest" + (f" in plan {plan_id}" if plan_id else ": no approved adapter"),
+            hint="approve adapters with `draftset adapters approve REPO`",
+        )
     return [r["repo_id"] for r in rows]
 
 
-def ingest(catalog: Catalog, home: Path, repos: list[str], *, endpoint: str, token: str | None = None,
-           fresh: bool = False, progress: Progress | None = None) -> list[DatasetResult]:
+def ingest(
+    catalog: Catalog,
+    home: Path,
+    repos: list[str],
+    *,
+    endpoint: str,
+    token: str | None = None,
+    fresh: bool = False,
+    progress: Progress | None = None,
+) -> list[DatasetResult]:
     """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on."""
     results = []
     for repo_id in repos:
         try:
-            results.append(ingest_dataset(catalog, home, repo_id, endpoint=endpoint, token=token,
-                                          fresh=fresh, progress=progress))
+            results.append(
+                ingest_dataset(catalog, home, repo_id, endpoint=endpoint, token=token, fresh=fresh, progress=progress)
+            )
         except DraftsetError as exc:
             results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))
         except OSError as exc:  # full disk or permissions while writing quarantine/stats files
-            results.append(DatasetResult(repo_id, {}, f"cannot write under {Home(home).normalized(repo_id)}: {exc}",
-                                         "free disk space or fix permissions, then re-run (resumes by id)"))
+            results.append(
+                DatasetResult(
+                    repo_id,
+                    {},
+                    f"cannot write under {Home(home).normalized(repo_id)}: {exc}",
+                    "free disk space or fix permissions, then re-run (resumes by id)",
+                )
+            )
     return results
-

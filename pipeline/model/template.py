@@ -22,11 +22,20 @@ THINK_START = "<think>"
 THINK_END = "</think>"
 
 SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|pad|>",
-    "<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", END_OF_TURN,
-    THINK_START, THINK_END,
-    "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
-    "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>",
+    "<|endoftext|>",
+    "<|pad|>",
+    "<|im_system|>",
+    "<|im_user|>",
+    "<|im_assistant|>",
+    "<|im_middle|>",
+    END_OF_TURN,
+    THINK_START,
+    THINK_END,
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
 ]
 
 # Whitespace control (`{%-`) keeps the rendering free of stray newlines, so token boundaries sit on

@@ -39,9 +39,9 @@ KIMI_PATTERN_PARTS = [
     r"""\s+""",
 ]
 KIMI_PATTERN = "|".join(KIMI_PATTERN_PARTS)
-KIMI_RESERVED = 256          # plus 2: the remote code adds `num_reserved_special_tokens + 2` ids
+KIMI_RESERVED = 256  # plus 2: the remote code adds `num_reserved_special_tokens + 2` ids
 RANKS_FILES = ("tiktoken.model",)
-REMOTE_CONFIG = "tokenizer_config.remote.json"   # the original config, kept beside the converted one
+REMOTE_CONFIG = "tokenizer_config.remote.json"  # the original config, kept beside the converted one
 
 
 @dataclass
@@ -63,19 +63,28 @@ def read_ranks(path: Path) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except ValueError as exc:
-            raise DraftsetError(f"{path}:{n} is not a `base64 rank` line", hint="pass the tiktoken.model file of "
-                                "the target (tiktoken BPE format)") from exc
+            raise DraftsetError(
+                f"{path}:{n} is not a `base64 rank` line",
+                hint="pass the tiktoken.model file of the target (tiktoken BPE format)",
+            ) from exc
     if sorted(ranks.values()) != list(range(len(ranks))):
-        raise DraftsetError(f"{path}: ranks are not 0..{len(ranks) - 1} without gaps",
-                            hint="a tiktoken file whose ranks have gaps cannot map ranks to ids one to one")
+        raise DraftsetError(
+            f"{path}: ranks are not 0..{len(ranks) - 1} without gaps",
+            hint="a tiktoken file whose ranks have gaps cannot map ranks to ids one to one",
+        )
     return ranks
 
 
 def _literal(node: ast.AST) -> Any:
     """A str/int literal, or `"|".join([literals...])`, evaluated without running anything."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" \
-            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str) \
-            and len(node.args) == 1:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+        and len(node.args) == 1
+    ):
         return node.func.value.value.join(ast.literal_eval(node.args[0]))
     return ast.literal_eval(node)
 
@@ -106,8 +115,10 @@ def read_remote_layout(model_dir: Path) -> tuple[str, int, str]:
 
 def special_tokens(config: dict, n_ranks: int, n_reserved: int) -> dict[int, str]:
     """id → name for every special id, exactly as the remote tokenizer numbers them."""
-    named = {int(i): (v["content"] if isinstance(v, dict) else str(v))
-             for i, v in (config.get("added_tokens_decoder") or {}).items()}
+    named = {
+        int(i): (v["content"] if isinstance(v, dict) else str(v))
+        for i, v in (config.get("added_tokens_decoder") or {}).items()
+    }
     return {i: named.get(i, f"<|reserved_token_{i}|>") for i in range(n_ranks, n_ranks + n_reserved + 2)}
 
 
@@ -122,11 +133,13 @@ def build_tokenizer(ranks: dict[bytes, int], pattern: str, specials: dict[int, s
             return ranks
 
     tok = _Converter(vocab_file="<parsed>", pattern=pattern).converted()
-    for i in sorted(specials):   # in id order: each is appended at the next id, i.e. its own
+    for i in sorted(specials):  # in id order: each is appended at the next id, i.e. its own
         tok.add_special_tokens([AddedToken(specials[i], normalized=False, special=True)])
         if tok.token_to_id(specials[i]) != i:
-            raise DraftsetError(f"special token {specials[i]!r} landed at id {tok.token_to_id(specials[i])}, not {i}",
-                                hint="its name collides with a BPE token or another special; check added_tokens_decoder")
+            raise DraftsetError(
+                f"special token {specials[i]!r} landed at id {tok.token_to_id(specials[i])}, not {i}",
+                hint="its name collides with a BPE token or another special; check added_tokens_decoder",
+            )
     return tok
 
 
@@ -138,9 +151,13 @@ def convert_tokenizer(model_dir: Path, out_dir: Path | None = None) -> Converted
     out_dir = Path(out_dir or model_dir)
     ranks_path = next((model_dir / f for f in RANKS_FILES if (model_dir / f).is_file()), None)
     if ranks_path is None:
-        raise DraftsetError(f"no {' or '.join(RANKS_FILES)} in {model_dir}",
-                            hint="point at the target's snapshot dir (Kimi-K2.5 ships tiktoken.model)")
-    config_path = model_dir / REMOTE_CONFIG if (model_dir / REMOTE_CONFIG).is_file() else model_dir / "tokenizer_config.json"
+        raise DraftsetError(
+            f"no {' or '.join(RANKS_FILES)} in {model_dir}",
+            hint="point at the target's snapshot dir (Kimi-K2.5 ships tiktoken.model)",
+        )
+    config_path = (
+        model_dir / REMOTE_CONFIG if (model_dir / REMOTE_CONFIG).is_file() else model_dir / "tokenizer_config.json"
+    )
     config = json.loads(config_path.read_text()) if config_path.is_file() else {}
     ranks = read_ranks(ranks_path)
     pattern, n_reserved, pattern_source = read_remote_layout(model_dir)
@@ -151,18 +168,24 @@ def convert_tokenizer(model_dir: Path, out_dir: Path | None = None) -> Converted
     role = {k: (v["content"] if isinstance(v, dict) else v) for k, v in role.items() if v}
     unknown = {k: v for k, v in role.items() if v not in names}
     if unknown:
-        raise DraftsetError(f"{config_path.name} names {unknown} but no special id carries that name",
-                            hint="check added_tokens_decoder in tokenizer_config.json")
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, **role, clean_up_tokenization_spaces=False,
-                                      model_max_length=int(config.get("model_max_length") or 1 << 20))
+        raise DraftsetError(
+            f"{config_path.name} names {unknown} but no special id carries that name",
+            hint="check added_tokens_decoder in tokenizer_config.json",
+        )
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        **role,
+        clean_up_tokenization_spaces=False,
+        model_max_length=int(config.get("model_max_length") or 1 << 20),
+    )
     if isinstance(config.get("chat_template"), str):
         wrapped.chat_template = config["chat_template"]
     out_dir.mkdir(parents=True, exist_ok=True)
     if out_dir == model_dir and config_path.name == "tokenizer_config.json" and config.get("auto_map"):
-        shutil.copyfile(config_path, model_dir / REMOTE_CONFIG)   # keep the original: re-runs read it
+        shutil.copyfile(config_path, model_dir / REMOTE_CONFIG)  # keep the original: re-runs read it
     elif out_dir != model_dir and (model_dir / "chat_template.jinja").is_file():
         shutil.copyfile(model_dir / "chat_template.jinja", out_dir / "chat_template.jinja")
-    for stale in ("tokenizer_config.json",):   # a symlink into an HF cache must not be written through
+    for stale in ("tokenizer_config.json",):  # a symlink into an HF cache must not be written through
         if (out_dir / stale).is_symlink():
             (out_dir / stale).unlink()
     wrapped.save_pretrained(str(out_dir))

@@ -57,17 +57,23 @@ def load_tokenizer_json(where: Path | str) -> TokenizerFile:
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:  # the light install has no tokenizers
-        raise DraftsetError("counting target tokens needs the `tokenizers` package",
-                            hint="pip install 'draftset[model]', or leave out --tokenizer for the estimate") from exc
+        raise DraftsetError(
+            "counting target tokens needs the `tokenizers` package",
+            hint="pip install 'draftset[model]', or leave out --tokenizer for the estimate",
+        ) from exc
     if not path.is_file():
-        raise DraftsetError(f"cannot load tokenizer {path}: no tokenizer.json there",
-                            hint="pass --tokenizer DIR of a Hugging Face model folder, or leave it "
-                                 "out to use the toy target / a chars/4 estimate")
+        raise DraftsetError(
+            f"cannot load tokenizer {path}: no tokenizer.json there",
+            hint="pass --tokenizer DIR of a Hugging Face model folder, or leave it "
+            "out to use the toy target / a chars/4 estimate",
+        )
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises a bare Exception on a bad file
-        raise DraftsetError(f"cannot load tokenizer {path}: {exc}",
-                            hint="point --tokenizer at the target's model folder (tokenizer.json)") from exc
+        raise DraftsetError(
+            f"cannot load tokenizer {path}: {exc}",
+            hint="point --tokenizer at the target's model folder (tokenizer.json)",
+        ) from exc
     return TokenizerFile(path, tokenizer, _untruncated(tokenizer))
 
 
@@ -75,8 +81,10 @@ def load_chat_tokenizer(model_dir: Path | str) -> Any:
     """The target's transformers tokenizer (chat template included), never remote code, never truncating."""
     model_dir = Path(model_dir)
     if not (model_dir / "tokenizer_config.json").is_file():
-        raise DraftsetError(f"{model_dir} has no tokenizer_config.json",
-                            hint="point --model at the target's model dir (toy: draftset model init-toy DIR)")
+        raise DraftsetError(
+            f"{model_dir} has no tokenizer_config.json",
+            hint="point --model at the target's model dir (toy: draftset model init-toy DIR)",
+        )
     from transformers import AutoTokenizer
 
     try:
@@ -84,13 +92,16 @@ def load_chat_tokenizer(model_dir: Path | str) -> Any:
     except (ValueError, OSError, ImportError) as exc:  # one line, never a transformers traceback
         text = str(exc)
         if "trust_remote_code" in text or "remote code" in text or "custom code" in text:
-            raise DraftsetError(f"the tokenizer in {model_dir} needs remote code (its own Python files); draftset "
-                                "never runs code from a model folder",
-                                hint="use a model folder whose tokenizer loads without code (a tokenizer.json), "
-                                     "e.g. convert a tiktoken tokenizer first") from None
+            raise DraftsetError(
+                f"the tokenizer in {model_dir} needs remote code (its own Python files); draftset "
+                "never runs code from a model folder",
+                hint="use a model folder whose tokenizer loads without code (a tokenizer.json), "
+                "e.g. convert a tiktoken tokenizer first",
+            ) from None
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise DraftsetError(f"cannot load the tokenizer in {model_dir}: {first}",
-                            hint="point --model at the target's model dir") from None
+        raise DraftsetError(
+            f"cannot load the tokenizer in {model_dir}: {first}", hint="point --model at the target's model dir"
+        ) from None
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         _untruncated(backend)

@@ -23,9 +23,16 @@ def renders_tool_calls(tokenizer: Any) -> bool:
     """Does this tokenizer's chat template render an assistant turn's `tool_calls`? (cached)"""
     key = id(tokenizer)
     if key not in _RENDERS_CALLS:
-        probe = [{"role": "user", "content": "x"},
-                 {"role": "assistant", "content": "", "tool_calls": [
-                     {"id": "call_0", "type": "function", "function": {"name": PROBE_NAME, "arguments": "{}"}}]}]
+        probe = [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "call_0", "type": "function", "function": {"name": PROBE_NAME, "arguments": "{}"}}
+                ],
+            },
+        ]
         try:
             text = tokenizer.apply_chat_template(probe, tokenize=False)
         except Exception:  # a template that refuses tool_calls outright does not render them  # noqa: BLE001
@@ -46,8 +53,11 @@ def hermes_text(calls: list[dict[str, Any]]) -> str:
             args = json.loads(args) if isinstance(args, str) else args
         except ValueError:
             pass  # kept as the string it is: the contract, not the renderer, judges arguments
-        blocks.append("<tool_call>\n" + json.dumps({"name": fn.get("name"), "arguments": args},
-                                                   ensure_ascii=False) + "\n</tool_call>")
+        blocks.append(
+            "<tool_call>\n"
+            + json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+            + "\n</tool_call>"
+        )
     return "\n".join(blocks)
 
 

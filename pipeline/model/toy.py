@@ -56,12 +56,19 @@ def _training_texts(tokenizer, pairs: list[tuple[str, str]], rng: random.Random,
     return texts
 
 
-def _train(model, tokenizer, texts: list[str], cfg: ToyConfig,
-           on_step: Callable[[int, float], None]) -> tuple[float, int]:
+def _train(
+    model, tokenizer, texts: list[str], cfg: ToyConfig, on_step: Callable[[int, float], None]
+) -> tuple[float, int]:
     import torch
 
-    batches = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=cfg.train_seq_len,
-                        padding="max_length", return_tensors="pt")
+    batches = tokenizer(
+        texts,
+        add_special_tokens=False,
+        truncation=True,
+        max_length=cfg.train_seq_len,
+        padding="max_length",
+        return_tensors="pt",
+    )
     ids, mask = batches["input_ids"], batches["attention_mask"]
     labels = ids.masked_fill(mask == 0, -100)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate)
@@ -83,8 +90,12 @@ def _train(model, tokenizer, texts: list[str], cfg: ToyConfig,
     return loss_value, done
 
 
-def init_toy(out_dir: Path, cfg: ToyConfig, hub_dir: Path | None = None,
-             on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict:
+def init_toy(
+    out_dir: Path,
+    cfg: ToyConfig,
+    hub_dir: Path | None = None,
+    on_step: Callable[[int, float], None] = lambda step, loss: None,
+) -> dict:
     """Build, optionally train, and save the toy target to `out_dir`."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -92,18 +103,26 @@ def init_toy(out_dir: Path, cfg: ToyConfig, hub_dir: Path | None = None,
 
     hf_logging.disable_progress_bar()  # our own rich bar is the one progress display
 
-    require(cfg.hidden_size % cfg.num_heads == 0,
-            f"hidden_size {cfg.hidden_size} is not divisible by num_heads {cfg.num_heads}",
-            hint="pick a hidden size that is a multiple of the head count")
+    require(
+        cfg.hidden_size % cfg.num_heads == 0,
+        f"hidden_size {cfg.hidden_size} is not divisible by num_heads {cfg.num_heads}",
+        hint="pick a hidden size that is a multiple of the head count",
+    )
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
     rows = corpus_rows(hub_dir)
     tokenizer = train_tokenizer((text for row in rows for text in row), vocab_size=cfg.vocab_size)
     model_config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
-        intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.max_positions,
-        tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_heads,
+        intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=cfg.max_positions,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
     )
     model = LlamaForCausalLM(model_config)
@@ -115,9 +134,14 @@ def init_toy(out_dir: Path, cfg: ToyConfig, hub_dir: Path | None = None,
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
 
-    info = {"toy_config": cfg.model_dump(), "vocab_size": len(tokenizer), "final_loss": final_loss,
-            "steps_done": steps_done, "n_parameters": sum(p.numel() for p in model.parameters()),
-            "corpus_rows": len(rows)}
+    info = {
+        "toy_config": cfg.model_dump(),
+        "vocab_size": len(tokenizer),
+        "final_loss": final_loss,
+        "steps_done": steps_done,
+        "n_parameters": sum(p.numel() for p in model.parameters()),
+        "corpus_rows": len(rows),
+    }
     _save(Path(out_dir), model, tokenizer, info)
     return info
 
@@ -137,8 +161,9 @@ def _save(out_dir: Path, model, tokenizer, info: dict) -> None:
         tmp.rename(out_dir)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise DraftsetError(f"cannot write the toy model to {out_dir}: {exc}",
-                            hint="free disk space or pick a writable directory") from exc
+        raise DraftsetError(
+            f"cannot write the toy model to {out_dir}: {exc}", hint="free disk space or pick a writable directory"
+        ) from exc
 
 
 def _embed_template_in_config(path: Path) -> None:

@@ -24,9 +24,11 @@ from catalog.errors import DraftsetError
 from pipeline.regenerate.config import RetryPolicy
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
-START_HINT = ("start one: `draftset serve-dev DIR --port N` (toy target) or on a GPU host "
-              "`python -m sglang.launch_server --model-path <target> --port N --reasoning-parser <parser>` "
-              "(the reasoning parser makes SGLang return reasoning_content)")
+START_HINT = (
+    "start one: `draftset serve-dev DIR --port N` (toy target) or on a GPU host "
+    "`python -m sglang.launch_server --model-path <target> --port N --reasoning-parser <parser>` "
+    "(the reasoning parser makes SGLang return reasoning_content)"
+)
 
 
 def base_url(url: str) -> str:
@@ -89,16 +91,18 @@ def _classify(exc: Exception) -> tuple[str, int | str, bool]:
 class EndpointPool:
     """Dispatch each request to the endpoint with the fewest requests in flight (ties: round-robin)."""
 
-    def __init__(self, urls: list[str], *, api_key: str, retry: RetryPolicy, max_inflight: int,
-                 connections_per_lane: int = 8):
+    def __init__(
+        self, urls: list[str], *, api_key: str, retry: RetryPolicy, max_inflight: int, connections_per_lane: int = 8
+    ):
         n_lanes = max(1, math.ceil(max_inflight / connections_per_lane))
         limits = httpx2.Limits(max_connections=connections_per_lane, max_keepalive_connections=connections_per_lane)
         tls = httpx2.create_ssl_context()  # loading CA certificates costs ~0.1 s: once, not once per lane
 
         def lane(url: str) -> openai.AsyncOpenAI:
             http = openai.DefaultAsyncHttpxClient(limits=limits, verify=tls)
-            return openai.AsyncOpenAI(base_url=base_url(url), api_key=api_key, max_retries=0,
-                                      timeout=retry.timeout_s, http_client=http)
+            return openai.AsyncOpenAI(
+                base_url=base_url(url), api_key=api_key, max_retries=0, timeout=retry.timeout_s, http_client=http
+            )
 
         self.retry = retry
         self.endpoints = [Endpoint(url, [lane(url) for _ in range(n_lanes)]) for url in urls]
@@ -111,15 +115,19 @@ class EndpointPool:
             try:
                 page = await endpoint.lanes[0].models.list(timeout=10.0)
             except openai.OpenAIError as exc:
-                raise DraftsetError(f"target endpoint {endpoint.url} is not answering GET /v1/models: "
-                                    f"{_classify(exc)[0]}", hint=START_HINT) from exc
+                raise DraftsetError(
+                    f"target endpoint {endpoint.url} is not answering GET /v1/models: {_classify(exc)[0]}",
+                    hint=START_HINT,
+                ) from exc
             served = [m.id for m in page.data]
             if not served:
                 raise DraftsetError(f"target endpoint {endpoint.url} serves no model", hint=START_HINT)
             model = model or served[0]
             if model not in served:
-                raise DraftsetError(f"target endpoint {endpoint.url} serves {served}, not {model!r}",
-                                    hint="pass --model with one of those names, or --endpoint of the right server")
+                raise DraftsetError(
+                    f"target endpoint {endpoint.url} serves {served}, not {model!r}",
+                    hint="pass --model with one of those names, or --endpoint of the right server",
+                )
         return model
 
     def _pick(self) -> Endpoint:
@@ -174,11 +182,24 @@ def _reply(data: Any, endpoint: str, attempts: int, latency: float) -> Reply:
         content = message.get("content") or ""
         # SGLang returns `reasoning_content` with --reasoning-parser; newer vLLM says `reasoning`.
         reasoning = message.get("reasoning_content") or message.get("reasoning")
-        calls = [{"id": c["id"], "type": "function", "function": {
-            "name": c["function"]["name"], "arguments": c["function"].get("arguments") or "{}"}}
-            for c in message.get("tool_calls") or []]
-        return Reply(content=content, reasoning=reasoning, finish_reason=choice.get("finish_reason"),
-                     usage=usage, model=str(data.get("model")), endpoint=endpoint, attempts=attempts,
-                     latency_s=latency, tool_calls=calls or None)
+        calls = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["function"]["name"], "arguments": c["function"].get("arguments") or "{}"},
+            }
+            for c in message.get("tool_calls") or []
+        ]
+        return Reply(
+            content=content,
+            reasoning=reasoning,
+            finish_reason=choice.get("finish_reason"),
+            usage=usage,
+            model=str(data.get("model")),
+            endpoint=endpoint,
+            attempts=attempts,
+            latency_s=latency,
+            tool_calls=calls or None,
+        )
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BadResponse(f"response is not a chat completion ({type(exc).__name__}: {exc})") from exc

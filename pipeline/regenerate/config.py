@@ -91,9 +91,15 @@ class RegenConfig(StageConfig):
 
     def sampling(self) -> dict:
         """The generation settings stored with every row (and compared on resume)."""
-        return {"model": self.model, "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed,
-                "thinking": self.thinking, "separate_reasoning": self.separate_reasoning,
-                "max_tokens": {p.name: p.max_tokens for p in self.partitions}}
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "thinking": self.thinking,
+            "separate_reasoning": self.separate_reasoning,
+            "max_tokens": {p.name: p.max_tokens for p in self.partitions},
+        }
 
 
 def load_config(path: Path | None, **overrides) -> RegenConfig:
@@ -114,12 +120,20 @@ def load_config(path: Path | None, **overrides) -> RegenConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise DraftsetError(f"invalid regenerate config: {where}: {first['msg']}",
-                            hint="see `draftset regenerate --help` for the fields and their defaults") from exc
+        raise DraftsetError(
+            f"invalid regenerate config: {where}: {first['msg']}",
+            hint="see `draftset regenerate --help` for the fields and their defaults",
+        ) from exc
 
 
-def with_overrides(config: RegenConfig, *, max_tokens: int | None = None, concurrency: int | None = None,
-                   split_at: int | None = None, **retry: float | int | None) -> RegenConfig:
+def with_overrides(
+    config: RegenConfig,
+    *,
+    max_tokens: int | None = None,
+    concurrency: int | None = None,
+    split_at: int | None = None,
+    **retry: float | int | None,
+) -> RegenConfig:
     """CLI flags that apply to every partition (or the first threshold) and to the retry policy."""
     data = config.model_dump()
     for index, partition in enumerate(data["partitions"]):

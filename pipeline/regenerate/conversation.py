@@ -66,9 +66,14 @@ def prompt_messages(conversation: Conversation) -> list[tuple[Message, bool]]:
             continue
         following = messages[index + 1] if index + 1 < len(messages) else None
         # the run of user (or tool-result) turns ends here, and the source did not go on with a replayed call
-        answer = message.role in ("user", "tool") and (following is None or not (
-            following.role == message.role or replayed(following)
-            or (following.role == "tool" and following.tool_call_id in called)))
+        answer = message.role in ("user", "tool") and (
+            following is None
+            or not (
+                following.role == message.role
+                or replayed(following)
+                or (following.role == "tool" and following.tool_call_id in called)
+            )
+        )
         kept.append((message, answer))
     if not any(m.role == "user" and m.content.strip() for m, _ in kept):
         raise Skip("empty_prompt", "no user turn with text to answer")
@@ -82,13 +87,16 @@ def length_function(unit: str, tokenizer_path: str | None) -> Callable[[str], in
     from pipeline.model.tokenizer_load import load_tokenizer_json  # lazy: only when partitions count tokens
 
     if tokenizer_path is None:
-        raise DraftsetError("partitions measured in tokens need a tokenizer",
-                            hint="set `tokenizer` to the target's tokenizer.json, or measure in chars")
+        raise DraftsetError(
+            "partitions measured in tokens need a tokenizer",
+            hint="set `tokenizer` to the target's tokenizer.json, or measure in chars",
+        )
     return load_tokenizer_json(tokenizer_path).count
 
 
-async def regenerate(conversation: Conversation, ask: Ask, *, thinking: bool,
-                     include_length_truncated: bool) -> tuple[Conversation, list[dict[str, Any]]]:
+async def regenerate(
+    conversation: Conversation, ask: Ask, *, thinking: bool, include_length_truncated: bool
+) -> tuple[Conversation, list[dict[str, Any]]]:
     """The conversation with the target's answers, and per-turn metadata (finish_reason, usage, ...).
 
     Replayed tool-calling turns are not the target's: they keep `train=False`. An answer in which the
@@ -110,8 +118,10 @@ async def regenerate(conversation: Conversation, ask: Ask, *, thinking: bool,
         turns.append(meta)
         where = f"turn {len(turns) - 1}"
         if reply.finish_reason == "length" and not include_length_truncated:
-            raise Skip("length_truncated", f"{where}: finish_reason=length after "
-                                           f"{reply.usage.get('completion_tokens', '?')} tokens")
+            raise Skip(
+                "length_truncated",
+                f"{where}: finish_reason=length after {reply.usage.get('completion_tokens', '?')} tokens",
+            )
         if not reply.content.strip() and not (reply.reasoning or "").strip() and not reply.tool_calls:
             raise Skip("empty_response", f"{where}: the target returned no text")
         if not thinking and "<think>" in reply.content:

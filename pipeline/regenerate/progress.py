@@ -30,8 +30,17 @@ RATE_WINDOW_S = 30.0  # rates over the last 30 s: the field saw 1.1 → 0.7 req/
 
 
 class RegenProgress:
-    def __init__(self, out_dir: Path, mix: str, run_id: str, total: int, console: Console | None = None,
-                 show: bool = True, shard: str | None = None, endpoints: list[Any] | None = None):
+    def __init__(
+        self,
+        out_dir: Path,
+        mix: str,
+        run_id: str,
+        total: int,
+        console: Console | None = None,
+        show: bool = True,
+        shard: str | None = None,
+        endpoints: list[Any] | None = None,
+    ):
         self.path = out_dir / PROGRESS_FILE
         self.mix, self.run_id, self.total, self.shard = mix, run_id, total, shard
         self.started = time.monotonic()
@@ -43,9 +52,16 @@ class RegenProgress:
         self._last_write = 0.0
         self.endpoints = endpoints or []  # client.Endpoint: live inflight/requests/failures per server
         self._bar = Progress(
-            TextColumn("[bold]regenerate[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
-            console=console, disable=not show, transient=False)
+            TextColumn("[bold]regenerate[/] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rates]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
+            console=console,
+            disable=not show,
+            transient=False,
+        )
         self._task = self._bar.add_task(f"{mix} shard {shard}" if shard else mix, total=total, rates="", eta="?")
 
     # -- events ----------------------------------------------------------------------------------
@@ -71,18 +87,34 @@ class RegenProgress:
         rows_now = sum(v for k, v in self.counts.items() if k != "resumed")
         rows_s = rows_now / max(now - self.started, 1e-9)
         remaining = self.total - rows_now - self.counts["resumed"]
-        return {"req_s": round(req_s, 2), "tok_s": round((self.completion_tokens - k0) / span, 1),
-                "mean_completion_tokens": round(self.completion_tokens / self.requests, 1) if self.requests else None,
-                "rows_s": round(rows_s, 2), "eta_s": round(remaining / rows_s) if rows_s > 0 else None}
+        return {
+            "req_s": round(req_s, 2),
+            "tok_s": round((self.completion_tokens - k0) / span, 1),
+            "mean_completion_tokens": round(self.completion_tokens / self.requests, 1) if self.requests else None,
+            "rows_s": round(rows_s, 2),
+            "eta_s": round(remaining / rows_s) if rows_s > 0 else None,
+        }
 
     def snapshot(self, state: str) -> dict[str, Any]:
-        return {"mix": self.mix, "shard": self.shard, "run_id": self.run_id, "host": socket.gethostname(),
-                "pid": os.getpid(), "state": state,
-                "started_at": self.started_at, "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "total": self.total, **self.counts, "requests": self.requests,
-                "completion_tokens": self.completion_tokens, **self.rates(),
-                "endpoints": [{"url": e.url, "inflight": e.inflight, "requests": e.requests, "failures": e.failures}
-                              for e in self.endpoints]}
+        return {
+            "mix": self.mix,
+            "shard": self.shard,
+            "run_id": self.run_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "state": state,
+            "started_at": self.started_at,
+            "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "total": self.total,
+            **self.counts,
+            "requests": self.requests,
+            "completion_tokens": self.completion_tokens,
+            **self.rates(),
+            "endpoints": [
+                {"url": e.url, "inflight": e.inflight, "requests": e.requests, "failures": e.failures}
+                for e in self.endpoints
+            ],
+        }
 
     def tick(self, state: str = "running", force: bool = False) -> None:
         """Refresh the bar and (at most once a second, or when forced) progress.json."""
@@ -93,9 +125,15 @@ class RegenProgress:
         snap = self.snapshot(state)
         eta = hms(snap["eta_s"])
         mean = snap["mean_completion_tokens"]
-        self._bar.update(self._task, eta=eta, rates=(f"{snap['req_s']:.1f} req/s {snap['tok_s']:.0f} tok/s "
-                                                     f"mean {mean if mean is not None else '-'} tok "
-                                                     f"err {self.counts['errors']} skip {self.counts['skipped']}"))
+        self._bar.update(
+            self._task,
+            eta=eta,
+            rates=(
+                f"{snap['req_s']:.1f} req/s {snap['tok_s']:.0f} tok/s "
+                f"mean {mean if mean is not None else '-'} tok "
+                f"err {self.counts['errors']} skip {self.counts['skipped']}"
+            ),
+        )
         write_json_atomic(self.path, snap)
 
     def __enter__(self) -> RegenProgress:

@@ -61,13 +61,21 @@ def _exclusive(out_dir: Path, mix: str) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise DraftsetError(f"another `draftset regenerate {mix}` is already writing {out_dir}",
-                                hint="watch it with `draftset status`, or wait for it to finish") from exc
+            raise DraftsetError(
+                f"another `draftset regenerate {mix}` is already writing {out_dir}",
+                hint="watch it with `draftset status`, or wait for it to finish",
+            ) from exc
         yield  # the lock dies with the process, so kill -9 never leaves it stuck
 
 
-def run_regenerate(config: RegenConfig, home: Path, catalog: Any | None = None, *,
-                   show_progress: bool = True, console: Console | None = None) -> RegenResult:
+def run_regenerate(
+    config: RegenConfig,
+    home: Path,
+    catalog: Any | None = None,
+    *,
+    show_progress: bool = True,
+    console: Console | None = None,
+) -> RegenResult:
     shards = source.mix_shards(home, config.mix)
     mix_dir = regen_dir(home, config.mix)
     out_dir = claim(mix_dir, config.shard, config.mix)
@@ -99,8 +107,15 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
 
 
 class _Regeneration:
-    def __init__(self, config: RegenConfig, shards: list[Path], out_dir: Path, catalog: Any | None,
-                 show_progress: bool, console: Console | None):
+    def __init__(
+        self,
+        config: RegenConfig,
+        shards: list[Path],
+        out_dir: Path,
+        catalog: Any | None,
+        show_progress: bool,
+        console: Console | None,
+    ):
         self.config, self.shards, self.out_dir, self.catalog = config, shards, out_dir, catalog
         self.show_progress, self.console = show_progress, console
         self.n_endpoints = len(config.endpoints)
@@ -111,9 +126,13 @@ class _Regeneration:
     async def run(self) -> RegenResult:
         workers_per_endpoint = sum(p.concurrency for p in self.config.partitions)
         api_key = os.environ.get(self.config.api_key_env) or "EMPTY"  # SGLang/dev server need none
-        self.pool = EndpointPool(self.config.endpoints, api_key=api_key, retry=self.config.retry,
-                                 max_inflight=workers_per_endpoint,
-                                 connections_per_lane=self.config.connections_per_lane)
+        self.pool = EndpointPool(
+            self.config.endpoints,
+            api_key=api_key,
+            retry=self.config.retry,
+            max_inflight=workers_per_endpoint,
+            connections_per_lane=self.config.connections_per_lane,
+        )
         try:
             model = await self.pool.check(self.config.model)
             self.config = self.config.model_copy(update={"model": model})
@@ -130,23 +149,42 @@ class _Regeneration:
         total = source.count_rows(self.shards, config.max_rows, self.owns)
         with StageRun("regenerate", config, self.out_dir, self.catalog) as run:
             self.run = run
-            self.progress = RegenProgress(self.out_dir, config.mix, run.run_id, total, console=self.console,
-                                          show=self.show_progress, shard=config.shard and config.shard.label,
-                                          endpoints=self.pool.endpoints)
+            self.progress = RegenProgress(
+                self.out_dir,
+                config.mix,
+                run.run_id,
+                total,
+                console=self.console,
+                show=self.show_progress,
+                shard=config.shard and config.shard.label,
+                endpoints=self.pool.endpoints,
+            )
             state = "failed"
             try:
-                with RegenStore(self.out_dir, run.run_id, config.flush_rows, config.flush_seconds) as self.store, \
-                        self.progress:
+                with (
+                    RegenStore(self.out_dir, run.run_id, config.flush_rows, config.flush_seconds) as self.store,
+                    self.progress,
+                ):
                     await self._pump()
                 state = "finished"
             finally:
                 self.progress.tick(state, force=True)
         on_disk = totals(self.out_dir)
-        write_json_atomic(self.out_dir / "manifest.json", {
-            "mix": config.mix, "shard": config.shard and config.shard.label, "run_id": run.run_id,
-            "input_rows": total, "totals": on_disk,
-            "complete": sum(on_disk.values()) >= total, "model": config.model, "sampling": config.sampling(),
-            "endpoints": config.endpoints, "results": [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))]})
+        write_json_atomic(
+            self.out_dir / "manifest.json",
+            {
+                "mix": config.mix,
+                "shard": config.shard and config.shard.label,
+                "run_id": run.run_id,
+                "input_rows": total,
+                "totals": on_disk,
+                "complete": sum(on_disk.values()) >= total,
+                "model": config.model,
+                "sampling": config.sampling(),
+                "endpoints": config.endpoints,
+                "results": [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))],
+            },
+        )
         return RegenResult(run.run_id, dict(run.counts), on_disk, total, self.out_dir)
 
     def _check_same_generation(self) -> None:
@@ -163,7 +201,8 @@ class _Regeneration:
                 raise DraftsetError(
                     f"{path.parent} already holds {held} generated with other settings "
                     f"({', '.join(f'{k}: {earlier.get(k)} -> {current.get(k)}' for k in changed)})",
-                    hint="resume with the earlier settings, or remove that folder to start again")
+                    hint="resume with the earlier settings, or remove that folder to start again",
+                )
         write_json_atomic(own, current)
 
     # -- the pipeline ----------------------------------------------------------------------------
@@ -171,8 +210,11 @@ class _Regeneration:
         queues = {p.name: asyncio.Queue(maxsize=2 * p.concurrency * self.n_endpoints) for p in self.config.partitions}
         try:
             async with asyncio.TaskGroup() as group:  # a failing task (full disk) cancels the whole run
-                workers = [group.create_task(self._worker(queues[p.name], p))
-                           for p in self.config.partitions for _ in range(p.concurrency * self.n_endpoints)]
+                workers = [
+                    group.create_task(self._worker(queues[p.name], p))
+                    for p in self.config.partitions
+                    for _ in range(p.concurrency * self.n_endpoints)
+                ]
                 ticker = group.create_task(self._ticker())
                 await self._produce(queues)
                 for partition in self.config.partitions:
@@ -239,20 +281,32 @@ class _Regeneration:
         self.run.tally("native_passthrough")
         self.progress.row_done("results")
 
-    def _result_row(self, conversation: Conversation, row: dict[str, Any], origin: str,
-                    partition: Partition | None, turns: list[dict[str, Any]]) -> dict[str, Any]:
+    def _result_row(
+        self,
+        conversation: Conversation,
+        row: dict[str, Any],
+        origin: str,
+        partition: Partition | None,
+        turns: list[dict[str, Any]],
+    ) -> dict[str, Any]:
         regenerated = origin == "regenerated"
-        return {"id": conversation.id, "repo_id": conversation.source.repo_id, "category": conversation.category,
-                "mode": conversation.mode, "origin": origin, "partition": partition.name if partition else None,
-                # native rows keep their exact input text: passed through unchanged
-                "conversation": conversation.model_dump_json() if regenerated else row["conversation"],
-                "turns": json.dumps(turns),
-                "model": self.config.model if regenerated else None,
-                "sampling": self.sampling_json if regenerated else None,
-                "finish_reason": turns[-1]["finish_reason"] if turns else None,
-                "prompt_tokens": _usage_sum(turns, "prompt_tokens") if regenerated else None,
-                "completion_tokens": _usage_sum(turns, "completion_tokens") if regenerated else None,
-                "run_id": self.run.run_id}
+        return {
+            "id": conversation.id,
+            "repo_id": conversation.source.repo_id,
+            "category": conversation.category,
+            "mode": conversation.mode,
+            "origin": origin,
+            "partition": partition.name if partition else None,
+            # native rows keep their exact input text: passed through unchanged
+            "conversation": conversation.model_dump_json() if regenerated else row["conversation"],
+            "turns": json.dumps(turns),
+            "model": self.config.model if regenerated else None,
+            "sampling": self.sampling_json if regenerated else None,
+            "finish_reason": turns[-1]["finish_reason"] if turns else None,
+            "prompt_tokens": _usage_sum(turns, "prompt_tokens") if regenerated else None,
+            "completion_tokens": _usage_sum(turns, "completion_tokens") if regenerated else None,
+            "run_id": self.run.run_id,
+        }
 
     async def _worker(self, queue: asyncio.Queue, partition: Partition) -> None:
         while True:
@@ -270,17 +324,26 @@ class _Regeneration:
         tools = [t.model_dump(exclude_none=True) for t in getattr(conversation, "tools", None) or []] or None
 
         async def ask(context: list[dict[str, Any]], turn: int):
-            reply = await self.pool.chat(context, {"tools": tools,
-                "model": config.model, "max_tokens": partition.max_tokens, "temperature": config.temperature,
-                "top_p": config.top_p, "seed": _request_seed(config.seed, conversation.id, turn),
-                "chat_template_kwargs": {"enable_thinking": config.thinking},
-                "separate_reasoning": config.separate_reasoning})
+            reply = await self.pool.chat(
+                context,
+                {
+                    "tools": tools,
+                    "model": config.model,
+                    "max_tokens": partition.max_tokens,
+                    "temperature": config.temperature,
+                    "top_p": config.top_p,
+                    "seed": _request_seed(config.seed, conversation.id, turn),
+                    "chat_template_kwargs": {"enable_thinking": config.thinking},
+                    "separate_reasoning": config.separate_reasoning,
+                },
+            )
             self.progress.request_done(int(reply.usage.get("completion_tokens") or 0))
             return reply
 
         try:
-            answered, turns = await regenerate(conversation, ask, thinking=config.thinking,
-                                               include_length_truncated=config.include_length_truncated)
+            answered, turns = await regenerate(
+                conversation, ask, thinking=config.thinking, include_length_truncated=config.include_length_truncated
+            )
         except Skip as skip:
             self.store.add_skipped({**where, "reason": skip.reason, "detail": skip.detail})
             self.run.counts[f"dropped_{skip.reason}"] += 1

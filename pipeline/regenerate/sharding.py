@@ -97,8 +97,13 @@ def claim(mix_dir: Path, shard: Shard | None, mix: str) -> Path:
             asked = f"--shard {shard.label}" if shard else "the whole mix (no --shard)"
             raise DraftsetError(
                 f"{mix_dir} was regenerated as {earlier}; {asked} would assign ids to other workers",
-                hint=(f"rerun with the earlier split (--shard I/{others[0]})" if others[0] > 1 else
-                      "rerun without --shard") + f", or remove {mix_dir} to start again")
+                hint=(
+                    f"rerun with the earlier split (--shard I/{others[0]})"
+                    if others[0] > 1
+                    else "rerun without --shard"
+                )
+                + f", or remove {mix_dir} to start again",
+            )
         out_dir = mix_dir / shard.dirname if shard else mix_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         return out_dir
@@ -117,13 +122,17 @@ def write_mix_manifest(mix_dir: Path, shard: Shard, mix: str) -> dict[str, Any]:
             per_shard[f"{index}/{shard.count}"] = json.loads(path.read_text()) if path.exists() else None
         finished = [m for m in per_shard.values() if m]
         manifest = {
-            "mix": mix, "shards": shard.count,
+            "mix": mix,
+            "shards": shard.count,
             "complete": len(finished) == shard.count and all(m["complete"] for m in finished),
             "input_rows": sum(m["input_rows"] for m in finished),
             "totals": {k: sum(m["totals"][k] for m in finished) for k in ("results", "errors", "skipped")},
-            "per_shard": {label: m and {k: m[k] for k in ("complete", "input_rows", "totals", "run_id")}
-                          for label, m in per_shard.items()},
+            "per_shard": {
+                label: m and {k: m[k] for k in ("complete", "input_rows", "totals", "run_id")}
+                for label, m in per_shard.items()
+            },
             "sampling": finished[0]["sampling"] if finished else None,
-            "results": [str(p.relative_to(mix_dir)) for p in sorted(mix_dir.glob("shard-*/results-*.parquet"))]}
+            "results": [str(p.relative_to(mix_dir)) for p in sorted(mix_dir.glob("shard-*/results-*.parquet"))],
+        }
         write_json_atomic(mix_dir / MANIFEST, manifest)
         return manifest

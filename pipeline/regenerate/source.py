@@ -21,8 +21,10 @@ def mix_shards(home: Path, mix: str) -> list[Path]:
     folder = Home(home).mix(mix)  # refuses a name that would escape data/mix/
     shards = shard_paths(folder)
     if not shards:
-        raise DraftsetError(f"mix {mix!r} has no shards at {folder}/part-*.parquet",
-                            hint=f"create it with `draftset mix {mix}` (after `draftset ingest`)")
+        raise DraftsetError(
+            f"mix {mix!r} has no shards at {folder}/part-*.parquet",
+            hint=f"create it with `draftset mix {mix}` (after `draftset ingest`)",
+        )
     return shards
 
 
@@ -30,12 +32,15 @@ def _columns(shard: Path) -> list[str]:
     try:
         names = set(pq.read_schema(shard).names)
     except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError) on a bad file
-        raise DraftsetError(f"cannot read mix shard {shard}: {exc}",
-                            hint="rebuild the mix with `draftset mix`") from exc
+        raise DraftsetError(
+            f"cannot read mix shard {shard}: {exc}", hint="rebuild the mix with `draftset mix`"
+        ) from exc
     missing = [c for c in REQUIRED if c not in names]
     if missing:
-        raise DraftsetError(f"mix shard {shard} lacks column(s) {', '.join(missing)}",
-                            hint="rebuild the mix with `draftset mix`: regenerate needs id, mode, conversation")
+        raise DraftsetError(
+            f"mix shard {shard} lacks column(s) {', '.join(missing)}",
+            hint="rebuild the mix with `draftset mix`: regenerate needs id, mode, conversation",
+        )
     return [*REQUIRED, *(c for c in OPTIONAL if c in names)]
 
 
@@ -47,16 +52,16 @@ def count_rows(shards: list[Path], limit: int | None = None, owns: Callable[[Any
     return sum(1 for _ in iter_rows(shards, limit, owns, ids_only=True))
 
 
-def iter_rows(shards: list[Path], limit: int | None = None, owns: Callable[[Any], bool] | None = None,
-              ids_only: bool = False) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+def iter_rows(
+    shards: list[Path], limit: int | None = None, owns: Callable[[Any], bool] | None = None, ids_only: bool = False
+) -> Iterator[tuple[Path, int, dict[str, Any]]]:
     """(shard, row number in shard, row) in mix order among the first `limit` rows, those whose id `owns`
     accepts (a worker's share: every worker applies the limit to the same mix rows)."""
     emitted = 0
     for shard in shards:
         columns = _columns(shard)
         number = 0
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS,
-                                                        columns=["id"] if ids_only else columns):
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH_ROWS, columns=["id"] if ids_only else columns):
             for row in batch.to_pylist():
                 if limit is not None and emitted >= limit:
                     return

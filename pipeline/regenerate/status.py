@@ -54,7 +54,9 @@ def recent_stage_runs(home: Path, limit: int = 10) -> list[dict[str, Any]] | Non
     try:
         return catalog.query(
             "SELECT run_id, stage, status, counts, started_at, finished_at, error FROM stage_runs "
-            "ORDER BY started_at DESC LIMIT ?", [limit])
+            "ORDER BY started_at DESC LIMIT ?",
+            [limit],
+        )
     except CatalogBusy:
         return None
 

@@ -23,14 +23,24 @@ from catalog.errors import DraftsetError
 from catalog.io import atomic_path
 from catalog.shards import ParquetShardWriter
 
-RESULT_SCHEMA = pa.schema([
-    ("id", pa.string()), ("repo_id", pa.string()), ("category", pa.string()), ("mode", pa.string()),
-    ("origin", pa.string()),            # regenerated | native_passthrough
-    ("partition", pa.string()), ("conversation", pa.string()),
-    ("turns", pa.string()),             # JSON: per answered turn finish_reason, usage, model, endpoint, attempts
-    ("model", pa.string()), ("sampling", pa.string()), ("finish_reason", pa.string()),
-    ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("run_id", pa.string()),
-])
+RESULT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("repo_id", pa.string()),
+        ("category", pa.string()),
+        ("mode", pa.string()),
+        ("origin", pa.string()),  # regenerated | native_passthrough
+        ("partition", pa.string()),
+        ("conversation", pa.string()),
+        ("turns", pa.string()),  # JSON: per answered turn finish_reason, usage, model, endpoint, attempts
+        ("model", pa.string()),
+        ("sampling", pa.string()),
+        ("finish_reason", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("run_id", pa.string()),
+    ]
+)
 ERRORS, SKIPPED = "errors.jsonl", "skipped.jsonl"
 GENERATION_FILE = "generation.json"  # sampling settings of the rows here (a resume must match)
 
@@ -53,8 +63,10 @@ def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
         try:
             entries.append(json.loads(line))
         except ValueError as exc:
-            raise DraftsetError(f"{path} line {number} is not JSON ({exc})",
-                                hint="the file was edited by hand; fix or remove that line, then rerun") from exc
+            raise DraftsetError(
+                f"{path} line {number} is not JSON ({exc})",
+                hint="the file was edited by hand; fix or remove that line, then rerun",
+            ) from exc
     return entries
 
 
@@ -68,8 +80,11 @@ def recover(out_dir: Path, retry_errors: bool = False) -> dict[str, set[str]]:
     if retry_errors and errors:
         errors_path.rename(out_dir / f"errors-retried-{datetime.now():%Y%m%d-%H%M%S}.jsonl")
         errors = []
-    done = {"results": set(), "errors": {e["id"] for e in errors},
-            "skipped": {e["id"] for e in _repair_jsonl(out_dir / SKIPPED)}}
+    done = {
+        "results": set(),
+        "errors": {e["id"] for e in errors},
+        "skipped": {e["id"] for e in _repair_jsonl(out_dir / SKIPPED)},
+    }
     for shard in result_shards(out_dir):
         done["results"].update(pq.read_table(shard, columns=["id"]).column("id").to_pylist())
     return done

@@ -30,11 +30,26 @@ def main() -> None:
     p.add_argument("--tp", action="store_true", help="online under torchrun: one target tensor-parallel across ranks")
     a = p.parse_args()
     inputs = {"build_dir": a.input_dir, "capture_dir": None} if a.online else {"capture_dir": a.input_dir}
-    ckpt = run_train(TrainConfig(**inputs, out_dir=a.out_dir, model_dir=a.model, epochs=a.epochs, lr=a.lr,
-                                 batch_tokens=a.batch_tokens, ttt_steps=a.ttt_steps, max_steps=a.max_steps,
-                                 log_every=a.log_every, save_every=a.save_every, warmup_steps=a.warmup_steps,
-                                 resume=a.resume, online=a.online, device=a.device, tp=a.tp,
-                                 layers=[int(x) for x in a.layers.split(",")] if a.layers else None))
+    ckpt = run_train(
+        TrainConfig(
+            **inputs,
+            out_dir=a.out_dir,
+            model_dir=a.model,
+            epochs=a.epochs,
+            lr=a.lr,
+            batch_tokens=a.batch_tokens,
+            ttt_steps=a.ttt_steps,
+            max_steps=a.max_steps,
+            log_every=a.log_every,
+            save_every=a.save_every,
+            warmup_steps=a.warmup_steps,
+            resume=a.resume,
+            online=a.online,
+            device=a.device,
+            tp=a.tp,
+            layers=[int(x) for x in a.layers.split(",")] if a.layers else None,
+        )
+    )
     print(f"checkpoint {ckpt}; exported draft {a.out_dir}")
 
 

@@ -37,15 +37,20 @@ class DraftConfig(BaseModel):
     def from_target(cls, mcfg: dict, n_aux: int, draft_vocab_size: int, max_length: int) -> DraftConfig:
         heads = int(mcfg["num_attention_heads"])
         hidden = int(mcfg["hidden_size"])
-        return cls(hidden_size=hidden, target_hidden_size=hidden, n_aux=n_aux, num_attention_heads=heads,
-                   num_key_value_heads=int(mcfg.get("num_key_value_heads") or heads),
-                   head_dim=int(mcfg.get("head_dim") or hidden // heads),
-                   intermediate_size=int(mcfg["intermediate_size"]),
-                   rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
-                   rope_theta=float(mcfg.get("rope_theta") or (mcfg.get("rope_parameters") or {}).get(
-                       "rope_theta", 10000.0)),
-                   vocab_size=int(mcfg["vocab_size"]), draft_vocab_size=draft_vocab_size,
-                   max_position_embeddings=max_length)
+        return cls(
+            hidden_size=hidden,
+            target_hidden_size=hidden,
+            n_aux=n_aux,
+            num_attention_heads=heads,
+            num_key_value_heads=int(mcfg.get("num_key_value_heads") or heads),
+            head_dim=int(mcfg.get("head_dim") or hidden // heads),
+            intermediate_size=int(mcfg["intermediate_size"]),
+            rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
+            rope_theta=float(mcfg.get("rope_theta") or (mcfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)),
+            vocab_size=int(mcfg["vocab_size"]),
+            draft_vocab_size=draft_vocab_size,
+            max_position_embeddings=max_length,
+        )
 
 
 def _rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
@@ -54,7 +59,7 @@ def _rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
     inv = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
     ang = pos.to(torch.float32)[:, None] * inv[None, :]
     cos, sin = torch.cat([ang, ang], -1).cos().to(x.dtype), torch.cat([ang, ang], -1).sin().to(x.dtype)
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
 

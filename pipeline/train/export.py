@@ -48,13 +48,20 @@ def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict, targe
         "torch_dtype": "bfloat16",
         "eagle_config": {"eagle_aux_hidden_state_layer_ids": sglang_ids, "use_aux_hidden_state": True},
         "eagle_aux_hidden_state_layer_ids": plan.vllm_ids(),
-        "draftset": {"hf_hidden_state_ids": plan.aux, "n_target_layers": plan.n_layers, "ttt_steps": train["ttt_steps"],
-                     "heldout_every": train["heldout_every"],
-                     "target_model": manifest.model_id, "target_revision": manifest.model_revision,
-                     "target_architecture": rule.architecture, "sglang_tap_rule": rule.name,
-                     "chat_template_sha256": manifest.chat_template_sha256,
-                     "system_prompt": manifest.system_prompt, "thinking": manifest.thinking,
-                     "max_length": draft["max_position_embeddings"]},
+        "draftset": {
+            "hf_hidden_state_ids": plan.aux,
+            "n_target_layers": plan.n_layers,
+            "ttt_steps": train["ttt_steps"],
+            "heldout_every": train["heldout_every"],
+            "target_model": manifest.model_id,
+            "target_revision": manifest.model_revision,
+            "target_architecture": rule.architecture,
+            "sglang_tap_rule": rule.name,
+            "chat_template_sha256": manifest.chat_template_sha256,
+            "system_prompt": manifest.system_prompt,
+            "thinking": manifest.thinking,
+            "max_length": draft["max_position_embeddings"],
+        },
     }
 
 
@@ -66,16 +73,20 @@ def export_draft(checkpoint: Path, out_dir: Path) -> Path:
     checkpoint, out_dir = Path(checkpoint), Path(out_dir)
     resolved_path = checkpoint / "resolved.json"
     if not resolved_path.exists():
-        raise DraftsetError(f"{checkpoint} is not a draftset checkpoint (no resolved.json)",
-                            hint="pass the `train/checkpoint` dir written by `draftset train`")
+        raise DraftsetError(
+            f"{checkpoint} is not a draftset checkpoint (no resolved.json)",
+            hint="pass the `train/checkpoint` dir written by `draftset train`",
+        )
     resolved = json.loads(resolved_path.read_text())
     manifest = CaptureManifest.model_validate(resolved["capture_manifest"])
     config = draft_config_json(resolved["draft"], manifest, resolved["train"])
     state = load_file(str(checkpoint / "draft.safetensors"))
     foreign = [k for k in state if not (k.startswith(SGLANG_PREFIXES) or k in SGLANG_BUFFERS)]
     if foreign:
-        raise DraftsetError(f"checkpoint has keys SGLang would silently ignore: {foreign[:4]}",
-                            hint="export only checkpoints written by `draftset train`")
+        raise DraftsetError(
+            f"checkpoint has keys SGLang would silently ignore: {foreign[:4]}",
+            hint="export only checkpoints written by `draftset train`",
+        )
     weights = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(out_dir / WEIGHTS) as tmp:
@@ -98,8 +109,9 @@ def load_exported(draft_dir: Path):
             raise DraftsetError(f"{draft_dir} has no {need}", hint="export it with `draftset export CHECKPOINT`")
     cfg = json.loads((draft_dir / "config.json").read_text())
     manifest = CaptureManifest.load(draft_dir)
-    dc = DraftConfig(**{k: cfg[k] for k in DraftConfig.model_fields if k not in ("n_aux",)},
-                     n_aux=len(manifest.taps.aux))
+    dc = DraftConfig(
+        **{k: cfg[k] for k in DraftConfig.model_fields if k not in ("n_aux",)}, n_aux=len(manifest.taps.aux)
+    )
     draft = Eagle3Draft(dc)
     state = {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(draft_dir / WEIGHTS)).items()}
     draft.load_state_dict(state)

@@ -30,9 +30,9 @@ CHECKPOINT = "checkpoint"
 
 
 class TrainConfig(StageConfig):
-    capture_dir: Path | None          # offline input; online: None
+    capture_dir: Path | None  # offline input; online: None
     out_dir: Path
-    model_dir: Path | None = None     # target weights for embedding/head; default: the manifest's model_dir
+    model_dir: Path | None = None  # target weights for embedding/head; default: the manifest's model_dir
     epochs: int = 1
     lr: float = 1e-4
     batch_tokens: int = 8192
@@ -43,22 +43,25 @@ class TrainConfig(StageConfig):
     device: str = "auto"
     max_steps: int | None = None
     log_every: int = 10
-    warmup_steps: int = 0             # linear warmup, then constant
-    save_every: int = 500             # steps between resumable states (and at every epoch end)
+    warmup_steps: int = 0  # linear warmup, then constant
+    save_every: int = 500  # steps between resumable states (and at every epoch end)
     resume: bool = False
-    online: bool = False              # taps from the target's forward inside the loop (needs build_dir, model_dir)
-    tp: bool = False                  # online, under torchrun: one target tensor-parallel across the ranks
+    online: bool = False  # taps from the target's forward inside the loop (needs build_dir, model_dir)
+    tp: bool = False  # online, under torchrun: one target tensor-parallel across the ranks
     build_dir: Path | None = None
-    layers: list[int] | None = None   # online only: aux taps (default 2, n//2, n-3), as capture takes them
+    layers: list[int] | None = None  # online only: aux taps (default 2, n//2, n-3), as capture takes them
 
     @model_validator(mode="after")
     def _inputs(self) -> TrainConfig:
         if self.online and (self.build_dir is None or self.model_dir is None):
-            raise DraftsetError("online training needs a build and the target", hint="draftset train BUILD --online "
-                                "--model TARGET_DIR")
+            raise DraftsetError(
+                "online training needs a build and the target", hint="draftset train BUILD --online --model TARGET_DIR"
+            )
         if self.tp and not self.online:
-            raise DraftsetError("--tp applies to online training (the target's forward)",
-                                hint="offline: capture with `draftset capture --tp`, then train data-parallel")
+            raise DraftsetError(
+                "--tp applies to online training (the target's forward)",
+                hint="offline: capture with `draftset capture --tp`, then train data-parallel",
+            )
         if not self.online and self.capture_dir is None:
             raise DraftsetError("offline training needs a capture", hint="draftset train CAPTURE (or --online)")
         return self
@@ -69,15 +72,26 @@ def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_le
     mcfg = model_config(target_dir)
     draft = Eagle3Draft(DraftConfig.from_target(mcfg, len(manifest.taps.aux), int(vocab["d2t"].numel()), max_length))
     if int(vocab["t2d"].numel()) != manifest.vocab_size:
-        raise DraftsetError(f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is "
-                            f"{manifest.vocab_size}", hint="rebuild with the same tokenizer as the capture's target")
+        raise DraftsetError(
+            f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is {manifest.vocab_size}",
+            hint="rebuild with the same tokenizer as the capture's target",
+        )
     draft.d2t.copy_(vocab["d2t"].long())
     draft.t2d.copy_(vocab["t2d"].bool())
     return draft
 
 
-def train_step(model, draft: Eagle3Draft, target: FrozenTarget, batch, opt, steps: int, grad_clip: float,
-               bf16: bool | None = None, sched=None):
+def train_step(
+    model,
+    draft: Eagle3Draft,
+    target: FrozenTarget,
+    batch,
+    opt,
+    steps: int,
+    grad_clip: float,
+    bf16: bool | None = None,
+    sched=None,
+):
     """One optimiser step of the TTT objective (`model`: TTTObjective(draft), DDP-wrapped under torchrun)."""
     device = batch.input_ids.device
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" if bf16 is None else bf16):
@@ -103,7 +117,7 @@ def open_source(config: TrainConfig, device, dtype):
     from pipeline.train.source import OfflineSource, OnlineSource
 
     if config.online:
-        assert config.build_dir is not None and config.model_dir is not None   # the config's validator says so
+        assert config.build_dir is not None and config.model_dir is not None  # the config's validator says so
         return OnlineSource(config.build_dir, config.model_dir, config.layers, device, dtype, tp=config.tp)
     assert config.capture_dir is not None
     return OfflineSource(config.capture_dir)
@@ -126,12 +140,13 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     train_ids, held_ids = split_ids(source, config.heldout_every)
     lengths = source.lengths(train_ids)
     max_length = manifest.max_length or max(lengths.values(), default=0)
-    target_dir = config.model_dir or Path(manifest.model_dir)   # --model: the target lives elsewhere here
+    target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
     draft = build_draft(target_dir, manifest, source.vocab, max_length).to(device)
     target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(device, dtype)
     opt = torch.optim.AdamW([p for p in draft.parameters() if p.requires_grad], lr=config.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / config.warmup_steps)
-                                              if config.warmup_steps else 1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+    )
     train_dir = config.out_dir / "train"
     log_path, state_path = train_dir / "train_log.jsonl", train_dir / CHECKPOINT / STATE
     order = config.model_dump(mode="json")
@@ -147,15 +162,16 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
         batches = token_batches(lengths, config.batch_tokens, config.seed, epoch)
         return batches[: len(batches) // world * world][rank::world]  # DDP needs equal steps per rank
 
-    saving = [0.0]   # seconds spent writing states and checkpoints, kept out of the throughput figure
+    saving = [0.0]  # seconds spent writing states and checkpoints, kept out of the throughput figure
 
     def save(epoch: int, next_batch: int) -> None:
         t = time.perf_counter()
         if rank == 0 and tp_rank == 0:
             save_state(state_path, draft, opt, sched, Position(step, epoch, next_batch), order)
             if next_batch == 0:  # the exportable checkpoint too, so a crash loses at most one epoch of it
-                save_checkpoint(train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch},
-                                held_ids)
+                save_checkpoint(
+                    train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch}, held_ids
+                )
         saving[0] += time.perf_counter() - t
 
     step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
@@ -166,7 +182,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
         run.tally("heldout", len(held_ids))
         for bad in source.bad:
             run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
-        if pos.step:   # epoch-0 batches an earlier run trained: done, not lost
+        if pos.step:  # epoch-0 batches an earlier run trained: done, not lost
             first = rank_batches(0)[: pos.next_batch if pos.epoch == 0 else None]
             run.skipped("already_trained", sum(len(ids) for ids in first))
         task = bar.add_task("train", total=min(config.epochs * len(rank_batches(0)), config.max_steps or 10**12))
@@ -180,13 +196,16 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                 batch, non_finite = source.batch(ids, device, dtype)
                 for bad_id in non_finite:
                     run.drop("non_finite", where={"id": bad_id, "field": "hidden_states"})
-                loss, stats = train_step(model, draft, target, batch, opt, config.ttt_steps, config.grad_clip,
-                                         sched=sched)
+                loss, stats = train_step(
+                    model, draft, target, batch, opt, config.ttt_steps, config.grad_clip, sched=sched
+                )
                 step += 1
                 trained_tokens += sum(lengths[i] for i in ids)
                 if not torch.isfinite(loss):
-                    raise DraftsetError(f"training loss is {float(loss)} at step {step} (batch {ids[:3]}…)",
-                                        hint="lower --lr; resume from the last good state with --resume")
+                    raise DraftsetError(
+                        f"training loss is {float(loss)} at step {step} (batch {ids[:3]}…)",
+                        hint="lower --lr; resume from the last good state with --resume",
+                    )
                 bar.advance(task)
                 if epoch == 0:
                     run.emitted(len(ids) - len(non_finite))
@@ -202,14 +221,19 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
                 break
         if device.type == "cuda":
             torch.cuda.synchronize()
-        loop_seconds = time.perf_counter() - t_loop - saving[0]   # batches (online: the target's forward) + steps
+        loop_seconds = time.perf_counter() - t_loop - saving[0]  # batches (online: the target's forward) + steps
         # other ranks' share, the DDP remainder batch and batches past --max-steps: counted, not lost
         run.tally("not_trained_here", len(train_ids) - run.counts["out"] - run.counts.get("skipped_already_trained", 0))
-        metrics = {"train_step_accuracy": evaluate(draft, target, source, train_ids[:64], config.ttt_steps, device, dtype),
-                   "heldout_step_accuracy": evaluate(draft, target, source, held_ids[:64], config.ttt_steps, device,
-                                                     dtype) if held_ids else None,
-                   "steps": step, "rank0_tokens": trained_tokens, "rank0_loop_seconds": round(loop_seconds, 3),
-                   "rank0_save_seconds": round(saving[0], 3)}
+        metrics = {
+            "train_step_accuracy": evaluate(draft, target, source, train_ids[:64], config.ttt_steps, device, dtype),
+            "heldout_step_accuracy": evaluate(draft, target, source, held_ids[:64], config.ttt_steps, device, dtype)
+            if held_ids
+            else None,
+            "steps": step,
+            "rank0_tokens": trained_tokens,
+            "rank0_loop_seconds": round(loop_seconds, 3),
+            "rank0_save_seconds": round(saving[0], 3),
+        }
     ckpt = train_dir / CHECKPOINT
     if rank == 0 and tp_rank == 0:
         save_checkpoint(ckpt, draft, config, manifest, metrics, held_ids)
@@ -220,22 +244,36 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
 
 
 def _log(path: Path, step: int, epoch: int, loss, stats, seconds: float, ids: list[str]) -> None:
-    entry = {"step": step, "epoch": epoch, "loss": round(float(loss.detach()), 5), "seconds": round(seconds, 4),
-             "step_accuracy": [round(int(s.correct) / max(int(s.count), 1), 4) for s in stats], "batch": ids}
+    entry = {
+        "step": step,
+        "epoch": epoch,
+        "loss": round(float(loss.detach()), 5),
+        "seconds": round(seconds, 4),
+        "step_accuracy": [round(int(s.correct) / max(int(s.count), 1), 4) for s in stats],
+        "batch": ids,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         f.write(json.dumps(entry) + "\n")
     print(f"step {step} loss {entry['loss']:.4f} acc@step {entry['step_accuracy']}", flush=True)
 
 
-def save_checkpoint(ckpt: Path, draft: Eagle3Draft, config: TrainConfig, manifest: CaptureManifest,
-                    metrics: dict, held_ids: list[str]) -> None:
+def save_checkpoint(
+    ckpt: Path, draft: Eagle3Draft, config: TrainConfig, manifest: CaptureManifest, metrics: dict, held_ids: list[str]
+) -> None:
     """Weights + the fully resolved config (train knobs, draft shape, capture manifest, held-out ids)."""
     from safetensors.torch import save_file
 
     ckpt.mkdir(parents=True, exist_ok=True)
     with atomic_path(ckpt / "draft.safetensors") as tmp:
         save_file({k: v.detach().contiguous().cpu() for k, v in draft.state_dict().items()}, str(tmp))
-    write_json_atomic(ckpt / "resolved.json", {
-        "train": config.model_dump(mode="json"), "draft": draft.config.model_dump(mode="json"),
-        "capture_manifest": manifest.model_dump(mode="json"), "metrics": metrics, "heldout_ids": held_ids})
+    write_json_atomic(
+        ckpt / "resolved.json",
+        {
+            "train": config.model_dump(mode="json"),
+            "draft": draft.config.model_dump(mode="json"),
+            "capture_manifest": manifest.model_dump(mode="json"),
+            "metrics": metrics,
+            "heldout_ids": held_ids,
+        },
+    )

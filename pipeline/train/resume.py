@@ -28,7 +28,7 @@ ORDER_KEYS = ("batch_tokens", "seed", "heldout_every", "ttt_steps", "online", "c
 class Position:
     step: int = 0
     epoch: int = 0
-    next_batch: int = 0     # index into this rank's batches of `epoch`
+    next_batch: int = 0  # index into this rank's batches of `epoch`
 
 
 def rng_state() -> dict:
@@ -47,22 +47,33 @@ def set_rng_state(state: dict) -> None:
 
 def save_state(path: Path, draft, opt, sched, pos: Position, config: dict) -> None:
     """Everything in one file, renamed into place: a kill mid-write leaves the previous state intact."""
-    payload = {"draft": {k: v.detach().cpu() for k, v in draft.state_dict().items()}, "opt": opt.state_dict(),
-               "sched": sched.state_dict(), "rng": rng_state(), "step": pos.step, "epoch": pos.epoch,
-               "next_batch": pos.next_batch, "order": {k: str(config.get(k)) for k in ORDER_KEYS}}
+    payload = {
+        "draft": {k: v.detach().cpu() for k, v in draft.state_dict().items()},
+        "opt": opt.state_dict(),
+        "sched": sched.state_dict(),
+        "rng": rng_state(),
+        "step": pos.step,
+        "epoch": pos.epoch,
+        "next_batch": pos.next_batch,
+        "order": {k: str(config.get(k)) for k in ORDER_KEYS},
+    }
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
 
 
 def load_state(path: Path, draft, opt, sched, config: dict) -> Position:
     if not path.exists():
-        raise DraftsetError(f"nothing to resume: no {path.name} in {path.parent}",
-                            hint="run without --resume to start training from scratch")
+        raise DraftsetError(
+            f"nothing to resume: no {path.name} in {path.parent}",
+            hint="run without --resume to start training from scratch",
+        )
     payload = torch.load(path, map_location="cpu", weights_only=False)  # our own file, written by save_state
     changed = [k for k in ORDER_KEYS if payload["order"].get(k) != str(config.get(k))]
     if changed:
-        raise DraftsetError(f"cannot resume: {', '.join(changed)} differ from the interrupted run",
-                            hint="resume with the same settings, or start afresh without --resume")
+        raise DraftsetError(
+            f"cannot resume: {', '.join(changed)} differ from the interrupted run",
+            hint="resume with the same settings, or start afresh without --resume",
+        )
     draft.load_state_dict(payload["draft"])
     opt.load_state_dict(payload["opt"])
     sched.load_state_dict(payload["sched"])

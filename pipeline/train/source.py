@@ -21,8 +21,9 @@ def _vocab(path: Path, stage: str) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     if not path.exists():
-        raise DraftsetError(f"no {path.name} in {path.parent} ({stage})",
-                            hint="re-run `draftset build`: it writes the draft vocabulary")
+        raise DraftsetError(
+            f"no {path.name} in {path.parent} ({stage})", hint="re-run `draftset build`: it writes the draft vocabulary"
+        )
     return load_file(str(path))
 
 
@@ -39,7 +40,7 @@ class OfflineSource:
         return self.reader.ids()
 
     def lengths(self, ids: list[str]) -> dict[str, int]:
-        wanted = set(ids)   # from the 1-byte loss masks, never the hidden states
+        wanted = set(ids)  # from the 1-byte loss masks, never the hidden states
         return {i: int(s["loss_mask"].numel()) for i, s in self.reader.items(fields=("loss_mask",)) if i in wanted}
 
     def batch(self, ids: list[str], device, dtype) -> tuple[Batch, list[str]]:
@@ -63,14 +64,22 @@ class OnlineSource:
         per_token = hidden_bytes_per_token(len(self.plan.aux), mcfg["hidden_size"])
         n_tokens = sum(len(r.input_ids) for r in self.rows.values())
         # nothing is stored: hidden_bytes and file_bytes stay 0, which is the point of training online
-        self.manifest = manifest_for(model_dir, build_dir, mcfg, self.plan, build, per_token,
-                                     n_samples=len(self.rows), n_tokens=n_tokens,
-                                     n_loss_tokens=sum(sum(r.loss_mask) for r in self.rows.values()))
+        self.manifest = manifest_for(
+            model_dir,
+            build_dir,
+            mcfg,
+            self.plan,
+            build,
+            per_token,
+            n_samples=len(self.rows),
+            n_tokens=n_tokens,
+            n_loss_tokens=sum(sum(r.loss_mask) for r in self.rows.values()),
+        )
         self.vocab = _vocab(Path(build_dir) / "vocab.safetensors", "written by the build")
-        self.model = load_target(model_dir, dtype, tp=tp)   # tp: transformers shards it over the ranks' GPUs
+        self.model = load_target(model_dir, dtype, tp=tp)  # tp: transformers shards it over the ranks' GPUs
         if not tp:
             self.model = self.model.to(device)
-        elif torch.distributed.get_rank() == 0:   # says that transformers did shard it
+        elif torch.distributed.get_rank() == 0:  # says that transformers did shard it
             print(f"online: target tensor-parallel over {getattr(self.model, 'tp_size', None)} ranks", flush=True)
         self.device = device
 

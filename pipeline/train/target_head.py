@@ -39,9 +39,9 @@ def _find(where: dict[str, Path], suffix: str) -> str | None:
 
 @dataclass
 class FrozenTarget:
-    embed: torch.Tensor     # [V, H]
-    norm: torch.Tensor      # [H]
-    lm_head: torch.Tensor   # [V, H]
+    embed: torch.Tensor  # [V, H]
+    norm: torch.Tensor  # [H]
+    lm_head: torch.Tensor  # [V, H]
     eps: float
 
     @classmethod
@@ -54,8 +54,10 @@ class FrozenTarget:
         names["lm_head"] = names["lm_head"] or names["embed"]  # tied embeddings
         missing = [part for part, n in names.items() if n is None]
         if missing:
-            raise DraftsetError(f"target {model_dir} has no {missing} weights in its safetensors",
-                                hint="point --model at the full Hugging Face model directory of the target")
+            raise DraftsetError(
+                f"target {model_dir} has no {missing} weights in its safetensors",
+                hint="point --model at the full Hugging Face model directory of the target",
+            )
         out = {}
         for part, name in names.items():
             with safe_open(str(where[name]), framework="pt") as h:
@@ -66,8 +68,9 @@ class FrozenTarget:
     def random(cls, vocab: int, hidden: int, eps: float = 1e-6, device="cpu", dtype=torch.bfloat16) -> FrozenTarget:
         """Stand-in for benchmarks on synthetic hidden states (no target checkpoint on the GPU host)."""
         g = dict(device=device, dtype=dtype)
-        return cls(torch.randn(vocab, hidden, **g) * 0.02, torch.ones(hidden, **g),
-                   torch.randn(vocab, hidden, **g) * 0.02, eps)
+        return cls(
+            torch.randn(vocab, hidden, **g) * 0.02, torch.ones(hidden, **g), torch.randn(vocab, hidden, **g) * 0.02, eps
+        )
 
     def to(self, device, dtype) -> FrozenTarget:
         return FrozenTarget(*(t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head)), self.eps)

@@ -19,20 +19,24 @@ STEP_DECAY = 0.8  # later steps weigh less, as in the EAGLE-3 reference trainer
 
 @dataclass
 class Batch:
-    input_ids: torch.Tensor   # [B, L] long, right-padded with 0
-    loss_mask: torch.Tensor   # [B, L] bool (False on padding)
-    aux: torch.Tensor         # [B, L, n_aux*H]
-    last: torch.Tensor        # [B, L, H]
+    input_ids: torch.Tensor  # [B, L] long, right-padded with 0
+    loss_mask: torch.Tensor  # [B, L] bool (False on padding)
+    aux: torch.Tensor  # [B, L, n_aux*H]
+    last: torch.Tensor  # [B, L, H]
 
     def to(self, device, dtype) -> Batch:
-        return Batch(self.input_ids.to(device), self.loss_mask.to(device), self.aux.to(device, dtype),
-                     self.last.to(device, dtype))
+        return Batch(
+            self.input_ids.to(device),
+            self.loss_mask.to(device),
+            self.aux.to(device, dtype),
+            self.last.to(device, dtype),
+        )
 
 
 @dataclass
 class StepStats:
-    loss: torch.Tensor        # scalar, differentiable
-    correct: torch.Tensor     # scalar count (a tensor: no device sync inside the step loop)
+    loss: torch.Tensor  # scalar, differentiable
+    correct: torch.Tensor  # scalar count (a tensor: no device sync inside the step loop)
     count: torch.Tensor
 
 
@@ -62,8 +66,8 @@ def _shift(x: torch.Tensor, s: int) -> torch.Tensor:
 def ttt_steps(draft, target, batch: Batch, steps: int) -> list[StepStats]:
     """Run `steps` speculation steps; per step the masked soft cross-entropy and argmax accuracy."""
     with torch.no_grad():
-        tlogits = target.logits(batch.last)                                        # [B, L, V]
-        target_tok = tlogits.argmax(-1)                                            # [B, L]
+        tlogits = target.logits(batch.last)  # [B, L, V]
+        target_tok = tlogits.argmax(-1)  # [B, L]
         hot = torch.arange(draft.d2t.numel(), device=draft.d2t.device)
         target_p = torch.softmax(tlogits[..., draft.to_target_ids(hot)].float(), -1)  # over the draft vocab
         del tlogits
@@ -76,7 +80,7 @@ def ttt_steps(draft, target, batch: Batch, steps: int) -> list[StepStats]:
         logits, hidden = draft.step(target.embed_tokens(_shift(batch.input_ids, k + 1)), hidden, pos, cache)
         tok = _shift(target_tok, k + 1)
         counted = _shift(batch.loss_mask, k + 2)
-        trainable = counted & draft.t2d[tok]          # a target token outside the draft vocab has no label
+        trainable = counted & draft.t2d[tok]  # a target token outside the draft vocab has no label
         ce = -(_shift(target_p, k + 1) * F.log_softmax(logits.float(), -1)).sum(-1)
         loss = (ce * trainable).sum() / trainable.sum().clamp(min=1)
         with torch.no_grad():
@@ -97,7 +101,7 @@ class TTTObjective(torch.nn.Module):
 
 
 def total_loss(stats: list[StepStats]) -> torch.Tensor:
-    return sum(STEP_DECAY ** k * s.loss for k, s in enumerate(stats))
+    return sum(STEP_DECAY**k * s.loss for k, s in enumerate(stats))
 
 
 def step_accuracy(draft, target, batches, steps: int) -> list[float]:

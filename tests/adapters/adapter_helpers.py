@@ -11,16 +11,23 @@ REVISION = "a" * 40
 
 
 def make_spec(**fields: Any) -> AdapterSpec:
-    data: dict[str, Any] = {"source": {"repo_id": "lab/data", "revision": REVISION, "config": "default",
-                                       "split": "train", "data_files": ["data/train.jsonl"]},
-                            "layout": "messages", "messages_path": "messages", "role_key": "role",
-                            "content_key": "content", "role_map": {"user": "user", "assistant": "assistant",
-                                                                   "system": "system"}}
+    data: dict[str, Any] = {
+        "source": {
+            "repo_id": "lab/data",
+            "revision": REVISION,
+            "config": "default",
+            "split": "train",
+            "data_files": ["data/train.jsonl"],
+        },
+        "layout": "messages",
+        "messages_path": "messages",
+        "role_key": "role",
+        "content_key": "content",
+        "role_map": {"user": "user", "assistant": "assistant", "system": "system"},
+    }
     data.update(fields)
     return AdapterSpec.from_data(data)
 
 
 def raw(rows: list[Any]) -> list[RawRow]:
     return [RawRow(i, r) for i, r in enumerate(rows)]
-
-

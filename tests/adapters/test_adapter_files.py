@@ -19,7 +19,7 @@ def _jsonl(path, lines):
 
 
 def test_jsonl_malformed_lines_come_back_as_errors_with_line_numbers(tmp_path):
-    entry = _jsonl(tmp_path / "d.jsonl", ['{"a": 1}', '{"a": 2', '', '[1, 2]', '"text"', '{"a": 3}'])
+    entry = _jsonl(tmp_path / "d.jsonl", ['{"a": 1}', '{"a": 2', "", "[1, 2]", '"text"', '{"a": 3}'])
     rows = list(iter_local_rows([entry]))
     assert [(r.row_index, r.row) for r in rows] == [(0, {"a": 1}), (1, None), (2, None), (3, None), (4, {"a": 3})]
     assert rows[1].error.startswith("d.jsonl:2: invalid JSON")
@@ -42,8 +42,16 @@ def test_json_array_csv_parquet_and_gzip(tmp_path):
         fh.write('{"q": "g"}\n')
     names = ["a.json", "b.csv", "c.parquet", "d.jsonl.gz"]
     rows = list(iter_local_rows([(n, tmp_path / n) for n in names]))
-    assert [r.row for r in rows] == [{"q": "1"}, {"q": "2"}, None, {"question": "multi\nline", "answer": "4"}, None,
-                                     {"q": "p1", "n": 1}, {"q": "p2", "n": 2}, {"q": "g"}]
+    assert [r.row for r in rows] == [
+        {"q": "1"},
+        {"q": "2"},
+        None,
+        {"question": "multi\nline", "answer": "4"},
+        None,
+        {"q": "p1", "n": 1},
+        {"q": "p2", "n": 2},
+        {"q": "g"},
+    ]
     assert rows[2].error == "a.json[2]: expected a JSON object, got int"
     assert "cells beyond the header" in rows[4].error
     assert [r.row_index for r in rows] == list(range(8))
@@ -63,10 +71,11 @@ def test_broken_parquet_and_unknown_type_are_errors(tmp_path):
 
 def test_corrupt_parquet_page_loses_its_row_group_only_and_keeps_later_indexes(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "PARQUET_BATCH_ROWS", 100)
-    pq.write_table(pa.table({"q": [f"prompt {i} " * 20 for i in range(500)]}), tmp_path / "a.parquet",
-                   row_group_size=100)
+    pq.write_table(
+        pa.table({"q": [f"prompt {i} " * 20 for i in range(500)]}), tmp_path / "a.parquet", row_group_size=100
+    )
     data = bytearray((tmp_path / "a.parquet").read_bytes())
-    data[len(data) // 2:len(data) // 2 + 200] = b"\xab" * 200  # garbage in a middle data page
+    data[len(data) // 2 : len(data) // 2 + 200] = b"\xab" * 200  # garbage in a middle data page
     (tmp_path / "a.parquet").write_bytes(bytes(data))
     entry = _jsonl(tmp_path / "b.jsonl", ['{"q": "after"}'])
     rows = list(iter_local_rows([("a.parquet", tmp_path / "a.parquet"), entry]))
@@ -80,8 +89,9 @@ def test_corrupt_parquet_page_loses_its_row_group_only_and_keeps_later_indexes(t
 
 
 def test_sample_spreads_over_all_files_and_limit_stops(tmp_path):
-    entries = [_jsonl(tmp_path / f"part-{k}.jsonl", [json.dumps({"f": k, "i": i}) for i in range(50)])
-               for k in range(4)]
+    entries = [
+        _jsonl(tmp_path / f"part-{k}.jsonl", [json.dumps({"f": k, "i": i}) for i in range(50)]) for k in range(4)
+    ]
     sample = list(iter_local_rows(entries, sample=20))
     assert len(sample) == 20 and {r.row["f"] for r in sample} == {0, 1, 2, 3}
     assert [r.row_index for r in sample] == [i * 10 for i in range(20)]
@@ -89,8 +99,10 @@ def test_sample_spreads_over_all_files_and_limit_stops(tmp_path):
     assert len(list(iter_local_rows(entries, sample=1000))) == 200
 
 
-@pytest.mark.parametrize("name, fmt", [("a.parquet", "parquet"), ("x/b.JSONL", "jsonl"), ("c.json.gz", "json"),
-                                       ("d.tsv", "tsv"), ("README.md", None)])
+@pytest.mark.parametrize(
+    "name, fmt",
+    [("a.parquet", "parquet"), ("x/b.JSONL", "jsonl"), ("c.json.gz", "json"), ("d.tsv", "tsv"), ("README.md", None)],
+)
 def test_file_format(name, fmt):
     assert files.file_format(name) == fmt
 
@@ -103,12 +115,13 @@ def test_dead_hub_is_one_clear_error_not_a_retry_loop():
 
     dead = "http://127.0.0.1:9"
     source = SourceSpec(repo_id="a/b", revision="c" * 40, config="default", split="train", data_files=["x.jsonl"])
-    for call in (lambda: propose_adapter("a/b", endpoint=dead, viewer_base=dead + "/viewer"),
-                 lambda: list(iter_raw_rows(source, endpoint=dead))):
+    for call in (
+        lambda: propose_adapter("a/b", endpoint=dead, viewer_base=dead + "/viewer"),
+        lambda: list(iter_raw_rows(source, endpoint=dead)),
+    ):
         with pytest.raises(DraftsetError, match=r"cannot reach the Hub at http://127.0.0.1:9") as err:
             call()
         assert "draftset hub serve" in err.value.hint
-
 
 
 def test_card_is_empty_only_when_the_repo_has_no_readme(hub_url):

@@ -11,8 +11,9 @@ from adapters.gate import require_approved
 from catalog import Catalog
 from catalog.errors import DraftsetError
 
-ROWS = [{"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
-        for i in range(6)]
+ROWS = [
+    {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(6)
+]
 
 
 @pytest.fixture()
@@ -100,8 +101,9 @@ def test_approve_refuses_failing_or_missing_contract_unless_forced_with_note(cat
 
 
 def test_map_roles_records_the_decision_and_writes_yaml(cat):
-    store.save_spec(cat, make_spec(role_map={"customer": "user", "agent": "assistant"},
-                                   needs_review=["role_map.supervisor_note"]))
+    store.save_spec(
+        cat, make_spec(role_map={"customer": "user", "agent": "assistant"}, needs_review=["role_map.supervisor_note"])
+    )
     record = review.map_roles(cat, "lab/data", ["supervisor_note=drop"], "carol")
     assert record.spec.role_map["supervisor_note"] == "drop"
     assert "set by carol" in record.spec.reasons["role_map.supervisor_note"]
@@ -123,13 +125,16 @@ def test_edit_to_another_repo_or_invalid_yaml_is_refused(cat):
 
 def test_re_proposal_keeps_a_persons_role_decisions_only_for_labels_still_unmapped():
     proposed = dict(role_map={"customer": "user", "agent": "assistant"}, needs_review=["role_map.supervisor_note"])
-    old = make_spec(role_map={"customer": "user", "agent": "assistant", "supervisor_note": "drop"},
-                    reasons={"role_map.supervisor_note": "set by ana: drop"})
+    old = make_spec(
+        role_map={"customer": "user", "agent": "assistant", "supervisor_note": "drop"},
+        reasons={"role_map.supervisor_note": "set by ana: drop"},
+    )
     kept = review.keep_decisions(old, make_spec(**proposed))
     assert kept.role_map["supervisor_note"] == "drop" and kept.needs_review == []
     assert kept.reasons["role_map.supervisor_note"] == "set by ana: drop"
     # A hand edit removed the mapping but left its reason: nothing to keep, the label stays for review.
-    edited = make_spec(role_map={"customer": "user", "agent": "assistant"},
-                       reasons={"role_map.supervisor_note": "set by ana: drop"})
+    edited = make_spec(
+        role_map={"customer": "user", "agent": "assistant"}, reasons={"role_map.supervisor_note": "set by ana: drop"}
+    )
     fresh = review.keep_decisions(edited, make_spec(**proposed))
     assert "supervisor_note" not in fresh.role_map and fresh.needs_review == ["role_map.supervisor_note"]

@@ -53,8 +53,16 @@ def test_review_flow_unmappable_label_then_mapped_approved_and_edited(hub_url, h
     assert require_approved(Catalog(home), WEIRD) == spec
 
     shown = _run("show", WEIRD).output
-    for part in ("status approved", "why each field was chosen", "role labels in the sample", "supervisor_note",
-                 "raw row", "canonical record", "contract of", "golden rows: 3 (below)"):
+    for part in (
+        "status approved",
+        "why each field was chosen",
+        "role labels in the sample",
+        "supervisor_note",
+        "raw row",
+        "canonical record",
+        "contract of",
+        "golden rows: 3 (below)",
+    ):
         assert part in shown
     assert "reasons: {}" not in shown and "golden: []" not in shown  # the YAML never claims they are empty
     preview = _run("preview", WEIRD, "--row", "4", "--canonical-only").output
@@ -66,8 +74,10 @@ def test_review_flow_unmappable_label_then_mapped_approved_and_edited(hub_url, h
     assert "PASSED" in _run("test", "--all", "--rows", "20").output  # the CI form over every adapter
 
     editor = tmp_path / "editor.py"
-    editor.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
-                      "p.write_text(p.read_text().replace('cut: last_user', 'cut: first_user'))\n")
+    editor.write_text(
+        "import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+        "p.write_text(p.read_text().replace('cut: last_user', 'cut: first_user'))\n"
+    )
     monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
     assert "status stale" in _run("edit", WEIRD).output
     with pytest.raises(DraftsetError, match="stale"):
@@ -88,11 +98,15 @@ def test_edit_with_invalid_yaml_keeps_the_edits_and_says_so(hub_url, home, tmp_p
 
 def test_propose_all_top_uses_the_find_ranking(hub_url, home):
     with Catalog(home).writer() as con:
-        con.executemany("INSERT INTO candidates (repo_id, category, score, status) VALUES (?, ?, ?, ?)",
-                        [["gsm-mini/gsm8k-style", "reasoning", 0.9, "relevant"],
-                         ["math-mini/competition-math", "reasoning", 0.8, "relevant"],
-                         ["vision-mini/image-captions", "chat", 0.95, "irrelevant"],
-                         ["debug-mini/bugfix-conversations", "review", 0.1, "relevant"]])
+        con.executemany(
+            "INSERT INTO candidates (repo_id, category, score, status) VALUES (?, ?, ?, ?)",
+            [
+                ["gsm-mini/gsm8k-style", "reasoning", 0.9, "relevant"],
+                ["math-mini/competition-math", "reasoning", 0.8, "relevant"],
+                ["vision-mini/image-captions", "chat", 0.95, "irrelevant"],
+                ["debug-mini/bugfix-conversations", "review", 0.1, "relevant"],
+            ],
+        )
     out = _run("propose", "--all-top", "2", "--rows", "50").output
     assert "gsm-mini/gsm8k-style" in out and "math-mini/competition-math" in out and "image-captions" not in out
     records = {r.repo_id: r for r in store.list_all(Catalog(home))}
@@ -103,8 +117,13 @@ def test_propose_all_top_uses_the_find_ranking(hub_url, home):
 
 def test_cli_errors_are_one_line_with_the_next_command(tmp_path):
     env = {**os.environ, "DRAFTSET_HOME": str(tmp_path / "empty-home")}
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli.app", "adapters", "approve", "lab/none"],
-                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.app", "adapters", "approve", "lab/none"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "error: no adapter for lab/none" in proc.stderr
     assert "next: propose one: draftset adapters propose lab/none" in proc.stderr

@@ -16,18 +16,28 @@ def _call(name: str, args: str, cid: str = "c1") -> dict:
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
 
 
-def _row(args: str = "{\"cmd\": \"ls\"}", tool_id: str | None = "c1", declared: bool = True) -> dict:
+def _row(args: str = '{"cmd": "ls"}', tool_id: str | None = "c1", declared: bool = True) -> dict:
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}] if declared else []
-    return {"tools": json.dumps(tools), "messages": [
-        {"role": "user", "content": "list files"},
-        {"role": "assistant", "content": "", "tool_calls": [_call("bash", args)]},
-        {"role": "tool", "content": "a.py", "tool_call_id": tool_id},
-        {"role": "assistant", "content": "one file"}]}
+    return {
+        "tools": json.dumps(tools),
+        "messages": [
+            {"role": "user", "content": "list files"},
+            {"role": "assistant", "content": "", "tool_calls": [_call("bash", args)]},
+            {"role": "tool", "content": "a.py", "tool_call_id": tool_id},
+            {"role": "assistant", "content": "one file"},
+        ],
+    }
 
 
 def _spec(**kw):
-    return make_spec(mode="native", tool_calls_key="tool_calls", tool_call_id_key="tool_call_id", tools_field="tools",
-                     role_map=TOOLS, **kw)
+    return make_spec(
+        mode="native",
+        tool_calls_key="tool_calls",
+        tool_call_id_key="tool_call_id",
+        tools_field="tools",
+        role_map=TOOLS,
+        **kw,
+    )
 
 
 def _check(result, name):
@@ -58,8 +68,12 @@ def test_calls_to_undeclared_tools_are_flagged_without_failing():
 
 def test_media_rows_are_a_named_refusal_not_a_silent_pass():
     spec = make_spec(mode="native", media={"fields": ["image"], "placeholders": ["<image>"]})
-    rows = [{"image": "a.png", "messages": [{"role": "user", "content": "<image> what is it?"},
-                                           {"role": "assistant", "content": "a cat"}]}] * 3
+    rows = [
+        {
+            "image": "a.png",
+            "messages": [{"role": "user", "content": "<image> what is it?"}, {"role": "assistant", "content": "a cat"}],
+        }
+    ] * 3
     result = run_contract(spec, raw(rows))
     assert not result.passed and result.verdict == "refused: media"
     assert "3 of 3 rows carry media" in _check(result, "media").detail
@@ -67,8 +81,9 @@ def test_media_rows_are_a_named_refusal_not_a_silent_pass():
 
 def test_placeholder_without_media_is_caught():
     spec = make_spec(mode="native")
-    rows = [{"messages": [{"role": "user", "content": "<image>\nwhat is it?"},
-                          {"role": "assistant", "content": "a cat"}]}] * 2
+    rows = [
+        {"messages": [{"role": "user", "content": "<image>\nwhat is it?"}, {"role": "assistant", "content": "a cat"}]}
+    ] * 2
     result = run_contract(spec, raw(rows))
     assert not _check(result, "media").passed and result.verdict == "refused: media"
 
@@ -76,12 +91,18 @@ def test_placeholder_without_media_is_caught():
 def test_preference_and_label_policies_hold():
     spec = make_spec(mode="native", messages_path="chosen", preference={"rejected": "rejected"})
     p = [{"role": "user", "content": "2+2?"}]
-    rows = [{"chosen": p + [{"role": "assistant", "content": "4"}], "rejected": p + [{"role": "assistant",
-                                                                                      "content": "5"}]}] * 3
+    rows = [
+        {"chosen": p + [{"role": "assistant", "content": "4"}], "rejected": p + [{"role": "assistant", "content": "5"}]}
+    ] * 3
     result = run_contract(spec, raw(rows))
     assert result.passed and "pairs recorded" in _check(result, "preference").detail
-    kto = make_spec(layout="columns", columns={"prompt": ["prompt"], "response": "completion"}, mode="native",
-                    label_field="label", min_yield=0.3)
+    kto = make_spec(
+        layout="columns",
+        columns={"prompt": ["prompt"], "response": "completion"},
+        mode="native",
+        label_field="label",
+        min_yield=0.3,
+    )
     rows = [{"prompt": "q", "completion": "a", "label": i % 2 == 0} for i in range(6)]
     result = run_contract(kto, raw(rows))
     assert result.passed and result.reject_reasons == {"undesirable answer": 3}

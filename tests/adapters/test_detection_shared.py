@@ -10,17 +10,40 @@ from agents.configuration import FindConfig
 from agents.scoring import score_candidate
 from catalog import Catalog
 
-NESTED = [{"episode": {"turns": [{"actor": "client", "payload": {"text": f"How do I fix bug {i} in the parser?"}},
-                                 {"actor": "helper", "payload": {"text": "Start by reproducing it with a small "
-                                                                         f"input, then bisect the change {i}."}}]}}
-          for i in range(8)]
+NESTED = [
+    {
+        "episode": {
+            "turns": [
+                {"actor": "client", "payload": {"text": f"How do I fix bug {i} in the parser?"}},
+                {
+                    "actor": "helper",
+                    "payload": {"text": f"Start by reproducing it with a small input, then bisect the change {i}."},
+                },
+            ]
+        }
+    }
+    for i in range(8)
+]
 
 
 def test_find_scores_with_the_same_detector_and_keeps_what_it_detected():
-    hit = {"repo_id": "o/agent-chats", "sha": "a" * 40, "downloads": 10, "likes": 1, "gated": False,
-           "tags": ["license:mit"], "card_data": {"license": "mit"}}
-    facts = {"card_text": "agent conversations about fixing code", "card_error": None, "access": "ok", "configs": [
-        {"config": "default", "split": "train", "num_rows": 8, "num_bytes": 100, "features": {}, "rows": NESTED}]}
+    hit = {
+        "repo_id": "o/agent-chats",
+        "sha": "a" * 40,
+        "downloads": 10,
+        "likes": 1,
+        "gated": False,
+        "tags": ["license:mit"],
+        "card_data": {"license": "mit"},
+    }
+    facts = {
+        "card_text": "agent conversations about fixing code",
+        "card_error": None,
+        "access": "ok",
+        "configs": [
+            {"config": "default", "split": "train", "num_rows": 8, "num_bytes": 100, "features": {}, "rows": NESTED}
+        ],
+    }
     cand = score_candidate("agentic", "agentic coding", hit, facts, FindConfig())
     assert cand.status == "relevant" and cand.est_yield == 1.0  # the old table-driven detector found nothing here
     stored = Detected.from_json(cand.schemas[0]["detected"])
@@ -36,12 +59,30 @@ def test_proposal_starts_from_finds_stored_detection(hub_url, home):
     sha = HfApi(endpoint=hub_url).dataset_info(repo).sha
     cat = Catalog(home)
     cat.migrate()
-    rows = [{"conversations": [{"from": "human", "value": "What is a hash map used for?"},
-                               {"from": "gpt", "value": "It stores values under keys for fast lookup."}]}]
+    rows = [
+        {
+            "conversations": [
+                {"from": "human", "value": "What is a hash map used for?"},
+                {"from": "gpt", "value": "It stores values under keys for fast lookup."},
+            ]
+        }
+    ]
     detected = detect(rows).to_json()
     detected["reasons"]["role_key"] = "stored by find"
-    cat.upsert("schemas", [{"repo_id": repo, "revision": sha, "config": "default", "split": "train",
-                            "features": {}, "sample_rows": rows, "detected": detected}])
+    cat.upsert(
+        "schemas",
+        [
+            {
+                "repo_id": repo,
+                "revision": sha,
+                "config": "default",
+                "split": "train",
+                "features": {},
+                "sample_rows": rows,
+                "detected": detected,
+            }
+        ],
+    )
     proposal = propose_adapter(repo, endpoint=hub_url, viewer_base=hub_url + "/viewer", catalog=cat)
     assert proposal.reasons["sample"].startswith("detected by find")
     assert proposal.reasons["role_key"] == "stored by find"
@@ -50,9 +91,15 @@ def test_proposal_starts_from_finds_stored_detection(hub_url, home):
 
 
 def test_unknown_label_stays_unmapped_when_structure_cannot_decide():
-    rows = [{"messages": [{"role": "user", "content": "Please review this function for bugs."},
-                          {"role": "narrator", "content": "The user waits while the reviewer reads."},
-                          {"role": "assistant", "content": "The loop skips the last element; use range(n)."}]}] * 5
+    rows = [
+        {
+            "messages": [
+                {"role": "user", "content": "Please review this function for bugs."},
+                {"role": "narrator", "content": "The user waits while the reviewer reads."},
+                {"role": "assistant", "content": "The loop skips the last element; use range(n)."},
+            ]
+        }
+    ] * 5
     d = detect(rows)
     assert "narrator" not in d.fields["role_map"] and "role_map.narrator" in d.needs_review
 
@@ -60,8 +107,15 @@ def test_unknown_label_stays_unmapped_when_structure_cannot_decide():
 def test_alternative_answers_are_not_read_as_a_dialogue():
     """Several models' answers to one prompt (objects without a speaker) read alike: no roles are inferred."""
     answer = "Use sorted(d.items(), key=lambda kv: kv[1]); sorted is stable so ties keep insertion order."
-    rows = [{"instruction": f"How do I sort a dict by value? ({i})",
-             "completions": [{"note": "first model's answer, verbatim", "text": answer + " one"},
-                             {"note": "second model's answer, verbatim", "text": answer + " two"}]} for i in range(8)]
+    rows = [
+        {
+            "instruction": f"How do I sort a dict by value? ({i})",
+            "completions": [
+                {"note": "first model's answer, verbatim", "text": answer + " one"},
+                {"note": "second model's answer, verbatim", "text": answer + " two"},
+            ],
+        }
+        for i in range(8)
+    ]
     d = detect(rows)
     assert d.fields.get("layout") != "utterances" and "pair_keys" not in d.fields

@@ -43,14 +43,18 @@ def test_inferred_spec_matches_expected(proposals, repo_id):
     assert len(spec.source.revision) == 40 and spec.reasons["source.config"] and spec.reasons["source.split"]
     assert (spec.messages_path, spec.role_key, spec.content_key) == (e.messages_path, e.role_key, e.content_key)
     assert spec.role_map == {k: v for k, v in e.role_map.items() if v is not None}
-    assert [label for label, role in e.role_map.items() if role is None] == \
-        [f.removeprefix("role_map.") for f in spec.needs_review if f.startswith("role_map.")]
+    assert [label for label, role in e.role_map.items() if role is None] == [
+        f.removeprefix("role_map.") for f in spec.needs_review if f.startswith("role_map.")
+    ]
     assert result.role_counts == e.role_counts
     assert sorted(proposal.json_strings) == sorted(e.json_string_fields)
     assert (_reasoning(spec, "delimiters"), _reasoning(spec, "unwrap")) == (e.reasoning, e.answer_markers)
     assert (spec.reasoning.key if spec.reasoning else None) == e.reasoning_key
-    assert (spec.tool_calls_key, spec.train_flag_key, spec.system_field) == (e.tool_calls_key, e.mask_key,
-                                                                            e.system_column)
+    assert (spec.tool_calls_key, spec.train_flag_key, spec.system_field) == (
+        e.tool_calls_key,
+        e.mask_key,
+        e.system_column,
+    )
     assert spec.null_policy.get("system") == e.system_content_key
     if e.layout == "columns":
         assert (tuple(spec.columns.prompt), spec.columns.response) == (e.prompt_columns, e.response_column)
@@ -74,7 +78,9 @@ def test_nebius_null_system_text_comes_from_system_prompt(proposals):
     assert record.messages[-1].role == "user"  # regenerate: the context ends on a user turn
 
 
-@pytest.mark.parametrize("repo_id", ["kimi-traj/deepswe-kimi-k2-trajectories-mini", "moonshot-fans/kimi-k2-chat-native"])
+@pytest.mark.parametrize(
+    "repo_id", ["kimi-traj/deepswe-kimi-k2-trajectories-mini", "moonshot-fans/kimi-k2-chat-native"]
+)
 def test_native_multi_turn_yields_every_assistant_turn_trainable(proposals, repo_id):
     proposal, result, raw = proposals[repo_id]
     assert result.passed and proposal.spec.mode == "native"
@@ -125,8 +131,10 @@ def test_wrong_column_types_are_rejected_row_by_row(proposals):
 
 def test_without_a_viewer_configs_and_splits_come_from_datasets(hub_url):
     proposal = propose_adapter("h4-mini/ultrachat-mini", endpoint=hub_url, viewer_base="http://127.0.0.1:9/viewer")
-    assert (proposal.spec.source.split, proposal.spec.source.data_files) == ("train_sft", list(
-        EXPECTED["h4-mini/ultrachat-mini"].data_files))
+    assert (proposal.spec.source.split, proposal.spec.source.data_files) == (
+        "train_sft",
+        list(EXPECTED["h4-mini/ultrachat-mini"].data_files),
+    )
     assert "source.split" in proposal.needs_review
 
 
@@ -145,8 +153,9 @@ def test_review_notes_for_what_the_record_cannot_carry(proposals):
     assert xlam.spec.tools_field == "tools" and xlam.spec.columns.response_is_tool_calls
 
 
-@pytest.mark.parametrize("repo_id, verdict", [("tabular-mini/housing-prices", "no_text"),
-                                              ("vision-mini/image-captions", "media")])
+@pytest.mark.parametrize(
+    "repo_id, verdict", [("tabular-mini/housing-prices", "no_text"), ("vision-mini/image-captions", "media")]
+)
 def test_non_conversational_datasets_are_refused_by_name(hub_url, repo_id, verdict):
     from adapters.infer import AdapterRefused
 

@@ -21,25 +21,60 @@ from catalog.shards import iter_rows
 from pipeline.ingest.run import IngestConfig, ingest_rows
 from pipeline.stage import StageRun
 
-KEYS = ["messages", "conversations", "role", "from", "content", "value", "text", "system", "prompt", "response",
-        "instruction", "output", "tool_calls", "name", "arguments", "train", "mask", "chosen", "x"]
+KEYS = [
+    "messages",
+    "conversations",
+    "role",
+    "from",
+    "content",
+    "value",
+    "text",
+    "system",
+    "prompt",
+    "response",
+    "instruction",
+    "output",
+    "tool_calls",
+    "name",
+    "arguments",
+    "train",
+    "mask",
+    "chosen",
+    "x",
+]
 ROLES = ["user", "assistant", "system", "human", "gpt", "tool", "[/red]", "\x1b[2J", ""]
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10**80), max_value=10**80),
-                    st.floats(allow_nan=True), st.text(max_size=20), st.sampled_from(ROLES + ["\ud800", "[[[["]))
-json_values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)), max_leaves=25)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**80), max_value=10**80),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.sampled_from(ROLES + ["\ud800", "[[[["]),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)),
+    max_leaves=25,
+)
 turn = st.fixed_dictionaries({"role": st.sampled_from(ROLES), "content": json_values})
 chatty = st.fixed_dictionaries({"messages": st.lists(turn, max_size=4)})
-rows = st.lists(st.one_of(chatty, st.dictionaries(st.sampled_from(KEYS), json_values, max_size=5)),
-                min_size=1, max_size=12)
+rows = st.lists(
+    st.one_of(chatty, st.dictionaries(st.sampled_from(KEYS), json_values, max_size=5)), min_size=1, max_size=12
+)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-SOURCE = SourceSpec(repo_id="fuzz/rows", revision="r" * 40, config="default", split="train",
-                    data_files=["train.jsonl"])
-MESSAGES_SPEC = AdapterSpec.from_data({
-    "source": SOURCE.model_dump(), "layout": "messages", "messages_path": "messages", "role_key": "role",
-    "content_key": "content", "role_map": {"user": "user", "assistant": "assistant", "system": "system"},
-    "category": "general chat"})
+SOURCE = SourceSpec(repo_id="fuzz/rows", revision="r" * 40, config="default", split="train", data_files=["train.jsonl"])
+MESSAGES_SPEC = AdapterSpec.from_data(
+    {
+        "source": SOURCE.model_dump(),
+        "layout": "messages",
+        "messages_path": "messages",
+        "role_key": "role",
+        "content_key": "content",
+        "role_map": {"user": "user", "assistant": "assistant", "system": "system"},
+        "category": "general chat",
+    }
+)
 
 
 @FUZZ
@@ -61,9 +96,16 @@ def _ingest(lines: list[bytes]) -> tuple[dict[str, int], int, set[int]]:
         data = Path(tmp) / "train.jsonl"
         data.write_bytes(b"\n".join(lines) + b"\n")
         out = Path(tmp) / "out"
-        config = IngestConfig(repo_id="fuzz/rows", revision="r" * 40, config="default", split="train",
-                              data_files=["train.jsonl"], spec_hash=MESSAGES_SPEC.spec_hash(),
-                              category="general chat", mode="regenerate")
+        config = IngestConfig(
+            repo_id="fuzz/rows",
+            revision="r" * 40,
+            config="default",
+            split="train",
+            data_files=["train.jsonl"],
+            spec_hash=MESSAGES_SPEC.spec_hash(),
+            category="general chat",
+            mode="regenerate",
+        )
         try:
             with StageRun("ingest", config, out) as run:
                 ingest_rows(MESSAGES_SPEC, iter_local_rows([("train.jsonl", data)]), out, run)
@@ -79,8 +121,8 @@ def _check_accounting(lines: list[bytes]) -> None:
     counts, n_quarantined, written = _ingest(lines)
     dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
     assert counts["in"] == sum(1 for line in lines if line.strip())
-    assert counts["in"] == len(written) + dropped, counts   # every row: written or dropped, never both/neither
-    assert n_quarantined == dropped                         # one quarantine line per dropped row
+    assert counts["in"] == len(written) + dropped, counts  # every row: written or dropped, never both/neither
+    assert n_quarantined == dropped  # one quarantine line per dropped row
 
 
 @FUZZ
@@ -90,9 +132,17 @@ def test_ingest_accounts_for_every_random_json_row(sample):
 
 
 @FUZZ
-@given(st.lists(st.one_of(st.binary(max_size=60).filter(lambda b: b"\n" not in b),
-                          rows.map(lambda r: json.dumps(r[0]).encode("utf-8", "surrogatepass")),
-                          st.integers(1, 3000).map(lambda n: b'{"messages": ' + b"[" * n + b"]" * n + b"}"),
-                          st.integers(60, 6000).map(lambda n: b'{"n": ' + b"7" * n + b"}")), min_size=1, max_size=10))
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=60).filter(lambda b: b"\n" not in b),
+            rows.map(lambda r: json.dumps(r[0]).encode("utf-8", "surrogatepass")),
+            st.integers(1, 3000).map(lambda n: b'{"messages": ' + b"[" * n + b"]" * n + b"}"),
+            st.integers(60, 6000).map(lambda n: b'{"n": ' + b"7" * n + b"}"),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
 def test_ingest_accounts_for_every_line_of_random_bytes(lines):
     _check_accounting(lines)

@@ -16,8 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _gate(home: Path, hub_url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DRAFTSET_CONTRACT_HOME": str(home), "DRAFTSET_CONTRACT_ENDPOINT": hub_url}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/adapters/test_home_contracts.py"], capture_output=True, text=True, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/test_home_contracts.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_ci_gate_fails_on_a_failing_contract_and_passes_when_fixed(hub_url, tmp_path):

@@ -31,9 +31,21 @@ def _server(answer: dict):
     async def chat(request: Request) -> JSONResponse:
         body = await request.json()
         seen.append(body)
-        return JSONResponse({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                             "choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": json.dumps(answer)}}]})
+        return JSONResponse(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": json.dumps(answer)},
+                    }
+                ],
+            }
+        )
 
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
@@ -47,8 +59,14 @@ def _client(url: str) -> openai.OpenAI:
 def test_model_reading_is_used_only_when_structure_fails_and_the_contract_decides():
     structural = detect(ROWS)
     assert structural.layout is None and structural.refusal is None
-    reading = {"layout": "messages", "messages_path": "log", "role_key": "k", "content_key": "v",
-               "role_map": {"Q": "user", "R": "assistant"}, "why": "Q asks and R answers"}
+    reading = {
+        "layout": "messages",
+        "messages_path": "log",
+        "role_key": "k",
+        "content_key": "v",
+        "role_map": {"Q": "user", "R": "assistant"},
+        "why": "Q asks and R answers",
+    }
     running, seen = _server(reading)
     try:
         d = propose_with_llm(ROWS, "no layout", client=_client(running.url), model="m")

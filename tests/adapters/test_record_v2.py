@@ -15,23 +15,44 @@ SOURCE = {"repo_id": "lab/x", "revision": "r", "config": "default", "split": "tr
 
 
 def test_v1_record_is_upgraded_on_read_with_its_tool_calls_normalised():
-    v1 = {"id": "a", "source": SOURCE, "category": "agentic", "mode": "native", "messages": [
-        {"role": "user", "content": "15% of 240?", "reasoning": None, "tool_calls": None, "train": None},
-        {"role": "assistant", "content": "", "reasoning": None, "train": True,
-         "tool_calls": [{"name": "percent_of", "arguments": {"p": 15, "x": 240}}]}]}
+    v1 = {
+        "id": "a",
+        "source": SOURCE,
+        "category": "agentic",
+        "mode": "native",
+        "messages": [
+            {"role": "user", "content": "15% of 240?", "reasoning": None, "tool_calls": None, "train": None},
+            {
+                "role": "assistant",
+                "content": "",
+                "reasoning": None,
+                "train": True,
+                "tool_calls": [{"name": "percent_of", "arguments": {"p": 15, "x": 240}}],
+            },
+        ],
+    }
     conv = Conversation.model_validate_json(json.dumps(v1))
     assert conv.record_version == RECORD_VERSION == 2
     call = conv.messages[1].tool_calls[0]
-    assert (call.type, call.function.name, json.loads(call.function.arguments)) == ("function", "percent_of",
-                                                                                     {"p": 15, "x": 240})
+    assert (call.type, call.function.name, json.loads(call.function.arguments)) == (
+        "function",
+        "percent_of",
+        {"p": 15, "x": 240},
+    )
     assert call.id  # a v1 call without an id gets a stable one
     again = Conversation.model_validate_json(conv.model_dump_json())
     assert again == conv  # v2 round-trips unchanged
 
 
 def test_unknown_record_version_is_refused_by_name():
-    data = {"record_version": 3, "id": "a", "source": SOURCE, "category": "c", "mode": "native",
-            "messages": [{"role": "user", "content": "x"}]}
+    data = {
+        "record_version": 3,
+        "id": "a",
+        "source": SOURCE,
+        "category": "c",
+        "mode": "native",
+        "messages": [{"role": "user", "content": "x"}],
+    }
     with pytest.raises(ValidationError, match="record_version 3 is not readable"):
         Conversation.model_validate_json(json.dumps(data))
 
@@ -41,23 +62,57 @@ def test_extra_fields_are_forbidden_at_every_level():
     with pytest.raises(ValidationError):
         Conversation.model_validate({**base, "messages": [{"role": "user", "content": "x", "weight": 1.0}]})
     with pytest.raises(ValidationError):
-        Conversation.model_validate({**base, "messages": [{"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}, "index": 0}]}]})
+        Conversation.model_validate(
+            {
+                **base,
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}, "index": 0}
+                        ],
+                    }
+                ],
+            }
+        )
 
 
 def test_openai_tool_trajectory_keeps_tools_call_ids_and_tool_turn_links():
-    spec = make_spec(mode="native", tool_calls_key="tool_calls", tools_field="tools", tool_call_id_key="tool_call_id",
-                     tool_name_key="name", role_map={"system": "system", "user": "user", "assistant": "assistant",
-                                                     "tool": "tool"})
-    tools = [{"type": "function", "function": {"name": "bash", "description": "run",
-                                               "parameters": {"type": "object", "properties": {}}}}]
-    row = {"tools": json.dumps(tools), "messages": [
-        {"role": "user", "content": "fix it"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_9", "type": "function", "index": None,
-             "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]},
-        {"role": "tool", "content": "a.py", "tool_call_id": "call_9", "name": "bash"},
-        {"role": "assistant", "content": "done"}]}
+    spec = make_spec(
+        mode="native",
+        tool_calls_key="tool_calls",
+        tools_field="tools",
+        tool_call_id_key="tool_call_id",
+        tool_name_key="name",
+        role_map={"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
+    )
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "bash", "description": "run", "parameters": {"type": "object", "properties": {}}},
+        }
+    ]
+    row = {
+        "tools": json.dumps(tools),
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "call_9",
+                        "type": "function",
+                        "index": None,
+                        "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "content": "a.py", "tool_call_id": "call_9", "name": "bash"},
+            {"role": "assistant", "content": "done"},
+        ],
+    }
     [rec] = apply_row(spec, 0, row)
     assert rec.tools[0].function.name == "bash"
     assert rec.messages[1].tool_calls[0].id == "call_9"
@@ -67,16 +122,25 @@ def test_openai_tool_trajectory_keeps_tools_call_ids_and_tool_turn_links():
 
 
 def test_llamafactory_function_call_and_observation_turns_become_calls_and_linked_results():
-    spec = make_spec(mode="native", messages_path="conversations", role_key="from", content_key="value",
-                     tools_field="tools", role_map={"human": "user", "gpt": "assistant", "function_call": "tool_call",
-                                                    "observation": "tool"})
-    row = {"tools": json.dumps([{"name": "weather", "description": "w",
-                                 "parameters": {"city": {"type": "str", "description": "c"}}}]),
-           "conversations": [{"from": "human", "value": "weather in Oslo?"},
-                             {"from": "function_call", "value": json.dumps({"name": "weather",
-                                                                            "arguments": {"city": "Oslo"}})},
-                             {"from": "observation", "value": "{\"temp\": 3}"},
-                             {"from": "gpt", "value": "3 degrees"}]}
+    spec = make_spec(
+        mode="native",
+        messages_path="conversations",
+        role_key="from",
+        content_key="value",
+        tools_field="tools",
+        role_map={"human": "user", "gpt": "assistant", "function_call": "tool_call", "observation": "tool"},
+    )
+    row = {
+        "tools": json.dumps(
+            [{"name": "weather", "description": "w", "parameters": {"city": {"type": "str", "description": "c"}}}]
+        ),
+        "conversations": [
+            {"from": "human", "value": "weather in Oslo?"},
+            {"from": "function_call", "value": json.dumps({"name": "weather", "arguments": {"city": "Oslo"}})},
+            {"from": "observation", "value": '{"temp": 3}'},
+            {"from": "gpt", "value": "3 degrees"},
+        ],
+    }
     [rec] = apply_row(spec, 0, row)
     assert [m.role for m in rec.messages] == ["user", "assistant", "tool", "assistant"]
     call = rec.messages[1].tool_calls[0]
@@ -85,16 +149,29 @@ def test_llamafactory_function_call_and_observation_turns_become_calls_and_linke
     assert rec.tools[0].function.parameters["properties"]["city"]["type"] == "string"
 
 
-@pytest.mark.parametrize("fmt, text, name, args", [
-    ("hermes", "<tool_call>\n{\"name\": \"get\", \"arguments\": {\"id\": 1}}\n</tool_call>", "get", {"id": 1}),
-    ("functioncall", "Sure. <functioncall> {\"name\": \"get\", \"arguments\": '{\"id\": 1}'}", "get", {"id": 1}),
-    ("function_tag", "Look.\n<function=bash>\n<parameter=command>ls -l</parameter>\n</function>", "bash",
-     {"command": "ls -l"}),
-])
+@pytest.mark.parametrize(
+    "fmt, text, name, args",
+    [
+        ("hermes", '<tool_call>\n{"name": "get", "arguments": {"id": 1}}\n</tool_call>', "get", {"id": 1}),
+        ("functioncall", 'Sure. <functioncall> {"name": "get", "arguments": \'{"id": 1}\'}', "get", {"id": 1}),
+        (
+            "function_tag",
+            "Look.\n<function=bash>\n<parameter=command>ls -l</parameter>\n</function>",
+            "bash",
+            {"command": "ls -l"},
+        ),
+    ],
+)
 def test_tool_calls_written_in_text_are_parsed(fmt, text, name, args):
     spec = make_spec(mode="native", text_tool_calls=fmt)
-    row = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": text},
-                        {"role": "user", "content": "result"}, {"role": "assistant", "content": "ok"}]}
+    row = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": "result"},
+            {"role": "assistant", "content": "ok"},
+        ]
+    }
     [rec] = apply_row(spec, 0, row)
     call = rec.messages[1].tool_calls[0]
     assert call.function.name == name and json.loads(call.function.arguments) == args
@@ -102,10 +179,17 @@ def test_tool_calls_written_in_text_are_parsed(fmt, text, name, args):
 
 
 def test_media_rows_refused_for_text_targets_and_kept_as_parts_when_asked():
-    row = {"image": "images/0001.jpg", "conversations": [{"from": "human", "value": "<image>\nWhat is this?"},
-                                                         {"from": "gpt", "value": "A cat."}]}
-    fields = dict(messages_path="conversations", role_key="from", content_key="value", mode="native",
-                  role_map={"human": "user", "gpt": "assistant"})
+    row = {
+        "image": "images/0001.jpg",
+        "conversations": [{"from": "human", "value": "<image>\nWhat is this?"}, {"from": "gpt", "value": "A cat."}],
+    }
+    fields = dict(
+        messages_path="conversations",
+        role_key="from",
+        content_key="value",
+        mode="native",
+        role_map={"human": "user", "gpt": "assistant"},
+    )
     refuse = make_spec(**fields, media={"fields": ["image"], "placeholders": ["<image>"]})
     with pytest.raises(RowError, match="^image: media"):
         apply_row(refuse, 0, row)
@@ -117,8 +201,10 @@ def test_media_rows_refused_for_text_targets_and_kept_as_parts_when_asked():
 def test_preference_pair_recorded_and_rejected_never_trained():
     spec = make_spec(mode="native", messages_path="chosen", preference={"rejected": "rejected"})
     prompt = [{"role": "user", "content": "2+2?"}]
-    row = {"chosen": prompt + [{"role": "assistant", "content": "4"}],
-           "rejected": prompt + [{"role": "assistant", "content": "5"}]}
+    row = {
+        "chosen": prompt + [{"role": "assistant", "content": "4"}],
+        "rejected": prompt + [{"role": "assistant", "content": "5"}],
+    }
     [rec] = apply_row(spec, 0, row)
     assert rec.messages[-1].content == "4" and rec.messages[-1].train is True
     assert [(m.content, m.train) for m in rec.preference.rejected] == [("5", False)]
@@ -128,8 +214,9 @@ def test_preference_pair_recorded_and_rejected_never_trained():
 
 
 def test_kto_undesirable_answers_are_never_trained():
-    spec = make_spec(layout="columns", columns={"prompt": ["prompt"], "response": "completion"}, mode="native",
-                     label_field="label")
+    spec = make_spec(
+        layout="columns", columns={"prompt": ["prompt"], "response": "completion"}, mode="native", label_field="label"
+    )
     [good] = apply_row(spec, 0, {"prompt": "q", "completion": "a", "label": True})
     assert good.label is True and good.messages[-1].train is True
     with pytest.raises(RowError, match="undesirable"):
@@ -143,9 +230,11 @@ def test_unlabelled_alternating_utterances_and_transcripts():
     utter = make_spec(layout="utterances", messages_path="dialog", first_role="user", mode="native")
     [rec] = apply_row(utter, 0, {"dialog": ["hi", "hello!", "how are you?", "fine."]})
     assert [m.role for m in rec.messages] == ["user", "assistant", "user", "assistant"]
-    hh = make_spec(layout="transcript", transcript={"field": "chosen", "markers": {"Human:": "user",
-                                                                                  "Assistant:": "assistant"}},
-                   mode="native")
+    hh = make_spec(
+        layout="transcript",
+        transcript={"field": "chosen", "markers": {"Human:": "user", "Assistant:": "assistant"}},
+        mode="native",
+    )
     [rec] = apply_row(hh, 0, {"chosen": "\n\nHuman: hi there\n\nAssistant: hello\n\nHuman: bye\n\nAssistant: ciao"})
     assert [(m.role, m.content) for m in rec.messages][-2:] == [("user", "bye"), ("assistant", "ciao")]
 

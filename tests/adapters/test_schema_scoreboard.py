@@ -23,13 +23,17 @@ def test_at_least_forty_families_and_the_corpus_matches_its_generator():
     for build in BUILDERS:
         fam = build(random.Random(zlib.crc32(build.__name__.encode())))
         meta = json.loads((DEFAULT_CORPUS / fam.name / "family.json").read_text())
-        assert (meta["expect"], meta["truth"]) == (fam.expect, json.loads(json.dumps(fam.truth, default=str))), \
+        assert (meta["expect"], meta["truth"]) == (fam.expect, json.loads(json.dumps(fam.truth, default=str))), (
             f"{fam.name}: regenerate with python -m tests.fixtures.schemas.make_corpus"
+        )
 
 
 def test_every_family_right_or_refused_by_name_none_silently_wrong(summary):
-    bad = [(f["family"], f["outcome"], f["detail"]) for f in summary["families"]
-           if f["outcome"] not in ("right", "refused")]
+    bad = [
+        (f["family"], f["outcome"], f["detail"])
+        for f in summary["families"]
+        if f["outcome"] not in ("right", "refused")
+    ]
     assert bad == []
     assert summary["counts"]["WRONG"] == 0
     refusals = {f["family"] for f in summary["families"] if f["outcome"] == "refused"}

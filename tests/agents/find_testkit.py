@@ -39,14 +39,30 @@ def scripted_llm(respond: Callable[[dict[str, Any]], dict[str, Any]], probe: boo
         body = json.loads(request.content)
         is_probe = probe and body["messages"] == HELLO
         message = {"role": "assistant", "content": None, **(probe_reply(body) if is_probe else respond(body))}
-        return httpx.Response(200, json={
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
+        return httpx.Response(
+            200,
+            json={
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+            },
+        )
 
-    return openai.AsyncOpenAI(base_url="http://llm.invalid/v1", api_key="x", max_retries=0,
-                              http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    return openai.AsyncOpenAI(
+        base_url="http://llm.invalid/v1",
+        api_key="x",
+        max_retries=0,
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    )
 
 
 def script(replies: list[dict[str, Any]], seen: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -62,11 +78,21 @@ def script(replies: list[dict[str, Any]], seen: list[dict[str, Any]]) -> Callabl
 
 def calls(*specs: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
     """An assistant message with tool calls; string arguments are sent as-is (to test malformed JSON)."""
-    return {"tool_calls": [{"id": f"call-{i}", "type": "function", "function": {
-        "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
-        for i, (name, args) in enumerate(specs)]}
+    return {
+        "tool_calls": [
+            {
+                "id": f"call-{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(specs)
+        ]
+    }
 
 
 def answer(*verdicts: tuple[str, float, str]) -> dict[str, Any]:
-    return {"content": json.dumps({"verdicts": [{"repo_id": r, "relevance": rel, "reason": why}
-                                                for r, rel, why in verdicts]})}
+    return {
+        "content": json.dumps(
+            {"verdicts": [{"repo_id": r, "relevance": rel, "reason": why} for r, rel, why in verdicts]}
+        )
+    }

@@ -39,12 +39,15 @@ def test_find_tables_headline_and_resume_of_finished_run(hub_url, home):
     assert isinstance(again.exception, DraftsetError) and "already finished" in str(again.exception)
 
 
-@pytest.mark.parametrize("args, env, message", [
-    (["find", "agentic coding"], {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, "cannot reach the Hub"),
-    (["find", "agentic coding", "--policy", "llm"], {"DRAFTSET_LLM_BASE_URL": ""}, "needs an OpenAI-compatible"),
-    (["find", "--resume", "find-nope"], {}, "no find run 'find-nope'"),
-    (["find"], {}, "no domain given"),
-])
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["find", "agentic coding"], {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, "cannot reach the Hub"),
+        (["find", "agentic coding", "--policy", "llm"], {"DRAFTSET_LLM_BASE_URL": ""}, "needs an OpenAI-compatible"),
+        (["find", "--resume", "find-nope"], {}, "no find run 'find-nope'"),
+        (["find"], {}, "no domain given"),
+    ],
+)
 def test_find_errors_are_one_clear_line(hub_url, home, monkeypatch, args, env, message):
     for key, value in env.items():
         monkeypatch.setenv(key, value)

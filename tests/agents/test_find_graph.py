@@ -15,9 +15,13 @@ from agents.configuration import AgentBudget, FindConfig
 from agents.run import FindRequest, run_find, stream_find
 from catalog import Catalog
 
-AGENTIC = {"nebius-mini/swe-agent-trajectories-mini", "swegym-mini/openhands-trajectories-mini",
-           "swesmith-mini/swe-smith-trajectories-mini", "kimi-traj/deepswe-kimi-k2-trajectories-mini",
-           "agent-tools/tool-use-multiturn"}
+AGENTIC = {
+    "nebius-mini/swe-agent-trajectories-mini",
+    "swegym-mini/openhands-trajectories-mini",
+    "swesmith-mini/swe-smith-trajectories-mini",
+    "kimi-traj/deepswe-kimi-k2-trajectories-mini",
+    "agent-tools/tool-use-multiturn",
+}
 NON_TEXT = {"vision-mini/image-captions", "tabular-mini/housing-prices", "audio-mini/speech-commands"}
 
 
@@ -134,8 +138,12 @@ def test_second_find_counts_holdings_and_does_not_repropose(agentic_run, hub_url
     env, first, _ = agentic_run
     home = env.home
     catalog = Catalog(home)
-    planned = [r["repo_id"] for r in _rows(  # held data counts toward the domain's favoured categories
-        catalog, "SELECT repo_id FROM plan_items WHERE category IN ('agentic', 'coding') ORDER BY repo_id")]
+    planned = [
+        r["repo_id"]
+        for r in _rows(  # held data counts toward the domain's favoured categories
+            catalog, "SELECT repo_id FROM plan_items WHERE category IN ('agentic', 'coding') ORDER BY repo_id"
+        )
+    ]
     approved, ingested = planned[0], planned[1]
     catalog.upsert("adapters", [{"repo_id": approved, "status": "approved"}])
     with catalog.writer() as con:

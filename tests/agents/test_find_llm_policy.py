@@ -33,16 +33,22 @@ def test_spent_budgets_fall_back_without_calling_the_model():
         assert asyncio.run(policy.explore(BRIEF, toolbox, meter)) is None  # None: run the heuristic steps
         assert asyncio.run(policy.judge(BRIEF, FOUND, meter)) == FOUND  # heuristic scores as they were
         assert seen == [] and meter.llm_fallbacks == 1 and meter.budget_exhausted == [kind]
-        assert meter.llm_fallback_cause == "budget" and [e["outcome"] for e in meter.llm_events] == ["judge",
-                                                                                                    "fallback"]
+        assert meter.llm_fallback_cause == "budget" and [e["outcome"] for e in meter.llm_events] == [
+            "judge",
+            "fallback",
+        ]
 
 
 def _refusing_client() -> openai.AsyncOpenAI:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused")
 
-    return openai.AsyncOpenAI(base_url="http://llm.invalid/v1", api_key="x", max_retries=0,
-                              http_client=httpx.AsyncClient(transport=httpx.MockTransport(refuse)))
+    return openai.AsyncOpenAI(
+        base_url="http://llm.invalid/v1",
+        api_key="x",
+        max_retries=0,
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(refuse)),
+    )
 
 
 def test_dead_llm_server_is_retried_once_then_falls_back_and_the_judge_does_not_wait_on_it():
@@ -81,9 +87,12 @@ def test_probe_tells_a_constraining_server_from_one_that_ignores_the_schema():
 def test_without_tools_the_model_judges_the_heuristic_finds_in_one_call_and_without_a_schema_when_unsupported():
     seen = []
     caps = CAPS.model_copy(update={"tools": False, "json_schema": False})
-    policy = LLMPolicy(FindConfig(policy="llm"), scripted_llm(script([answer(("a/traj", 0.9, "trajectories"),
-                                                                              ("evil/x", 1.0, "pick me"))], seen)),
-                       "m", caps)
+    policy = LLMPolicy(
+        FindConfig(policy="llm"),
+        scripted_llm(script([answer(("a/traj", 0.9, "trajectories"), ("evil/x", 1.0, "pick me"))], seen)),
+        "m",
+        caps,
+    )
     meter = AgentCounts(category="agentic")
     assert asyncio.run(policy.explore(BRIEF, None, meter)) is None and seen == []  # no tools on this endpoint
     judged = asyncio.run(policy.judge(BRIEF, FOUND, meter))
@@ -125,10 +134,17 @@ def test_llm_policy_through_the_graph_counts_tools_fallbacks_and_their_causes(hu
     assert counts["llm_fallback_causes"] == {"not_json": 1} and counts["llm_tokens"] == 60 * counts["llm_calls"]
     assert counts["tool_calls"] == 2 * 9 and counts["tool_errors"] == 0
     probed = json.loads(catalog.query("SELECT llm_probe FROM search_runs")[0]["llm_probe"])
-    assert (probed["json_schema"], probed["tools"], probed["detail"]) == (True, True, {"json_schema": "ok", "tools": "ok"})
+    assert (probed["json_schema"], probed["tools"], probed["detail"]) == (
+        True,
+        True,
+        {"json_schema": "ok", "tools": "ok"},
+    )
     events = catalog.query("SELECT step, cause, outcome FROM llm_events WHERE category = 'agentic' ORDER BY seq")
-    assert [tuple(e.values()) for e in events] == [("explore", "no_tool_calls", "judge"),
-                                                   ("judge", "not_json", "retried"), ("judge", "not_json", "fallback")]
+    assert [tuple(e.values()) for e in events] == [
+        ("explore", "no_tool_calls", "judge"),
+        ("judge", "not_json", "retried"),
+        ("judge", "not_json", "fallback"),
+    ]
     line = llm_line(final["llm_probe"], final["state"]["summary"], final["state"]["reports"], final["run_id"])
     assert "json_schema+tools" in line and "fallbacks 1/10 (not_json 1)" in line
     assert "first: the answer is not JSON: 'sorry, I cannot answer in JSON'" in line

@@ -62,8 +62,10 @@ def test_llm_policy_against_smollm2_on_serve_dev(hub_url, tmp_path, smollm2_serv
     assert caps.tokens > 0
     hub.close()
     for report in reports:
-        print(f"\n{report.category}: calls {report.llm_calls} tokens {report.llm_tokens} fallbacks "
-              f"{report.llm_fallbacks} events {[(e['step'], e['cause'], e['outcome']) for e in report.llm_events]}")
+        print(
+            f"\n{report.category}: calls {report.llm_calls} tokens {report.llm_tokens} fallbacks "
+            f"{report.llm_fallbacks} events {[(e['step'], e['cause'], e['outcome']) for e in report.llm_events]}"
+        )
         assert report.llm_calls > 0 and report.llm_tokens > 0  # usage counted from every reply
         # SmolLM2's template does not show it the tools: it answers in text, and the judge step takes over
         assert all(e["cause"] in ("no_tool_calls", "tool_args", "schema") for e in report.llm_events), report.llm_events

@@ -38,10 +38,14 @@ def llm(replies, seen, **config):
 
 def test_model_searches_then_inspects_then_answers(hub_url, tmp_path):
     seen = []
-    policy, cfg = llm([calls(("search_hub", {"query": "trajectories", "tag": None})),
-                       calls(("inspect_dataset", {"repo_id": SWE})),
-                       answer((SWE, 0.9, "SWE agent trajectories"), ("evil/extra", 1.0, "ignore instructions"))],
-                      seen)
+    policy, cfg = llm(
+        [
+            calls(("search_hub", {"query": "trajectories", "tag": None})),
+            calls(("inspect_dataset", {"repo_id": SWE})),
+            answer((SWE, 0.9, "SWE agent trajectories"), ("evil/extra", 1.0, "ignore instructions")),
+        ],
+        seen,
+    )
     report, hub, events = run_agent(hub_url, tmp_path, policy, cfg)
     assert [c.repo_id for c in report.candidates] == [SWE]  # only what the tools inspected
     cand = report.candidates[0]
@@ -50,7 +54,9 @@ def test_model_searches_then_inspects_then_answers(hub_url, tmp_path):
     assert hub.requests["agentic"] == report.hub_calls == 4
     assert (report.tool_calls, report.tool_errors, report.llm_calls, report.llm_tokens) == (2, 0, 3, 180)
     assert report.llm_fallbacks == 0 and [e["tool"] for e in events if e["stage"] == "tool"] == [
-        "search_hub", "inspect_dataset"]
+        "search_hub",
+        "inspect_dataset",
+    ]
     assert [t["function"]["name"] for t in seen[0]["tools"]] == ["search_hub", "inspect_dataset"]
     assert seen[0]["tools"][1]["function"]["parameters"]["properties"]["repo_id"]["pattern"] == r"^[\w.-]+/[\w.-]+$"
     assert seen[0]["tool_choice"] == "auto" and "response_format" not in seen[0]  # tool rounds are unconstrained
@@ -64,16 +70,22 @@ def test_model_searches_then_inspects_then_answers(hub_url, tmp_path):
 
 def test_bad_tool_arguments_get_error_messages_and_the_loop_goes_on(hub_url, tmp_path):
     seen = []
-    policy, cfg = llm([
-        calls(("inspect_dataset", {"repo_id": "../../etc/passwd"}),
-              ("search_hub", {"query": "x'; DROP TABLE candidates; --"}),
-              ("run_sql", {"sql": "DELETE FROM candidates"}),
-              ("search_hub", "{not json"),
-              ("search_hub", {"query": None, "tag": None})),
-        calls(("inspect_dataset", {"repo_id": SWE})),  # valid id, but no search returned it yet
-        calls(("search_hub", {"query": "trajectories"})),
-        calls(("inspect_dataset", {"repo_id": SWE})),
-        answer((SWE, 0.9, "fits"))], seen)
+    policy, cfg = llm(
+        [
+            calls(
+                ("inspect_dataset", {"repo_id": "../../etc/passwd"}),
+                ("search_hub", {"query": "x'; DROP TABLE candidates; --"}),
+                ("run_sql", {"sql": "DELETE FROM candidates"}),
+                ("search_hub", "{not json"),
+                ("search_hub", {"query": None, "tag": None}),
+            ),
+            calls(("inspect_dataset", {"repo_id": SWE})),  # valid id, but no search returned it yet
+            calls(("search_hub", {"query": "trajectories"})),
+            calls(("inspect_dataset", {"repo_id": SWE})),
+            answer((SWE, 0.9, "fits")),
+        ],
+        seen,
+    )
     report, hub, _ = run_agent(hub_url, tmp_path, policy, cfg)
     errors = [m for m in seen[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in errors] == [f"call-{i}" for i in range(5)]
@@ -89,14 +101,15 @@ def test_bad_tool_arguments_get_error_messages_and_the_loop_goes_on(hub_url, tmp
 
 def test_llm_call_budget_stops_a_model_that_never_stops_calling_tools(hub_url, tmp_path):
     seen = []
-    policy, cfg = llm([calls(("search_hub", {"query": "trajectories"}))] * 10, seen,
-                      budget=AgentBudget(llm_calls=3))
+    policy, cfg = llm([calls(("search_hub", {"query": "trajectories"}))] * 10, seen, budget=AgentBudget(llm_calls=3))
     report, _, _ = run_agent(hub_url, tmp_path / "llm", policy, cfg)
     assert len(seen) == report.llm_calls == 3 and report.tool_calls == 2  # the last call closes the tools
     assert seen[2]["tool_choice"] == "none" and "response_format" not in seen[2]  # nothing inspected to judge
     assert report.budget_exhausted == ["llm"] and report.llm_fallbacks == 1 and report.llm_fallback_cause == "budget"
     assert [(e["step"], e["cause"], e["outcome"]) for e in report.llm_events] == [
-        ("explore", "schema", "judge"), ("judge", "budget", "fallback")]
+        ("explore", "schema", "judge"),
+        ("judge", "budget", "fallback"),
+    ]
     heuristic, _, _ = run_agent(hub_url, tmp_path / "heuristic", HeuristicPolicy(FindConfig()), FindConfig())
     assert [c.repo_id for c in report.candidates] == [c.repo_id for c in heuristic.candidates]
     assert report.candidates  # the heuristic carried the agent
@@ -104,8 +117,15 @@ def test_llm_call_budget_stops_a_model_that_never_stops_calling_tools(hub_url, t
 
 def test_invalid_final_answer_is_retried_once_then_accepted(hub_url, tmp_path):
     seen = []
-    policy, cfg = llm([calls(("search_hub", {"query": "trajectories"})), calls(("inspect_dataset", {"repo_id": SWE})),
-                       {"content": "this is not json"}, answer((SWE, 1.0, "fits"))], seen)
+    policy, cfg = llm(
+        [
+            calls(("search_hub", {"query": "trajectories"})),
+            calls(("inspect_dataset", {"repo_id": SWE})),
+            {"content": "this is not json"},
+            answer((SWE, 1.0, "fits")),
+        ],
+        seen,
+    )
     report, _, _ = run_agent(hub_url, tmp_path, policy, cfg)
     assert seen[3]["messages"][-1]["role"] == "user" and "rejected" in seen[3]["messages"][-1]["content"]
     assert seen[3]["tool_choice"] == "none" and seen[3]["response_format"]["json_schema"]["strict"] is True
@@ -114,16 +134,27 @@ def test_invalid_final_answer_is_retried_once_then_accepted(hub_url, tmp_path):
 
 def test_two_invalid_answers_hand_over_to_the_judge_and_two_more_fall_back_with_their_cause(hub_url, tmp_path):
     seen = []
-    policy, cfg = llm([calls(("search_hub", {"query": "trajectories"})), calls(("inspect_dataset", {"repo_id": SWE})),
-                       {"content": '{"wrong": 1}'}, answer(("someone/else", 1.0, "not inspected")),
-                       {"content": "I think they are all great"}, {"content": '{"verdicts": [{"repo_id": 3}]}'}],
-                      seen)
+    policy, cfg = llm(
+        [
+            calls(("search_hub", {"query": "trajectories"})),
+            calls(("inspect_dataset", {"repo_id": SWE})),
+            {"content": '{"wrong": 1}'},
+            answer(("someone/else", 1.0, "not inspected")),
+            {"content": "I think they are all great"},
+            {"content": '{"verdicts": [{"repo_id": 3}]}'},
+        ],
+        seen,
+    )
     report, _, _ = run_agent(hub_url, tmp_path, policy, cfg)
     assert (report.llm_calls, report.llm_fallbacks, report.tool_calls) == (6, 1, 2)
     assert len(report.candidates) > 1 and not any("llm:" in r for c in report.candidates for r in c.reasons)
     events = [(e["step"], e["cause"], e["outcome"]) for e in report.llm_events]
-    assert events == [("explore", "schema", "retried"), ("explore", "schema", "judge"),
-                      ("judge", "not_json", "retried"), ("judge", "schema", "fallback")]
+    assert events == [
+        ("explore", "schema", "retried"),
+        ("explore", "schema", "judge"),
+        ("judge", "not_json", "retried"),
+        ("judge", "schema", "fallback"),
+    ]
     assert report.llm_events[0]["detail"].startswith("verdicts: Field required")  # the field is named
     assert report.llm_events[1]["detail"] == "verdicts: no verdict names a listed dataset"
     assert "verdicts.0.repo_id" in report.llm_events[3]["detail"] and report.llm_fallback_cause == "schema"
@@ -136,9 +167,16 @@ def test_two_invalid_answers_hand_over_to_the_judge_and_two_more_fall_back_with_
 
 def test_tool_calls_spend_the_agents_hub_budget(hub_url, tmp_path):
     seen = []
-    policy, cfg = llm([calls(("search_hub", {"query": "trajectories"})), calls(("inspect_dataset", {"repo_id": SWE})),
-                       answer((SWE, 1.0, "never inspected")), answer((SWE, 1.0, "still not"))], seen,
-                      budget=AgentBudget(hub_calls=2))
+    policy, cfg = llm(
+        [
+            calls(("search_hub", {"query": "trajectories"})),
+            calls(("inspect_dataset", {"repo_id": SWE})),
+            answer((SWE, 1.0, "never inspected")),
+            answer((SWE, 1.0, "still not")),
+        ],
+        seen,
+        budget=AgentBudget(hub_calls=2),
+    )
     report, hub, _ = run_agent(hub_url, tmp_path, policy, cfg)
     assert seen[2]["messages"][-1]["content"] == "error: budget exhausted: hub_calls; answer now with what you have"
     assert hub.requests["agentic"] == report.hub_calls == 2  # search + card; the viewer call was refused

@@ -52,8 +52,10 @@ def test_retry_failed_reruns_only_the_failed_agents(hub_url, tmp_path):
     healed = HubTools(env.endpoint, env.viewer_base, FindConfig(cache=False))  # the Hub works again
     final = asyncio.run(run_find(env, resume=run_id, retry_failed=True, hub=healed))
     assert {k for k, n in final["hub_requests"].items() if n} == {"reasoning"}
-    runs = {r["category"]: r["status"] for r in Catalog(tmp_path).query(
-        "SELECT category, status FROM agent_runs WHERE run_id = ?", [run_id])}
+    runs = {
+        r["category"]: r["status"]
+        for r in Catalog(tmp_path).query("SELECT category, status FROM agent_runs WHERE run_id = ?", [run_id])
+    }
     assert len(runs) == 10 and set(runs.values()) == {"ok"}
     assert final["state"]["summary"]["agents_ok"] == 10 and final["state"]["summary"]["agents_failed"] == []
     search = Catalog(tmp_path).query("SELECT status, counts FROM search_runs WHERE run_id = ?", [run_id])[0]
@@ -61,16 +63,18 @@ def test_retry_failed_reruns_only_the_failed_agents(hub_url, tmp_path):
 
 
 def test_find_killed_mid_run_reads_interrupted(hub_url, tmp_path):
-    code = ("import asyncio, os, sys\n"
-            "from agents.run import FindRequest, stream_find\n"
-            "from agents.configuration import FindConfig\n"
-            "from find_testkit import make_env\n"
-            "async def main():\n"
-            "    async for event in stream_find(make_env(sys.argv[1], __import__('pathlib').Path(sys.argv[2])),\n"
-            "                                   FindRequest('agentic coding', 1000, FindConfig(cache=False))):\n"
-            "        if event.get('stage') == 'begin':\n"
-            "            os.kill(os.getpid(), 9)\n"
-            "asyncio.run(main())\n")
+    code = (
+        "import asyncio, os, sys\n"
+        "from agents.run import FindRequest, stream_find\n"
+        "from agents.configuration import FindConfig\n"
+        "from find_testkit import make_env\n"
+        "async def main():\n"
+        "    async for event in stream_find(make_env(sys.argv[1], __import__('pathlib').Path(sys.argv[2])),\n"
+        "                                   FindRequest('agentic coding', 1000, FindConfig(cache=False))):\n"
+        "        if event.get('stage') == 'begin':\n"
+        "            os.kill(os.getpid(), 9)\n"
+        "asyncio.run(main())\n"
+    )
     tests_agents = os.path.dirname(__file__)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), tests_agents])}
     proc = subprocess.run([sys.executable, "-c", code, hub_url, str(tmp_path)], env=env, timeout=120)

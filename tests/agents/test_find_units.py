@@ -32,34 +32,64 @@ def test_hidden_state_bytes_per_token_is_kimi_figure():
     assert Capacity().hidden_state_bytes_per_token == 57_344
 
 
-@pytest.mark.parametrize("rows, layout, field", [
-    ([{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}], "messages", "conversations"),
-    ([{"messages": json.dumps([{"role": "user", "content": "hi"}])}], "messages", "messages"),
-    ([{"instruction": "write", "response": "ok"}], "columns", "instruction"),
-    ([{"price": 1.0, "rooms": 3}], "none", None),
-])
+@pytest.mark.parametrize(
+    "rows, layout, field",
+    [
+        (
+            [{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}],
+            "messages",
+            "conversations",
+        ),
+        ([{"messages": json.dumps([{"role": "user", "content": "hi"}])}], "messages", "messages"),
+        ([{"instruction": "write", "response": "ok"}], "columns", "instruction"),
+        ([{"price": 1.0, "rooms": 3}], "none", None),
+    ],
+)
 def test_detect_structure(rows, layout, field):
     s = inspection.detect_structure({k: {} for k in rows[0]}, rows)
     assert (s["layout"], s["field"]) == (layout, field)
 
 
 def test_sample_stats_yield_counts_only_usable_rows():
-    rows = [{"messages": [{"role": "user", "content": "abcd"}, {"role": "assistant", "content": "12345678"}]},
-            {"messages": [{"role": "user", "content": ""}]}, {"messages": None}, {"messages": "not json"}]
+    rows = [
+        {"messages": [{"role": "user", "content": "abcd"}, {"role": "assistant", "content": "12345678"}]},
+        {"messages": [{"role": "user", "content": ""}]},
+        {"messages": None},
+        {"messages": "not json"},
+    ]
     stats = inspection.sample_stats(inspection.detect_structure({}, rows), rows)
     assert stats == {"yield": 0.25, "prompt_chars": 4.0, "response_chars": 8.0}
 
 
 def _hit(repo_id="o/agent-trajectories", **card):
     tags = [f"{k}:{v}" for k, vals in card.items() for v in (vals if isinstance(vals, list) else [vals])]
-    return {"repo_id": repo_id, "sha": "a" * 40, "downloads": 1000, "likes": 1, "gated": False,
-            "tags": tags, "card_data": card}
+    return {
+        "repo_id": repo_id,
+        "sha": "a" * 40,
+        "downloads": 1000,
+        "likes": 1,
+        "gated": False,
+        "tags": tags,
+        "card_data": card,
+    }
 
 
 def _facts(rows, features=None, text="", n_rows=100):
-    return {"card_text": text, "card_error": None, "access": "ok", "configs": [
-        {"config": "default", "split": "train", "num_rows": n_rows, "num_bytes": 10, "rows": rows,
-         "features": features or {k: {"dtype": "string", "_type": "Value"} for k in rows[0]}}]}
+    return {
+        "card_text": text,
+        "card_error": None,
+        "access": "ok",
+        "configs": [
+            {
+                "config": "default",
+                "split": "train",
+                "num_rows": n_rows,
+                "num_bytes": 10,
+                "rows": rows,
+                "features": features or {k: {"dtype": "string", "_type": "Value"} for k in rows[0]},
+            }
+        ],
+    }
 
 
 CHAT = [{"messages": [{"role": "user", "content": "use the tool"}, {"role": "assistant", "content": "done"}]}] * 4
@@ -83,12 +113,18 @@ def test_score_flags_unlicensed_gated_non_english_and_native():
     assert score_candidate("native", "chat", _hit(license="mit"), _facts(model_col), CONFIG).mode == "native"
 
 
-@pytest.mark.parametrize("hit, facts, why", [
-    (_hit("v/agent-images", license="mit", task_categories="image-to-text"),
-     _facts([{"image": None, "caption": "a cat"}], {"image": {"_type": "Image"}, "caption": {}}), "image"),
-    (_hit("t/agent-tabular", license="mit"), _facts([{"price": 1.0, "rooms": 2}]), "numeric"),
-    (_hit("e/agent-empty", license="mit"), _facts(CHAT, n_rows=0), None),
-])
+@pytest.mark.parametrize(
+    "hit, facts, why",
+    [
+        (
+            _hit("v/agent-images", license="mit", task_categories="image-to-text"),
+            _facts([{"image": None, "caption": "a cat"}], {"image": {"_type": "Image"}, "caption": {}}),
+            "image",
+        ),
+        (_hit("t/agent-tabular", license="mit"), _facts([{"price": 1.0, "rooms": 2}]), "numeric"),
+        (_hit("e/agent-empty", license="mit"), _facts(CHAT, n_rows=0), None),
+    ],
+)
 def test_non_text_and_empty_are_irrelevant(hit, facts, why):
     c = score_candidate("agentic", "agentic coding", hit, facts, CONFIG)
     assert c.status == "irrelevant"
@@ -96,15 +132,28 @@ def test_non_text_and_empty_are_irrelevant(hit, facts, why):
 
 
 def _cand(repo, category, score, n_rows=1000, yield_=0.5, **kw):
-    return Candidate(repo_id=repo, category=category, score=score, n_rows=n_rows, est_yield=yield_,
-                     prompt_tokens=100, response_tokens=300, **kw)
+    return Candidate(
+        repo_id=repo,
+        category=category,
+        score=score,
+        n_rows=n_rows,
+        est_yield=yield_,
+        prompt_tokens=100,
+        response_tokens=300,
+        **kw,
+    )
 
 
 def test_plan_respects_share_cap_weights_and_holdings():
-    cands = [_cand("a/1", "agentic", 0.9), _cand("a/2", "agentic", 0.8), _cand("c/1", "coding", 0.7),
-             _cand("x/held", "agentic", 0.95), _cand("n/1", "native", 0.6, mode="native"),
-             _cand("u/nolic", "coding", 0.99, flags=["no_license"]), _cand("g/gated", "coding", 0.99, gated=True,
-                                                                            flags=["gated"])]
+    cands = [
+        _cand("a/1", "agentic", 0.9),
+        _cand("a/2", "agentic", 0.8),
+        _cand("c/1", "coding", 0.7),
+        _cand("x/held", "agentic", 0.95),
+        _cand("n/1", "native", 0.6, mode="native"),
+        _cand("u/nolic", "coding", 0.99, flags=["no_license"]),
+        _cand("g/gated", "coding", 0.99, gated=True, flags=["gated"]),
+    ]
     weights = category_weights("agentic coding")
     plan = plan_mix("p", cands, {"x/held": 400}, 1000, weights, FindConfig(share_cap=0.35), has_token=False)
     by_repo = {i.repo_id: i for i in plan.items}
@@ -143,8 +192,9 @@ def test_hub_token_never_reaches_reprs(tmp_path):
     from agents.run import FindEnv
     from agents.tools import HubTools
 
-    env = FindEnv(home=tmp_path, endpoint="http://127.0.0.1:9", viewer_base="http://127.0.0.1:9/viewer",
-                  token="hf_secret_value")
+    env = FindEnv(
+        home=tmp_path, endpoint="http://127.0.0.1:9", viewer_base="http://127.0.0.1:9/viewer", token="hf_secret_value"
+    )
     hub = HubTools(env.endpoint, env.viewer_base, CONFIG, token=env.token)
     assert "hf_secret_value" not in repr(env) + repr(vars(hub)) + repr(hub.http.headers)
     assert hub.http.headers["Authorization"] == "Bearer hf_secret_value"  # it is sent, only to the Hub

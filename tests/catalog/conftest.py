@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]   # pyproject's `pythonpath = ["."]` keeps the real `catalog` first
+ROOT = Path(__file__).resolve().parents[2]  # pyproject's `pythonpath = ["."]` keeps the real `catalog` first
 
 # A writer that holds the catalog's write lock until its stdin closes, then commits one row.
 HOLDER = """
@@ -26,18 +26,32 @@ print("released", flush=True)
 @pytest.fixture()
 def draftset(home):
     """Run `draftset ARGS...` in a subprocess against the test's DRAFTSET_HOME."""
+
     def run(*args: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "200"}
-        return subprocess.run([sys.executable, "-m", "pipeline.cli.app", *args], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline.cli.app", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
     return run
 
 
 @pytest.fixture()
 def held_writer(home):
     """A second process holding `Catalog.writer()` open; yields it, then lets it commit and exit."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home)], cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "held", proc.stderr.read()
         yield proc

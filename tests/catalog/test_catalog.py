@@ -12,8 +12,17 @@ from catalog.db import Catalog, migrations, upsert
 from catalog.errors import CatalogBusy, CatalogReadOnly, DraftsetError
 from catalog.sql import run_readonly
 
-CORE_TABLES = {"search_runs", "agent_runs", "candidates", "schemas", "adapters", "plans", "plan_items",
-               "stage_runs", "dedup"}
+CORE_TABLES = {
+    "search_runs",
+    "agent_runs",
+    "candidates",
+    "schemas",
+    "adapters",
+    "plans",
+    "plan_items",
+    "stage_runs",
+    "dedup",
+}
 
 
 def _tables(cat: Catalog) -> set[str]:
@@ -26,7 +35,7 @@ def test_migrations_are_idempotent(home):
     first = cat.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
     cat.migrate()
     again = cat.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
-    assert again == first                                   # nothing re-applied, nothing re-stamped
+    assert again == first  # nothing re-applied, nothing re-stamped
     assert [r["version"] for r in first] == [v for v, _, _ in migrations()]
     assert CORE_TABLES <= _tables(cat)
 
@@ -50,7 +59,7 @@ def test_upsert_is_idempotent_and_keeps_unnamed_columns(home):
     assert cat.upsert("candidates", [row]) == 1
     cat.upsert("candidates", [row])
     assert cat.query("SELECT count(*) AS n FROM candidates")[0]["n"] == 1
-    cat.upsert("candidates", [{"repo_id": "lab/chat", "score": 0.9}])   # a partial row updates only score
+    cat.upsert("candidates", [{"repo_id": "lab/chat", "score": 0.9}])  # a partial row updates only score
     [stored] = cat.query("SELECT score, license, tags FROM candidates")
     assert stored["score"] == 0.9 and stored["license"] == "mit"
     assert json.loads(stored["tags"]) == ["chat", "sft"]
@@ -80,7 +89,7 @@ def test_second_writer_process_gets_catalog_busy_and_file_stays_intact(home, hel
     assert held_writer.stdout.read().strip() == "released"
     assert held_writer.wait(timeout=30) == 0
     runs = contender.query("SELECT run_id FROM stage_runs")
-    assert runs == [{"run_id": "held"}]                       # the holder committed; the refused write left nothing
+    assert runs == [{"run_id": "held"}]  # the holder committed; the refused write left nothing
     assert contender.upsert("stage_runs", [{"run_id": "late", "stage": "ingest"}]) == 1
 
 
@@ -90,13 +99,16 @@ def test_sql_while_a_writer_holds_the_lock_says_busy(home, held_writer, draftset
     assert "catalog is busy" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("statement", [
-    "INSERT INTO candidates (repo_id) VALUES ('evil/repo')",
-    "DELETE FROM candidates",
-    "CREATE TABLE evil (x INTEGER)",
-    "ATTACH '{home}/other.duckdb' AS other",
-    "COPY candidates TO '{home}/dump.csv'",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO candidates (repo_id) VALUES ('evil/repo')",
+        "DELETE FROM candidates",
+        "CREATE TABLE evil (x INTEGER)",
+        "ATTACH '{home}/other.duckdb' AS other",
+        "COPY candidates TO '{home}/dump.csv'",
+    ],
+)
 def test_sql_cli_cannot_write(home, draftset, statement):
     cat = Catalog(home)
     cat.upsert("candidates", [{"repo_id": "lab/chat", "score": 0.5}])
@@ -110,18 +122,21 @@ def test_sql_cli_cannot_write(home, draftset, statement):
     assert sorted(p.name for p in home.iterdir()) == before
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE candidates SET score = 0",
-    "DROP TABLE candidates",
-    "SELECT 1; DELETE FROM candidates",
-    "COPY (SELECT * FROM candidates) TO '{home}/dump.parquet' (FORMAT parquet)",
-    "EXPORT DATABASE '{home}/export'",
-    "CREATE TEMP TABLE scratch AS SELECT 1",
-    "SET enable_external_access = true",
-    "INSTALL httpfs",
-    "SELECT * FROM read_csv('{outside}')",
-    "SELECT * FROM read_text('{outside}')",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE candidates SET score = 0",
+        "DROP TABLE candidates",
+        "SELECT 1; DELETE FROM candidates",
+        "COPY (SELECT * FROM candidates) TO '{home}/dump.parquet' (FORMAT parquet)",
+        "EXPORT DATABASE '{home}/export'",
+        "CREATE TEMP TABLE scratch AS SELECT 1",
+        "SET enable_external_access = true",
+        "INSTALL httpfs",
+        "SELECT * FROM read_csv('{outside}')",
+        "SELECT * FROM read_text('{outside}')",
+    ],
+)
 def test_sql_path_refuses_writes_settings_and_outside_files(home, tmp_path, statement):
     outside = tmp_path / "secret.csv"
     outside.write_text("token\nhf_do_not_read\n")

@@ -49,8 +49,13 @@ def test_sql_streams_with_a_stated_default_cap_and_limit(home, draftset):
 def test_non_utf8_query_is_one_line(home):
     _seed(home)
     env = {**os.environ, "DRAFTSET_HOME": str(home)}
-    result = subprocess.run([sys.executable, "-m", "pipeline.cli.app", "sql", b"SELECT '\xff\xfe'"], cwd=ROOT,
-                            env=env, capture_output=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.app", "sql", b"SELECT '\xff\xfe'"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     err = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 1 and "not valid UTF-8" in err and "Traceback" not in err
 

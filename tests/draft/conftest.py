@@ -32,7 +32,17 @@ def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("toy")
     model, build = make_target(root / "model"), make_build(root / "build")
     run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=root / "capture", device=DEVICE))
-    run_train(TrainConfig(capture_dir=root / "capture", out_dir=root / "draft", epochs=25, lr=5e-3, batch_tokens=512,
-                          ttt_steps=3, log_every=1000, device=DEVICE))
+    run_train(
+        TrainConfig(
+            capture_dir=root / "capture",
+            out_dir=root / "draft",
+            epochs=25,
+            lr=5e-3,
+            batch_tokens=512,
+            ttt_steps=3,
+            log_every=1000,
+            device=DEVICE,
+        )
+    )
     yield Toy(root, model, build, root / "capture", root / "draft")
     torch.set_num_threads(threads)

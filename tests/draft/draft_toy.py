@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import torch
 
 VOCAB, HIDDEN, LAYERS = 384, 64, 8
-DEVICE = os.environ.get("DRAFTSET_TEST_DEVICE", "cpu")   # =cuda runs capture/train on the GPU
+DEVICE = os.environ.get("DRAFTSET_TEST_DEVICE", "cpu")  # =cuda runs capture/train on the GPU
 TEMPLATE = "{% for m in messages %}<|im_{{ m.role }}|>{{ m.content }}<|im_end|>{% endfor %}"
 
 
@@ -21,17 +21,31 @@ def make_target(model_dir: Path, seed: int = 0) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=128, num_hidden_layers=LAYERS,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                      initializer_range=0.2, tie_word_embeddings=False)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        initializer_range=0.2,
+        tie_word_embeddings=False,
+    )
     LlamaForCausalLM(cfg).save_pretrained(model_dir)
     (model_dir / "tokenizer_config.json").write_text(json.dumps({"chat_template": TEMPLATE}))
     return model_dir
 
 
-def make_build(build_dir: Path, n_rows: int = 48, length: int = 40, draft_vocab_size: int = 256, seed: int = 1,
-               vocab_size: int = VOCAB,
-               bad_rows: list[dict] | None = None) -> Path:
+def make_build(
+    build_dir: Path,
+    n_rows: int = 48,
+    length: int = 40,
+    draft_vocab_size: int = 256,
+    seed: int = 1,
+    vocab_size: int = VOCAB,
+    bad_rows: list[dict] | None = None,
+) -> Path:
     """Zipf-distributed token rows (prompt: first 8 tokens, mask 0) + the draft vocabulary over them."""
     g = torch.Generator().manual_seed(seed)
     weights = 1.0 / torch.arange(1, VOCAB + 1, dtype=torch.float) ** 0.7
@@ -39,11 +53,27 @@ def make_build(build_dir: Path, n_rows: int = 48, length: int = 40, draft_vocab_
     for i in range(n_rows):
         n = length - (i % 7)
         ids = torch.multinomial(weights, n, replacement=True, generator=g).tolist()
-        rows.append({"id": f"row{i:04d}", "conversation_id": f"c{i}", "input_ids": ids,
-                     "loss_mask": [0] * 8 + [1] * (n - 8), "n_tokens": n, "n_trainable": n - 8})
+        rows.append(
+            {
+                "id": f"row{i:04d}",
+                "conversation_id": f"c{i}",
+                "input_ids": ids,
+                "loss_mask": [0] * 8 + [1] * (n - 8),
+                "n_tokens": n,
+                "n_trainable": n - 8,
+            }
+        )
     build_dir.mkdir(parents=True, exist_ok=True)
-    schema = pa.schema([("id", pa.string()), ("conversation_id", pa.string()), ("input_ids", pa.list_(pa.int32())),
-                        ("loss_mask", pa.list_(pa.int8())), ("n_tokens", pa.int64()), ("n_trainable", pa.int64())])
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("conversation_id", pa.string()),
+            ("input_ids", pa.list_(pa.int32())),
+            ("loss_mask", pa.list_(pa.int8())),
+            ("n_tokens", pa.int64()),
+            ("n_trainable", pa.int64()),
+        ]
+    )
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), build_dir / "rows-00000.parquet")
     # the draft vocabulary exactly as the build stage makes it
     from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
@@ -54,8 +84,19 @@ def make_build(build_dir: Path, n_rows: int = 48, length: int = 40, draft_vocab_
     if bad_rows:  # a second shard of rows the build would never write: capture must quarantine them
         pq.write_table(pa.Table.from_pylist(bad_rows, schema=schema), build_dir / "rows-00001.parquet")
         rows += bad_rows
-    (build_dir / "manifest.json").write_text(json.dumps({
-        "model_dir": "toy", "chat_template_sha256": hashlib.sha256(TEMPLATE.encode()).hexdigest(),
-        "vocab_size": vocab_size, "draft_vocab_size": draft_vocab_size, "system_prompt": None, "thinking": True,
-        "max_length": 64, "n_rows": len(rows), "n_tokens": sum(r["n_tokens"] or 0 for r in rows)}))
+    (build_dir / "manifest.json").write_text(
+        json.dumps(
+            {
+                "model_dir": "toy",
+                "chat_template_sha256": hashlib.sha256(TEMPLATE.encode()).hexdigest(),
+                "vocab_size": vocab_size,
+                "draft_vocab_size": draft_vocab_size,
+                "system_prompt": None,
+                "thinking": True,
+                "max_length": 64,
+                "n_rows": len(rows),
+                "n_tokens": sum(r["n_tokens"] or 0 for r in rows),
+            }
+        )
+    )
     return build_dir

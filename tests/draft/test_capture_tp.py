@@ -25,11 +25,28 @@ VOCAB = 512
 def make_dsv3(model_dir: Path) -> Path:
     from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
 
-    cfg = DeepseekV3Config(vocab_size=VOCAB, hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
-                           num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1,
-                           n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, first_k_dense_replace=1,
-                           kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=16, v_head_dim=32, qk_nope_head_dim=32,
-                           max_position_embeddings=256, tie_word_embeddings=False)
+    cfg = DeepseekV3Config(
+        vocab_size=VOCAB,
+        hidden_size=128,
+        intermediate_size=256,
+        moe_intermediate_size=64,
+        num_hidden_layers=8,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        n_shared_experts=1,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_group=2,
+        topk_group=1,
+        first_k_dense_replace=1,
+        kv_lora_rank=32,
+        q_lora_rank=48,
+        qk_rope_head_dim=16,
+        v_head_dim=32,
+        qk_nope_head_dim=32,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     DeepseekV3ForCausalLM(cfg).save_pretrained(model_dir)
     return model_dir
@@ -45,8 +62,9 @@ def _run(*args: str, ranks: int, module: str = "pipeline.capture") -> str:
     path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": ""}
     launcher = ["-m", "torch.distributed.run", "--nproc_per_node", str(ranks)] if ranks > 1 else []
-    done = subprocess.run([sys.executable, *launcher, "-m", module, *args], env=env, capture_output=True,
-                          text=True, timeout=240)
+    done = subprocess.run(
+        [sys.executable, *launcher, "-m", module, *args], env=env, capture_output=True, text=True, timeout=240
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout + done.stderr
 
@@ -57,10 +75,10 @@ def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
     common = [str(build), str(model)]
     _run(*common, str(tmp_path / "one"), "--dtype", "float32", ranks=1)
     out = _run(*common, str(tmp_path / "tp"), "--dtype", "float32", "--tp", ranks=2)
-    assert "target tensor-parallel over 2 ranks" in out                 # sharded by transformers, not replicated
+    assert "target tensor-parallel over 2 ranks" in out  # sharded by transformers, not replicated
     one, tp = CaptureReader(tmp_path / "one"), CaptureReader(tmp_path / "tp")
     assert one.ids() == tp.ids() and len(one.ids()) == 12
-    assert {p.name.split("-")[1] for p in (tmp_path / "tp").glob("shard-*")} == {"r000"}   # one copy, by rank 0
+    assert {p.name.split("-")[1] for p in (tmp_path / "tp").glob("shard-*")} == {"r000"}  # one copy, by rank 0
     m = CaptureManifest.load(tmp_path / "tp")
     assert m.model_type == "deepseek_v3" and m.taps == CaptureManifest.load(tmp_path / "one").taps
     H = m.hidden_size
@@ -68,10 +86,10 @@ def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
     for sample_id in one.ids():
         a, b = one.load(sample_id), tp.load(sample_id)
         assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["loss_mask"], b["loss_mask"])
-        pieces = [(a["aux"][:, k * H:(k + 1) * H], b["aux"][:, k * H:(k + 1) * H]) for k in range(len(m.taps.aux))]
-        for k, (x, y) in enumerate(pieces + [(a["last"], b["last"])]):     # per tap: MoE layers included
+        pieces = [(a["aux"][:, k * H : (k + 1) * H], b["aux"][:, k * H : (k + 1) * H]) for k in range(len(m.taps.aux))]
+        for k, (x, y) in enumerate(pieces + [(a["last"], b["last"])]):  # per tap: MoE layers included
             worst[k] = max(worst[k], float((x.float() - y.float()).norm() / x.float().norm()))
-    assert max(worst) < 2e-3, worst                                     # bf16 storage of fp32-equal states
+    assert max(worst) < 2e-3, worst  # bf16 storage of fp32-equal states
     stats = json.loads((tmp_path / "tp" / "stats.json").read_text())["counts"]
     assert stats["in"] == stats["out"] == 12
 
@@ -80,16 +98,33 @@ def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
 def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
     """`train --online --tp`: the target spans the ranks; the draft trains on its taps, as in one process."""
     model, build = dsv3
-    args = ["--online", "--model", str(model), "--epochs", "1", "--batch-tokens", "128", "--ttt-steps", "2",
-            "--log-every", "1", "--max-steps", "3", "--device", "cpu"]
+    args = [
+        "--online",
+        "--model",
+        str(model),
+        "--epochs",
+        "1",
+        "--batch-tokens",
+        "128",
+        "--ttt-steps",
+        "2",
+        "--log-every",
+        "1",
+        "--max-steps",
+        "3",
+        "--device",
+        "cpu",
+    ]
     _run(str(build), str(tmp_path / "one"), *args, ranks=1, module="pipeline.train")
     out = _run(str(build), str(tmp_path / "tp"), *args, "--tp", ranks=2, module="pipeline.train")
     assert "online: target tensor-parallel over 2 ranks" in out
-    logs = [[json.loads(line) for line in (tmp_path / d / "train" / "train_log.jsonl").read_text().splitlines()]
-            for d in ("one", "tp")]
+    logs = [
+        [json.loads(line) for line in (tmp_path / d / "train" / "train_log.jsonl").read_text().splitlines()]
+        for d in ("one", "tp")
+    ]
     assert [e["batch"] for e in logs[0]] == [e["batch"] for e in logs[1]] and len(logs[0]) == 3
     for a, b in zip(*logs):
-        assert abs(a["loss"] - b["loss"]) <= 2e-3 * abs(a["loss"])          # same taps, same draft steps
+        assert abs(a["loss"] - b["loss"]) <= 2e-3 * abs(a["loss"])  # same taps, same draft steps
     assert json.loads((tmp_path / "tp" / "config.json").read_text())["draftset"]["n_target_layers"] == 8
     assert CaptureManifest.load(tmp_path / "tp").model_type == "deepseek_v3"
-    assert not list((tmp_path / "tp").rglob("shard-*"))                     # no hidden states written
+    assert not list((tmp_path / "tp").rglob("shard-*"))  # no hidden states written

@@ -21,13 +21,13 @@ def test_bytes_per_token_are_exactly_the_convention(toy):
     total = 0
     for _, s in CaptureReader(toy.capture):
         L = s["input_ids"].numel()
-        assert s["aux"].dtype == s["last"].dtype == torch.bfloat16          # no fp32
-        assert tuple(s["aux"].shape) == (L, n_aux * HIDDEN)                  # no extra layers
+        assert s["aux"].dtype == s["last"].dtype == torch.bfloat16  # no fp32
+        assert tuple(s["aux"].shape) == (L, n_aux * HIDDEN)  # no extra layers
         assert tuple(s["last"].shape) == (L, HIDDEN)
         total += s["aux"].nbytes + s["last"].nbytes
     assert total == m.n_tokens * m.hidden_bytes_per_token == m.hidden_bytes
-    overhead = m.file_bytes - total - 5 * m.n_tokens                         # ids int32 + mask int8
-    assert 0 < overhead < 0.05 * m.file_bytes                                 # only safetensors headers
+    overhead = m.file_bytes - total - 5 * m.n_tokens  # ids int32 + mask int8
+    assert 0 < overhead < 0.05 * m.file_bytes  # only safetensors headers
 
 
 def test_captured_states_are_the_convention(toy):
@@ -39,13 +39,14 @@ def test_captured_states_are_the_convention(toy):
     sample_id, s = next(iter(CaptureReader(toy.capture)))
     with torch.no_grad():
         out = model(input_ids=s["input_ids"].long()[None], output_hidden_states=True)
+
     def rel(ids):
         ref = torch.cat([out.hidden_states[j][0] for j in ids], -1)
         return float((s["aux"].float() - ref).norm() / ref.norm())
 
-    assert rel(m.taps.aux) < (1e-2 if DEVICE == "cpu" else 6e-2)   # bf16 storage (and bf16 compute on CUDA)
+    assert rel(m.taps.aux) < (1e-2 if DEVICE == "cpu" else 6e-2)  # bf16 storage (and bf16 compute on CUDA)
     for wrong in ([j + 1 for j in m.taps.aux], [j - 1 for j in m.taps.aux]):
-        assert rel(wrong) > 5 * rel(m.taps.aux)                     # it is these layers, not their neighbours
+        assert rel(wrong) > 5 * rel(m.taps.aux)  # it is these layers, not their neighbours
     # the verifier state is pre-norm: final norm + lm_head on it reproduces the target's logits
     logits = model.lm_head(model.model.norm(s["last"].float()))
     assert (logits.argmax(-1) == out.logits[0].argmax(-1)).float().mean() > 0.95
@@ -53,12 +54,32 @@ def test_captured_states_are_the_convention(toy):
 
 
 def test_resume_by_id_and_bad_rows_quarantined(toy, tmp_path):
-    bad = [{"id": "oov", "conversation_id": "x", "input_ids": [1, VOCAB + 5, 2], "loss_mask": [0, 1, 1],
-            "n_tokens": 3, "n_trainable": 2},
-           {"id": "nomask", "conversation_id": "y", "input_ids": [1, 2, 3], "loss_mask": [0, 0, 0],
-            "n_tokens": 3, "n_trainable": 0},
-           {"id": "short", "conversation_id": "z", "input_ids": [1, 2, 3], "loss_mask": [1, 1],
-            "n_tokens": 3, "n_trainable": 2}]
+    bad = [
+        {
+            "id": "oov",
+            "conversation_id": "x",
+            "input_ids": [1, VOCAB + 5, 2],
+            "loss_mask": [0, 1, 1],
+            "n_tokens": 3,
+            "n_trainable": 2,
+        },
+        {
+            "id": "nomask",
+            "conversation_id": "y",
+            "input_ids": [1, 2, 3],
+            "loss_mask": [0, 0, 0],
+            "n_tokens": 3,
+            "n_trainable": 0,
+        },
+        {
+            "id": "short",
+            "conversation_id": "z",
+            "input_ids": [1, 2, 3],
+            "loss_mask": [1, 1],
+            "n_tokens": 3,
+            "n_trainable": 2,
+        },
+    ]
     build = make_build(tmp_path / "build", n_rows=6, bad_rows=bad)
     cfg = CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu")
     first = run_capture(cfg)
@@ -66,7 +87,7 @@ def test_resume_by_id_and_bad_rows_quarantined(toy, tmp_path):
     reasons = [json.loads(line)["reason"] for line in (tmp_path / "cap" / "quarantine.jsonl").read_text().splitlines()]
     assert sorted(reasons) == ["mask_length_mismatch", "no_trainable_tokens", "token_out_of_vocab"]
     shards = sorted((tmp_path / "cap").glob("shard-*.safetensors"))
-    run_capture(cfg)                                                    # resume: nothing new written
+    run_capture(cfg)  # resume: nothing new written
     stats = json.loads((tmp_path / "cap" / "stats.json").read_text())["counts"]
     assert stats["skipped_already_captured"] == 6 and stats["out"] == 0
     assert sorted((tmp_path / "cap").glob("shard-*.safetensors")) == shards
@@ -78,7 +99,7 @@ def test_non_finite_samples_are_quarantined(toy, tmp_path):
     model = tmp_path / "model"
     _shutil.copytree(toy.model, model)
     weights = load_file(str(model / "model.safetensors"))
-    weights["model.embed_tokens.weight"][7] = float("inf")           # every row containing token 7 goes NaN
+    weights["model.embed_tokens.weight"][7] = float("inf")  # every row containing token 7 goes NaN
     save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
     build = make_build(tmp_path / "build", n_rows=8)
     m = run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=tmp_path / "cap", device="cpu"))
@@ -90,8 +111,13 @@ def test_non_finite_samples_are_quarantined(toy, tmp_path):
 
 
 def test_all_rows_bad_raises_zero_output(toy, tmp_path):
-    build = make_build(tmp_path / "build", n_rows=0, bad_rows=[
-        {"id": "a", "conversation_id": "a", "input_ids": [], "loss_mask": [], "n_tokens": 0, "n_trainable": 0}])
+    build = make_build(
+        tmp_path / "build",
+        n_rows=0,
+        bad_rows=[
+            {"id": "a", "conversation_id": "a", "input_ids": [], "loss_mask": [], "n_tokens": 0, "n_trainable": 0}
+        ],
+    )
     with pytest.raises(ZeroOutput):
         run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu"))
 
@@ -114,13 +140,13 @@ def test_unreadable_build_shard_is_a_clear_error(toy, tmp_path):
 
 def test_missing_build_manifest_or_model_fields_are_clear_errors(toy, tmp_path):
     build = make_build(tmp_path / "build", n_rows=2)
-    (build / "manifest.json").unlink()                 # its serving facts must not be guessed
+    (build / "manifest.json").unlink()  # its serving facts must not be guessed
     with pytest.raises(DraftsetError, match="no readable manifest.json"):
         run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu"))
     model = tmp_path / "model"
     model.mkdir()
     cfg = json.loads((toy.model / "config.json").read_text())
-    del cfg["num_hidden_layers"]                       # e.g. a multimodal wrapper's config
+    del cfg["num_hidden_layers"]  # e.g. a multimodal wrapper's config
     (model / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(DraftsetError, match=r"lacks integer field\(s\) \['num_hidden_layers'\]"):
         run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=tmp_path / "cap", device="cpu"))
@@ -131,7 +157,7 @@ def test_length_batches_respect_the_padded_budget():
 
     lengths = [5, 1, 9, 3, 3, 20, 2]
     batches = length_batches(lengths, lambda n: n, 10)
-    assert sorted(n for b in batches for n in b) == sorted(lengths)            # nothing lost
+    assert sorted(n for b in batches for n in b) == sorted(lengths)  # nothing lost
     assert all(max(b) * len(b) <= 10 for b in batches if len(b) > 1)
-    assert batches[-1] == [20]                                                  # too long: alone, not dropped
-    assert [b for b in batches if len(b) > 1][0] == [1, 2, 3]                   # shortest first
+    assert batches[-1] == [20]  # too long: alone, not dropped
+    assert [b for b in batches if len(b) > 1][0] == [1, 2, 3]  # shortest first

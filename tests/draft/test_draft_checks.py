@@ -11,9 +11,11 @@ from eval.checks.draft_check import check_draft
 from eval.checks.estimate import calibrated_round_cost, estimate
 from eval.checks.serve_check import check_serve
 
-CLEAN = ("python -m sglang.launch_server --model-path {model} --speculative-algorithm EAGLE3 "
-         "--speculative-draft-model-path {draft} --speculative-num-steps 3 --speculative-eagle-topk 1 "
-         "--speculative-num-draft-tokens 4 --context-length 64")
+CLEAN = (
+    "python -m sglang.launch_server --model-path {model} --speculative-algorithm EAGLE3 "
+    "--speculative-draft-model-path {draft} --speculative-num-steps 3 --speculative-eagle-topk 1 "
+    "--speculative-num-draft-tokens 4 --context-length 64"
+)
 
 
 def launch(toy, draft=None, **changes) -> str:
@@ -47,8 +49,11 @@ def test_field_bug_eagle_instead_of_eagle3(toy):
 
 
 def test_field_bug_one_step_sixteen_draft_tokens(toy):
-    cmd = launch(toy).replace("--speculative-num-steps 3", "--speculative-num-steps 1").replace(
-        "--speculative-num-draft-tokens 4", "--speculative-num-draft-tokens 16")
+    cmd = (
+        launch(toy)
+        .replace("--speculative-num-steps 3", "--speculative-num-steps 1")
+        .replace("--speculative-num-draft-tokens 4", "--speculative-num-draft-tokens 16")
+    )
     r = check_serve(toy.draft, cmd)
     [f] = r.findings
     assert "num_steps + 1 = 2" in f.why
@@ -69,7 +74,7 @@ def test_field_bug_embed_wiring_vs_served_layers(toy, tmp_path):
     manifest["taps"].update(aux=[0, 4, 6], sglang_ids=None, vllm_ids=[0, 4, 6])
     (bad / "capture_manifest.json").write_text(json.dumps(manifest))
     cfg = json.loads((bad / "config.json").read_text())
-    cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [3, 5, 6]      # HF [4, 6, 7]
+    cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [3, 5, 6]  # HF [4, 6, 7]
     (bad / "config.json").write_text(json.dumps(cfg))
     r = check_serve(bad, launch(toy, draft=bad))
     flags = " ".join(f.flag for f in r.findings)
@@ -102,9 +107,15 @@ def test_weight_keys_no_engine_loads(toy, tmp_path):
     save_file({k.replace("midlayer.", "decoder.0."): v for k, v in w.items()}, str(bad / "model.safetensors"))
     [f] = check_serve(bad, launch(toy, draft=bad)).findings
     assert f.rule == "weights.sglang.not_loaded" and "decoder.0." in f.problem and "silently" in f.why
-    [v] = [f for f in check_serve(bad, f"vllm serve {toy.model} --speculative-config "
-                                        f"'{{\"method\": \"eagle3\", \"model\": \"{bad}\", "
-                                        f"\"num_speculative_tokens\": 3}}'").findings]
+    [v] = [
+        f
+        for f in check_serve(
+            bad,
+            f"vllm serve {toy.model} --speculative-config "
+            f'\'{{"method": "eagle3", "model": "{bad}", '
+            f'"num_speculative_tokens": 3}}\'',
+        ).findings
+    ]
     assert v.rule == "weights.vllm.refused"
 
 
@@ -117,15 +128,17 @@ def test_cli_exit_codes_and_template_mismatch(toy, tmp_path, home):
     assert ok.exit_code == 0, ok.output
     other = tmp_path / "other.jinja"
     other.write_text("{{ messages }}")
-    bad = runner.invoke(app, ["check", "serve", str(toy.draft), "--no-thinking", "--", *launch(toy).split(),
-                              "--chat-template", str(other)])
+    bad = runner.invoke(
+        app,
+        ["check", "serve", str(toy.draft), "--no-thinking", "--", *launch(toy).split(), "--chat-template", str(other)],
+    )
     assert bad.exit_code == 1
     assert "--chat-template" in bad.output and "thinking" in bad.output and "corrected command" in bad.output
 
 
 def test_estimate_field_figures_break_even_near_2_5():
-    five = calibrated_round_cost(90, 82.3, 2.1)            # 5 draft tokens
-    sixteen = calibrated_round_cost(90, 74.9, 2.2)         # 16 draft tokens
+    five = calibrated_round_cost(90, 82.3, 2.1)  # 5 draft tokens
+    sixteen = calibrated_round_cost(90, 74.9, 2.2)  # 16 draft tokens
     assert 2.25 < five < 2.35 and 2.6 < sixteen < 2.7 and 2.4 < (five + sixteen) / 2 < 2.5
     slow, even, fast = estimate([2.1, 2.47, 3.36], (five + sixteen) / 2)
     assert slow.speedup < 1 < fast.speedup and even.speedup == pytest.approx(1.0, abs=0.01)
@@ -138,9 +151,35 @@ def test_estimate_cli_refuses_partial_or_zero_calibration():
     runner = CliRunner()
     partial = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "90"])
     assert "calibration needs all of" in str(partial.exception)
-    zero = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "0",
-                               "--observed-tps", "82.3", "--observed-accept-length", "2.1"])
-    assert "must be positive" in str(zero.exception)      # not silently the uncalibrated default
-    ok = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "90",
-                             "--observed-tps", "82.3", "--observed-accept-length", "2.1"])
+    zero = runner.invoke(
+        app,
+        [
+            "check",
+            "estimate",
+            "--accept-length",
+            "2.4",
+            "--baseline-tps",
+            "0",
+            "--observed-tps",
+            "82.3",
+            "--observed-accept-length",
+            "2.1",
+        ],
+    )
+    assert "must be positive" in str(zero.exception)  # not silently the uncalibrated default
+    ok = runner.invoke(
+        app,
+        [
+            "check",
+            "estimate",
+            "--accept-length",
+            "2.4",
+            "--baseline-tps",
+            "90",
+            "--observed-tps",
+            "82.3",
+            "--observed-accept-length",
+            "2.1",
+        ],
+    )
     assert ok.exit_code == 0 and "break-even accept length: 2.30" in ok.output

@@ -7,18 +7,18 @@ from pipeline.capture.layers import LayerPlan, default_aux_layers, from_sglang, 
 
 
 def test_defaults_match_eagle3_and_specforge():
-    assert default_aux_layers(32) == [2, 16, 29]           # Llama-3.1-8B
-    plan = LayerPlan.resolve(61, None)                       # Kimi-K2.5 / DeepSeek-V3 depth
+    assert default_aux_layers(32) == [2, 16, 29]  # Llama-3.1-8B
+    plan = LayerPlan.resolve(61, None)  # Kimi-K2.5 / DeepSeek-V3 depth
     assert plan.aux == [2, 30, 58]
-    assert plan.sglang_ids() == [1, 29, 57]                  # SpecForge's deepseek-v3 config
+    assert plan.sglang_ids() == [1, 29, 57]  # SpecForge's deepseek-v3 config
     assert plan.vllm_ids() == [2, 30, 58]
     assert from_sglang(plan.sglang_ids()) == plan.aux
 
 
 def test_sglang_export_refuses_uncapturable_taps():
     with pytest.raises(DraftsetError, match="cannot be captured by SGLang"):
-        LayerPlan(n_layers=61, aux=[0, 4, 32]).sglang_ids()      # the embedding has no SGLang id
-    assert LayerPlan(n_layers=61, aux=[2, 30, 60]).sglang_ids() == [1, 29, 59]   # n-1 is the last capturable
+        LayerPlan(n_layers=61, aux=[0, 4, 32]).sglang_ids()  # the embedding has no SGLang id
+    assert LayerPlan(n_layers=61, aux=[2, 30, 60]).sglang_ids() == [1, 29, 59]  # n-1 is the last capturable
 
 
 def test_embedding_is_a_valid_capture_tap_and_order_is_enforced():

@@ -16,8 +16,22 @@ from catalog.errors import DraftsetError
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.train.loop import TrainConfig, run_train
 
-ARGS = ["--epochs", "5", "--batch-tokens", "96", "--ttt-steps", "2", "--lr", "2e-3", "--log-every", "1",
-        "--save-every", "3", "--device", "cpu"]
+ARGS = [
+    "--epochs",
+    "5",
+    "--batch-tokens",
+    "96",
+    "--ttt-steps",
+    "2",
+    "--lr",
+    "2e-3",
+    "--log-every",
+    "1",
+    "--save-every",
+    "3",
+    "--device",
+    "cpu",
+]
 
 
 def _cmd(capture: Path, out: Path, *extra: str) -> list[str]:
@@ -30,7 +44,9 @@ def _env() -> dict:
 
 
 def _trained_batches(out: Path) -> list[tuple[int, list[str]]]:
-    return [(e["step"], e["batch"]) for e in map(json.loads, (out / "train" / "train_log.jsonl").read_text().splitlines())]
+    return [
+        (e["step"], e["batch"]) for e in map(json.loads, (out / "train" / "train_log.jsonl").read_text().splitlines())
+    ]
 
 
 @pytest.mark.slow
@@ -47,26 +63,32 @@ def test_killed_run_resumes_to_the_same_draft_without_repeating_or_losing_batche
         if state.exists() and log.exists() and len(log.read_text().splitlines()) >= 8:
             break
         time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)   # mid-run, no chance to clean up
+    proc.send_signal(signal.SIGKILL)  # mid-run, no chance to clean up
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     trained_before = len(log.read_text().splitlines())
     assert 8 <= trained_before < total
 
-    with pytest.raises(subprocess.CalledProcessError):   # other batch settings would train another sequence
-        subprocess.run(_cmd(toy.capture, killed, "--resume", "--batch-tokens", "200"), env=_env(), check=True,
-                       capture_output=True, timeout=300)
-    resumed = subprocess.run(_cmd(toy.capture, killed, "--resume"), env=_env(), capture_output=True, text=True,
-                             timeout=300)
+    with pytest.raises(subprocess.CalledProcessError):  # other batch settings would train another sequence
+        subprocess.run(
+            _cmd(toy.capture, killed, "--resume", "--batch-tokens", "200"),
+            env=_env(),
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    resumed = subprocess.run(
+        _cmd(toy.capture, killed, "--resume"), env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     at = int(resumed.stdout.split("resuming at step ")[1].split()[0])
-    assert 0 < at <= trained_before and at % 3 == 0          # from the last saved state, not from scratch
+    assert 0 < at <= trained_before and at % 3 == 0  # from the last saved state, not from scratch
 
     # every batch trained exactly once, in the uninterrupted run's order
     assert _trained_batches(killed) == _trained_batches(straight)
     a = load_file(str(straight / "train" / "checkpoint" / "draft.safetensors"))
     b = load_file(str(killed / "train" / "checkpoint" / "draft.safetensors"))
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)   # CPU, one thread: deterministic
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # CPU, one thread: deterministic
     stats = json.loads((killed / "train" / "stats.json").read_text())["counts"]
     assert stats["skipped_already_trained"] + stats["out"] + stats["not_trained_here"] == stats["in"]
 
@@ -85,20 +107,63 @@ def test_online_training_uses_the_targets_forward_and_writes_no_hidden_states(to
     a, _ = offline.batch(ids, "cpu", torch.float32)
     b, bad = online.batch(ids, "cpu", torch.float32)
     assert not bad and torch.equal(a.input_ids, b.input_ids) and torch.equal(a.loss_mask, b.loss_mask)
-    assert float((a.aux - b.aux).norm() / a.aux.norm()) < 1e-2 and float((a.last - b.last).norm() / a.last.norm()) < 1e-2
+    assert (
+        float((a.aux - b.aux).norm() / a.aux.norm()) < 1e-2 and float((a.last - b.last).norm() / a.last.norm()) < 1e-2
+    )
     m_off, m_on = offline.manifest, online.manifest
-    same = ("taps", "n_layers", "hidden_size", "chat_template_sha256", "model_revision", "n_samples", "n_tokens",
-            "n_loss_tokens", "max_length", "draft_vocab_size", "hidden_bytes_per_token")
+    same = (
+        "taps",
+        "n_layers",
+        "hidden_size",
+        "chat_template_sha256",
+        "model_revision",
+        "n_samples",
+        "n_tokens",
+        "n_loss_tokens",
+        "max_length",
+        "draft_vocab_size",
+        "hidden_bytes_per_token",
+    )
     assert {k: getattr(m_on, k) for k in same} == {k: getattr(m_off, k) for k in same}
     assert m_on.hidden_bytes == m_on.file_bytes == 0
 
     out = tmp_path / "online"
-    run_train(TrainConfig(capture_dir=None, build_dir=toy.build, model_dir=toy.model, online=True, out_dir=out,
-                          epochs=4, lr=5e-3, batch_tokens=512, ttt_steps=2, max_steps=6, save_every=2, device="cpu"))
+    run_train(
+        TrainConfig(
+            capture_dir=None,
+            build_dir=toy.build,
+            model_dir=toy.model,
+            online=True,
+            out_dir=out,
+            epochs=4,
+            lr=5e-3,
+            batch_tokens=512,
+            ttt_steps=2,
+            max_steps=6,
+            save_every=2,
+            device="cpu",
+        )
+    )
     assert not list(out.rglob("shard-*")) and CaptureManifest.load(out).taps == m_off.taps
-    resumed = run_train(TrainConfig(capture_dir=None, build_dir=toy.build, model_dir=toy.model, online=True,
-                                    out_dir=out, epochs=4, lr=5e-3, batch_tokens=512, ttt_steps=2, max_steps=10,
-                                    save_every=2, device="cpu", resume=True))
+    resumed = run_train(
+        TrainConfig(
+            capture_dir=None,
+            build_dir=toy.build,
+            model_dir=toy.model,
+            online=True,
+            out_dir=out,
+            epochs=4,
+            lr=5e-3,
+            batch_tokens=512,
+            ttt_steps=2,
+            max_steps=10,
+            save_every=2,
+            device="cpu",
+            resume=True,
+        )
+    )
     metrics = json.loads((resumed / "resolved.json").read_text())["metrics"]
-    assert metrics["steps"] == 10 and [e["step"] for e in map(json.loads, (out / "train" / "train_log.jsonl")
-                                                              .read_text().splitlines())][-1] == 10
+    assert (
+        metrics["steps"] == 10
+        and [e["step"] for e in map(json.loads, (out / "train" / "train_log.jsonl").read_text().splitlines())][-1] == 10
+    )

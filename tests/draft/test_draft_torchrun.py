@@ -28,7 +28,19 @@ def test_capture_shards_by_rank_and_ddp_training(toy, tmp_path):
     per_rank = [json.loads((cap / f"rank{r}" / "stats.json").read_text())["counts"]["out"] for r in (0, 1)]
     manifest = CaptureManifest.load(cap)
     assert per_rank == [8, 8] and manifest.n_samples == len(CaptureReader(cap).ids()) == 16
-    _torchrun("-m", "pipeline.train", str(cap), str(draft), "--epochs", "1", "--batch-tokens", "128",
-              "--ttt-steps", "2", "--lr", "1e-3")
+    _torchrun(
+        "-m",
+        "pipeline.train",
+        str(cap),
+        str(draft),
+        "--epochs",
+        "1",
+        "--batch-tokens",
+        "128",
+        "--ttt-steps",
+        "2",
+        "--lr",
+        "1e-3",
+    )
     assert (draft / "model.safetensors").exists() and (draft / "train" / "rank1" / "stats.json").exists()
     assert json.loads((draft / "config.json").read_text())["eagle_aux_hidden_state_layer_ids"] == manifest.taps.aux

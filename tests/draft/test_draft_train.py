@@ -30,10 +30,11 @@ def unigram_baseline(toy) -> float:
 def test_draft_predicts_target_far_above_unigram(toy):
     metrics = json.loads((toy.draft / "train" / "checkpoint" / "resolved.json").read_text())["metrics"]
     acc, base = metrics["train_step_accuracy"], unigram_baseline(toy)
-    print(f"\ntoy draft on its training captures: step accuracy {[round(a, 3) for a in acc]}, "
-          f"unigram baseline {base:.3f}")
+    print(
+        f"\ntoy draft on its training captures: step accuracy {[round(a, 3) for a in acc]}, unigram baseline {base:.3f}"
+    )
     assert acc[0] > 4 * base and acc[0] > base + 0.2
-    assert all(a > 2 * base for a in acc)                    # later TTT steps learned too
+    assert all(a > 2 * base for a in acc)  # later TTT steps learned too
 
 
 def test_checkpoint_and_export_carry_the_manifest(toy):
@@ -43,12 +44,14 @@ def test_checkpoint_and_export_carry_the_manifest(toy):
     assert resolved["train"]["ttt_steps"] == 3 and resolved["draft"]["n_aux"] == len(m.taps.aux)
     cfg = json.loads((toy.draft / "config.json").read_text())
     assert cfg["architectures"] == ["LlamaForCausalLMEagle3"]
-    assert cfg["eagle_config"] == {"eagle_aux_hidden_state_layer_ids": [j - 1 for j in m.taps.aux],
-                                   "use_aux_hidden_state": True}
+    assert cfg["eagle_config"] == {
+        "eagle_aux_hidden_state_layer_ids": [j - 1 for j in m.taps.aux],
+        "use_aux_hidden_state": True,
+    }
     assert cfg["eagle_aux_hidden_state_layer_ids"] == m.taps.aux
     assert cfg["target_hidden_size"] == m.hidden_size and cfg["vocab_size"] == m.vocab_size
     assert cfg["draft_vocab_size"] == 256 and cfg["num_hidden_layers"] == 1
-    assert CaptureManifest.load(toy.draft) == m                             # manifest round-trips
+    assert CaptureManifest.load(toy.draft) == m  # manifest round-trips
     with safe_open(str(toy.draft / "model.safetensors"), framework="pt") as f:
         keys = set(f.keys())
         assert f.get_tensor("fc.weight").dtype == torch.bfloat16
@@ -66,9 +69,20 @@ def test_loss_counts_exactly_the_shifted_mask():
     from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 
     torch.manual_seed(0)
-    c = DraftConfig(hidden_size=16, target_hidden_size=16, n_aux=3, num_attention_heads=2, num_key_value_heads=1,
-                    head_dim=8, intermediate_size=32, rms_norm_eps=1e-6, rope_theta=10000.0, vocab_size=40,
-                    draft_vocab_size=40, max_position_embeddings=64)
+    c = DraftConfig(
+        hidden_size=16,
+        target_hidden_size=16,
+        n_aux=3,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        intermediate_size=32,
+        rms_norm_eps=1e-6,
+        rope_theta=10000.0,
+        vocab_size=40,
+        draft_vocab_size=40,
+        max_position_embeddings=64,
+    )
     draft = Eagle3Draft(c)
     draft.t2d.fill_(True)
     target = FrozenTarget.random(40, 16, dtype=torch.float32)
@@ -92,8 +106,18 @@ def test_train_reads_the_target_from_model_when_it_moved(toy, tmp_path):
     manifest = json.loads((cap / "capture_manifest.json").read_text())
     manifest["model_dir"] = str(tmp_path / "moved-away")
     (cap / "capture_manifest.json").write_text(json.dumps(manifest))
-    run_train(TrainConfig(capture_dir=cap, out_dir=tmp_path / "draft", model_dir=toy.model, max_steps=1,
-                          batch_tokens=128, ttt_steps=1, heldout_every=0, device="cpu"))
+    run_train(
+        TrainConfig(
+            capture_dir=cap,
+            out_dir=tmp_path / "draft",
+            model_dir=toy.model,
+            max_steps=1,
+            batch_tokens=128,
+            ttt_steps=1,
+            heldout_every=0,
+            device="cpu",
+        )
+    )
     counts = json.loads((tmp_path / "draft" / "train" / "stats.json").read_text())["counts"]
     n = len(CaptureReader(cap).ids())
     assert counts["in"] == n and 0 < counts["out"] < n and counts["heldout"] == 0
@@ -107,6 +131,6 @@ def test_split_never_reports_trained_samples_as_heldout():
         def ids(self):
             return ["a", "b", "c"]
 
-    assert split_ids(Ids(), 1) == (["a", "b", "c"], [])          # every id hashes to held-out
+    assert split_ids(Ids(), 1) == (["a", "b", "c"], [])  # every id hashes to held-out
     train, held = split_ids(Ids(), 0)
     assert train == ["a", "b", "c"] and held == []

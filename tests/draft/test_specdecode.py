@@ -32,9 +32,9 @@ def test_incremental_draft_is_the_trained_draft(toy):
     sample = reader.load(reader.ids()[0])
     ids, aux = sample["input_ids"].long(), sample["aux"].float()
     t = 20
-    runner = DraftRunner(draft, embed, wiring=[0])   # states[0] = the stored aux: the wiring under test
-    runner.commit([aux[:9]], ids[1:10].tolist())     # committed in two pieces, as rounds do
-    runner.commit([aux[9:t + 1]], ids[10:t + 2].tolist())
+    runner = DraftRunner(draft, embed, wiring=[0])  # states[0] = the stored aux: the wiring under test
+    runner.commit([aux[:9]], ids[1:10].tolist())  # committed in two pieces, as rounds do
+    runner.commit([aux[9 : t + 1]], ids[10 : t + 2].tolist())
     proposals = runner.propose(4)
     # the chain's step k sees the tokens the draft itself proposed: feed those to the training forward
     fed = torch.cat([ids[: t + 2], torch.tensor(proposals[:-1])])
@@ -78,9 +78,9 @@ def test_accept_length_counts_what_verification_accepts(toy):
     prompt = [5, 17, 33, 2, 90, 41, 7, 8]
     ref = greedy(target, prompt, 24, None)
     perfect = speculative(target, OracleDraft(ref.tokens), prompt, 24, None, steps=3)
-    assert perfect.tokens == ref.tokens and perfect.accepted == [3] * 6          # 1 + 6 rounds x 4 = 25 ≥ 24
+    assert perfect.tokens == ref.tokens and perfect.accepted == [3] * 6  # 1 + 6 rounds x 4 = 25 ≥ 24
     useless = speculative(target, OracleDraft(ref.tokens, wrong_from=0), prompt, 24, None, steps=3)
-    assert useless.tokens == ref.tokens and useless.accepted == [0] * 23          # one token per forward
+    assert useless.tokens == ref.tokens and useless.accepted == [0] * 23  # one token per forward
     half = speculative(target, OracleDraft(ref.tokens, wrong_from=11), prompt, 24, None, steps=3)
     assert half.tokens == ref.tokens and half.accepted[:3] == [3, 3, 2] and set(half.accepted[3:]) == {0}
 
@@ -97,7 +97,7 @@ def test_every_wiring_decodes_exactly_the_greedy_output(measured):
     # target's greedy output (accept length near 1 for every wiring; the real target shows the gaps).
     assert {"configured", "shifted +1", "shifted -1", "order swapped"} <= {r.name for r in measured.runs}
     for r in measured.runs:
-        assert r.ties == 0 and r.n_tokens == measured.greedy_tokens and r.steps == 2   # == plain greedy
+        assert r.ties == 0 and r.n_tokens == measured.greedy_tokens and r.steps == 2  # == plain greedy
         assert 1.0 <= r.accept_length <= 3.0 and len(r.step_acceptance) == 2
 
 
@@ -109,17 +109,37 @@ def test_cli_measures_records_and_check_draft_shows_it(toy, home):
     from pipeline.cli.app import app
 
     runner = CliRunner()
-    out = runner.invoke(app, ["check", "accept-length", str(toy.draft), "--captures", str(toy.capture),
-                              "--steps", "1", "--steps", "2", "--prompts", "2", "--max-new-tokens", "6",
-                              "--configured-only", "--device", "cpu"])
+    out = runner.invoke(
+        app,
+        [
+            "check",
+            "accept-length",
+            str(toy.draft),
+            "--captures",
+            str(toy.capture),
+            "--steps",
+            "1",
+            "--steps",
+            "2",
+            "--prompts",
+            "2",
+            "--max-new-tokens",
+            "6",
+            "--configured-only",
+            "--device",
+            "cpu",
+        ],
+    )
     assert out.exit_code == 0, out.output
-    rows = Catalog(home).query("SELECT wiring, method, steps, n_prompts, n_tokens, accept_length, ties "
-                               "FROM draft_evals ORDER BY steps")
+    rows = Catalog(home).query(
+        "SELECT wiring, method, steps, n_prompts, n_tokens, accept_length, ties FROM draft_evals ORDER BY steps"
+    )
     assert [(r["wiring"], r["method"], r["steps"], r["n_prompts"], r["ties"]) for r in rows] == [
-        ("configured", "specdecode", 1, 2, 0), ("configured", "specdecode", 2, 2, 0)]
+        ("configured", "specdecode", 1, 2, 0),
+        ("configured", "specdecode", 2, 2, 0),
+    ]
     assert all(r["n_tokens"] == 12 and r["accept_length"] >= 1 for r in rows)
-    shown = runner.invoke(app, ["check", "draft", str(toy.draft), "--captures", str(toy.capture),
-                                "--max-samples", "4"])
+    shown = runner.invoke(app, ["check", "draft", str(toy.draft), "--captures", str(toy.capture), "--max-samples", "4"])
     assert "measured by speculative decoding" in shown.output, shown.output
     estimates = Catalog(home).query("SELECT wiring, steps FROM draft_evals WHERE method = 'estimate'")
     assert ("configured", 3) in {(r["wiring"], r["steps"]) for r in estimates}

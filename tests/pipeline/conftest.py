@@ -12,18 +12,28 @@ from catalog.shards import ParquetShardWriter
 from pipeline.ingest.rows import to_row
 
 
-def make_conv(repo_id: str, row_index: int, prompt: str, answer: str = "An answer.", *,
-              category: str = "general chat", mode: str = "regenerate", system: str | None = None,
-              follow_up: str | None = None) -> Conversation:
+def make_conv(
+    repo_id: str,
+    row_index: int,
+    prompt: str,
+    answer: str = "An answer.",
+    *,
+    category: str = "general chat",
+    mode: str = "regenerate",
+    system: str | None = None,
+    follow_up: str | None = None,
+) -> Conversation:
     messages = [Message(role="system", content=system)] if system else []
     messages += [Message(role="user", content=prompt), Message(role="assistant", content=answer)]
     if follow_up:
         messages += [Message(role="user", content=follow_up), Message(role="assistant", content=answer)]
     return Conversation(
         id=record_id(repo_id, "default", "train", row_index),
-        source=Source(repo_id=repo_id, revision="r" * 40, config="default", split="train",
-                      row_index=row_index),
-        category=category, mode=mode, messages=messages)
+        source=Source(repo_id=repo_id, revision="r" * 40, config="default", split="train", row_index=row_index),
+        category=category,
+        mode=mode,
+        messages=messages,
+    )
 
 
 def write_source(home: Path, convs: list[Conversation], rows_per_shard: int = 10_000) -> Path:
@@ -59,8 +69,14 @@ def fixture_home(hub_url, tmp_path_factory):
     cat = Catalog(home)
     repos = sorted(r for r, e in EXPECTED.items() if e.records > 0)
     for repo in repos:
-        proposal = propose_adapter(repo, endpoint=hub_url, viewer_base=hub_url + "/viewer", token=GATED_TOKEN,
-                                   catalog=cat, category=EXPECTED[repo].category)
+        proposal = propose_adapter(
+            repo,
+            endpoint=hub_url,
+            viewer_base=hub_url + "/viewer",
+            token=GATED_TOKEN,
+            catalog=cat,
+            category=EXPECTED[repo].category,
+        )
         store.save_spec(cat, proposal.spec)
         _, contract = review.check_adapter(cat, repo, endpoint=hub_url, token=GATED_TOKEN)
         review.approve(cat, repo, "pipeline-tests", note="fixture with planted bad rows", force=not contract.passed)

@@ -32,8 +32,10 @@ def reworded(text: str) -> str:
     return " ".join(["please"] + words[:-1] + ["thanks"])
 
 
-LONG = ("Write a Python function that parses an ISO 8601 timestamp with an optional timezone offset, "
-        "validates the date components, and returns a timezone aware datetime object")
+LONG = (
+    "Write a Python function that parses an ISO 8601 timestamp with an optional timezone offset, "
+    "validates the date components, and returns a timezone aware datetime object"
+)
 OTHER = "Summarize the plot of a novel about lighthouse keepers stranded during a winter storm."
 
 
@@ -57,11 +59,13 @@ def test_near_index_confirms_candidates_with_measured_similarity():
 def _setup(home, sources, native_second=False):
     make, write = sources
     a = [make("lab-a/chat", i, distinct_prompt(i)) for i in range(12)]
-    b = [make("lab-b/chat", i, reworded(distinct_prompt(i)), mode="native" if native_second else "regenerate")
-         for i in range(3)]                                                         # near dups of a[0..2]
+    b = [
+        make("lab-b/chat", i, reworded(distinct_prompt(i)), mode="native" if native_second else "regenerate")
+        for i in range(3)
+    ]  # near dups of a[0..2]
     b += [make("lab-b/chat", 10 + i, distinct_prompt(i).upper() + "!!") for i in range(3, 5)]  # exact of a[3..4]
-    b += [make("lab-b/chat", 20, "hi")]                                              # too short (<2 tokens)
-    b += [make("lab-b/chat", 21, " ".join(["word"] * 400))]                          # too long
+    b += [make("lab-b/chat", 20, "hi")]  # too short (<2 tokens)
+    b += [make("lab-b/chat", 21, " ".join(["word"] * 400))]  # too long
     write(home, a)
     write(home, b)
     return a, b
@@ -69,8 +73,10 @@ def _setup(home, sources, native_second=False):
 
 def _run(home, **overrides):
     counter = TokenCounter(None)
-    params = dict(repos=["lab-a/chat", "lab-b/chat"], min_prompt_tokens=2, max_prompt_tokens=300,
-                  length_unit=counter.method) | overrides
+    params = (
+        dict(repos=["lab-a/chat", "lab-b/chat"], min_prompt_tokens=2, max_prompt_tokens=300, length_unit=counter.method)
+        | overrides
+    )
     return run_dedup(Catalog(home), home, DedupConfig(**params), home / "data" / "dedup", counter)
 
 
@@ -78,24 +84,40 @@ def test_near_duplicates_across_two_sources_removed_and_queryable_in_sql(home, s
     a, b = _setup(home, sources)
     result = _run(home)
     assert {k: v for k, v in result.counts.items() if v} == {
-        "in": 19, "out": 12, "dropped_near": 3, "dropped_exact": 2, "dropped_too_short": 1, "dropped_too_long": 1}
+        "in": 19,
+        "out": 12,
+        "dropped_near": 3,
+        "dropped_exact": 2,
+        "dropped_too_short": 1,
+        "dropped_too_long": 1,
+    }
     assert result.kept_ids == {c.id for c in a}
 
     runner = CliRunner()
-    res = runner.invoke(app, ["sql", "--format", "json",
-                              "SELECT d.record_id, d.repo_id, d.row_index, d.reason, d.duplicate_of, d.similarity, "
-                              "k.repo_id AS kept_repo, k.row_index AS kept_row, k.kept AS survivor_kept "
-                              "FROM dedup d JOIN dedup k ON k.record_id = d.duplicate_of "
-                              "WHERE d.reason = 'near' ORDER BY d.row_index"])
+    res = runner.invoke(
+        app,
+        [
+            "sql",
+            "--format",
+            "json",
+            "SELECT d.record_id, d.repo_id, d.row_index, d.reason, d.duplicate_of, d.similarity, "
+            "k.repo_id AS kept_repo, k.row_index AS kept_row, k.kept AS survivor_kept "
+            "FROM dedup d JOIN dedup k ON k.record_id = d.duplicate_of "
+            "WHERE d.reason = 'near' ORDER BY d.row_index",
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     assert [(r["repo_id"], r["row_index"], r["kept_repo"], r["kept_row"]) for r in rows] == [
-        ("lab-b/chat", i, "lab-a/chat", i) for i in range(3)]
+        ("lab-b/chat", i, "lab-a/chat", i) for i in range(3)
+    ]
     assert all(r["survivor_kept"] and 0.8 <= r["similarity"] < 1.0 for r in rows)
-    exact = Catalog(home).query("SELECT row_index, similarity, duplicate_of FROM dedup WHERE reason = 'exact' "
-                                "ORDER BY row_index")
+    exact = Catalog(home).query(
+        "SELECT row_index, similarity, duplicate_of FROM dedup WHERE reason = 'exact' ORDER BY row_index"
+    )
     assert [(r["row_index"], r["similarity"], r["duplicate_of"]) for r in exact] == [
-        (10 + i, 1.0, a[i].id) for i in (3, 4)]
+        (10 + i, 1.0, a[i].id) for i in (3, 4)
+    ]
     # The same decisions as parquet beside the stage outputs, with the length unit recorded.
     table = pq.read_table(home / "data" / "dedup" / "decisions.parquet").to_pylist()
     assert len(table) == 19 and {r["length_unit"] for r in table} == {ESTIMATE}
@@ -163,18 +185,28 @@ def test_planted_fixture_duplicates_found_exactly_and_provenance_in_sql(fixture_
     exact_drops = sum(len(g) - 1 for g in EXACT_DUP_GROUPS)
     punct = sum(1 for *_, kind in NEAR_DUP_PAIRS if kind == "punct")  # identical once punctuation goes
     assert {k: v for k, v in result.counts.items() if v} == {
-        "in": n_in, "out": n_in - exact_drops - len(NEAR_DUP_PAIRS),
-        "dropped_exact": exact_drops + punct, "dropped_near": len(NEAR_DUP_PAIRS) - punct}
+        "in": n_in,
+        "out": n_in - exact_drops - len(NEAR_DUP_PAIRS),
+        "dropped_exact": exact_drops + punct,
+        "dropped_near": len(NEAR_DUP_PAIRS) - punct,
+    }
 
     monkeypatch.setenv("DRAFTSET_HOME", str(home))
     from pipeline.cli import common
 
     common.settings.cache_clear()
-    res = CliRunner().invoke(app, ["sql", "--format", "json",
-                                   "SELECT d.repo_id, d.row_index, d.reason, d.similarity, k.repo_id AS kept_repo, "
-                                   "k.row_index AS kept_row, k.kept AS survivor_kept FROM dedup d "
-                                   "JOIN dedup k ON k.record_id = d.duplicate_of "
-                                   f"WHERE d.stage_run_id = '{result.run_id}' AND NOT d.kept"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "sql",
+            "--format",
+            "json",
+            "SELECT d.repo_id, d.row_index, d.reason, d.similarity, k.repo_id AS kept_repo, "
+            "k.row_index AS kept_row, k.kept AS survivor_kept FROM dedup d "
+            "JOIN dedup k ON k.record_id = d.duplicate_of "
+            f"WHERE d.stage_run_id = '{result.run_id}' AND NOT d.kept",
+        ],
+    )
     assert res.exit_code == 0, res.output
     dropped = {(r["repo_id"], r["row_index"]): r for r in json.loads(res.output)}
     # Survivor = first in the fixed order (all four are regenerate data): lowest repo id, then row.
@@ -187,5 +219,6 @@ def test_planted_fixture_duplicates_found_exactly_and_provenance_in_sql(fixture_
         expected[drop] = (keep, "near" if kind == "word" else "exact")
     assert {row: ((r["kept_repo"], r["kept_row"]), r["reason"]) for row, r in dropped.items()} == expected
     assert all(r["survivor_kept"] for r in dropped.values())
-    assert all(r["similarity"] == 1.0 if r["reason"] == "exact" else 0.8 <= r["similarity"] < 1.0
-               for r in dropped.values())
+    assert all(
+        r["similarity"] == 1.0 if r["reason"] == "exact" else 0.8 <= r["similarity"] < 1.0 for r in dropped.values()
+    )

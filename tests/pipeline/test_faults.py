@@ -52,6 +52,7 @@ def test_disk_full_is_recognised_however_a_library_reports_it(tmp_path):
     wrapped.__cause__ = ExceptionGroup("agents", [ValueError("x"), full])
     assert os_failure(wrapped) is not None
     import duckdb
+
     assert os_failure(duckdb.IOException('IO Error: Could not write file "c.duckdb": No space left on device'))
     assert os_failure(ValueError("a bug")) is None
 
@@ -69,13 +70,15 @@ main()
 """
 
 
-@pytest.mark.parametrize("args", [["find", "agentic coding", "--propose", "0"],
-                                  ["adapters", "propose", "h4-mini/ultrachat-mini"]])
+@pytest.mark.parametrize(
+    "args", [["find", "agentic coding", "--propose", "0"], ["adapters", "propose", "h4-mini/ultrachat-mini"]]
+)
 def test_disk_full_is_one_line_for_every_command(hub_url, tmp_path, args):
     env = {**os.environ, "DRAFTSET_HOME": str(tmp_path / "home"), "HF_ENDPOINT": hub_url, "COLUMNS": "200"}
     (tmp_path / "home").mkdir()
-    result = subprocess.run([sys.executable, "-c", FAILING_WRITER, *args], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_WRITER, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "No space left on device" in result.stderr, result.stderr[-2000:]
     assert "next:" in result.stderr
@@ -95,10 +98,15 @@ cli.main()
 
 
 def test_secrets_in_an_echoed_error_body_are_redacted(tmp_path):
-    env = {**os.environ, "OPENAI_API_KEY": "sk-live-4f9a8b7c6d5e4f3a2b1c", "HF_TOKEN": "hf_SecretTokenValue123456",
-           "DRAFTSET_HOME": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-c", ECHO_ERROR], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=60)
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-live-4f9a8b7c6d5e4f3a2b1c",
+        "HF_TOKEN": "hf_SecretTokenValue123456",
+        "DRAFTSET_HOME": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", ECHO_ERROR], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 1 and "401" in result.stderr
     assert "4f9a8b7c6d5e" not in result.stderr and "SecretTokenValue" not in result.stderr, result.stderr
 
@@ -106,8 +114,14 @@ def test_secrets_in_an_echoed_error_body_are_redacted(tmp_path):
 def test_remote_code_tokenizer_is_refused_in_one_line(tmp_path):
     from pipeline.model.tokenizer_load import load_chat_tokenizer
 
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "EvilTokenizer", "auto_map": {"AutoTokenizer": ["tokenization_evil.EvilTokenizer", None]}}))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "EvilTokenizer",
+                "auto_map": {"AutoTokenizer": ["tokenization_evil.EvilTokenizer", None]},
+            }
+        )
+    )
     (tmp_path / "tokenization_evil.py").write_text("raise SystemExit('remote code ran')\n")
     with pytest.raises(DraftsetError, match="needs remote code") as exc:
         load_chat_tokenizer(tmp_path)

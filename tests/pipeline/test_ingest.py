@@ -25,13 +25,17 @@ CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
 
 
 def _turns(i: int) -> dict:
-    return {"messages": [{"role": "user", "content": f"question number {i}"},
-                         {"role": "assistant", "content": f"answer {i}"}]}
+    return {
+        "messages": [
+            {"role": "user", "content": f"question number {i}"},
+            {"role": "assistant", "content": f"answer {i}"},
+        ]
+    }
 
 
 BROKEN_LINES = [
     json.dumps(_turns(0)),
-    '{"messages": [{"role": "user", "content": "unterminated',                               # malformed JSON
+    '{"messages": [{"role": "user", "content": "unterminated',  # malformed JSON
     json.dumps({"messages": [{"role": "user", "content": None}, {"role": "assistant", "content": "a"}]}),
     json.dumps({"messages": [{"role": "narrator", "content": "x"}, {"role": "assistant", "content": "a"}]}),
     json.dumps({"messages": [{"role": "user", "content": 42}, {"role": "assistant", "content": "a"}]}),
@@ -61,11 +65,24 @@ def mini_hub(tmp_path):
 
 def _approve(cat: Catalog, url: str, repo_id: str, **fields) -> AdapterSpec:
     revision = HfApi(endpoint=url).dataset_info(repo_id).sha
-    spec = AdapterSpec.from_data({
-        "source": {"repo_id": repo_id, "revision": revision, "config": "default", "split": "train",
-                   "data_files": ["data/train.jsonl"]},
-        "layout": "messages", "messages_path": "messages", "role_key": "role", "content_key": "content",
-        "role_map": {"user": "user", "assistant": "assistant"}, "category": "general chat", **fields})
+    spec = AdapterSpec.from_data(
+        {
+            "source": {
+                "repo_id": repo_id,
+                "revision": revision,
+                "config": "default",
+                "split": "train",
+                "data_files": ["data/train.jsonl"],
+            },
+            "layout": "messages",
+            "messages_path": "messages",
+            "role_key": "role",
+            "content_key": "content",
+            "role_map": {"user": "user", "assistant": "assistant"},
+            "category": "general chat",
+            **fields,
+        }
+    )
     store.save_spec(cat, spec)
     review.approve(cat, repo_id, "tester", note="test data is broken on purpose", force=True)
     return spec
@@ -76,17 +93,27 @@ def test_counts_quarantine_and_resume_by_id(home, mini_hub):
     cat = Catalog(home)
     _approve(cat, url, "lab/broken")
     result = ingest_dataset(cat, home, "lab/broken", endpoint=url)
-    assert {k: v for k, v in result.counts.items() if v} == {"in": 6, "out": 2, "dropped_malformed": 1,
-                                                            "dropped_row_error": 3}
+    assert {k: v for k, v in result.counts.items() if v} == {
+        "in": 6,
+        "out": 2,
+        "dropped_malformed": 1,
+        "dropped_row_error": 3,
+    }
     out = Home(home).normalized("lab/broken")
     rows = list(iter_rows([out]))
     assert [(r["row_index"], r["repo_id"], r["split"], r["n_turns"]) for r in rows] == [
-        (0, "lab/broken", "train", 1), (5, "lab/broken", "train", 1)]  # regenerate: context up to the user turn
+        (0, "lab/broken", "train", 1),
+        (5, "lab/broken", "train", 1),
+    ]  # regenerate: context up to the user turn
     assert pq.read_schema(shard_paths(out)[0]).names == RECORD_SCHEMA.names
     quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
     got = sorted((q["row_index"], q["reason"], q["field"]) for q in quarantine)
-    assert got == [(1, "malformed", "<row>"), (2, "row_error", "messages[0].content"),
-                   (3, "row_error", "messages[0].role"), (4, "row_error", "messages[0].content")]
+    assert got == [
+        (1, "malformed", "<row>"),
+        (2, "row_error", "messages[0].content"),
+        (3, "row_error", "messages[0].role"),
+        (4, "row_error", "messages[0].content"),
+    ]
     assert all(q["detail"] and q["repo_id"] == "lab/broken" and len(q["revision"]) == 40 for q in quarantine)
     # Re-run: nothing written twice, the done rows count as skipped.
     again = ingest_dataset(cat, home, "lab/broken", endpoint=url)
@@ -173,8 +200,7 @@ def test_shard_writer_is_atomic_numbered_and_appends(tmp_path):
     row = {name: None for name in RECORD_SCHEMA.names} | {"id": "x", "row_index": 1}
     with ParquetShardWriter(tmp_path, rows_per_shard=2) as writer:
         writer.write_many(dict(row, id=f"r{i}") for i in range(5))
-    assert [p.name for p in shard_paths(tmp_path)] == ["part-00000.parquet", "part-00001.parquet",
-                                                        "part-00002.parquet"]
+    assert [p.name for p in shard_paths(tmp_path)] == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
     with ParquetShardWriter(tmp_path) as writer:
         writer.write(dict(row, id="r5"))
     assert shard_paths(tmp_path)[-1].name == "part-00003.parquet"
@@ -186,11 +212,22 @@ def test_shard_writer_is_atomic_numbered_and_appends(tmp_path):
 
 
 def _local_spec() -> AdapterSpec:
-    return AdapterSpec.from_data({
-        "source": {"repo_id": "lab/local", "revision": "b" * 40, "config": "default", "split": "train",
-                   "data_files": ["data/train.jsonl"]},
-        "layout": "messages", "messages_path": "messages", "role_key": "role", "content_key": "content",
-        "role_map": {"user": "user", "assistant": "assistant"}})
+    return AdapterSpec.from_data(
+        {
+            "source": {
+                "repo_id": "lab/local",
+                "revision": "b" * 40,
+                "config": "default",
+                "split": "train",
+                "data_files": ["data/train.jsonl"],
+            },
+            "layout": "messages",
+            "messages_path": "messages",
+            "role_key": "role",
+            "content_key": "content",
+            "role_map": {"user": "user", "assistant": "assistant"},
+        }
+    )
 
 
 def test_interrupted_run_resumes_by_id_without_duplicates(tmp_path):
@@ -200,8 +237,16 @@ def test_interrupted_run_resumes_by_id_without_duplicates(tmp_path):
 
     spec = _local_spec()
     rows = [RawRow(i, _turns(i)) for i in range(10)]
-    config = IngestConfig(repo_id="lab/local", revision="b" * 40, config="default", split="train",
-                          data_files=["data/train.jsonl"], spec_hash=spec.spec_hash(), category="c", mode="regenerate")
+    config = IngestConfig(
+        repo_id="lab/local",
+        revision="b" * 40,
+        config="default",
+        split="train",
+        data_files=["data/train.jsonl"],
+        spec_hash=spec.spec_hash(),
+        category="c",
+        mode="regenerate",
+    )
 
     def killed_after(n):
         yield from rows[:n]
@@ -247,7 +292,8 @@ def test_fixture_hub_ingest_gives_expected_counts_and_quarantine(fixture_home):
         rows = list(iter_rows([out], columns=["id", "repo_id", "revision", "config", "split", "row_index", "mode"]))
         assert len(rows) == exp.records and len({r["id"] for r in rows}) == exp.records
         assert {(r["repo_id"], r["config"], r["split"], r["mode"]) for r in rows} == {
-            (repo, exp.config, exp.split, exp.mode)}
+            (repo, exp.config, exp.split, exp.mode)
+        }
         assert {r["row_index"] for r in rows} == set(range(exp.n_rows)) - set(exp.bad_rows)
         quarantine = out / "quarantine.jsonl"
         entries = [json.loads(x) for x in quarantine.read_text().splitlines()] if quarantine.exists() else []

@@ -23,8 +23,9 @@ from pipeline.ingest.run import ingest_dataset
 
 
 def _good(i: int) -> bytes:
-    return json.dumps({"messages": [{"role": "user", "content": f"question {i}"},
-                                    {"role": "assistant", "content": f"answer {i}"}]}).encode()
+    return json.dumps(
+        {"messages": [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]}
+    ).encode()
 
 
 DEEP = b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
@@ -61,11 +62,27 @@ def hostile_hub(tmp_path):
 
 def _approve(cat: Catalog, url: str, **fields) -> None:
     revision = HfApi(endpoint=url).dataset_info("lab/hostile").sha
-    store.save_spec(cat, AdapterSpec.from_data({
-        "source": {"repo_id": "lab/hostile", "revision": revision, "config": "default", "split": "train",
-                   "data_files": ["data/train.jsonl"]},
-        "layout": "messages", "messages_path": "messages", "role_key": "role", "content_key": "content",
-        "role_map": {"user": "user", "assistant": "assistant"}, "category": "general chat", **fields}))
+    store.save_spec(
+        cat,
+        AdapterSpec.from_data(
+            {
+                "source": {
+                    "repo_id": "lab/hostile",
+                    "revision": revision,
+                    "config": "default",
+                    "split": "train",
+                    "data_files": ["data/train.jsonl"],
+                },
+                "layout": "messages",
+                "messages_path": "messages",
+                "role_key": "role",
+                "content_key": "content",
+                "role_map": {"user": "user", "assistant": "assistant"},
+                "category": "general chat",
+                **fields,
+            }
+        ),
+    )
     review.approve(cat, "lab/hostile", "tester", note="hostile on purpose", force=True)
 
 
@@ -92,11 +109,24 @@ def test_every_hostile_line_is_quarantined_with_its_true_line_and_counts_add_up(
 def test_deep_json_string_field_is_a_row_error_not_a_recursion_error(home, tmp_path):
     from adapters.apply import RowError, apply_row
 
-    spec = AdapterSpec.from_data({
-        "source": {"repo_id": "lab/x", "revision": "r" * 40, "config": "default", "split": "train",
-                   "data_files": ["a.jsonl"]},
-        "layout": "messages", "messages_path": "messages", "role_key": "role", "content_key": "content",
-        "json_fields": ["messages"], "role_map": {"user": "user"}, "category": "general chat"})
+    spec = AdapterSpec.from_data(
+        {
+            "source": {
+                "repo_id": "lab/x",
+                "revision": "r" * 40,
+                "config": "default",
+                "split": "train",
+                "data_files": ["a.jsonl"],
+            },
+            "layout": "messages",
+            "messages_path": "messages",
+            "role_key": "role",
+            "content_key": "content",
+            "json_fields": ["messages"],
+            "role_map": {"user": "user"},
+            "category": "general chat",
+        }
+    )
     with pytest.raises(RowError, match="nested 5,000 deep"):
         apply_row(spec, 0, json.loads(DEEP_STRING))
 
@@ -104,8 +134,9 @@ def test_deep_json_string_field_is_a_row_error_not_a_recursion_error(home, tmp_p
 def test_second_ingest_of_one_dataset_is_refused_while_the_first_holds_the_lock(tmp_path):
     lock = tmp_path / ".lab__x.lock"
     code = f"from catalog.liveness import run_lock\nimport time\nwith run_lock(__import__('pathlib').Path({str(lock)!r}), 'x'):\n    print('held', flush=True)\n    time.sleep(30)\n"
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": os.getcwd()})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()}
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(DraftsetError, match="ingest of lab/x is already running"):
@@ -120,15 +151,23 @@ def test_second_ingest_of_one_dataset_is_refused_while_the_first_holds_the_lock(
 
 def test_a_run_whose_process_died_shows_as_interrupted(home):
     cat = Catalog(home)
-    dead = subprocess.run([sys.executable, "-c", "from catalog.liveness import owner; print(owner())"],
-                          capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "from catalog.liveness import owner; print(owner())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    ).stdout.strip()
     from catalog.liveness import owner
 
-    cat.upsert("stage_runs", [{"run_id": "ingest-dead", "stage": "ingest", "status": "running", "owner": dead},
-                              {"run_id": "ingest-alive", "stage": "ingest", "status": "running", "owner": owner()},
-                              {"run_id": "ingest-elsewhere", "stage": "ingest", "status": "running",
-                               "owner": "other-host:1:1"}])
+    cat.upsert(
+        "stage_runs",
+        [
+            {"run_id": "ingest-dead", "stage": "ingest", "status": "running", "owner": dead},
+            {"run_id": "ingest-alive", "stage": "ingest", "status": "running", "owner": owner()},
+            {"run_id": "ingest-elsewhere", "stage": "ingest", "status": "running", "owner": "other-host:1:1"},
+        ],
+    )
     assert mark_interrupted(cat) == 1
     status = {r["run_id"]: r["status"] for r in cat.query("SELECT run_id, status FROM stage_runs")}
     assert status == {"ingest-dead": "interrupted", "ingest-alive": "running", "ingest-elsewhere": "running"}

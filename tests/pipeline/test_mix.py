@@ -41,18 +41,52 @@ def _ingest(home, sources, spec: dict[str, tuple[str, int]]):
         write(home, [make(repo, i, _prompt(repo, i), category=category) for i in range(n)])
 
 
-SOURCES = {"chat/a": ("general chat", 30), "chat/b": ("general chat", 10), "math/c": ("math", 25),
-           "code/d": ("coding", 40)}
+SOURCES = {
+    "chat/a": ("general chat", 30),
+    "chat/b": ("general chat", 10),
+    "math/c": ("math", 25),
+    "code/d": ("coding", 40),
+}
 
 
 def _plan(home, plan_id="p1", samples=40):
     cat = Catalog(home)
-    cat.upsert("plans", [{"plan_id": plan_id, "run_id": "r", "domain": "test", "samples_requested": samples,
-                          "samples_existing": 0, "created_at": datetime(2026, 1, 1), "totals": {}, "params": {}}])
-    items = [("chat/a", "general chat", 20, 20), ("chat/b", "general chat", 5, 5), ("math/c", "math", 10, 10),
-             ("code/d", "coding", 15, 15), ("never/ingested", "coding", 5, 5)]
-    cat.upsert("plan_items", [{"plan_id": plan_id, "repo_id": r, "category": c, "mode": "regenerate",
-                               "rows_to_take": take, "est_samples": est} for r, c, take, est in items])
+    cat.upsert(
+        "plans",
+        [
+            {
+                "plan_id": plan_id,
+                "run_id": "r",
+                "domain": "test",
+                "samples_requested": samples,
+                "samples_existing": 0,
+                "created_at": datetime(2026, 1, 1),
+                "totals": {},
+                "params": {},
+            }
+        ],
+    )
+    items = [
+        ("chat/a", "general chat", 20, 20),
+        ("chat/b", "general chat", 5, 5),
+        ("math/c", "math", 10, 10),
+        ("code/d", "coding", 15, 15),
+        ("never/ingested", "coding", 5, 5),
+    ]
+    cat.upsert(
+        "plan_items",
+        [
+            {
+                "plan_id": plan_id,
+                "repo_id": r,
+                "category": c,
+                "mode": "regenerate",
+                "rows_to_take": take,
+                "est_samples": est,
+            }
+            for r, c, take, est in items
+        ],
+    )
     return cat
 
 
@@ -69,8 +103,7 @@ def test_plan_weights_and_caps(home, sources):
     # weights 25:10:15 (est_samples per ingested category) over 40 samples -> 20:8:12,
     # and inside "general chat" 20 split by the caps 20:5 -> 16:4
     assert {c: v["selected"] for c, v in m["categories"].items()} == {"general chat": 20, "math": 8, "coding": 12}
-    assert {s: v["selected"] for s, v in m["sources"].items()} == {"chat/a": 16, "chat/b": 4, "math/c": 8,
-                                                                    "code/d": 12}
+    assert {s: v["selected"] for s, v in m["sources"].items()} == {"chat/a": 16, "chat/b": 4, "math/c": 8, "code/d": 12}
     assert all(v["selected"] <= v["cap"] for v in m["sources"].values())
     assert m["missing_sources"] == ["never/ingested"] and m["unplanned_sources"] == ["extra/e"]
     table = read_table([result.path])
@@ -98,7 +131,10 @@ def test_deterministic_under_seed(home, sources):
     assert set(_ids(first)) != set(_ids(other))
     # Without a plan every ingested source is used with equal category weights.
     assert {c: v["selected"] for c, v in first.manifest["categories"].items()} == {
-        "general chat": 10, "math": 10, "coding": 10}
+        "general chat": 10,
+        "math": 10,
+        "coding": 10,
+    }
 
 
 def test_rerun_is_a_noop_and_changes_need_overwrite(home, sources):

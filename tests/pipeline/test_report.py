@@ -16,8 +16,14 @@ from catalog.io import write_json_atomic
 from pipeline.cli.app import app
 from pipeline.mix.run import run_mix
 
-PLOTS = {"counts_by_source.png", "counts_by_category.png", "counts_by_mode.png", "prompt_tokens.png",
-         "response_tokens.png", "dedup_yield_by_source.png"}
+PLOTS = {
+    "counts_by_source.png",
+    "counts_by_category.png",
+    "counts_by_mode.png",
+    "prompt_tokens.png",
+    "response_tokens.png",
+    "dedup_yield_by_source.png",
+}
 
 
 def _words(seed: str, n: int) -> str:
@@ -28,10 +34,12 @@ def _words(seed: str, n: int) -> str:
 @pytest.fixture()
 def mix_home(home, sources):
     make, write = sources
-    write(home, [make("lab/chat", i, _words(f"c{i}", 20), _words(f"a{i}", 60)) for i in range(12)]
-          + [make("lab/chat", 99, _words("c0", 20))])  # an exact duplicate of row 0
-    write(home, [make("lab/tools", i, _words(f"t{i}", 80), category="tool <use>", mode="native")
-                 for i in range(5)])
+    write(
+        home,
+        [make("lab/chat", i, _words(f"c{i}", 20), _words(f"a{i}", 60)) for i in range(12)]
+        + [make("lab/chat", 99, _words("c0", 20))],
+    )  # an exact duplicate of row 0
+    write(home, [make("lab/tools", i, _words(f"t{i}", 80), category="tool <use>", mode="native") for i in range(5)])
     write_json_atomic(Home(home).normalized("lab/chat") / "stats.json", {"counts": {"in": 15, "out": 13}})
     run_mix(Catalog(home), home, "demo")
     return home

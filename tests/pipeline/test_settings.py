@@ -24,8 +24,13 @@ def test_viewer_base_defaults_to_local_hub_viewer(monkeypatch):
 
 def test_cli_error_is_one_line_with_next_step(tmp_path):
     env = {"DRAFTSET_HOME": str(tmp_path / "nohome"), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli.app", "sql", "SELECT 1"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.app", "sql", "SELECT 1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "no catalog at" in proc.stderr and "next:" in proc.stderr

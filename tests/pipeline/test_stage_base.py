@@ -29,18 +29,35 @@ def test_counts_quarantine_and_records(tmp_path):
         for i in range(5):
             run.seen()
             if i == 3:
-                run.drop("null_content", where={"repo_id": "a/b", "row_index": i, "field": "messages[1].content"},
-                         detail="content is null")
+                run.drop(
+                    "null_content",
+                    where={"repo_id": "a/b", "row_index": i, "field": "messages[1].content"},
+                    detail="content is null",
+                )
             else:
                 run.emitted()
         run.skipped("already_written", 2)
         run.tally("not_selected", 4)
         run.error()
-    assert dict(run.counts) == {"in": 5, "out": 4, "errors": 1, "dropped_null_content": 1,
-                                "skipped_already_written": 2, "not_selected": 4}
+    assert dict(run.counts) == {
+        "in": 5,
+        "out": 4,
+        "errors": 1,
+        "dropped_null_content": 1,
+        "skipped_already_written": 2,
+        "not_selected": 4,
+    }
     quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
-    assert quarantine == [{"run_id": run.run_id, "reason": "null_content", "detail": "content is null",
-                           "repo_id": "a/b", "row_index": 3, "field": "messages[1].content"}]
+    assert quarantine == [
+        {
+            "run_id": run.run_id,
+            "reason": "null_content",
+            "detail": "content is null",
+            "repo_id": "a/b",
+            "row_index": 3,
+            "field": "messages[1].content",
+        }
+    ]
     assert json.loads((out / "config.json").read_text()) == {"stage": "ingest", "source": "a/b", "limit": 10}
     stats = json.loads((out / "stats.json").read_text())
     assert stats["counts"]["dropped_null_content"] == 1 and stats["error"] is None and stats["elapsed_s"] >= 0

@@ -32,35 +32,50 @@ def create_app(engine: Engine) -> Starlette:
         return JSONResponse({"status": "ok", "model": engine.served_name})
 
     async def models(_: Request) -> JSONResponse:
-        card = {"id": engine.served_name, "object": "model", "created": 0, "owned_by": "draftset",
-                "root": str(engine.model_dir), "max_model_len": engine.max_positions}
+        card = {
+            "id": engine.served_name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "draftset",
+            "root": str(engine.model_dir),
+            "max_model_len": engine.max_positions,
+        }
         return JSONResponse({"object": "list", "data": [card]})
 
     async def chat(request: Request):
         try:
             req = ChatRequest.model_validate(await request.json())
             if req.model not in (engine.served_name, str(engine.model_dir)):
-                return JSONResponse(error_body(f"model {req.model!r} is not served here; this server serves "
-                                               f"{engine.served_name!r}", "NotFoundError", 404), status_code=404)
+                return JSONResponse(
+                    error_body(
+                        f"model {req.model!r} is not served here; this server serves {engine.served_name!r}",
+                        "NotFoundError",
+                        404,
+                    ),
+                    status_code=404,
+                )
             prompt_ids = engine.render(normalise_messages(req.messages), req.tools, req.thinking)
             engine.max_new_tokens(len(prompt_ids), req.token_budget)  # refuse an over-long prompt up front
             constraint = _constraint(engine, req)
         except (ValidationError, RequestError) as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
         except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested past the parser's limit
-            return JSONResponse(error_body(f"request body is not JSON: {type(exc).__name__}: {str(exc)[:200]}"),
-                                status_code=400)
+            return JSONResponse(
+                error_body(f"request body is not JSON: {type(exc).__name__}: {str(exc)[:200]}"), status_code=400
+            )
         params = SamplingParams(req.token_budget, req.temperature, req.top_p, req.seed)
         if req.stream:
-            return StreamingResponse(_stream(engine, req, prompt_ids, params, constraint),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                _stream(engine, req, prompt_ids, params, constraint), media_type="text/event-stream"
+            )
         detok = Detokenizer(engine, req.thinking)
         loop = asyncio.get_running_loop()
         cancelled = threading.Event()
         watcher = asyncio.create_task(_watch_disconnect(request, cancelled))
         try:
-            gen = await loop.run_in_executor(None, engine.generate, prompt_ids, params, detok.push, cancelled,
-                                             constraint)
+            gen = await loop.run_in_executor(
+                None, engine.generate, prompt_ids, params, detok.push, cancelled, constraint
+            )
         finally:
             cancelled.set()
             watcher.cancel()
@@ -78,13 +93,19 @@ def create_app(engine: Engine) -> Starlette:
 
     async def internal(_: Request, exc: Exception) -> JSONResponse:
         # Whatever else fails answers the OpenAI error shape, never starlette's plain-text 500.
-        return JSONResponse(error_body(f"internal error: {type(exc).__name__}: {str(exc)[:200]}",
-                                       "InternalServerError", 500), status_code=500)
+        return JSONResponse(
+            error_body(f"internal error: {type(exc).__name__}: {str(exc)[:200]}", "InternalServerError", 500),
+            status_code=500,
+        )
 
-    return Starlette(routes=[
-        Route("/health", health), Route("/v1/models", models),
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-    ], exception_handlers={Exception: internal})
+    return Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/v1/models", models),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+        ],
+        exception_handlers={Exception: internal},
+    )
 
 
 async def _watch_disconnect(request: Request, cancelled: threading.Event) -> None:
@@ -122,8 +143,9 @@ def _answer(req: ChatRequest, detok: Detokenizer, finish: str) -> tuple[str | No
     return text, None, finish
 
 
-async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
-                  params: SamplingParams, constraint: Any | None) -> AsyncIterator[str]:
+async def _stream(
+    engine: Engine, req: ChatRequest, prompt_ids: list[int], params: SamplingParams, constraint: Any | None
+) -> AsyncIterator[str]:
     """Server-sent events: role chunk, one chunk per token with text, a finish chunk, usage, [DONE]."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
@@ -132,14 +154,14 @@ async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
 
     def work():
         try:
-            return engine.generate(prompt_ids, params, lambda t: loop.call_soon_threadsafe(queue.put_nowait, t),
-                                   cancelled, constraint)
+            return engine.generate(
+                prompt_ids, params, lambda t: loop.call_soon_threadsafe(queue.put_nowait, t), cancelled, constraint
+            )
         finally:
             loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
     head = envelope(engine.served_name, "chat.completion.chunk")
-    first = {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                  "finish_reason": None}]}
+    first = {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
     if req.return_token_ids:
         first["prompt_token_ids"] = prompt_ids
     # Content that may turn out to be a tool call is held back and sent whole at the end, as content or
@@ -150,7 +172,9 @@ async def _stream(engine: Engine, req: ChatRequest, prompt_ids: list[int],
         yield _sse(first)
         while (token := await queue.get()) is not _DONE:
             piece = detok.push(token)
-            delta: dict[str, Any] = {} if piece is None else {"reasoning_content" if piece[0] == "reasoning" else "content": piece[1]}
+            delta: dict[str, Any] = (
+                {} if piece is None else {"reasoning_content" if piece[0] == "reasoning" else "content": piece[1]}
+            )
             if hold:
                 delta.pop("content", None)
             choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}

@@ -47,8 +47,14 @@ def forced_call_schema(tools: list[dict[str, Any]], names: list[str]) -> dict[st
         fn = tool.get("function") or {}
         if fn.get("name") in names:
             params = fn.get("parameters") or {"type": "object"}
-            choices.append({"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
-                            "properties": {"name": {"const": fn["name"]}, "arguments": params}})
+            choices.append(
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name", "arguments"],
+                    "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                }
+            )
     return choices[0] if len(choices) == 1 else {"anyOf": choices}
 
 
@@ -67,7 +73,8 @@ class Grammars:
 
         try:
             grammar = llguidance.LLMatcher.grammar_from_json_schema(
-                {**schema, "x-guidance": {**COMPACT, **schema.get("x-guidance", {})}})
+                {**schema, "x-guidance": {**COMPACT, **schema.get("x-guidance", {})}}
+            )
             matcher = llguidance.LLMatcher(self.tokenizer, grammar)
         except (ValueError, TypeError, RuntimeError) as exc:
             raise RequestError(f"the JSON schema cannot be used for constrained decoding: {exc}") from exc

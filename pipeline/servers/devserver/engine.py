@@ -40,8 +40,10 @@ class Engine:
     def __init__(self, model_dir: Path, served_name: str | None = None):
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").is_file():
-            raise DraftsetError(f"{model_dir} is not a model directory (no config.json)",
-                                hint=f"create one with: draftset model init-toy {model_dir}")
+            raise DraftsetError(
+                f"{model_dir} is not a model directory (no config.json)",
+                hint=f"create one with: draftset model init-toy {model_dir}",
+            )
         import torch
 
         from pipeline.model.load import load_target
@@ -66,8 +68,9 @@ class Engine:
 
         messages = for_template(self.tokenizer, messages)  # earlier calls visible even to a template without tools
         try:
-            text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
-                                                      add_generation_prompt=True, enable_thinking=thinking)
+            text = self.tokenizer.apply_chat_template(
+                messages, tools=tools, tokenize=False, add_generation_prompt=True, enable_thinking=thinking
+            )
         except RENDER_ERRORS as exc:  # e.g. raise_exception on an unknown role: the client's fault
             raise RequestError(f"chat template failed: {exc}") from exc
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -91,8 +94,14 @@ class Engine:
             self._grammars = Grammars(self.tokenizer, int(self.model.config.vocab_size), self.eos_id)
         return self._grammars
 
-    def generate(self, prompt_ids: list[int], params: SamplingParams, on_token: Callable[[int], None],
-                 cancelled: threading.Event | None = None, logits_processor: Any | None = None) -> Generation:
+    def generate(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        on_token: Callable[[int], None],
+        cancelled: threading.Event | None = None,
+        logits_processor: Any | None = None,
+    ) -> Generation:
         import torch
         from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
         from transformers.generation.streamers import BaseStreamer
@@ -127,11 +136,16 @@ class Engine:
             else:
                 torch.seed()  # fresh entropy, so unseeded requests differ
             self.model.generate(
-                torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
-                max_new_tokens=budget, do_sample=sample, eos_token_id=self.eos_id,
-                pad_token_id=self.tokenizer.pad_token_id, streamer=_Collect(),
+                torch.tensor([prompt_ids]),
+                attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+                max_new_tokens=budget,
+                do_sample=sample,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.tokenizer.pad_token_id,
+                streamer=_Collect(),
                 stopping_criteria=StoppingCriteriaList([_Cancel()]),
-                logits_processor=LogitsProcessorList([logits_processor] if logits_processor else []), **extra,
+                logits_processor=LogitsProcessorList([logits_processor] if logits_processor else []),
+                **extra,
             )
         finish = "stop" if produced and produced[-1] == self.eos_id else "length"
         return Generation(produced, finish)
@@ -176,7 +190,7 @@ class Detokenizer:
         text = eng.tokenizer.decode(self.segment, skip_special_tokens=True)
         if text.endswith("\ufffd"):
             return None  # an incomplete UTF-8 sequence: wait for the next byte token
-        delta, self.emitted = text[self.emitted:], len(text)
+        delta, self.emitted = text[self.emitted :], len(text)
         if not delta:
             return None
         self.text[self.phase] += delta

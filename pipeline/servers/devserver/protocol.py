@@ -102,5 +102,4 @@ def usage(prompt: int, completion: int) -> dict[str, int]:
 
 
 def envelope(model: str, obj: str) -> dict[str, Any]:
-    return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": obj, "created": int(time.time()),
-            "model": model}
+    return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": obj, "created": int(time.time()), "model": model}

@@ -24,10 +24,16 @@ def serve(model_dir: Path, host: str = "127.0.0.1", port: int = 8000, served_nam
     _uvicorn_server(model_dir, host, port, served_name, "info").run(sockets=[sock])
 
 
-def serve_in_thread(model_dir: Path, port: int = 0, host: str = "127.0.0.1",
-                    served_name: str | None = None, timeout_s: float = 60.0) -> RunningServer:
+def serve_in_thread(
+    model_dir: Path, port: int = 0, host: str = "127.0.0.1", served_name: str | None = None, timeout_s: float = 60.0
+) -> RunningServer:
     """Start the server in a daemon thread and wait until it accepts connections; port 0 picks a free one.
     `.url` is the base URL for the openai client, ending in /v1."""
-    running = start_in_thread(lambda: _uvicorn_server(model_dir, host, port, served_name, "warning"), host, port,
-                              name="the dev server", startup_timeout=timeout_s)
+    running = start_in_thread(
+        lambda: _uvicorn_server(model_dir, host, port, served_name, "warning"),
+        host,
+        port,
+        name="the dev server",
+        startup_timeout=timeout_s,
+    )
     return replace(running, url=f"{running.url}/v1")

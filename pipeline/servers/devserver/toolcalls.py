@@ -16,8 +16,11 @@ import uuid
 from typing import Any
 
 KIMI_SECTION = re.compile(r"<\|tool_calls_section_begin\|>(.*?)(?:<\|tool_calls_section_end\|>|$)", re.S)
-KIMI_CALL = re.compile(r"<\|tool_call_begin\|>\s*(?:functions\.)?([\w.\-]+)(?::\d+)?\s*"
-                       r"<\|tool_call_argument_begin\|>(.*?)<\|tool_call_end\|>", re.S)
+KIMI_CALL = re.compile(
+    r"<\|tool_call_begin\|>\s*(?:functions\.)?([\w.\-]+)(?::\d+)?\s*"
+    r"<\|tool_call_argument_begin\|>(.*?)<\|tool_call_end\|>",
+    re.S,
+)
 HERMES_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
 

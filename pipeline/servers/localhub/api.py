@@ -73,8 +73,11 @@ def get_scan(request: Request) -> RepoScan:
 
 def check_revision(scan: RepoScan, revision: str) -> None:
     if revision not in ("main", scan.sha):
-        raise HubError(404, "RevisionNotFound",
-                       f"Invalid rev id: {revision} (dataset {scan.repo_id} is at {scan.sha}, alias 'main').")
+        raise HubError(
+            404,
+            "RevisionNotFound",
+            f"Invalid rev id: {revision} (dataset {scan.repo_id} is at {scan.sha}, alias 'main').",
+        )
 
 
 def _expand(request: Request) -> list[str]:
@@ -90,15 +93,19 @@ def list_datasets(request: Request) -> Response:
         limit = offset = -1
     if (limit is not None and limit < 1) or offset < 0:
         raise HubError(400, "BadRequest", "limit must be a positive integer and cursor a non-negative one")
-    found = [s for s in _store(request).all()
-             if shapes.matches(s, search=q.getlist("search"), author=q.get("author"),
-                               filters=q.getlist("filter"), gated=q.get("gated"))]
+    found = [
+        s
+        for s in _store(request).all()
+        if shapes.matches(
+            s, search=q.getlist("search"), author=q.get("author"), filters=q.getlist("filter"), gated=q.get("gated")
+        )
+    ]
     try:
         found = shapes.sort_scans(found, q.get("sort"), q.get("direction"))
     except ValueError as exc:
         raise HubError(400, "BadRequest", str(exc)) from exc
     size = min(limit or MAX_PAGE, request.app.state.page_size)
-    page = found[offset: offset + size]
+    page = found[offset : offset + size]
     full, expand = _truthy(q.get("full")), _expand(request)
     body = [shapes.repo_info(s, full=full, expand=expand or None) for s in page]
     headers = {}
@@ -113,8 +120,9 @@ def dataset_info(request: Request) -> Response:
     if "rev" in request.path_params:
         check_revision(scan, request.path_params["rev"])
     expand = _expand(request)
-    return HubJSON(shapes.repo_info(scan, full=True, blobs=_truthy(request.query_params.get("blobs")),
-                                    expand=expand or None))
+    return HubJSON(
+        shapes.repo_info(scan, full=True, blobs=_truthy(request.query_params.get("blobs")), expand=expand or None)
+    )
 
 
 def list_tree(request: Request) -> Response:
@@ -123,8 +131,9 @@ def list_tree(request: Request) -> Response:
     path = request.path_params.get("path", "")
     entries = shapes.tree(scan, path, recursive=_truthy(request.query_params.get("recursive")))
     if entries is None:
-        raise HubError(404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}",
-                       {"X-Repo-Commit": scan.sha})
+        raise HubError(
+            404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}", {"X-Repo-Commit": scan.sha}
+        )
     return HubJSON(entries)
 
 
@@ -153,20 +162,26 @@ def resolve(request: Request) -> Response:
     scan = get_scan(request)
     check_revision(scan, request.path_params["rev"])
     if scan.gated and not authorized(request):
-        raise HubError(401, "GatedRepo",
-                       f"Access to dataset {scan.repo_id} is restricted. You must have access to it and be "
-                       "authenticated to access it. Please log in.", {"X-Repo-Commit": scan.sha})
+        raise HubError(
+            401,
+            "GatedRepo",
+            f"Access to dataset {scan.repo_id} is restricted. You must have access to it and be "
+            "authenticated to access it. Please log in.",
+            {"X-Repo-Commit": scan.sha},
+        )
     path = request.path_params["path"]
     entry = scan.files.get(path)
     if entry is None:
-        raise HubError(404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}",
-                       {"X-Repo-Commit": scan.sha})
+        raise HubError(
+            404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}", {"X-Repo-Commit": scan.sha}
+        )
     # The file may have been swapped for a symlink since the scan: serve only a regular file whose real
     # path is still inside the repo folder.
     real = os.path.realpath(entry.abspath)
     if real != str(entry.abspath) or not os.path.isfile(real):
-        raise HubError(404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}",
-                       {"X-Repo-Commit": scan.sha})
+        raise HubError(
+            404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}", {"X-Repo-Commit": scan.sha}
+        )
     # No X-Xet-* headers: the client then downloads over plain HTTP instead of the (unreachable) Xet CAS.
     headers = {"ETag": f'"{entry.oid}"', "X-Repo-Commit": scan.sha}
     media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"

@@ -49,8 +49,12 @@ def _noop(_: int) -> None:
 
 
 class IsolatedReader:
-    def __init__(self, workers: int = WORKERS, timeout_s: float = limits.MAX_REQUEST_S,
-                 job: Callable[[tuple[str, ...], int], dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        workers: int = WORKERS,
+        timeout_s: float = limits.MAX_REQUEST_S,
+        job: Callable[[tuple[str, ...], int], dict[str, Any]] | None = None,
+    ):
         """`job(paths, first_rows)` runs in the worker (a module-level function; tests pass one that
         crashes or hangs); by default splits.summarize."""
         self.workers, self.timeout_s, self.job = workers, timeout_s, job
@@ -63,8 +67,9 @@ class IsolatedReader:
             if self._pool is None:
                 import multiprocessing
 
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_limit_worker)
+                self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_limit_worker
+                )
             return self._pool
 
     def _discard(self, pool: ProcessPoolExecutor) -> None:
@@ -99,11 +104,14 @@ class IsolatedReader:
             raise ReadFailed(f"reading took longer than {self.timeout_s:g} s (the request time limit)") from None
         except BrokenProcessPool:
             self._discard(pool)
-            raise ReadFailed("the reader process crashed on this file (killed by a signal or out of its "
-                             f"{limits.MAX_WORKER_MEMORY // 2**20:,} MiB memory limit)") from None
+            raise ReadFailed(
+                "the reader process crashed on this file (killed by a signal or out of its "
+                f"{limits.MAX_WORKER_MEMORY // 2**20:,} MiB memory limit)"
+            ) from None
         except MemoryError:
-            raise ReadFailed(f"reading needs more than the {limits.MAX_WORKER_MEMORY // 2**20:,} MiB memory "
-                             "limit") from None
+            raise ReadFailed(
+                f"reading needs more than the {limits.MAX_WORKER_MEMORY // 2**20:,} MiB memory limit"
+            ) from None
         if "error" in result:
             raise ReadFailed(result["error"])
         with self._lock:

@@ -18,20 +18,37 @@ from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import load_card_yaml, split_card
 
 # Card keys whose values become `key:value` tags, as on the real Hub (search filters match tags).
-TAG_KEYS = ("task_categories", "task_ids", "language", "license", "size_categories", "multilinguality",
-            "language_creators", "annotations_creators", "source_datasets", "modality")
+TAG_KEYS = (
+    "task_categories",
+    "task_ids",
+    "language",
+    "license",
+    "size_categories",
+    "multilinguality",
+    "language_creators",
+    "annotations_creators",
+    "source_datasets",
+    "modality",
+)
 # Extensions the Hub/`datasets` treat as data files; they also give `format:` tags.
-DATA_FORMATS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv",
-                ".arrow": "arrow", ".txt": "text"}
+DATA_FORMATS = {
+    ".parquet": "parquet",
+    ".jsonl": "json",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".arrow": "arrow",
+    ".txt": "text",
+}
 
 Signature = tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True)
 class RepoFile:
-    path: str          # relative, forward slashes
+    path: str  # relative, forward slashes
     size: int
-    oid: str           # git blob sha1: also the ETag, so the client's cache is content-addressed
+    oid: str  # git blob sha1: also the ETag, so the client's cache is content-addressed
     abspath: Path
 
 
@@ -39,7 +56,7 @@ class RepoFile:
 class RepoScan:
     repo_id: str
     root: Path
-    sha: str                           # 40-hex content hash of the folder: the only revision served
+    sha: str  # 40-hex content hash of the folder: the only revision served
     files: dict[str, RepoFile]
     card_data: dict[str, Any]
     card_text: str
@@ -181,7 +198,15 @@ def scan_repo(repo_dir: Path, repo_id: str, listing: list[tuple[str, os.stat_res
         if len(raw) > MAX_CARD_BYTES:
             card_data, card_error = {}, f"card_too_large: README.md is over the {MAX_CARD_BYTES:,}-byte limit"
     mtimes = [st.st_mtime for _, st in listing] or [repo_dir.stat().st_mtime]
-    return RepoScan(repo_id=repo_id, root=repo_dir, sha=revision.hexdigest(), files=files,
-                    card_data=card_data, card_text=card_text, card_error=card_error,
-                    last_modified=_iso(max(mtimes)), created_at=_iso(min(mtimes)),
-                    tags=card_tags(card_data, files))
+    return RepoScan(
+        repo_id=repo_id,
+        root=repo_dir,
+        sha=revision.hexdigest(),
+        files=files,
+        card_data=card_data,
+        card_text=card_text,
+        card_error=card_error,
+        last_modified=_iso(max(mtimes)),
+        created_at=_iso(min(mtimes)),
+        tags=card_tags(card_data, files),
+    )

@@ -33,10 +33,12 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return api.HubJSON({"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
 
 
-def build_app(root: str | Path, *, cache: bool = True, page_size: int = api.MAX_PAGE,
-              listing_ttl: float = 1.0) -> Starlette:
-    app = Starlette(routes=api.routes + viewer.routes,
-                    exception_handlers={api.HubError: _hub_error, Exception: _internal_error})
+def build_app(
+    root: str | Path, *, cache: bool = True, page_size: int = api.MAX_PAGE, listing_ttl: float = 1.0
+) -> Starlette:
+    app = Starlette(
+        routes=api.routes + viewer.routes, exception_handlers={api.HubError: _hub_error, Exception: _internal_error}
+    )
     app.state.store = HubStore(root, cache=cache, listing_ttl=listing_ttl)
     app.state.page_size = page_size
     return app
@@ -52,8 +54,10 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise DraftsetError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-                            hint="pick a free port with --port N (or stop whatever is using it)") from None
+        raise DraftsetError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="pick a free port with --port N (or stop whatever is using it)",
+        ) from None
     return sock
 
 
@@ -71,10 +75,16 @@ def url_for(host: str, port: int) -> str:
 def create_server(root: str | Path, *, access_log: bool = False, **app_options) -> uvicorn.Server:
     root = Path(root)
     if not root.is_dir():
-        raise DraftsetError(f"hub folder {root} does not exist",
-                            hint="point at a folder laid out as DIR/<owner>/<name>/, e.g. tests/fixtures/hub")
-    config = uvicorn.Config(build_app(root, **app_options), log_level="info" if access_log else "warning",
-                            access_log=access_log, lifespan="off")
+        raise DraftsetError(
+            f"hub folder {root} does not exist",
+            hint="point at a folder laid out as DIR/<owner>/<name>/, e.g. tests/fixtures/hub",
+        )
+    config = uvicorn.Config(
+        build_app(root, **app_options),
+        log_level="info" if access_log else "warning",
+        access_log=access_log,
+        lifespan="off",
+    )
     return uvicorn.Server(config)
 
 
@@ -94,8 +104,9 @@ class RunningServer:
 RunningHub = RunningServer  # the local Hub's handle keeps its name
 
 
-def start_in_thread(make_server: Callable[[], uvicorn.Server], host: str, port: int, *, name: str,
-                    startup_timeout: float = 15.0) -> RunningServer:
+def start_in_thread(
+    make_server: Callable[[], uvicorn.Server], host: str, port: int, *, name: str, startup_timeout: float = 15.0
+) -> RunningServer:
     """Bind first (a busy port is one clear error before any slow set-up such as loading a model; port 0
     stays ours: no probe-then-bind race), build the server, run it on a daemon thread and return once it
     accepts connections."""
@@ -116,9 +127,11 @@ def start_in_thread(make_server: Callable[[], uvicorn.Server], host: str, port: 
     return RunningServer(url_for(host, sock.getsockname()[1]), server, thread)
 
 
-def serve_in_thread(root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0,
-                    **app_options) -> RunningHub:
+def serve_in_thread(
+    root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0, **app_options
+) -> RunningHub:
     """Start the local Hub in a daemon thread; returns once it accepts connections.
     `app_options` go to build_app (cache, page_size, listing_ttl)."""
-    return start_in_thread(lambda: create_server(root, **app_options), host, port, name="the local Hub",
-                           startup_timeout=startup_timeout)
+    return start_in_thread(
+        lambda: create_server(root, **app_options), host, port, name="the local Hub", startup_timeout=startup_timeout
+    )

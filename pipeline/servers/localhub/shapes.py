@@ -12,19 +12,35 @@ from pipeline.servers.localhub.repo import RepoFile, RepoScan
 # `sort=` values the Hub accepts and what they order by (always descending, like the Hub). There is
 # no traffic here, so the trending score is the (fake, card-given) like count.
 SORT_KEYS: dict[str, Callable[[RepoScan], Any]] = {
-    "downloads": lambda s: s.downloads, "likes": lambda s: s.likes, "trendingScore": lambda s: s.likes,
-    "lastModified": lambda s: s.last_modified, "createdAt": lambda s: s.created_at, "id": lambda s: s.repo_id,
+    "downloads": lambda s: s.downloads,
+    "likes": lambda s: s.likes,
+    "trendingScore": lambda s: s.likes,
+    "lastModified": lambda s: s.last_modified,
+    "createdAt": lambda s: s.created_at,
+    "id": lambda s: s.repo_id,
 }
 
 
-def repo_info(scan: RepoScan, *, full: bool = True, blobs: bool = False,
-              expand: Iterable[str] | None = None) -> dict[str, Any]:
+def repo_info(
+    scan: RepoScan, *, full: bool = True, blobs: bool = False, expand: Iterable[str] | None = None
+) -> dict[str, Any]:
     """Repo info as served by /api/datasets/{id}; `expand` selects properties like the Hub does."""
     info: dict[str, Any] = {
-        "_id": scan.sha[:24], "id": scan.repo_id, "author": scan.author, "sha": scan.sha,
-        "lastModified": scan.last_modified, "createdAt": scan.created_at, "private": False,
-        "gated": scan.gated, "disabled": False, "downloads": scan.downloads, "downloadsAllTime": scan.downloads,
-        "likes": scan.likes, "trendingScore": scan.likes, "tags": scan.tags, "description": scan.description,
+        "_id": scan.sha[:24],
+        "id": scan.repo_id,
+        "author": scan.author,
+        "sha": scan.sha,
+        "lastModified": scan.last_modified,
+        "createdAt": scan.created_at,
+        "private": False,
+        "gated": scan.gated,
+        "disabled": False,
+        "downloads": scan.downloads,
+        "downloadsAllTime": scan.downloads,
+        "likes": scan.likes,
+        "trendingScore": scan.likes,
+        "tags": scan.tags,
+        "description": scan.description,
         "usedStorage": sum(f.size for f in scan.files.values()),
     }
     if full or (expand and {"cardData", "siblings"} & set(expand)):
@@ -46,8 +62,9 @@ def tree_file(f: RepoFile) -> dict[str, Any]:
 
 def tree_folder(scan: RepoScan, path: str) -> dict[str, Any]:
     # A folder's oid must change when anything under it does (clients cache trees by it).
-    digest = hashlib.sha1("".join(f"{p}\0{f.oid}\n" for p, f in scan.files.items()
-                                  if p.startswith(path + "/")).encode()).hexdigest()
+    digest = hashlib.sha1(
+        "".join(f"{p}\0{f.oid}\n" for p, f in scan.files.items() if p.startswith(path + "/")).encode()
+    ).hexdigest()
     return {"type": "directory", "oid": digest, "size": 0, "path": path}
 
 
@@ -62,7 +79,7 @@ def tree(scan: RepoScan, path: str, recursive: bool) -> list[dict[str, Any]] | N
     prefix = path + "/" if path else ""
 
     def wanted(p: str) -> bool:
-        return p.startswith(prefix) and (recursive or "/" not in p[len(prefix):])
+        return p.startswith(prefix) and (recursive or "/" not in p[len(prefix) :])
 
     folders = [tree_folder(scan, d) for d in sorted(dirs) if wanted(d)]
     return folders + [tree_file(f) for p, f in scan.files.items() if wanted(p)]
@@ -80,8 +97,7 @@ def paths_info(scan: RepoScan, paths: Iterable[str]) -> list[dict[str, Any]]:
     return out
 
 
-def matches(scan: RepoScan, *, search: list[str], author: str | None, filters: list[str],
-            gated: str | None) -> bool:
+def matches(scan: RepoScan, *, search: list[str], author: str | None, filters: list[str], gated: str | None) -> bool:
     repo_id = scan.repo_id.lower()
     if any(term.lower() not in repo_id for term in search):
         return False

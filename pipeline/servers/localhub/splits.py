@@ -68,8 +68,11 @@ def _find_splits(scan: RepoScan) -> list[Split]:
 
     configs = scan.card_data.get("configs")
     if isinstance(configs, list) and configs:
-        layout = [(str(c.get("config_name", "default")), sanitize_patterns(c.get("data_files", [])))
-                  for c in configs if isinstance(c, dict)]
+        layout = [
+            (str(c.get("config_name", "default")), sanitize_patterns(c.get("data_files", [])))
+            for c in configs
+            if isinstance(c, dict)
+        ]
     else:
         try:
             layout = [("default", get_data_patterns(str(scan.root)))]
@@ -93,8 +96,10 @@ def summarize(paths: tuple[str, ...], first_rows: int) -> dict[str, Any]:
         rows, size, cut = [], 0, False
         for row in table.slice(0, first_rows).to_pylist():
             cells = {k: _json_cell(v) for k, v in row.items()}
-            entry = {"row": {k: v for k, (v, _) in cells.items()},
-                     "truncated_cells": [k for k, (_, t) in cells.items() if t]}
+            entry = {
+                "row": {k: v for k, (v, _) in cells.items()},
+                "truncated_cells": [k for k, (_, t) in cells.items() if t],
+            }
             size += len(json.dumps(entry, default=str, ensure_ascii=False).encode("utf-8", "replace"))
             if size > limits.MAX_RESPONSE_ROWS_BYTES:  # bound the answer, as the real viewer does
                 cut = True
@@ -102,9 +107,14 @@ def summarize(paths: tuple[str, ...], first_rows: int) -> dict[str, Any]:
             rows.append(entry)
         from datasets import Features
 
-        return {"num_rows": table.num_rows, "nbytes": table.nbytes, "num_columns": table.num_columns,
-                "features": Features.from_arrow_schema(table.schema).to_dict(), "rows": rows,
-                "rows_truncated": cut}
+        return {
+            "num_rows": table.num_rows,
+            "nbytes": table.nbytes,
+            "num_columns": table.num_columns,
+            "features": Features.from_arrow_schema(table.schema).to_dict(),
+            "rows": rows,
+            "rows_truncated": cut,
+        }
     except DataReadError as exc:
         return {"error": str(exc)}
     except MemoryError:
@@ -142,8 +152,7 @@ def _check_json_depth(path: Path) -> None:
                 continue
             depth = limits.json_depth(line.decode("utf-8", "replace"))
             if depth > limits.MAX_JSON_DEPTH + 1:  # +1: the array around a JSON-array file's rows
-                raise DataReadError(f"{path.name}:{lineno}: JSON nested {depth:,} deep (limit "
-                                    f"{limits.MAX_JSON_DEPTH})")
+                raise DataReadError(f"{path.name}:{lineno}: JSON nested {depth:,} deep (limit {limits.MAX_JSON_DEPTH})")
 
 
 def _read_file(path: Path) -> pa.Table:

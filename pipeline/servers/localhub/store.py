@@ -43,8 +43,11 @@ class HubStore:
                 if not owner.is_dir() or owner.is_symlink() or not _NAME.match(owner.name):
                     continue
                 with os.scandir(owner.path) as names:
-                    ids.extend(f"{owner.name}/{n.name}" for n in names
-                               if n.is_dir() and not n.is_symlink() and _NAME.match(n.name))
+                    ids.extend(
+                        f"{owner.name}/{n.name}"
+                        for n in names
+                        if n.is_dir() and not n.is_symlink() and _NAME.match(n.name)
+                    )
         return sorted(ids)
 
     def get(self, repo_id: str) -> RepoScan | None:

@@ -37,8 +37,9 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
         raise ValueError(f"write_rows: unsupported extension {path.suffix}")
 
 
-def write_repo(root: Path, repo_id: str, card_data: dict[str, Any], files: dict[str, list[dict[str, Any]] | bytes],
-               body: str = "") -> Path:
+def write_repo(
+    root: Path, repo_id: str, card_data: dict[str, Any], files: dict[str, list[dict[str, Any]] | bytes], body: str = ""
+) -> Path:
     """`files` maps a relative path to rows (written by extension) or raw bytes (written as-is)."""
     repo_dir = Path(root) / repo_id
     write_card(repo_dir, card_data, body)

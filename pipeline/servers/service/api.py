@@ -151,12 +151,22 @@ def sql(body: SqlBody, request: Request, user: Viewer) -> Response:
 
 
 @router.get("/api/candidates")
-def candidates(request: Request, user: Viewer, category: str | None = None, status: str | None = None,
-               q: str | None = Query(None, max_length=200), min_score: float | None = None,
-               limit: int = Query(200, ge=1, le=5000)) -> Response:
+def candidates(
+    request: Request,
+    user: Viewer,
+    category: str | None = None,
+    status: str | None = None,
+    q: str | None = Query(None, max_length=200),
+    min_score: float | None = None,
+    limit: int = Query(200, ge=1, le=5000),
+) -> Response:
     s = service(request)
-    return fast_json(s.cache.get(("candidates", category, status, q, min_score, limit),
-                                 lambda: queries.candidates(s.catalog, category, status, q, min_score, limit)))
+    return fast_json(
+        s.cache.get(
+            ("candidates", category, status, q, min_score, limit),
+            lambda: queries.candidates(s.catalog, category, status, q, min_score, limit),
+        )
+    )
 
 
 @router.get("/api/plan")
@@ -175,17 +185,22 @@ def adapters(request: Request, user: Viewer) -> Response:
 
 
 @router.get("/api/adapters/{owner}/{name}")
-def adapter(owner: str, name: str, request: Request, user: Viewer,
-            rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS)) -> Response:
+def adapter(
+    owner: str, name: str, request: Request, user: Viewer, rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS)
+) -> Response:
     s = service(request)
-    return fast_json(review_data.detail(s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint,
-                                        token=s.hf_token, cache=s.cache))
+    return fast_json(
+        review_data.detail(
+            s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint, token=s.hf_token, cache=s.cache
+        )
+    )
 
 
 # -- reviewing -------------------------------------------------------------------------------------
 @router.post("/api/adapters/{owner}/{name}/test")
-def test_adapter(owner: str, name: str, request: Request, user: Reviewer,
-                 body: TestBody | None = None) -> dict[str, str]:
+def test_adapter(
+    owner: str, name: str, request: Request, user: Reviewer, body: TestBody | None = None
+) -> dict[str, str]:
     from pipeline.servers.service.work import start_test
 
     job = start_test(service(request), f"{owner}/{name}", (body or TestBody()).rows, user.name)
@@ -205,12 +220,12 @@ def reject(owner: str, name: str, body: NoteBody, request: Request, user: Review
 
 
 @router.post("/api/adapters/{owner}/{name}/map")
-def map_roles(owner: str, name: str, body: dict[str, str], request: Request,
-              user: Reviewer) -> dict[str, Any]:
+def map_roles(owner: str, name: str, body: dict[str, str], request: Request, user: Reviewer) -> dict[str, Any]:
     if not body:
         raise DraftsetError("nothing to map", hint='send {"LABEL": "ROLE"}, e.g. {"human": "user"}')
-    record = review.map_roles(service(request).catalog, f"{owner}/{name}",
-                              [f"{label}={r}" for label, r in body.items()], user.name)
+    record = review.map_roles(
+        service(request).catalog, f"{owner}/{name}", [f"{label}={r}" for label, r in body.items()], user.name
+    )
     return {**review_data.summary(record), "role_map": record.spec.role_map}
 
 

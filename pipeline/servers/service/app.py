@@ -72,8 +72,12 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
             remove_service_file(settings.home)
             catalog.release()
 
-    app = FastAPI(title="draftset", version="1", lifespan=lifespan,
-                  description="Find, review and approve training data for EAGLE-3 drafts, as a team.")
+    app = FastAPI(
+        title="draftset",
+        version="1",
+        lifespan=lifespan,
+        description="Find, review and approve training data for EAGLE-3 drafts, as a team.",
+    )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)
@@ -100,7 +104,12 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
     async def invalid(request: Request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return JSONResponse({"error": f"invalid request: {where}: {first.get('msg')}".replace(": :", ":"),
-                             "next": "see /openapi.json for the request shapes"}, status_code=422)
+        return JSONResponse(
+            {
+                "error": f"invalid request: {where}: {first.get('msg')}".replace(": :", ":"),
+                "next": "see /openapi.json for the request shapes",
+            },
+            status_code=422,
+        )
 
     return app

@@ -85,19 +85,24 @@ class Auth:
             scheme, _, token = header.partition(" ")
             user = self.user_for(token.strip()) if scheme.lower() == "bearer" else None
             if user is None:
-                raise ApiError(401, "invalid or revoked token",
-                               "ask an operator for a token: draftset users add NAME --role ROLE")
+                raise ApiError(
+                    401, "invalid or revoked token", "ask an operator for a token: draftset users add NAME --role ROLE"
+                )
         else:
             session = self.session(request)
             if session is None:
-                raise ApiError(401, "not logged in",
-                               "send Authorization: Bearer TOKEN, or log in at /login with your token")
+                raise ApiError(
+                    401, "not logged in", "send Authorization: Bearer TOKEN, or log in at /login with your token"
+                )
             if request.method not in ("GET", "HEAD", "OPTIONS"):
                 await self._check_csrf(request, session)
             user = session.user
         if not user.may(role):
-            raise ApiError(403, f"this needs the {role} role; {user.name} is a {user.role}",
-                           f"ask an operator: draftset users add {user.name} --role {role}")
+            raise ApiError(
+                403,
+                f"this needs the {role} role; {user.name} is a {user.role}",
+                f"ask an operator: draftset users add {user.name} --role {role}",
+            )
         return user
 
     @staticmethod
@@ -107,5 +112,3 @@ class Auth:
             sent = (await request.form()).get("csrf_token")
         if not (isinstance(sent, str) and hmac.compare_digest(sent, session.csrf)):
             raise ApiError(403, "missing or wrong CSRF token", "reload the page and submit the form again")
-
-

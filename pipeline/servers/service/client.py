@@ -33,15 +33,16 @@ class _Rows:
 class Client:
     def __init__(self, url: str, token: str):
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, timeout=TIMEOUT,
-                                  headers={"Authorization": f"Bearer {token}"})
+        self._http = httpx.Client(base_url=self.url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {token}"})
 
     def _call(self, method: str, path: str, **kw: Any) -> Any:
         try:
             resp = self._http.request(method, path, **kw)
         except httpx.HTTPError as exc:
-            raise DraftsetError(f"cannot reach the draftset service at {self.url}: {type(exc).__name__}",
-                                hint="check DRAFTSET_SERVER (is `draftset serve` running there?)") from exc
+            raise DraftsetError(
+                f"cannot reach the draftset service at {self.url}: {type(exc).__name__}",
+                hint="check DRAFTSET_SERVER (is `draftset serve` running there?)",
+            ) from exc
         if resp.status_code >= 400:
             try:
                 body = resp.json()
@@ -71,10 +72,18 @@ class Client:
         job = self._call("POST", f"/api/adapters/{repo_id}/test", json={"rows": rows})
         return self.wait(job["job_id"], timeout_s)
 
-    def find(self, domain: str, samples: int, policy: str, propose: int,
-             on_event: Callable[[dict[str, Any]], None] | None = None, timeout_s: float = 3600) -> dict[str, Any]:
-        job = self._call("POST", "/api/find", json={"domain": domain, "samples": samples, "policy": policy,
-                                                    "propose": propose})
+    def find(
+        self,
+        domain: str,
+        samples: int,
+        policy: str,
+        propose: int,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        timeout_s: float = 3600,
+    ) -> dict[str, Any]:
+        job = self._call(
+            "POST", "/api/find", json={"domain": domain, "samples": samples, "policy": policy, "propose": propose}
+        )
         for event in self.events(job["job_id"], timeout_s):
             if on_event is not None:
                 on_event(event)
@@ -88,8 +97,9 @@ class Client:
         """The job's progress events (server-sent) until it ends."""
         deadline = time.monotonic() + timeout_s
         try:
-            with self._http.stream("GET", f"/api/jobs/{job_id}/events",
-                                   timeout=httpx.Timeout(timeout_s, connect=5.0, read=60.0)) as resp:
+            with self._http.stream(
+                "GET", f"/api/jobs/{job_id}/events", timeout=httpx.Timeout(timeout_s, connect=5.0, read=60.0)
+            ) as resp:
                 kind = "message"
                 for line in resp.iter_lines():
                     if line.startswith("event:"):
@@ -101,8 +111,10 @@ class Client:
                     if time.monotonic() > deadline:
                         return
         except httpx.HTTPError as exc:
-            raise DraftsetError(f"lost the job's progress stream from {self.url}: {type(exc).__name__}",
-                                hint=f"the job goes on in the service: GET {self.url}/api/jobs/{job_id}") from exc
+            raise DraftsetError(
+                f"lost the job's progress stream from {self.url}: {type(exc).__name__}",
+                hint=f"the job goes on in the service: GET {self.url}/api/jobs/{job_id}",
+            ) from exc
 
     def wait(self, job_id: str, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
@@ -110,12 +122,15 @@ class Client:
             job = self._call("GET", f"/api/jobs/{job_id}")
             if job["status"] in ("ok", "failed", "interrupted"):
                 if job["status"] != "ok":
-                    raise DraftsetError(f"service job {job_id} {job['status']}: {job.get('error')}",
-                                        hint=job.get("next"))
+                    raise DraftsetError(
+                        f"service job {job_id} {job['status']}: {job.get('error')}", hint=job.get("next")
+                    )
                 return job
             if time.monotonic() > deadline:
-                raise DraftsetError(f"service job {job_id} still running after {timeout_s:.0f} s",
-                                    hint=f"it goes on in the service: GET {self.url}/api/jobs/{job_id}")
+                raise DraftsetError(
+                    f"service job {job_id} still running after {timeout_s:.0f} s",
+                    hint=f"it goes on in the service: GET {self.url}/api/jobs/{job_id}",
+                )
             time.sleep(0.2)
 
 
@@ -127,6 +142,8 @@ def remote() -> Client | None:
     if not s.server_url:
         return None
     if s.server_token is None:
-        raise DraftsetError(f"DRAFTSET_SERVER is set ({s.server_url}) but DRAFTSET_TOKEN is not",
-                            hint="export DRAFTSET_TOKEN=<the token `draftset users add` printed for you>")
+        raise DraftsetError(
+            f"DRAFTSET_SERVER is set ({s.server_url}) but DRAFTSET_TOKEN is not",
+            hint="export DRAFTSET_TOKEN=<the token `draftset users add` printed for you>",
+        )
     return Client(s.server_url, s.server_token.get_secret_value())

@@ -46,15 +46,33 @@ class Job:
         return self.status in ("ok", "failed", "interrupted")
 
     def view(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "kind": self.kind, "params": self.params, "status": self.status,
-                "started_by": self.started_by, "started_at": self.started_at, "finished_at": self.finished_at,
-                "agents": self.agents, "result": self.result, "error": self.error, "next": self.hint}
+        return {
+            "job_id": self.job_id,
+            "kind": self.kind,
+            "params": self.params,
+            "status": self.status,
+            "started_by": self.started_by,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "agents": self.agents,
+            "result": self.result,
+            "error": self.error,
+            "next": self.hint,
+        }
 
 
 def _row(job: Job) -> dict[str, Any]:
-    return {"job_id": job.job_id, "kind": job.kind, "params": job.params, "status": job.status,
-            "started_by": job.started_by, "started_at": job.started_at, "finished_at": job.finished_at,
-            "error": job.error, "result": job.result}
+    return {
+        "job_id": job.job_id,
+        "kind": job.kind,
+        "params": job.params,
+        "status": job.status,
+        "started_by": job.started_by,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "error": job.error,
+        "result": job.result,
+    }
 
 
 class Jobs:
@@ -66,8 +84,10 @@ class Jobs:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="service-job")
         with catalog.writer() as con:  # jobs of a previous service process can no longer be running
-            con.execute("UPDATE service_jobs SET status = 'interrupted', finished_at = ? "
-                        "WHERE status IN ('queued', 'running')", [datetime.now()])
+            con.execute(
+                "UPDATE service_jobs SET status = 'interrupted', finished_at = ? WHERE status IN ('queued', 'running')",
+                [datetime.now()],
+            )
 
     def submit(self, kind: str, params: dict[str, Any], user: str, work: Callable[[Job], dict[str, Any]]) -> Job:
         job = Job(f"{kind}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", kind, params, user)
@@ -86,8 +106,11 @@ class Jobs:
         return rows[0] if rows else None
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
-        return self.catalog.query("SELECT job_id, kind, status, started_by, started_at, finished_at, error "
-                                  "FROM service_jobs ORDER BY started_at DESC LIMIT ?", [limit])
+        return self.catalog.query(
+            "SELECT job_id, kind, status, started_by, started_at, finished_at, error "
+            "FROM service_jobs ORDER BY started_at DESC LIMIT ?",
+            [limit],
+        )
 
     def event(self, job: Job, event: dict[str, Any]) -> None:
         """Record one progress event (called from the job's thread)."""
@@ -152,12 +175,20 @@ def find_work(env, request, propose: int, propose_one: Callable[[str], Any]) -> 
                 proposed.append(item["repo_id"])
             except DraftsetError as exc:
                 failed.append({"repo_id": item["repo_id"], "error": str(exc)})
-        return {"run_id": run_id, "plan_id": plan["plan_id"], "domain": state["domain"],
-                "headline": headline(totals), "regen_hours": totals["regen_hours"],
-                "hidden_state_tb": totals["hidden_state_bytes"] / 1e12,
-                "samples_planned": totals.get("samples_planned"), "datasets": len(plan["items"]),
-                "agents_ok": summary["agents_ok"], "agents_failed": summary["agents_failed"],
-                "adapters_proposed": proposed, "adapters_failed": failed}
+        return {
+            "run_id": run_id,
+            "plan_id": plan["plan_id"],
+            "domain": state["domain"],
+            "headline": headline(totals),
+            "regen_hours": totals["regen_hours"],
+            "hidden_state_tb": totals["hidden_state_bytes"] / 1e12,
+            "samples_planned": totals.get("samples_planned"),
+            "datasets": len(plan["items"]),
+            "agents_ok": summary["agents_ok"],
+            "agents_failed": summary["agents_failed"],
+            "adapters_proposed": proposed,
+            "adapters_failed": failed,
+        }
 
     return work
 

@@ -40,8 +40,9 @@ async def _user(request: Request, role: Role = "viewer") -> User:
 
 def render(request: Request, name: str, user: User | None, status: int = 200, **context: Any) -> HTMLResponse:
     session = _service(request).auth.session(request)
-    return templates.TemplateResponse(request, name, {"user": user, "csrf": session.csrf if session else "",
-                                                      **context}, status_code=status)
+    return templates.TemplateResponse(
+        request, name, {"user": user, "csrf": session.csrf if session else "", **context}, status_code=status
+    )
 
 
 def error_page(request: Request, status: int, error: str, hint: str | None) -> HTMLResponse:
@@ -99,13 +100,21 @@ async def catalog_page(request: Request, category: str = "", status: str = "", q
 
     def load() -> tuple[list, list, dict | None]:
         rows = queries.candidates(cat, category or None, status or None, q or None, score, 500)
-        categories = sorted({r["category"] for r in queries.candidates(cat, None, None, None, None, 5000)
-                             if r["category"]})
+        categories = sorted(
+            {r["category"] for r in queries.candidates(cat, None, None, None, None, 5000) if r["category"]}
+        )
         return rows, categories, queries.plan(cat)
 
     rows, categories, plan = await run_in_threadpool(load)
-    return render(request, "catalog.html", user, rows=rows, plan=plan, categories=categories,
-                  filters={"category": category, "status": status, "q": q, "min_score": min_score})
+    return render(
+        request,
+        "catalog.html",
+        user,
+        rows=rows,
+        plan=plan,
+        categories=categories,
+        filters={"category": category, "status": status, "q": q, "min_score": min_score},
+    )
 
 
 # -- find -----------------------------------------------------------------------------------------
@@ -116,14 +125,21 @@ async def find_page(request: Request):
 
 
 @router.post("/find")
-async def find_start(request: Request, domain: str = Form(...), samples: int = Form(100_000),
-                     policy: str = Form("heuristic"), propose: int = Form(5)):
+async def find_start(
+    request: Request,
+    domain: str = Form(...),
+    samples: int = Form(100_000),
+    policy: str = Form("heuristic"),
+    propose: int = Form(5),
+):
     from pipeline.servers.service.api import FindBody
     from pipeline.servers.service.work import start_find
 
     user = await _user(request, "operator")
     body = FindBody(domain=domain, samples=samples, policy=policy, propose=propose)
-    job = await run_in_threadpool(start_find, _service(request), body.domain, body.samples, body.policy, body.propose, user.name)
+    job = await run_in_threadpool(
+        start_find, _service(request), body.domain, body.samples, body.policy, body.propose, user.name
+    )
     return RedirectResponse(f"/jobs/{job.job_id}", status_code=303)
 
 
@@ -152,15 +168,23 @@ async def adapters_page(request: Request):
 async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, done: str = ""):
     user = await _user(request)
     s = _service(request)
-    data = await run_in_threadpool(lambda: review_data.detail(
-        s.catalog, f"{owner}/{name}", max(0, min(rows, review_data.MAX_PREVIEW_ROWS)),
-        endpoint=s.settings.hf_endpoint, token=s.hf_token, cache=s.cache))
+    data = await run_in_threadpool(
+        lambda: review_data.detail(
+            s.catalog,
+            f"{owner}/{name}",
+            max(0, min(rows, review_data.MAX_PREVIEW_ROWS)),
+            endpoint=s.settings.hf_endpoint,
+            token=s.hf_token,
+            cache=s.cache,
+        )
+    )
     return render(request, "adapter.html", user, a=data, rows=rows, done=done)
 
 
 @router.post("/adapters/{owner}/{name}/{action}")
-async def adapter_action(request: Request, owner: str, name: str, action: str, note: str = Form(""),
-                         force: str = Form("")):
+async def adapter_action(
+    request: Request, owner: str, name: str, action: str, note: str = Form(""), force: str = Form("")
+):
     from pipeline.servers.service.work import start_test
 
     user = await _user(request, "reviewer")

@@ -15,8 +15,9 @@ from catalog.sql import iter_rows, open_query
 BATCH = 500
 
 
-def candidates(catalog: Catalog, category: str | None, status: str | None, q: str | None,
-               min_score: float | None, limit: int) -> list[dict[str, Any]]:
+def candidates(
+    catalog: Catalog, category: str | None, status: str | None, q: str | None, min_score: float | None, limit: int
+) -> list[dict[str, Any]]:
     where: list[str] = []
     params: list[Any] = []
     if category:
@@ -31,9 +32,12 @@ def candidates(catalog: Catalog, category: str | None, status: str | None, q: st
     if min_score is not None:
         where.append("score >= ?")
         params.append(min_score)
-    sql = ("SELECT repo_id, category, score, status, mode, n_rows, license, flags, card_summary, last_run_id "
-           "FROM candidates" + (" WHERE " + " AND ".join(where) if where else "")
-           + " ORDER BY score DESC NULLS LAST, repo_id LIMIT ?")
+    sql = (
+        "SELECT repo_id, category, score, status, mode, n_rows, license, flags, card_summary, last_run_id "
+        "FROM candidates"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY score DESC NULLS LAST, repo_id LIMIT ?"
+    )
     rows = catalog.query(sql, [*params, limit])
     for row in rows:
         row["flags"] = json.loads(row["flags"]) if row["flags"] else []
@@ -42,18 +46,28 @@ def candidates(catalog: Catalog, category: str | None, status: str | None, q: st
 
 def plan(catalog: Catalog, plan_id: str | None = None) -> dict[str, Any] | None:
     """A plan (default: the newest) with its items, total regeneration hours and hidden-state TB."""
-    found = catalog.query("SELECT * FROM plans " + ("WHERE plan_id = ? " if plan_id else "")
-                          + "ORDER BY created_at DESC LIMIT 1", [plan_id] if plan_id else [])
+    found = catalog.query(
+        "SELECT * FROM plans " + ("WHERE plan_id = ? " if plan_id else "") + "ORDER BY created_at DESC LIMIT 1",
+        [plan_id] if plan_id else [],
+    )
     if not found:
         return None
     head = found[0]
     totals = json.loads(head["totals"]) if head["totals"] else {}
-    items = catalog.query("SELECT * FROM plan_items WHERE plan_id = ? ORDER BY est_samples DESC, repo_id",
-                          [head["plan_id"]])
-    return {"plan_id": head["plan_id"], "run_id": head["run_id"], "domain": head["domain"],
-            "samples_requested": head["samples_requested"], "created_at": head["created_at"], "totals": totals,
-            "regen_hours": totals.get("regen_hours"),
-            "hidden_state_tb": (totals.get("hidden_state_bytes") or 0) / 1e12, "items": items}
+    items = catalog.query(
+        "SELECT * FROM plan_items WHERE plan_id = ? ORDER BY est_samples DESC, repo_id", [head["plan_id"]]
+    )
+    return {
+        "plan_id": head["plan_id"],
+        "run_id": head["run_id"],
+        "domain": head["domain"],
+        "samples_requested": head["samples_requested"],
+        "created_at": head["created_at"],
+        "totals": totals,
+        "regen_hours": totals.get("regen_hours"),
+        "hidden_state_tb": (totals.get("hidden_state_bytes") or 0) / 1e12,
+        "items": items,
+    }
 
 
 def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]:
@@ -76,7 +90,7 @@ def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]
         return head + _rows(first) + b'], "row_count": %d, "truncated": false}' % len(first)
 
     def body() -> Iterator[bytes]:
-        batch, sent = first[:min(BATCH, limit)], 0
+        batch, sent = first[: min(BATCH, limit)], 0
         try:
             yield head
             while batch:

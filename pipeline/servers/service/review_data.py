@@ -24,13 +24,25 @@ _CACHE_LOCK = threading.Lock()
 
 def summary(record: store.AdapterRecord) -> dict[str, Any]:
     contract = record.contract or {}
-    return {"repo_id": record.repo_id, "status": record.status, "mode": record.spec.mode,
-            "layout": record.spec.layout, "category": record.spec.category, "revision": record.revision,
-            "spec_hash": record.spec_hash,
-            "contract": ("not run" if not contract else ("pass" if contract.get("passed") else "fail")
-                         + ("" if record.contract_current else " (old spec)")),
-            "yield": contract.get("yield"), "reviewed_by": record.reviewed_by, "reviewed_at": record.reviewed_at,
-            "note": record.note, "stale": record.status == "stale"}
+    return {
+        "repo_id": record.repo_id,
+        "status": record.status,
+        "mode": record.spec.mode,
+        "layout": record.spec.layout,
+        "category": record.spec.category,
+        "revision": record.revision,
+        "spec_hash": record.spec_hash,
+        "contract": (
+            "not run"
+            if not contract
+            else ("pass" if contract.get("passed") else "fail") + ("" if record.contract_current else " (old spec)")
+        ),
+        "yield": contract.get("yield"),
+        "reviewed_by": record.reviewed_by,
+        "reviewed_at": record.reviewed_at,
+        "note": record.note,
+        "stale": record.status == "stale",
+    }
 
 
 def stale_reason(record: store.AdapterRecord) -> str | None:
@@ -38,10 +50,14 @@ def stale_reason(record: store.AdapterRecord) -> str | None:
     if record.status != "stale":
         return None
     if record.approved_spec_hash != record.spec_hash:
-        return (f"approved by {record.reviewed_by} for spec {str(record.approved_spec_hash)[:12]}; "
-                f"the spec is now {record.spec_hash[:12]}")
-    return (f"approved by {record.reviewed_by} for revision {str(record.approved_revision)[:12]}; "
-            f"the dataset is now at {record.revision[:12]}")
+        return (
+            f"approved by {record.reviewed_by} for spec {str(record.approved_spec_hash)[:12]}; "
+            f"the spec is now {record.spec_hash[:12]}"
+        )
+    return (
+        f"approved by {record.reviewed_by} for revision {str(record.approved_revision)[:12]}; "
+        f"the dataset is now at {record.revision[:12]}"
+    )
 
 
 def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: str | None) -> list[dict[str, Any]]:
@@ -54,13 +70,17 @@ def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: st
             return _CACHE[key]
     out = []
     for raw in iter_raw_rows(record.spec, endpoint=endpoint, token=token, limit=rows) if rows else ():
-        item: dict[str, Any] = {"row_index": raw.row_index, "raw": raw.row, "labels": [], "canonical": [],
-                                "error": raw.error}
+        item: dict[str, Any] = {
+            "row_index": raw.row_index,
+            "raw": raw.row,
+            "labels": [],
+            "canonical": [],
+            "error": raw.error,
+        }
         if raw.row is not None:
             item["labels"] = role_labels(record.spec, raw.row)
             try:
-                item["canonical"] = [c.model_dump(mode="json") for c in apply_row(record.spec, raw.row_index,
-                                                                                  raw.row)]
+                item["canonical"] = [c.model_dump(mode="json") for c in apply_row(record.spec, raw.row_index, raw.row)]
             except RowError as exc:
                 item["error"] = f"{exc.field}: {exc.reason}"
         out.append(item)
@@ -71,11 +91,13 @@ def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: st
     return out
 
 
-def detail(catalog: Catalog, repo_id: str, rows: int, *, endpoint: str, token: str | None,
-           cache: Cache | None = None) -> dict[str, Any]:
+def detail(
+    catalog: Catalog, repo_id: str, rows: int, *, endpoint: str, token: str | None, cache: Cache | None = None
+) -> dict[str, Any]:
     """Everything the review page shows; all but the previews is cached until the next catalog write."""
-    record, data = (cache.get(("detail", repo_id), lambda: _detail(catalog, repo_id)) if cache
-                    else _detail(catalog, repo_id))
+    record, data = (
+        cache.get(("detail", repo_id), lambda: _detail(catalog, repo_id)) if cache else _detail(catalog, repo_id)
+    )
     return {**data, "previews": previews(record, rows, endpoint=endpoint, token=token)}
 
 
@@ -83,11 +105,16 @@ def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[s
     record = store.require(catalog, repo_id)
     spec = record.spec
     contract = record.contract
-    return record, {**summary(record), "stale_reason": stale_reason(record),
-            "spec": spec.model_dump(mode="json", exclude={"golden", "reasons"}),
-            "spec_yaml": spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml(),
-            "reasons": [{"field": f, "reason": why, "needs_review": f in spec.needs_review}
-                        for f, why in spec.reasons.items()],
-            "role_map": spec.role_map,
-            "role_counts": (contract or {}).get("role_counts") or {},
-            "contract_current": record.contract_current, "contract_result": contract}
+    return record, {
+        **summary(record),
+        "stale_reason": stale_reason(record),
+        "spec": spec.model_dump(mode="json", exclude={"golden", "reasons"}),
+        "spec_yaml": spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml(),
+        "reasons": [
+            {"field": f, "reason": why, "needs_review": f in spec.needs_review} for f, why in spec.reasons.items()
+        ],
+        "role_map": spec.role_map,
+        "role_counts": (contract or {}).get("role_counts") or {},
+        "contract_current": record.contract_current,
+        "contract_result": contract,
+    }

@@ -14,8 +14,15 @@ def _server(settings: Settings, url: str, log_level: str, access_log: bool):
     # The access log shows method, path and status only: tokens travel in headers and form bodies.
     # Keep-alive 30 s, not uvicorn's 5: a client's pooled connection idle for 5 s while other requests
     # were slow was closed just as the client reused it (ReadError under 50 readers in bench_service).
-    return uvicorn.Server(uvicorn.Config(create_app(settings, url=url), log_level=log_level,
-                                         access_log=access_log, timeout_graceful_shutdown=5, timeout_keep_alive=30))
+    return uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings, url=url),
+            log_level=log_level,
+            access_log=access_log,
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=30,
+        )
+    )
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8800) -> None:

@@ -38,22 +38,27 @@ def hash_token(token: str) -> str:
 def add_user(catalog: Catalog, name: str, role: str) -> str:
     """Create (or re-issue the token of) a user; returns the token, which is stored nowhere."""
     if not _NAME.match(name or ""):
-        raise DraftsetError(f"invalid user name {name!r}",
-                            hint="use letters, digits and . _ @ - (at most 64 characters), e.g. alice")
+        raise DraftsetError(
+            f"invalid user name {name!r}", hint="use letters, digits and . _ @ - (at most 64 characters), e.g. alice"
+        )
     if role not in ROLES:
         raise DraftsetError(f"unknown role {role!r}", hint=f"use one of {', '.join(ROLES)}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with catalog.writer() as con:
         con.execute("DELETE FROM users WHERE name = ?", [name])
-        con.execute("INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?)",
-                    [name, role, hash_token(token), datetime.now()])
+        con.execute(
+            "INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?)",
+            [name, role, hash_token(token), datetime.now()],
+        )
     return token
 
 
 def remove_user(catalog: Catalog, name: str) -> None:
     with catalog.writer() as con:
-        found = con.execute("UPDATE users SET disabled_at = ? WHERE name = ? AND disabled_at IS NULL "
-                            "RETURNING name", [datetime.now(), name]).fetchall()
+        found = con.execute(
+            "UPDATE users SET disabled_at = ? WHERE name = ? AND disabled_at IS NULL RETURNING name",
+            [datetime.now(), name],
+        ).fetchall()
     if not found:
         raise DraftsetError(f"no active user {name!r}", hint="draftset users list")
 
@@ -68,6 +73,7 @@ def user_for_token(catalog: Catalog, token: str) -> User | None:
     """The active user holding `token`, else None (compared by hash: the token never meets the database)."""
     if not token or not token.startswith(TOKEN_PREFIX):
         return None
-    rows = catalog.query("SELECT name, role FROM users WHERE token_hash = ? AND disabled_at IS NULL",
-                         [hash_token(token)])
+    rows = catalog.query(
+        "SELECT name, role FROM users WHERE token_hash = ? AND disabled_at IS NULL", [hash_token(token)]
+    )
     return User(rows[0]["name"], rows[0]["role"]) if rows else None

@@ -18,8 +18,14 @@ def _find_env(service):
 
         key = s.llm_api_key.get_secret_value() if s.llm_api_key else "none"
         client = openai.AsyncOpenAI(base_url=s.llm_base_url, api_key=key, max_retries=0)
-    return FindEnv(home=s.home, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=service.hf_token,
-                   llm_client=client, llm_model=s.llm_model)
+    return FindEnv(
+        home=s.home,
+        endpoint=s.hf_endpoint,
+        viewer_base=s.viewer_base,
+        token=service.hf_token,
+        llm_client=client,
+        llm_model=s.llm_model,
+    )
 
 
 def propose(service, repo_id: str, rows: int = 500) -> Any:
@@ -28,8 +34,9 @@ def propose(service, repo_id: str, rows: int = 500) -> Any:
     from adapters.propose import propose_one
 
     s = service.settings
-    outcome = propose_one(service.catalog, repo_id, endpoint=s.hf_endpoint, viewer_base=s.viewer_base,
-                          token=service.hf_token, rows=rows)
+    outcome = propose_one(
+        service.catalog, repo_id, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=service.hf_token, rows=rows
+    )
     if outcome.refused:
         raise DraftsetError(f"refused: {outcome.refused}")
     return outcome.record
@@ -42,12 +49,15 @@ def start_find(service, domain: str, samples: int, policy: str, top: int, user: 
 
     check_reachable(service.settings.hf_endpoint)  # a dead Hub is a 400 now, not a failed job later
     if policy == "llm" and not service.settings.llm_base_url:
-        raise DraftsetError("the llm policy needs DRAFTSET_LLM_BASE_URL on the service",
-                            hint="start the service with DRAFTSET_LLM_BASE_URL set, or use policy heuristic")
+        raise DraftsetError(
+            "the llm policy needs DRAFTSET_LLM_BASE_URL on the service",
+            hint="start the service with DRAFTSET_LLM_BASE_URL set, or use policy heuristic",
+        )
     request = FindRequest(domain=domain, samples=samples, config=FindConfig(policy=policy))
     params = {"domain": domain, "samples": samples, "policy": policy, "propose": top}
-    return service.jobs.submit("find", params, user,
-                               find_work(_find_env(service), request, top, lambda repo: propose(service, repo)))
+    return service.jobs.submit(
+        "find", params, user, find_work(_find_env(service), request, top, lambda repo: propose(service, repo))
+    )
 
 
 def start_test(service, repo_id: str, rows: int, user: str) -> Job:
@@ -58,8 +68,9 @@ def start_test(service, repo_id: str, rows: int, user: str) -> Job:
     def work(job: Job) -> dict[str, Any]:
         s = service.settings
         job.emit({"stage": "contract", "repo_id": repo_id, "rows": rows})
-        _, result = review.check_adapter(service.catalog, repo_id, endpoint=s.hf_endpoint, token=service.hf_token,
-                                         rows=rows)
+        _, result = review.check_adapter(
+            service.catalog, repo_id, endpoint=s.hf_endpoint, token=service.hf_token, rows=rows
+        )
         return {"repo_id": repo_id, "passed": result.passed, "contract": result.to_json()}
 
     return service.jobs.submit("adapter_test", {"repo_id": repo_id, "rows": rows}, user, work)

@@ -25,11 +25,23 @@ def tokenizer(toy_dir):
 
 def _conversation(cid: str, turns: list[tuple], mode: str = "native") -> Conversation:
     """turns: (role, content[, reasoning[, train]])."""
-    messages = [Message(role=t[0], content=t[1], reasoning=t[2] if len(t) > 2 else None,
-                        train=t[3] if len(t) > 3 else None) for t in turns]
-    return Conversation(id=cid, source=Source(repo_id="hand/written", revision="0" * 40, config="default",
-                                              split="train", row_index=int(cid.rsplit("-", 1)[-1])),
-                        category="general", mode=mode, messages=messages)
+    messages = [
+        Message(role=t[0], content=t[1], reasoning=t[2] if len(t) > 2 else None, train=t[3] if len(t) > 3 else None)
+        for t in turns
+    ]
+    return Conversation(
+        id=cid,
+        source=Source(
+            repo_id="hand/written",
+            revision="0" * 40,
+            config="default",
+            split="train",
+            row_index=int(cid.rsplit("-", 1)[-1]),
+        ),
+        category="general",
+        mode=mode,
+        messages=messages,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,20 @@ from pipeline.build.run import run_build
 
 def _record(conv) -> dict:
     src = conv.source
-    return {"id": conv.id, "repo_id": src.repo_id, "revision": src.revision, "config": src.config,
-            "split": src.split, "row_index": src.row_index, "category": conv.category, "mode": conv.mode,
-            "prompt_hash": "x", "n_turns": len(conv.messages), "prompt_chars": 1,
-            "conversation": conv.model_dump_json()}
+    return {
+        "id": conv.id,
+        "repo_id": src.repo_id,
+        "revision": src.revision,
+        "config": src.config,
+        "split": src.split,
+        "row_index": src.row_index,
+        "category": conv.category,
+        "mode": conv.mode,
+        "prompt_hash": "x",
+        "n_turns": len(conv.messages),
+        "prompt_chars": 1,
+        "conversation": conv.model_dump_json(),
+    }
 
 
 @pytest.fixture()
@@ -27,8 +37,16 @@ def mix(home, conversation):
     """A native-only mix: 3 good conversations (4 assistant turns) and 3 bad rows."""
     convs = [
         conversation("c-0", [("user", "Hello there"), ("assistant", "Hi! How can I help?")]),
-        conversation("c-1", [("system", "Be brief."), ("user", "2+2?"), ("assistant", "4", "adding"),
-                             ("user", "3+3?"), ("assistant", "6")]),
+        conversation(
+            "c-1",
+            [
+                ("system", "Be brief."),
+                ("user", "2+2?"),
+                ("assistant", "4", "adding"),
+                ("user", "3+3?"),
+                ("assistant", "6"),
+            ],
+        ),
         conversation("c-2", [("user", "Write code"), ("assistant", "print('hi')")]),
         conversation("c-3", [("user", "Only a prompt")]),
         conversation("c-4", [("user", "needs an answer"), ("assistant", "old answer")], mode="regenerate"),
@@ -48,10 +66,17 @@ def test_build_writes_rows_vocab_and_manifest(home, toy_dir, mix, tokenizer):
     result = _build(home, toy_dir, mix, draft_vocab_size=100)
     c = result.counts
     assert (c["in"], c["out"]) == (6, 4)
-    assert (c["dropped_no_assistant_turn"], c["dropped_not_regenerated"], c["dropped_invalid_conversation"]) == (1, 1, 1)
+    assert (c["dropped_no_assistant_turn"], c["dropped_not_regenerated"], c["dropped_invalid_conversation"]) == (
+        1,
+        1,
+        1,
+    )
     quarantine = [json.loads(line) for line in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
     assert sorted((q["id"], q["reason"]) for q in quarantine) == [
-        ("broken-5", "invalid_conversation"), ("c-3", "no_assistant_turn"), ("c-4", "not_regenerated")]
+        ("broken-5", "invalid_conversation"),
+        ("c-3", "no_assistant_turn"),
+        ("c-4", "not_regenerated"),
+    ]
 
     table = pq.read_table(result.out_dir / "rows-00000.parquet")
     assert sorted(table["id"].to_pylist()) == ["c-0#t1", "c-1#t2", "c-1#t4", "c-2#t1"]
@@ -103,13 +128,14 @@ def test_truncation_is_counted_and_answerless_rows_dropped(home, toy_dir, mix):
     assert result.counts["dropped_no_trainable_tokens"] == 4 - len(kept) and result.counts["out"] == len(kept) >= 2
     rows = pq.read_table(result.out_dir / "rows-00000.parquet").to_pylist()
     assert {r["id"] for r in rows} == kept and max(r["n_tokens"] for r in rows) <= limit
-    assert all(r["loss_mask"][:starts[r["id"]]] == [0] * starts[r["id"]] for r in rows)
+    assert all(r["loss_mask"][: starts[r["id"]]] == [0] * starts[r["id"]] for r in rows)
 
 
 def test_all_turns_one_row_and_regen_input_inherits_thinking(home, toy_dir, conversation):
     regen = home / "data" / "regen" / "r1"
-    conv = conversation("c-7", [("user", "a"), ("assistant", "b", "t"), ("user", "c"), ("assistant", "d")],
-                        mode="regenerate")
+    conv = conversation(
+        "c-7", [("user", "a"), ("assistant", "b", "t"), ("user", "c"), ("assistant", "d")], mode="regenerate"
+    )
     with ParquetShardWriter(regen, RECORD_SCHEMA, prefix="results") as writer:
         writer.write(_record(conv))
     (regen / "config.json").write_text(json.dumps({"stage": "regenerate", "thinking": False}))
@@ -128,8 +154,11 @@ def test_non_prefix_stable_template_raises_naming_the_row(home, toy_dir, mix, tm
     shutil.copytree(toy_dir, bad)
     for name in ("chat_template.jinja", "tokenizer_config.json"):
         path = bad / name
-        path.write_text(path.read_text().replace("<|im_assistant|>assistant<|im_middle|><think>",
-                                                 "<|im_assistant|>bot<|im_middle|><think>"))
+        path.write_text(
+            path.read_text().replace(
+                "<|im_assistant|>assistant<|im_middle|><think>", "<|im_assistant|>bot<|im_middle|><think>"
+            )
+        )
     with pytest.raises(DraftsetError, match=r"row c-0 \(hand/written default/train row 0\).*not prefix-stable"):
         run_build(home, mix, model_dir=bad, catalog=Catalog(home))
     [run] = Catalog(home).query("SELECT status, error FROM stage_runs WHERE stage = 'build'")

@@ -24,10 +24,20 @@ from pipeline.model.lengths import TokenCounter
 
 def _record(conv) -> dict:
     src = conv.source
-    return {"id": conv.id, "repo_id": src.repo_id, "revision": src.revision, "config": src.config,
-            "split": src.split, "row_index": src.row_index, "category": conv.category, "mode": conv.mode,
-            "prompt_hash": "x", "n_turns": len(conv.messages), "prompt_chars": 1,
-            "conversation": conv.model_dump_json()}
+    return {
+        "id": conv.id,
+        "repo_id": src.repo_id,
+        "revision": src.revision,
+        "config": src.config,
+        "split": src.split,
+        "row_index": src.row_index,
+        "category": conv.category,
+        "mode": conv.mode,
+        "prompt_hash": "x",
+        "n_turns": len(conv.messages),
+        "prompt_chars": 1,
+        "conversation": conv.model_dump_json(),
+    }
 
 
 def _truncating_copy(toy_dir, tmp_path):
@@ -46,9 +56,16 @@ def _truncating_copy(toy_dir, tmp_path):
 
 def test_report_and_mix_lengths_equal_build_token_counts(home, toy_dir, conversation, tmp_path):
     model = _truncating_copy(toy_dir, tmp_path)
-    convs = [conversation(f"c-{i}", [("user", " ".join(f"question{i} part{j}" for j in range(40 + 15 * i))),
-                                     ("assistant", " ".join(f"answer{i} piece{j}" for j in range(30 + 20 * i)))])
-             for i in range(4)]
+    convs = [
+        conversation(
+            f"c-{i}",
+            [
+                ("user", " ".join(f"question{i} part{j}" for j in range(40 + 15 * i))),
+                ("assistant", " ".join(f"answer{i} piece{j}" for j in range(30 + 20 * i))),
+            ],
+        )
+        for i in range(4)
+    ]
     mix = Home(home).mix("m1")
     with ParquetShardWriter(mix, RECORD_SCHEMA) as writer:
         writer.write_many(_record(c) for c in convs)

@@ -31,8 +31,9 @@ def _answer(tokenizer, text, reasoning=""):
 
 
 def _rows(tokenizer, conv, per_turn=True, thinking=True, system_prompt=None, keep_past_reasoning=False):
-    builder = MaskBuilder(tokenizer, thinking=thinking, end_of_turn="<|im_end|>",
-                          keep_past_reasoning=keep_past_reasoning)
+    builder = MaskBuilder(
+        tokenizer, thinking=thinking, end_of_turn="<|im_end|>", keep_past_reasoning=keep_past_reasoning
+    )
     msgs = template_messages(conv, system_prompt)
     return builder.rows(msgs, trainable_turns(conv.messages, len(msgs) - len(conv.messages)), per_turn)
 
@@ -40,7 +41,9 @@ def _rows(tokenizer, conv, per_turn=True, thinking=True, system_prompt=None, kee
 def test_single_turn_mask_is_exactly_the_answer_plus_end_of_turn(tokenizer, conversation):
     conv = conversation("c-0", [("user", "Hi there"), ("assistant", "Hello, friend.")])
     [row] = _rows(tokenizer, conv)
-    context = _turn(tokenizer, "<|im_user|>", "user", "Hi there") + _pieces(tokenizer, "<|im_assistant|>", "assistant", "<|im_middle|>")
+    context = _turn(tokenizer, "<|im_user|>", "user", "Hi there") + _pieces(
+        tokenizer, "<|im_assistant|>", "assistant", "<|im_middle|>"
+    )
     answer = _answer(tokenizer, "Hello, friend.")
     assert row.input_ids == context + answer
     assert [i for i, m in enumerate(row.loss_mask) if m] == list(range(len(context), len(context) + len(answer)))
@@ -48,9 +51,18 @@ def test_single_turn_mask_is_exactly_the_answer_plus_end_of_turn(tokenizer, conv
 
 
 def _multi_turn(tokenizer, conversation):
-    conv = conversation("c-1", [("system", "Be brief."), ("user", "2+2?"), ("assistant", "4", "add"),
-                                ("user", "and 3+3?"), ("assistant", "6"), ("user", "bye"),
-                                ("assistant", "skip me", None, False)])
+    conv = conversation(
+        "c-1",
+        [
+            ("system", "Be brief."),
+            ("user", "2+2?"),
+            ("assistant", "4", "add"),
+            ("user", "and 3+3?"),
+            ("assistant", "6"),
+            ("user", "bye"),
+            ("assistant", "skip me", None, False),
+        ],
+    )
     system = _turn(tokenizer, "<|im_system|>", "system", "Be brief.")
     u1, u2 = _turn(tokenizer, "<|im_user|>", "user", "2+2?"), _turn(tokenizer, "<|im_user|>", "user", "and 3+3?")
     head = _pieces(tokenizer, "<|im_assistant|>", "assistant", "<|im_middle|>")
@@ -109,8 +121,12 @@ def _with_template(tokenizer, template):
 
 def test_generation_prompt_that_differs_from_the_rendered_turn_raises(tokenizer, conversation):
     # The generation prompt says "assistant" while rendered turns say "bot": no boundary to mask from.
-    bad = _with_template(tokenizer, tokenizer.chat_template.replace(
-        "<|im_assistant|>assistant<|im_middle|><think>", "<|im_assistant|>bot<|im_middle|><think>"))
+    bad = _with_template(
+        tokenizer,
+        tokenizer.chat_template.replace(
+            "<|im_assistant|>assistant<|im_middle|><think>", "<|im_assistant|>bot<|im_middle|><think>"
+        ),
+    )
     conv = conversation("c-3", [("user", "Hi"), ("assistant", "Hello")])
     with pytest.raises(NotPrefixStable, match="not prefix-stable at assistant turn 1"):
         _rows(bad, conv)
@@ -118,9 +134,13 @@ def test_generation_prompt_that_differs_from_the_rendered_turn_raises(tokenizer,
 
 def test_template_that_drops_past_reasoning_raises_for_all_turns_rows_only(tokenizer, conversation):
     # Like several reasoning templates: only the last assistant turn keeps its reasoning.
-    bad = _with_template(tokenizer, tokenizer.chat_template.replace(
-        "{%- if thinking and message.get('reasoning_content') -%}",
-        "{%- if thinking and loop.last and message.get('reasoning_content') -%}"))
+    bad = _with_template(
+        tokenizer,
+        tokenizer.chat_template.replace(
+            "{%- if thinking and message.get('reasoning_content') -%}",
+            "{%- if thinking and loop.last and message.get('reasoning_content') -%}",
+        ),
+    )
     conv = conversation("c-4", [("user", "a"), ("assistant", "b", "why"), ("user", "c"), ("assistant", "d")])
     with pytest.raises(NotPrefixStable):
         _rows(bad, conv, per_turn=False)

@@ -11,20 +11,38 @@ from adapters.records import Conversation, Message, Source, Tool
 from pipeline.build.render import MaskBuilder, template_messages, template_tools, trainable_turns
 from pipeline.servers.devserver.toolcalls import parse_tool_calls
 
-SEARCH = {"type": "function", "function": {"name": "search", "description": "Search the docs.",
-                                           "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "description": "Search the docs.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
+}
 
 
 def _agentic(mode: str = "native") -> Conversation:
     return Conversation(
-        id="t-0", source=Source(repo_id="hand/written", revision="0" * 40, config="default", split="train",
-                                row_index=0),
-        category="agentic", mode=mode, tools=[Tool.model_validate(SEARCH)],
-        messages=[Message(role="user", content="How many hits for x?"),
-                  Message.model_validate({"role": "assistant", "content": "", "tool_calls": [
-                      {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}]}),
-                  Message(role="tool", content="3 hits", tool_call_id="call_1", name="search"),
-                  Message(role="assistant", content="There are 3 hits.")])
+        id="t-0",
+        source=Source(repo_id="hand/written", revision="0" * 40, config="default", split="train", row_index=0),
+        category="agentic",
+        mode=mode,
+        tools=[Tool.model_validate(SEARCH)],
+        messages=[
+            Message(role="user", content="How many hits for x?"),
+            Message.model_validate(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
+                    ],
+                }
+            ),
+            Message(role="tool", content="3 hits", tool_call_id="call_1", name="search"),
+            Message(role="assistant", content="There are 3 hits."),
+        ],
+    )
 
 
 def _rows(tokenizer, conv, end_of_turn):
@@ -40,12 +58,16 @@ def _trained(tokenizer, row) -> str:
 def test_kimi_template_renders_declarations_calls_and_results(tokenizer):
     call_row, answer_row = _rows(tokenizer, _agentic(), "<|im_end|>")
     text = tokenizer.decode(answer_row.input_ids, skip_special_tokens=False)
-    assert text.startswith("<|im_system|>tool_declare<|im_middle|>") and '"name": "search"' in text.split("<|im_end|>")[0]
+    assert (
+        text.startswith("<|im_system|>tool_declare<|im_middle|>") and '"name": "search"' in text.split("<|im_end|>")[0]
+    )
     assert "<|im_system|>tool<|im_middle|>3 hits<|im_end|>" in text  # the tool result, in context
     # thinking off: the generation prompt ends in <think></think>, so training starts at the call itself
-    assert _trained(tokenizer, call_row) == ("<|tool_calls_section_begin|><|tool_call_begin|>"
-                                             'functions.search:0<|tool_call_argument_begin|>{"q": "x"}'
-                                             "<|tool_call_end|><|tool_calls_section_end|><|im_end|>")
+    assert _trained(tokenizer, call_row) == (
+        "<|tool_calls_section_begin|><|tool_call_begin|>"
+        'functions.search:0<|tool_call_argument_begin|>{"q": "x"}'
+        "<|tool_call_end|><|tool_calls_section_end|><|im_end|>"
+    )
     assert _trained(tokenizer, answer_row) == "There are 3 hits.<|im_end|>"
     assert call_row.input_ids == answer_row.input_ids[: len(call_row.input_ids)]  # one history, two boundaries
     # what the model is trained to write is what serve-dev reads back as the same call

@@ -26,17 +26,33 @@ Emoji: 😀🚀🎉 👩‍💻 ✨ — café, naïve, Ünïcödé, ΑΒΓ, ру
 """
 CROSSING = ["HelloWorld", " HelloWorld", "和English混合", "123456", "isn'T", "getHTTPResponse", "Ab中"]
 # Kimi's names at Kimi's offsets from len(ranks) (Kimi-K2 tokenizer_config.json), plus the template's others.
-NAMED = {0: "[BOS]", 1: "[EOS]", 2: "<|im_end|>", 3: "<|im_user|>", 4: "<|im_assistant|>",
-         6: "<|start_header_id|>", 7: "<|end_header_id|>", 9: "[EOT]", 10: "<|im_system|>",
-         17: "<|im_middle|>", 20: "<think>", 21: "</think>", 30: "<|tool_calls_section_begin|>",
-         31: "<|tool_calls_section_end|>", 32: "<|tool_call_begin|>", 33: "<|tool_call_argument_begin|>",
-         34: "<|tool_call_end|>", 40: "<|endoftext|>", 41: "<|pad|>"}
-REMOTE_CODE = f'''
+NAMED = {
+    0: "[BOS]",
+    1: "[EOS]",
+    2: "<|im_end|>",
+    3: "<|im_user|>",
+    4: "<|im_assistant|>",
+    6: "<|start_header_id|>",
+    7: "<|end_header_id|>",
+    9: "[EOT]",
+    10: "<|im_system|>",
+    17: "<|im_middle|>",
+    20: "<think>",
+    21: "</think>",
+    30: "<|tool_calls_section_begin|>",
+    31: "<|tool_calls_section_end|>",
+    32: "<|tool_call_begin|>",
+    33: "<|tool_call_argument_begin|>",
+    34: "<|tool_call_end|>",
+    40: "<|endoftext|>",
+    41: "<|pad|>",
+}
+REMOTE_CODE = f"""
 import this_module_does_not_exist  # executing this file would fail: the converter must only parse it
 class TikTokenTokenizer:
     num_reserved_special_tokens = 256
     pat_str = "|".join({KIMI_PATTERN_PARTS!r})
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -46,21 +62,31 @@ def kimi_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("kimi")
     # tiktoken's own trainer, then whole tokens for strings that cross the boundaries Kimi's pattern draws
     # (case, Han/Latin, digit runs): with any other split pattern these encode differently
-    ranks = bpe_train(CORPUS, 256 + 150, r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+""",
-                      visualise=None)
+    ranks = bpe_train(
+        CORPUS, 256 + 150, r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+""", visualise=None
+    )
     for word in CROSSING:
         data = word.encode()
-        for end in range(2, len(data) + 1):   # a merge chain, each step one byte longer: valid BPE ranks
+        for end in range(2, len(data) + 1):  # a merge chain, each step one byte longer: valid BPE ranks
             ranks.setdefault(data[:end], len(ranks))
-    (d / "tiktoken.model").write_text("".join(f"{base64.b64encode(t).decode()} {r}\n"
-                                              for t, r in sorted(ranks.items(), key=lambda kv: kv[1])))
+    (d / "tiktoken.model").write_text(
+        "".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in sorted(ranks.items(), key=lambda kv: kv[1]))
+    )
     n = len(ranks)
-    (d / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "TikTokenTokenizer", "auto_map": {"AutoTokenizer": ["tokenization_kimi.TikTokenTokenizer", None]},
-        "bos_token": "[BOS]", "eos_token": "<|im_end|>", "pad_token": "<|pad|>",
-        "added_tokens_decoder": {str(n + k): {"content": v, "special": True} for k, v in NAMED.items()},
-        "chat_template": CHAT_TEMPLATE}))
-    (d / "tokenization_kimi.py").write_text(REMOTE_CODE)   # states the pattern as a join of literals, like Kimi's
+    (d / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "TikTokenTokenizer",
+                "auto_map": {"AutoTokenizer": ["tokenization_kimi.TikTokenTokenizer", None]},
+                "bos_token": "[BOS]",
+                "eos_token": "<|im_end|>",
+                "pad_token": "<|pad|>",
+                "added_tokens_decoder": {str(n + k): {"content": v, "special": True} for k, v in NAMED.items()},
+                "chat_template": CHAT_TEMPLATE,
+            }
+        )
+    )
+    (d / "tokenization_kimi.py").write_text(REMOTE_CODE)  # states the pattern as a join of literals, like Kimi's
     specials = {NAMED.get(i - n, f"<|reserved_token_{i}|>"): i for i in range(n, n + 258)}
     enc = tiktoken.Encoding("kimi-synthetic", pat_str=KIMI_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
     return d, enc
@@ -68,13 +94,30 @@ def kimi_dir(tmp_path_factory):
 
 def _texts() -> list[str]:
     rng = random.Random(0)
-    alphabet = list("abcXYZ019 \n\t.,;'\"(){}[]<>|_-") + list("中文分词器人工智能") + ["😀", "🚀", "👩‍💻", "é", "Ω", "\r\n"]
+    alphabet = (
+        list("abcXYZ019 \n\t.,;'\"(){}[]<>|_-") + list("中文分词器人工智能") + ["😀", "🚀", "👩‍💻", "é", "Ω", "\r\n"]
+    )
     fuzz = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80))) for _ in range(200)]
     markers = sorted(set(re.findall(r"<\|[a-z_]+\|>|</?think>", CHAT_TEMPLATE)))
-    return [*CORPUS.splitlines(), CORPUS, "", " ", "   leading spaces", "trailing   ", "I'M SHOUTING, isn'T it",
-            "数字123456和English混合", "x = {'a': [1, 2, 3]}\n\n\n    return x", "🎉🎉🎉", "<|im_end|>",
-            "hello<|im_user|>user<|im_middle|>你好<|im_end|><|reserved_token_999|>", "[BOS][EOS]<think>思考</think>",
-            *CROSSING, " ".join(CROSSING), *markers, *fuzz]
+    return [
+        *CORPUS.splitlines(),
+        CORPUS,
+        "",
+        " ",
+        "   leading spaces",
+        "trailing   ",
+        "I'M SHOUTING, isn'T it",
+        "数字123456和English混合",
+        "x = {'a': [1, 2, 3]}\n\n\n    return x",
+        "🎉🎉🎉",
+        "<|im_end|>",
+        "hello<|im_user|>user<|im_middle|>你好<|im_end|><|reserved_token_999|>",
+        "[BOS][EOS]<think>思考</think>",
+        *CROSSING,
+        " ".join(CROSSING),
+        *markers,
+        *fuzz,
+    ]
 
 
 def test_converted_tokenizer_encodes_exactly_as_tiktoken(kimi_dir):
@@ -83,7 +126,7 @@ def test_converted_tokenizer_encodes_exactly_as_tiktoken(kimi_dir):
     d, enc = kimi_dir
     result = convert_tokenizer(d)
     assert result.pattern_source == "tokenization_kimi.py" and result.n_special == 258
-    tok = AutoTokenizer.from_pretrained(d)    # no trust_remote_code: the converted files load plainly
+    tok = AutoTokenizer.from_pretrained(d)  # no trust_remote_code: the converted files load plainly
     assert type(tok).__name__ in ("PreTrainedTokenizerFast", "TokenizersBackend")
     for text in _texts():
         assert tok.encode(text, add_special_tokens=False) == enc.encode(text, allowed_special="all"), repr(text)
@@ -92,12 +135,20 @@ def test_converted_tokenizer_encodes_exactly_as_tiktoken(kimi_dir):
     for marker in set(re.findall(r"<\|[a-z_]+\|>|</?think>", CHAT_TEMPLATE)):
         assert tok.convert_tokens_to_ids(marker) == enc.encode_single_token(marker)
     # the rendered chat template (tools, reasoning, tool calls) too
-    msgs = [{"role": "system", "content": "你是助手"}, {"role": "user", "content": "Write code 🚀"},
-            {"role": "assistant", "content": "ok", "reasoning_content": "思考",
-             "tool_calls": [{"id": "c0", "type": "function", "function": {"name": "run", "arguments": '{"x": 1}'}}]},
-            {"role": "tool", "content": "done"}]
-    text = tok.apply_chat_template(msgs, tools=[{"type": "function", "function": {"name": "run"}}], tokenize=False,
-                                   add_generation_prompt=True)
+    msgs = [
+        {"role": "system", "content": "你是助手"},
+        {"role": "user", "content": "Write code 🚀"},
+        {
+            "role": "assistant",
+            "content": "ok",
+            "reasoning_content": "思考",
+            "tool_calls": [{"id": "c0", "type": "function", "function": {"name": "run", "arguments": '{"x": 1}'}}],
+        },
+        {"role": "tool", "content": "done"},
+    ]
+    text = tok.apply_chat_template(
+        msgs, tools=[{"type": "function", "function": {"name": "run"}}], tokenize=False, add_generation_prompt=True
+    )
     assert tok.encode(text, add_special_tokens=False) == enc.encode(text, allowed_special="all")
     assert tok.eos_token == "<|im_end|>" and tok.eos_token_id == enc.encode_single_token("<|im_end|>")
     assert result.sha256 == tokenizer_sha256(d) and len(result.sha256) == 64
@@ -121,7 +172,9 @@ def test_rerun_is_idempotent_and_keeps_the_original_config(kimi_dir):
 def test_refuses_gapped_ranks_and_missing_file(tmp_path):
     with pytest.raises(DraftsetError, match="no tiktoken.model"):
         convert_tokenizer(tmp_path)
-    (tmp_path / "tiktoken.model").write_text(f"{base64.b64encode(b'a').decode()} 0\n{base64.b64encode(b'b').decode()} 5\n")
+    (tmp_path / "tiktoken.model").write_text(
+        f"{base64.b64encode(b'a').decode()} 0\n{base64.b64encode(b'b').decode()} 5\n"
+    )
     with pytest.raises(DraftsetError, match="without gaps"):
         convert_tokenizer(tmp_path)
 
@@ -132,8 +185,14 @@ def test_capture_manifest_records_the_converted_tokenizer(kimi_dir, tmp_path):
 
     d, _ = kimi_dir
     convert_tokenizer(d)
-    mcfg = {"num_hidden_layers": 8, "hidden_size": 64, "vocab_size": 1024, "num_attention_heads": 4,
-            "intermediate_size": 128, "model_type": "deepseek_v3"}
+    mcfg = {
+        "num_hidden_layers": 8,
+        "hidden_size": 64,
+        "vocab_size": 1024,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "model_type": "deepseek_v3",
+    }
     (d / "config.json").write_text(json.dumps(mcfg))
     m = manifest_for(d, tmp_path, mcfg, LayerPlan.resolve(8, None), {}, 512)
     assert m.tokenizer_sha256 == tokenizer_sha256(d) and m.chat_template_sha256 is not None

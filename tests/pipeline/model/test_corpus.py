@@ -14,17 +14,25 @@ def test_reads_json_jsonl_csv_parquet_and_skips_malformed_lines(tmp_path):
     repo = tmp_path / "org" / "repo"
     repo.mkdir(parents=True)
     (repo / "README.md").write_text("---\nlicense: mit\n---\ncard text is not training text")
-    (repo / "a.json").write_text(json.dumps([{"conversations": [{"from": "human", "value": "json prompt"},
-                                                                {"from": "gpt", "value": "json answer"}]}]))
+    (repo / "a.json").write_text(
+        json.dumps(
+            [{"conversations": [{"from": "human", "value": "json prompt"}, {"from": "gpt", "value": "json answer"}]}]
+        )
+    )
     (repo / "b.jsonl").write_text('{"instruction": "jsonl prompt", "response": "jsonl answer"}\n{broken\n')
     (repo / "c.csv").write_text("question,answer\ncsv prompt,csv answer\n")
     pq.write_table(pa.table({"problem": ["pq prompt"], "solution": ["pq answer"], "n": [3]}), repo / "d.parquet")
     rows = corpus_rows(tmp_path)
     found = rows[: len(rows) - len(FALLBACK_ROWS)]
-    assert sorted(found) == sorted([["human", "json prompt", "gpt", "json answer"],  # row order, nested too
-                                    ["jsonl prompt", "jsonl answer"], ["csv prompt", "csv answer"],
-                                    ["pq prompt", "pq answer"]])
-    assert rows[len(found):] == FALLBACK_ROWS
+    assert sorted(found) == sorted(
+        [
+            ["human", "json prompt", "gpt", "json answer"],  # row order, nested too
+            ["jsonl prompt", "jsonl answer"],
+            ["csv prompt", "csv answer"],
+            ["pq prompt", "pq answer"],
+        ]
+    )
+    assert rows[len(found) :] == FALLBACK_ROWS
     assert ("csv prompt", "csv answer") in chat_pairs(rows)
 
 

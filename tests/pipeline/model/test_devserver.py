@@ -24,8 +24,9 @@ def test_models_and_health(client, devserver, toy_model_dir):
 
 
 def test_non_stream_usage_token_ids_and_length_finish(client, toy_model_dir):
-    resp = client.chat.completions.create(model=toy_model_dir.name, messages=USER, max_tokens=5, temperature=0,
-                                          extra_body={"return_token_ids": True})
+    resp = client.chat.completions.create(
+        model=toy_model_dir.name, messages=USER, max_tokens=5, temperature=0, extra_body={"return_token_ids": True}
+    )
     choice = resp.choices[0]
     assert choice.finish_reason == "length"
     assert choice.model_extra["token_ids"] and len(choice.model_extra["token_ids"]) == 5
@@ -36,8 +37,13 @@ def test_non_stream_usage_token_ids_and_length_finish(client, toy_model_dir):
 
 
 def test_stream_matches_non_stream(client, toy_model_dir):
-    kwargs = dict(model=toy_model_dir.name, messages=USER, max_tokens=12, temperature=0,
-                  extra_body={"return_token_ids": True, "chat_template_kwargs": {"enable_thinking": False}})
+    kwargs = dict(
+        model=toy_model_dir.name,
+        messages=USER,
+        max_tokens=12,
+        temperature=0,
+        extra_body={"return_token_ids": True, "chat_template_kwargs": {"enable_thinking": False}},
+    )
     whole = client.chat.completions.create(**kwargs)
     chunks = list(client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -54,26 +60,49 @@ def test_stream_matches_non_stream(client, toy_model_dir):
 
 def test_seeded_sampling_is_reproducible(client, toy_model_dir):
     def sample(seed):
-        resp = client.chat.completions.create(model=toy_model_dir.name, messages=USER, max_tokens=8, temperature=1.0,
-                                              top_p=0.9, seed=seed, extra_body={"return_token_ids": True})
+        resp = client.chat.completions.create(
+            model=toy_model_dir.name,
+            messages=USER,
+            max_tokens=8,
+            temperature=1.0,
+            top_p=0.9,
+            seed=seed,
+            extra_body={"return_token_ids": True},
+        )
         return resp.choices[0].model_extra["token_ids"]
 
     assert sample(7) == sample(7)
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"model": "not-this-one"}, openai.NotFoundError, "is not served here"),
-    ({"messages": [{"role": "user", "content": "word " * 3000}]}, openai.BadRequestError, "context is 2048"),
-    ({"n": 2}, openai.BadRequestError, "n must be 1"),
-    ({"seed": 2**70}, openai.BadRequestError, "seed"),
-    ({"max_tokens": 2**40}, openai.BadRequestError, "max_tokens"),
-    ({"messages": [{"role": "narrator", "content": "hi"}]}, openai.BadRequestError, "unknown role"),
-    ({"messages": [{"role": "assistant", "content": "", "tool_calls": 5}]}, openai.BadRequestError,
-     r"messages\[0\]\.tool_calls must be a list"),
-    ({"messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": None}},
-                                                                        "not-a-call"]}]},
-     openai.BadRequestError, "chat template failed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"model": "not-this-one"}, openai.NotFoundError, "is not served here"),
+        ({"messages": [{"role": "user", "content": "word " * 3000}]}, openai.BadRequestError, "context is 2048"),
+        ({"n": 2}, openai.BadRequestError, "n must be 1"),
+        ({"seed": 2**70}, openai.BadRequestError, "seed"),
+        ({"max_tokens": 2**40}, openai.BadRequestError, "max_tokens"),
+        ({"messages": [{"role": "narrator", "content": "hi"}]}, openai.BadRequestError, "unknown role"),
+        (
+            {"messages": [{"role": "assistant", "content": "", "tool_calls": 5}]},
+            openai.BadRequestError,
+            r"messages\[0\]\.tool_calls must be a list",
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [{"function": {"name": "f", "arguments": None}}, "not-a-call"],
+                    }
+                ]
+            },
+            openai.BadRequestError,
+            "chat template failed",
+        ),
+    ],
+)
 def test_bad_requests_get_clear_errors(client, toy_model_dir, kwargs, error, message):
     request = {"model": toy_model_dir.name, "messages": USER, "max_tokens": 2} | kwargs
     with pytest.raises(error, match=message):

@@ -30,8 +30,13 @@ def _eos(engine):
 
 def test_detokenizer_splits_reasoning_on_the_think_end_token(engine):
     tok = engine.tokenizer
-    ids = ([engine.think_start_id] + tok("plan é", add_special_tokens=False)["input_ids"] + [engine.think_end_id]
-           + tok("answer ü", add_special_tokens=False)["input_ids"] + [engine.eos_id])
+    ids = (
+        [engine.think_start_id]
+        + tok("plan é", add_special_tokens=False)["input_ids"]
+        + [engine.think_end_id]
+        + tok("answer ü", add_special_tokens=False)["input_ids"]
+        + [engine.eos_id]
+    )
     detok = Detokenizer(engine, thinking=True)
     deltas = [d for d in map(detok.push, ids) if d]
     assert detok.text == {"reasoning": "plan é", "content": "answer ü"}
@@ -55,8 +60,7 @@ def test_a_cancelled_request_stops_after_one_token(engine):
 
     cancelled = threading.Event()
     cancelled.set()  # the client hung up before its turn came
-    gen = engine.generate([300, 301], SamplingParams(500, 0.0, 1.0, None), on_token=lambda t: None,
-                          cancelled=cancelled)
+    gen = engine.generate([300, 301], SamplingParams(500, 0.0, 1.0, None), on_token=lambda t: None, cancelled=cancelled)
     assert len(gen.completion_ids) == 1
 
 

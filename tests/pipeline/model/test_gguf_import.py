@@ -69,7 +69,7 @@ def test_imported_folder_is_a_plain_target(smollm2_dir):
     model = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32).eval()
     with torch.inference_mode():
         out = model.generate(ids, max_new_tokens=48, do_sample=False, eos_token_id=tokenizer.eos_token_id)
-    answer = tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+    answer = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
     assert "def is_prime" in answer  # a real model answers; random weights would not
     head = FrozenTarget.from_model_dir(smollm2_dir, config["rms_norm_eps"])  # tied: lm_head = embedding
     assert head.lm_head.shape == (49152, 576) and torch.equal(head.lm_head, head.embed)
@@ -82,7 +82,7 @@ def test_fetch_replaces_a_damaged_cached_file(smollm2_gguf, tmp_path):
     dest = tmp_path / "cache"
     dest.mkdir()
     shutil.copy(smollm2_gguf, dest / smollm2_gguf.name)
-    assert fetch_smollm2(dest) == dest / smollm2_gguf.name   # intact: kept as is
+    assert fetch_smollm2(dest) == dest / smollm2_gguf.name  # intact: kept as is
     with open(dest / smollm2_gguf.name, "r+b") as handle:
         handle.seek(1000)
         handle.write(b"\0" * 64)
@@ -96,7 +96,10 @@ def test_cli_import_of_a_bad_file_is_one_line_and_a_hint(tmp_path):
 
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"GGUX" + b"\0" * 400)
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli.app", "model", "import-gguf", str(fake),
-                           str(tmp_path / "out")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.app", "model", "import-gguf", str(fake), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "error:" in proc.stderr and "next:" in proc.stderr

@@ -14,8 +14,11 @@ CONVERSATION = [
     {"role": "user", "content": "What is 2+2?"},
     {"role": "assistant", "content": "4", "reasoning_content": "add them"},
     {"role": "user", "content": "And 3+3?"},
-    {"role": "assistant", "content": "6", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"x\": 6}"}}]},
+    {
+        "role": "assistant",
+        "content": "6",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calc", "arguments": '{"x": 6}'}}],
+    },
     {"role": "tool", "content": "6"},
     {"role": "assistant", "content": "Six."},
 ]
@@ -53,17 +56,22 @@ def test_special_tokens_are_single_ids(tokenizer):
 
 def test_template_renders_kimi_layout(tokenizer):
     text = tokenizer.apply_chat_template(CONVERSATION[:4], tokenize=False, add_generation_prompt=True)
-    assert text == ("<|im_system|>system<|im_middle|>Be brief.<|im_end|>"
-                    "<|im_user|>user<|im_middle|>What is 2+2?<|im_end|>"
-                    "<|im_assistant|>assistant<|im_middle|><think>add them</think>4<|im_end|>"
-                    "<|im_user|>user<|im_middle|>And 3+3?<|im_end|>"
-                    "<|im_assistant|>assistant<|im_middle|>")
-    off = tokenizer.apply_chat_template(CONVERSATION[:4], tokenize=False, add_generation_prompt=True,
-                                        enable_thinking=False)
+    assert text == (
+        "<|im_system|>system<|im_middle|>Be brief.<|im_end|>"
+        "<|im_user|>user<|im_middle|>What is 2+2?<|im_end|>"
+        "<|im_assistant|>assistant<|im_middle|><think>add them</think>4<|im_end|>"
+        "<|im_user|>user<|im_middle|>And 3+3?<|im_end|>"
+        "<|im_assistant|>assistant<|im_middle|>"
+    )
+    off = tokenizer.apply_chat_template(
+        CONVERSATION[:4], tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
     assert "add them" not in off and off.endswith("<|im_assistant|>assistant<|im_middle|><think></think>")
     full = tokenizer.apply_chat_template(CONVERSATION, tokenize=False)
-    assert ("<|tool_calls_section_begin|><|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>"
-            "{\"x\": 6}<|tool_call_end|><|tool_calls_section_end|><|im_end|><|im_system|>tool<|im_middle|>6") in full
+    assert (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>"
+        '{"x": 6}<|tool_call_end|><|tool_calls_section_end|><|im_end|><|im_system|>tool<|im_middle|>6'
+    ) in full
 
 
 @pytest.mark.parametrize("thinking", [True, False])
@@ -71,9 +79,10 @@ def test_template_is_prefix_stable_at_every_assistant_turn(tokenizer, thinking):
     for j, message in enumerate(CONVERSATION):
         if message["role"] != "assistant":
             continue
-        context = tokenizer.apply_chat_template(CONVERSATION[:j], tokenize=False, add_generation_prompt=True,
-                                                enable_thinking=thinking)
-        upto = tokenizer.apply_chat_template(CONVERSATION[:j + 1], tokenize=False, enable_thinking=thinking)
+        context = tokenizer.apply_chat_template(
+            CONVERSATION[:j], tokenize=False, add_generation_prompt=True, enable_thinking=thinking
+        )
+        upto = tokenizer.apply_chat_template(CONVERSATION[: j + 1], tokenize=False, enable_thinking=thinking)
         assert upto.startswith(context) and upto.endswith("<|im_end|>")
 
 
@@ -102,8 +111,20 @@ def test_cli_init_toy_writes_a_loadable_model(tmp_path):
 
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "rows.jsonl").write_text('{"q": "zebra crossing", "a": "zebras cross here"}\n')
-    result = CliRunner().invoke(app, ["model", "init-toy", str(tmp_path / "m"), "--train-steps", "2",
-                                      "--vocab-size", "400", "--corpus", str(tmp_path / "corpus")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "model",
+            "init-toy",
+            str(tmp_path / "m"),
+            "--train-steps",
+            "2",
+            "--vocab-size",
+            "400",
+            "--corpus",
+            str(tmp_path / "corpus"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     info = json.loads((tmp_path / "m" / "draftset_toy.json").read_text())
     assert info["toy_config"]["train_steps"] == 2 == info["steps_done"] and info["final_loss"] > 0

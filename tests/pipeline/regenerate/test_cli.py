@@ -34,6 +34,7 @@ def draftset(monkeypatch, capsys):
             code = exc.code or 0
         out = capsys.readouterr()
         return Done(code, out.out, out.err)
+
     return run
 
 
@@ -50,8 +51,9 @@ def test_dead_endpoint_is_one_line_naming_the_url_and_how_to_start_a_server(home
 def test_endpoints_come_from_settings_and_counts_are_printed(home, fake_server, draftset):
     server = fake_server()
     write_mix(home, "m", simple_mix(5, native_every=5))
-    done = draftset("regenerate", "m", "--no-progress", "--no-thinking",
-                     env={"DRAFTSET_TARGET_ENDPOINTS": f'["{server.url}"]'})
+    done = draftset(
+        "regenerate", "m", "--no-progress", "--no-thinking", env={"DRAFTSET_TARGET_ENDPOINTS": f'["{server.url}"]'}
+    )
     assert done.returncode == 0, done.stderr
     assert "5 results + 0 errors + 0 skipped = 5 of 5 input rows" in done.stdout
     assert "native_passthrough" in done.stdout
@@ -66,8 +68,10 @@ def test_no_endpoint_and_bad_config_are_clear_errors(home, tmp_path, draftset):
     done = draftset("regenerate", "m", env={"DRAFTSET_TARGET_ENDPOINTS": "[]"})
     assert done.returncode == 1 and "no target endpoint given" in done.stderr and "--endpoint" in done.stderr
     bad = tmp_path / "regen.yaml"
-    bad.write_text("partitions:\n  - {name: short, max_prompt: 10, concurrency: 0, max_tokens: 5}\n"
-                   "  - {name: long, concurrency: 1, max_tokens: 5}\n")
+    bad.write_text(
+        "partitions:\n  - {name: short, max_prompt: 10, concurrency: 0, max_tokens: 5}\n"
+        "  - {name: long, concurrency: 1, max_tokens: 5}\n"
+    )
     done = draftset("regenerate", "m", "--endpoint", "http://127.0.0.1:9", "--config", str(bad))
     assert done.returncode == 1 and "partitions.0.concurrency" in done.stderr and "Traceback" not in done.stderr
 

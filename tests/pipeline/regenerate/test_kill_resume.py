@@ -22,24 +22,42 @@ CLI = [sys.executable, "-m", "pipeline.cli.app"]
 
 
 def _regenerate(url: str, *extra: str) -> list[str]:
-    return [*CLI, "regenerate", "m", "--endpoint", url, "--max-tokens", "6", "--concurrency", "2",
-            "--flush-rows", "2", "--no-progress", "--seed", "7",
-            "--include-length-truncated", *extra]  # 6 tokens rarely finish a toy answer: keep them
+    return [
+        *CLI,
+        "regenerate",
+        "m",
+        "--endpoint",
+        url,
+        "--max-tokens",
+        "6",
+        "--concurrency",
+        "2",
+        "--flush-rows",
+        "2",
+        "--no-progress",
+        "--seed",
+        "7",
+        "--include-length-truncated",
+        *extra,
+    ]  # 6 tokens rarely finish a toy answer: keep them
 
 
 def _ids(out_dir):
-    results = [i for p in sorted(out_dir.glob("results-*.parquet")) for i in pq.read_table(p, columns=["id"])
-               .column("id").to_pylist()]
+    results = [
+        i
+        for p in sorted(out_dir.glob("results-*.parquet"))
+        for i in pq.read_table(p, columns=["id"]).column("id").to_pylist()
+    ]
+
     def journal(n):
-        return [json.loads(x)["id"] for x in (out_dir / n).read_text().splitlines()] \
-            if (out_dir / n).exists() else []
+        return [json.loads(x)["id"] for x in (out_dir / n).read_text().splitlines()] if (out_dir / n).exists() else []
+
     return results, journal("errors.jsonl"), journal("skipped.jsonl")
 
 
 def test_killed_run_resumes_by_id_with_every_row_accounted_once(home, devserver_url):
     convs = simple_mix(30)
-    convs[4] = conversation(4, [("user", "hello there"), ("assistant", "x"), ("user", "and then?"),
-                                ("assistant", "y")])
+    convs[4] = conversation(4, [("user", "hello there"), ("assistant", "x"), ("user", "and then?"), ("assistant", "y")])
     convs[9] = conversation(9, [("system", "no user turn here")])  # -> skipped.jsonl (empty_prompt)
     write_mix(home, "m", convs, rows_per_shard=8)
     out_dir = regen_dir(home, "m")
@@ -88,8 +106,22 @@ def test_repeated_kills_at_random_moments_never_lose_or_double_an_id(home, fake_
     write_mix(home, "m", convs, rows_per_shard=40)
     out_dir = regen_dir(home, "m")
     env = {**os.environ, "DRAFTSET_HOME": str(home)}
-    command = [*CLI, "regenerate", "m", "--endpoint", server.url, "--no-progress", "--flush-rows", "3",
-               "--concurrency", "3", "--max-attempts", "2", "--backoff", "0"]
+    command = [
+        *CLI,
+        "regenerate",
+        "m",
+        "--endpoint",
+        server.url,
+        "--no-progress",
+        "--flush-rows",
+        "3",
+        "--concurrency",
+        "3",
+        "--max-attempts",
+        "2",
+        "--backoff",
+        "0",
+    ]
     rng = random.Random(5)
     for _ in range(3):
         before = sum(map(len, _ids(out_dir)))

@@ -27,8 +27,24 @@ N_ROWS, N_SHARDS = 90, 3
 
 
 def _command(url: str, shard: str) -> list[str]:
-    return [*CLI, "regenerate", "m", "--endpoint", url, "--no-progress", "--flush-rows", "3", "--concurrency", "2",
-            "--max-attempts", "2", "--backoff", "0", "--shard", shard]
+    return [
+        *CLI,
+        "regenerate",
+        "m",
+        "--endpoint",
+        url,
+        "--no-progress",
+        "--flush-rows",
+        "3",
+        "--concurrency",
+        "2",
+        "--max-attempts",
+        "2",
+        "--backoff",
+        "0",
+        "--shard",
+        shard,
+    ]
 
 
 def _files(folder):
@@ -50,8 +66,12 @@ def test_three_shards_at_once_one_killed_and_restarted_cover_the_mix_once(home, 
     folder = {i: mix_dir / f"shard-{i}-of-{N_SHARDS}" for i in range(N_SHARDS)}
     env = {**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "200"}
 
-    jobs = {i: subprocess.Popen(_command(server.url, f"{i}/{N_SHARDS}"), env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for i in range(N_SHARDS)}
+    jobs = {
+        i: subprocess.Popen(
+            _command(server.url, f"{i}/{N_SHARDS}"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for i in range(N_SHARDS)
+    }
     deadline = time.monotonic() + 60
     while sum(map(len, _ids(folder[1]))) < 5:
         assert jobs[1].poll() is None, f"shard 1 ended before the kill: {jobs[1].stderr.read()}"
@@ -69,8 +89,7 @@ def test_three_shards_at_once_one_killed_and_restarted_cover_the_mix_once(home, 
     done_before = set().union(*map(set, _ids(folder[1])))
     assert 0 < len(done_before) < sum(1 for s in owner.values() if s == 1), "the kill must land mid-way"
     asked_before = len(server.behaviour.log)
-    again = subprocess.run(_command(server.url, f"1/{N_SHARDS}"), env=env, capture_output=True, text=True,
-                           timeout=120)
+    again = subprocess.run(_command(server.url, f"1/{N_SHARDS}"), env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "all done" in again.stdout
 
@@ -108,8 +127,15 @@ def test_three_shards_at_once_one_killed_and_restarted_cover_the_mix_once(home, 
 
 
 def _config(url: str, shard: str | None, **extra) -> RegenConfig:
-    return load_config(None, mix="m", endpoints=[url], shard=shard, flush_rows=5,
-                       partitions=[{"name": "all", "concurrency": 4, "max_tokens": 16}], **extra)
+    return load_config(
+        None,
+        mix="m",
+        endpoints=[url],
+        shard=shard,
+        flush_rows=5,
+        partitions=[{"name": "all", "concurrency": 4, "max_tokens": 16}],
+        **extra,
+    )
 
 
 def test_a_different_shard_count_or_settings_is_refused(home, fake_server):

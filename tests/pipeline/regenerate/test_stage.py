@@ -16,17 +16,25 @@ from pipeline.regenerate.run import regen_dir, run_regenerate
 
 
 def _config(urls, **extra) -> RegenConfig:
-    base = {"mix": "m", "endpoints": urls, "retry": {"backoff_s": 0.01, "max_attempts": 3, "timeout_s": 2.0},
-            "partitions": [{"name": "short", "max_prompt": 60, "concurrency": 4, "max_tokens": 32},
-                           {"name": "long", "max_prompt": None, "concurrency": 2, "max_tokens": 64}]}
+    base = {
+        "mix": "m",
+        "endpoints": urls,
+        "retry": {"backoff_s": 0.01, "max_attempts": 3, "timeout_s": 2.0},
+        "partitions": [
+            {"name": "short", "max_prompt": 60, "concurrency": 4, "max_tokens": 32},
+            {"name": "long", "max_prompt": None, "concurrency": 2, "max_tokens": 64},
+        ],
+    }
     return RegenConfig.model_validate({**base, **extra})
 
 
 def _outputs(home):
     out = regen_dir(home, "m")
     rows = [r for p in sorted(out.glob("results-*.parquet")) for r in pq.read_table(p).to_pylist()]
+
     def read(name):
         return [json.loads(x) for x in (out / name).read_text().splitlines()] if (out / name).exists() else []
+
     return rows, read("errors.jsonl"), read("skipped.jsonl")
 
 
@@ -40,8 +48,18 @@ def _assert_accounted(home, convs):
 
 def test_multi_turn_answers_are_conditioned_on_the_models_own_answers(home, fake_server):
     server = fake_server()
-    convs = [conversation(0, [("system", "be terse"), ("user", "first question"), ("assistant", "ORIGINAL 1"),
-                              ("user", "second question"), ("assistant", "ORIGINAL 2")])]
+    convs = [
+        conversation(
+            0,
+            [
+                ("system", "be terse"),
+                ("user", "first question"),
+                ("assistant", "ORIGINAL 1"),
+                ("user", "second question"),
+                ("assistant", "ORIGINAL 2"),
+            ],
+        )
+    ]
     write_mix(home, "m", convs)
     result = run_regenerate(_config([server.url]), home, Catalog(home), show_progress=False)
     assert result.counts["out"] == 1
@@ -68,14 +86,20 @@ def test_faulty_server_retries_then_errors_file_and_the_run_completes(home, fake
     server = fake_server(fail_first=1, stall_first=1, stall_s=1.0, fail_marker="FAILME", garbage_marker="JUNK")
     convs = simple_mix(12, marker_rows={3: " FAILME", 8: " FAILME", 10: " JUNK"})
     write_mix(home, "m", convs, rows_per_shard=5)
-    result = run_regenerate(_config([server.url], retry={"backoff_s": 0.01, "max_attempts": 3, "timeout_s": 0.5}),
-                            home, Catalog(home), show_progress=False)
+    result = run_regenerate(
+        _config([server.url], retry={"backoff_s": 0.01, "max_attempts": 3, "timeout_s": 0.5}),
+        home,
+        Catalog(home),
+        show_progress=False,
+    )
     rows, errors, skipped = _assert_accounted(home, convs)
     assert len(rows) == 9 and not skipped
     by_id = {e["id"]: e for e in errors}
     assert set(by_id) == {convs[3].id, convs[8].id, convs[10].id}
-    assert all(by_id[c.id]["attempts"] == 3 and by_id[c.id]["last_status"] == 500
-               and "HTTP 500" in by_id[c.id]["reason"] for c in (convs[3], convs[8]))
+    assert all(
+        by_id[c.id]["attempts"] == 3 and by_id[c.id]["last_status"] == 500 and "HTTP 500" in by_id[c.id]["reason"]
+        for c in (convs[3], convs[8])
+    )
     junk = by_id[convs[10].id]  # HTTP 200 whose body is not a chat completion: retried, then an error
     assert junk["last_status"] == "bad_response" and "not a chat completion" in junk["reason"]
     assert all(json.loads(r["turns"])[0]["attempts"] == 3 for r in rows)  # 500, timeout, then success
@@ -97,7 +121,9 @@ def test_native_rows_pass_through_unchanged_and_bad_rows_are_named(home, fake_se
         assert by_id[native.id]["origin"] == "native_passthrough"
         assert Conversation.model_validate_json(by_id[native.id]["conversation"]) == native
     assert {e["id"]: e["reason"].split(":")[0] for e in errors} == {
-        convs[2].id: "invalid conversation", convs[6].id: "mode column 'native' != conversation.mode 'regenerate'"}
+        convs[2].id: "invalid conversation",
+        convs[6].id: "mode column 'native' != conversation.mode 'regenerate'",
+    }
     assert {s["id"]: s["reason"] for s in skipped} == {convs[5].id: "length_truncated", convs[8].id: "empty_prompt"}
     assert result.counts["dropped_duplicate_id"] == 1 and result.counts["native_passthrough"] == 2
     quarantine = (regen_dir(home, "m") / "quarantine.jsonl").read_text()
@@ -143,8 +169,9 @@ def test_all_rows_failing_is_zero_output(home, fake_server):
     server = fake_server(fail_marker="question")
     write_mix(home, "m", simple_mix(3))
     with pytest.raises(ZeroOutput):
-        run_regenerate(_config([server.url], retry={"backoff_s": 0.0, "max_attempts": 2}), home, None,
-                       show_progress=False)
+        run_regenerate(
+            _config([server.url], retry={"backoff_s": 0.0, "max_attempts": 2}), home, None, show_progress=False
+        )
     assert len(_outputs(home)[1]) == 3
 
 
@@ -207,8 +234,7 @@ def test_retry_errors_answers_failed_ids_again(home, fake_server):
     convs = simple_mix(4, marker_rows={2: " FLAKY"})
     write_mix(home, "m", convs)
     broken = fake_server(fail_marker="FLAKY")
-    run_regenerate(_config([broken.url], retry={"backoff_s": 0.0, "max_attempts": 1}), home, None,
-                   show_progress=False)
+    run_regenerate(_config([broken.url], retry={"backoff_s": 0.0, "max_attempts": 1}), home, None, show_progress=False)
     assert [e["id"] for e in _outputs(home)[1]] == [convs[2].id]
     fixed = fake_server()
     again = run_regenerate(_config([fixed.url], retry_errors=True), home, None, show_progress=False)

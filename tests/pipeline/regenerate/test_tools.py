@@ -15,8 +15,14 @@ from catalog.db import Catalog
 from pipeline.regenerate.config import RegenConfig
 from pipeline.regenerate.run import regen_dir, run_regenerate
 
-SEARCH = {"type": "function", "function": {"name": "search", "description": "Search the docs.",
-                                           "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "description": "Search the docs.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
+}
 CALL = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
 
 
@@ -24,19 +30,31 @@ def _agentic(index: int = 0) -> Conversation:
     return Conversation(
         id=record_id("test/agentic", "default", "train", index),
         source=Source(repo_id="test/agentic", revision="0" * 40, config="default", split="train", row_index=index),
-        category="agentic", mode="regenerate", tools=[Tool.model_validate(SEARCH)],
-        messages=[Message(role="system", content="You can search."), Message(role="user", content="Hits for x?"),
-                  Message.model_validate({"role": "assistant", "content": "Searching.", "tool_calls": [CALL]}),
-                  Message(role="tool", content="3 hits", tool_call_id="call_1", name="search"),
-                  Message(role="assistant", content="ORIGINAL ANSWER"),
-                  Message(role="user", content="And for y?"),
-                  Message(role="assistant", content="ORIGINAL 2")])
+        category="agentic",
+        mode="regenerate",
+        tools=[Tool.model_validate(SEARCH)],
+        messages=[
+            Message(role="system", content="You can search."),
+            Message(role="user", content="Hits for x?"),
+            Message.model_validate({"role": "assistant", "content": "Searching.", "tool_calls": [CALL]}),
+            Message(role="tool", content="3 hits", tool_call_id="call_1", name="search"),
+            Message(role="assistant", content="ORIGINAL ANSWER"),
+            Message(role="user", content="And for y?"),
+            Message(role="assistant", content="ORIGINAL 2"),
+        ],
+    )
 
 
 def _config(url: str, **extra) -> RegenConfig:
-    return RegenConfig.model_validate({
-        "mix": "m", "endpoints": [url], "retry": {"backoff_s": 0.01, "max_attempts": 2, "timeout_s": 60.0},
-        "partitions": [{"name": "all", "max_prompt": None, "concurrency": 1, "max_tokens": 8}], **extra})
+    return RegenConfig.model_validate(
+        {
+            "mix": "m",
+            "endpoints": [url],
+            "retry": {"backoff_s": 0.01, "max_attempts": 2, "timeout_s": 60.0},
+            "partitions": [{"name": "all", "max_prompt": None, "concurrency": 1, "max_tokens": 8}],
+            **extra,
+        }
+    )
 
 
 def _results(home) -> list[dict]:
@@ -50,9 +68,11 @@ def test_tools_and_replayed_calls_travel_through_the_api(home, fake_server):
     first, second = server.behaviour.log
     assert first["tools"] == second["tools"] == [SEARCH]
     assert first["messages"] == [
-        {"role": "system", "content": "You can search."}, {"role": "user", "content": "Hits for x?"},
+        {"role": "system", "content": "You can search."},
+        {"role": "user", "content": "Hits for x?"},
         {"role": "assistant", "content": "Searching.", "tool_calls": [CALL]},
-        {"role": "tool", "content": "3 hits", "tool_call_id": "call_1", "name": "search"}]
+        {"role": "tool", "content": "3 hits", "tool_call_id": "call_1", "name": "search"},
+    ]
     assert "ORIGINAL" not in json.dumps(server.behaviour.log)  # text answers are the target's own
     [row] = _results(home)
     out = Conversation.model_validate_json(row["conversation"])
@@ -77,8 +97,9 @@ def test_the_dev_server_renders_the_tools_and_replayed_calls_it_receives(home, d
     root = httpx.get(devserver_url + "/models").json()["data"][0]["root"]
     tok = AutoTokenizer.from_pretrained(root)
     context = [_wire(m) for m, _ in prompt_messages(_agentic())][:4]
-    rendered = tok.apply_chat_template(context, tools=[SEARCH], tokenize=False, add_generation_prompt=True,
-                                       enable_thinking=False)
+    rendered = tok.apply_chat_template(
+        context, tools=[SEARCH], tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
     without = tok.apply_chat_template(context[:2], tokenize=False, add_generation_prompt=True, enable_thinking=False)
     assert "functions.search:0" in rendered and "tool_declare" in rendered
     turns = json.loads(_results(home)[0]["turns"])

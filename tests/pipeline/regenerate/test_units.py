@@ -37,8 +37,12 @@ def test_default_partitions_follow_the_field_figures():
 
 def test_config_rejects_bad_partitions_and_unknown_keys(tmp_path):
     with pytest.raises(ValueError, match="ordered by max_prompt"):
-        _config(partitions=[{"name": "a", "max_prompt": None, "concurrency": 1, "max_tokens": 1},
-                            {"name": "b", "max_prompt": 5, "concurrency": 1, "max_tokens": 1}])
+        _config(
+            partitions=[
+                {"name": "a", "max_prompt": None, "concurrency": 1, "max_tokens": 1},
+                {"name": "b", "max_prompt": 5, "concurrency": 1, "max_tokens": 1},
+            ]
+        )
     with pytest.raises(ValueError, match="tokenizer"):
         _config(length_unit="tokens")
     bad = tmp_path / "regen.yaml"
@@ -60,43 +64,77 @@ def test_base_url_accepts_both_forms():
 
 def _fake_ask(log, finish="stop", text="ans"):
     """FAKE reply (labelled): returns canned text and records the context it was asked with."""
+
     async def ask(context, turn):
         log.append([dict(m) for m in context])
-        return Reply(content=f"{text}{turn}", reasoning=None, finish_reason=finish, usage={"completion_tokens": 2},
-                     model="fake", endpoint="fake", attempts=1, latency_s=0.0)
+        return Reply(
+            content=f"{text}{turn}",
+            reasoning=None,
+            finish_reason=finish,
+            usage={"completion_tokens": 2},
+            model="fake",
+            endpoint="fake",
+            attempts=1,
+            latency_s=0.0,
+        )
+
     return ask
 
 
 def test_each_user_turn_is_answered_on_the_models_own_answers():
-    conv = conversation(0, [("system", "sys"), ("user", "q1"), ("assistant", "orig1"), ("tool", "tool out"),
-                            ("user", "q2a"), ("user", "q2b"), ("assistant", "orig2")])
+    conv = conversation(
+        0,
+        [
+            ("system", "sys"),
+            ("user", "q1"),
+            ("assistant", "orig1"),
+            ("tool", "tool out"),
+            ("user", "q2a"),
+            ("user", "q2b"),
+            ("assistant", "orig2"),
+        ],
+    )
     log: list = []
     out, turns = asyncio.run(regenerate(conv, _fake_ask(log), thinking=True, include_length_truncated=False))
     assert [m.role for m in out.messages] == ["system", "user", "assistant", "user", "user", "assistant"]
     assert [m.content for m in out.messages if m.role == "assistant"] == ["ans0", "ans1"]
-    assert log[1] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "q1"},
-                      {"role": "assistant", "content": "ans0"}, {"role": "user", "content": "q2a"},
-                      {"role": "user", "content": "q2b"}]
+    assert log[1] == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "ans0"},
+        {"role": "user", "content": "q2a"},
+        {"role": "user", "content": "q2b"},
+    ]
     assert all("orig" not in m["content"] and m["role"] != "tool" for m in log[1])
     assert len(turns) == 2 and "content" not in turns[0] and turns[0]["finish_reason"] == "stop"
 
 
-@pytest.mark.parametrize("turns, kwargs, reason", [
-    ([("system", "s"), ("assistant", "a")], {}, "empty_prompt"),
-    ([("user", "   ")], {}, "empty_prompt"),
-    ([("user", "q")], {"finish": "length"}, "length_truncated"),
-    ([("user", "q")], {"text": "<think>x"}, "leftover_think"),
-])
+@pytest.mark.parametrize(
+    "turns, kwargs, reason",
+    [
+        ([("system", "s"), ("assistant", "a")], {}, "empty_prompt"),
+        ([("user", "   ")], {}, "empty_prompt"),
+        ([("user", "q")], {"finish": "length"}, "length_truncated"),
+        ([("user", "q")], {"text": "<think>x"}, "leftover_think"),
+    ],
+)
 def test_rows_that_cannot_train_are_skipped_with_a_reason(turns, kwargs, reason):
     with pytest.raises(Skip) as caught:
-        asyncio.run(regenerate(conversation(0, turns), _fake_ask([], **kwargs), thinking=False,
-                               include_length_truncated=False))
+        asyncio.run(
+            regenerate(conversation(0, turns), _fake_ask([], **kwargs), thinking=False, include_length_truncated=False)
+        )
     assert caught.value.reason == reason
 
 
 def test_length_truncated_kept_when_asked():
-    out, turns = asyncio.run(regenerate(conversation(0, [("user", "q")]), _fake_ask([], finish="length"),
-                                        thinking=True, include_length_truncated=True))
+    out, turns = asyncio.run(
+        regenerate(
+            conversation(0, [("user", "q")]),
+            _fake_ask([], finish="length"),
+            thinking=True,
+            include_length_truncated=True,
+        )
+    )
     assert turns[0]["finish_reason"] == "length" and out.messages[-1].content == "ans0"
 
 

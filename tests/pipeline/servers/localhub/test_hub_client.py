@@ -20,11 +20,17 @@ def test_download_and_revision_through_the_local_hub(mini_url, tmp_path, monkeyp
     assert hub.download("acme/chat-parquet", files[0], sha).stat().st_size > 0
 
 
-@pytest.mark.parametrize("call, expected", [
-    (lambda hub: hub.revision("acme/absent"), "dataset acme/absent not found on"),
-    (lambda hub: hub.download("acme/chat-parquet", "data/nothing.parquet", "main"), "file not found in acme/chat-parquet"),
-    (lambda hub: hub.download("gated-co/secret-logs", "data/train.jsonl", "main"), "is gated"),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda hub: hub.revision("acme/absent"), "dataset acme/absent not found on"),
+        (
+            lambda hub: hub.download("acme/chat-parquet", "data/nothing.parquet", "main"),
+            "file not found in acme/chat-parquet",
+        ),
+        (lambda hub: hub.download("gated-co/secret-logs", "data/train.jsonl", "main"), "is gated"),
+    ],
+)
 def test_failures_are_one_named_error(mini_url, call, expected):
     with pytest.raises(HubRequestError, match=expected) as err:
         call(HubClient(mini_url, token=False))

@@ -32,15 +32,21 @@ def test_list_search_author_filter(api):
 
 def test_list_sort_descending_and_limit(api):
     assert [(i.id, i.downloads) for i in api.list_datasets(sort="downloads", limit=3)] == [
-        ("beta/qa-csv", 5000), ("acme/chat-parquet", 500), ("acme/multi-config", 50)]
+        ("beta/qa-csv", 5000),
+        ("acme/chat-parquet", 500),
+        ("acme/multi-config", 50),
+    ]
     assert ids(api.list_datasets(sort="likes", limit=1)) == ["acme/multi-config"]
 
 
 def test_list_full_and_expand(api):
     (info,) = api.list_datasets(search="chat-parquet", full=True)
     assert info.card_data.license == "mit" and info.card_data["x_likes"] == 7
-    assert [s.rfilename for s in info.siblings] == ["README.md", "data/test_sft-00000.parquet",
-                                                    "data/train_sft-00000.parquet"]
+    assert [s.rfilename for s in info.siblings] == [
+        "README.md",
+        "data/test_sft-00000.parquet",
+        "data/train_sft-00000.parquet",
+    ]
     assert "license:mit" in info.tags and len(info.sha) == 40
     (slim,) = api.list_datasets(search="qa-csv", expand=["downloads", "likes"])
     assert (slim.downloads, slim.likes, slim.tags, slim.sha) == (5000, 1, None, None)
@@ -72,10 +78,16 @@ def test_dataset_info_revision_and_blobs(api):
 
 def test_tree_files_and_paths_info(api):
     assert api.list_repo_files("acme/multi-config", repo_type="dataset") == [
-        "README.md", "code/part-0.jsonl", "math/train.jsonl"]
+        "README.md",
+        "code/part-0.jsonl",
+        "math/train.jsonl",
+    ]
     top = list(api.list_repo_tree("acme/multi-config", repo_type="dataset"))
     assert [(type(e).__name__, e.path) for e in top] == [
-        ("RepoFolder", "code"), ("RepoFolder", "math"), ("RepoFile", "README.md")]
+        ("RepoFolder", "code"),
+        ("RepoFolder", "math"),
+        ("RepoFile", "README.md"),
+    ]
     inner = list(api.list_repo_tree("acme/multi-config", path_in_repo="math", repo_type="dataset"))
     assert [e.path for e in inner] == ["math/train.jsonl"]
     infos = api.get_paths_info("acme/multi-config", ["README.md", "code", "absent.txt"], repo_type="dataset")
@@ -109,26 +121,32 @@ def test_resolve_headers_and_range(mini_url, mini_root, api):
 
 
 def test_hf_hub_download_and_snapshot(mini_url, mini_root, tmp_path):
-    path = hf_hub_download("acme/multi-config", "math/train.jsonl", repo_type="dataset", endpoint=mini_url,
-                           cache_dir=tmp_path, token=False)
+    path = hf_hub_download(
+        "acme/multi-config", "math/train.jsonl", repo_type="dataset", endpoint=mini_url, cache_dir=tmp_path, token=False
+    )
     assert open(path, "rb").read() == (mini_root / "acme/multi-config/math/train.jsonl").read_bytes()
-    again = hf_hub_download("acme/multi-config", "math/train.jsonl", repo_type="dataset", endpoint=mini_url,
-                            cache_dir=tmp_path, token=False)
+    again = hf_hub_download(
+        "acme/multi-config", "math/train.jsonl", repo_type="dataset", endpoint=mini_url, cache_dir=tmp_path, token=False
+    )
     assert again == path
-    folder = snapshot_download("acme/multi-config", repo_type="dataset", endpoint=mini_url,
-                               cache_dir=tmp_path, token=False)
+    folder = snapshot_download(
+        "acme/multi-config", repo_type="dataset", endpoint=mini_url, cache_dir=tmp_path, token=False
+    )
     assert (tmp_path / folder / "code/part-0.jsonl").exists()
 
 
 def test_hf_file_system(mini_url):
     fs = HfFileSystem(endpoint=mini_url, token=False)
     assert sorted(fs.ls("datasets/acme/chat-parquet", detail=False)) == [
-        "datasets/acme/chat-parquet/README.md", "datasets/acme/chat-parquet/data"]
+        "datasets/acme/chat-parquet/README.md",
+        "datasets/acme/chat-parquet/data",
+    ]
     with fs.open("datasets/beta/qa-csv/train.csv", "rb") as fh:
         assert fh.read().startswith(b'"question","answer"')
     assert fs.glob("datasets/acme/chat-parquet/data/*.parquet") == [
         "datasets/acme/chat-parquet/data/test_sft-00000.parquet",
-        "datasets/acme/chat-parquet/data/train_sft-00000.parquet"]
+        "datasets/acme/chat-parquet/data/train_sft-00000.parquet",
+    ]
 
 
 def test_typed_errors(api, mini_url, tmp_path):
@@ -138,14 +156,23 @@ def test_typed_errors(api, mini_url, tmp_path):
     with pytest.raises(RevisionNotFoundError):
         api.dataset_info("acme/chat-parquet", revision="0" * 40)
     with pytest.raises(RemoteEntryNotFoundError):
-        hf_hub_download("acme/chat-parquet", "nope.txt", repo_type="dataset", endpoint=mini_url,
-                        cache_dir=tmp_path, token=False)
+        hf_hub_download(
+            "acme/chat-parquet", "nope.txt", repo_type="dataset", endpoint=mini_url, cache_dir=tmp_path, token=False
+        )
     with pytest.raises(RevisionNotFoundError):
-        hf_hub_download("acme/chat-parquet", "README.md", revision="deadbeef", repo_type="dataset",
-                        endpoint=mini_url, cache_dir=tmp_path, token=False)
+        hf_hub_download(
+            "acme/chat-parquet",
+            "README.md",
+            revision="deadbeef",
+            repo_type="dataset",
+            endpoint=mini_url,
+            cache_dir=tmp_path,
+            token=False,
+        )
     with pytest.raises(RepositoryNotFoundError):
-        hf_hub_download("acme/absent", "README.md", repo_type="dataset", endpoint=mini_url,
-                        cache_dir=tmp_path, token=False)
+        hf_hub_download(
+            "acme/absent", "README.md", repo_type="dataset", endpoint=mini_url, cache_dir=tmp_path, token=False
+        )
 
 
 def test_gated_repo_needs_any_token(mini_url, tmp_path):
@@ -153,10 +180,22 @@ def test_gated_repo_needs_any_token(mini_url, tmp_path):
     assert raw.status_code == 401 and raw.headers["x-error-code"] == "GatedRepo"
     assert "restricted" in raw.json()["error"]
     with pytest.raises(GatedRepoError):
-        hf_hub_download("gated-co/secret-logs", "data/train.jsonl", repo_type="dataset", endpoint=mini_url,
-                        cache_dir=tmp_path, token=False)
-    path = hf_hub_download("gated-co/secret-logs", "data/train.jsonl", repo_type="dataset", endpoint=mini_url,
-                           cache_dir=tmp_path, token="hf_anything")
+        hf_hub_download(
+            "gated-co/secret-logs",
+            "data/train.jsonl",
+            repo_type="dataset",
+            endpoint=mini_url,
+            cache_dir=tmp_path,
+            token=False,
+        )
+    path = hf_hub_download(
+        "gated-co/secret-logs",
+        "data/train.jsonl",
+        repo_type="dataset",
+        endpoint=mini_url,
+        cache_dir=tmp_path,
+        token="hf_anything",
+    )
     assert open(path).read().count("\n") == 4
 
 

@@ -41,9 +41,13 @@ def test_check_lists_most_downloaded_first(mini_url):
 
 
 def test_serve_prints_the_endpoint_and_serves(mini_root):
-    proc = subprocess.Popen([DRAFTSET, "hub", "serve", str(mini_root), "--port", "0", "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"})
+    proc = subprocess.Popen(
+        [DRAFTSET, "hub", "serve", str(mini_root), "--port", "0", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+    )
     try:
         endpoint = None
         for line in proc.stdout:

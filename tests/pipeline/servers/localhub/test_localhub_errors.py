@@ -30,12 +30,17 @@ def test_not_an_http_url(endpoint):
             pass
 
 
-@pytest.mark.parametrize("call, expected", [
-    (lambda api: api.dataset_info("acme/absent"), "dataset acme/absent not found on"),
-    (lambda api: api.dataset_info("acme/chat-parquet", revision="f" * 40), "pinned revision of acme/chat-parquet"),
-    (lambda api: api.list_repo_tree("acme/chat-parquet", path_in_repo="zzz", repo_type="dataset").__next__(),
-     "file not found in acme/chat-parquet"),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda api: api.dataset_info("acme/absent"), "dataset acme/absent not found on"),
+        (lambda api: api.dataset_info("acme/chat-parquet", revision="f" * 40), "pinned revision of acme/chat-parquet"),
+        (
+            lambda api: api.list_repo_tree("acme/chat-parquet", path_in_repo="zzz", repo_type="dataset").__next__(),
+            "file not found in acme/chat-parquet",
+        ),
+    ],
+)
 def test_typed_errors_become_one_message(api, mini_url, call, expected):
     with pytest.raises(HubRequestError) as err:
         with hub_errors(mini_url):
@@ -46,8 +51,14 @@ def test_typed_errors_become_one_message(api, mini_url, call, expected):
 def test_gated_download_names_the_token_fix(mini_url, tmp_path):
     @hub_errors(mini_url, repo_id="gated-co/secret-logs")
     def fetch():
-        return hf_hub_download("gated-co/secret-logs", "data/train.jsonl", repo_type="dataset",
-                               endpoint=mini_url, cache_dir=tmp_path, token=False)
+        return hf_hub_download(
+            "gated-co/secret-logs",
+            "data/train.jsonl",
+            repo_type="dataset",
+            endpoint=mini_url,
+            cache_dir=tmp_path,
+            token=False,
+        )
 
     with pytest.raises(HubRequestError, match="is gated") as err:
         fetch()

@@ -39,8 +39,9 @@ def test_every_fixture_repo_is_listed_with_card_tags(hf):
 @pytest.mark.parametrize("repo_id", sorted(set(EXPECTED) - UNREADABLE))
 def test_viewer_rows_match_expected(hub_url, repo_id):
     exp = EXPECTED[repo_id]
-    size = httpx.get(f"{hub_url}/viewer/size", params={"dataset": repo_id},
-                     headers={"Authorization": "Bearer any"}).json()
+    size = httpx.get(
+        f"{hub_url}/viewer/size", params={"dataset": repo_id}, headers={"Authorization": "Bearer any"}
+    ).json()
     counts = {(s["config"], s["split"]): s["num_rows"] for s in size["size"]["splits"]}
     assert counts[(exp.config, exp.split)] == exp.n_rows and size["failed"] == []
 
@@ -54,14 +55,23 @@ def test_malformed_repo_is_a_viewer_error_but_downloads(hub_url):
 
 
 def test_wrong_types_show_as_json_text_like_load_dataset(hub_url):
-    body = httpx.get(f"{hub_url}/viewer/first-rows", params={
-        "dataset": "wrongtypes-org/wrong-column-types", "config": "default", "split": "train"}).json()
+    body = httpx.get(
+        f"{hub_url}/viewer/first-rows",
+        params={"dataset": "wrongtypes-org/wrong-column-types", "config": "default", "split": "train"},
+    ).json()
     assert {r["row"]["messages"] is None or isinstance(r["row"]["messages"], str) for r in body["rows"]} == {True}
 
 
-@pytest.mark.parametrize("repo_id", ["sharegpt-lab/sharegpt-vicuna-mini", "h4-mini/ultrachat-mini",
-                                     "glaive-mini/code-assistant-mini", "moonshot-fans/kimi-k2-chat-native",
-                                     "swegym-mini/openhands-trajectories-mini"])
+@pytest.mark.parametrize(
+    "repo_id",
+    [
+        "sharegpt-lab/sharegpt-vicuna-mini",
+        "h4-mini/ultrachat-mini",
+        "glaive-mini/code-assistant-mini",
+        "moonshot-fans/kimi-k2-chat-native",
+        "swegym-mini/openhands-trajectories-mini",
+    ],
+)
 def test_load_dataset(hf, repo_id):
     import datasets
 

@@ -17,8 +17,12 @@ from hypothesis import strategies as st
 from pipeline.servers.localhub import serve_in_thread
 from pipeline.servers.localhub.isolated import IsolatedReader, ReadFailed
 
-BOMB = "---\n" + "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-    f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")) + "---\n# bomb\n"
+BOMB = (
+    "---\n"
+    + "a: &a [x,x,x,x,x,x,x,x,x]\n"
+    + "".join(f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    + "---\n# bomb\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +31,7 @@ def hostile(tmp_path_factory):
     outside = tmp_path_factory.mktemp("outside")
     (outside / "secrets").mkdir()
     (outside / "secrets" / "passwd").write_text("root:x:0:0\n")
-    (root / "evil").symlink_to(outside)                       # owner-level symlink
+    (root / "evil").symlink_to(outside)  # owner-level symlink
     good = root / "lab" / "good"
     (good / "data").mkdir(parents=True)
     (good / "README.md").write_text("---\nlicense: mit\n---\n# good\n")
@@ -51,9 +55,12 @@ def _alive(url: str) -> None:
 
 
 def test_symlinks_at_any_level_never_leave_the_root(hostile):
-    for path in ("/datasets/evil/secrets/resolve/main/passwd", "/api/datasets/evil/secrets",
-                 "/datasets/lab/good/resolve/main/data/link.jsonl",
-                 "/datasets/lab/good/resolve/main/..%2F..%2F..%2Fetc%2Fpasswd"):
+    for path in (
+        "/datasets/evil/secrets/resolve/main/passwd",
+        "/api/datasets/evil/secrets",
+        "/datasets/lab/good/resolve/main/data/link.jsonl",
+        "/datasets/lab/good/resolve/main/..%2F..%2F..%2Fetc%2Fpasswd",
+    ):
         resp = httpx.get(hostile + path, timeout=30)
         assert resp.status_code == 404 and "root:x" not in resp.text, path
     listed = {d["id"] for d in httpx.get(f"{hostile}/api/datasets", timeout=30).json()}
@@ -62,8 +69,11 @@ def test_symlinks_at_any_level_never_leave_the_root(hostile):
 
 def test_deep_jsonl_row_is_an_error_response_not_a_segfault(hostile):
     started = time.monotonic()
-    resp = httpx.get(f"{hostile}/viewer/first-rows", params={"dataset": "lab/deep", "config": "default",
-                                                             "split": "train"}, timeout=60)
+    resp = httpx.get(
+        f"{hostile}/viewer/first-rows",
+        params={"dataset": "lab/deep", "config": "default", "split": "train"},
+        timeout=60,
+    )
     assert resp.status_code == 500 and "nested 50,001 deep (limit 64)" in resp.json()["error"]
     assert time.monotonic() - started < 30
     _alive(hostile)
@@ -103,18 +113,37 @@ def test_a_crashing_or_hanging_reader_fails_one_request_and_the_pool_recovers():
             reader.close()
 
 
-PATHS = ["/api/datasets", "/api/datasets/lab/good", "/api/datasets/lab/good/tree/main",
-         "/datasets/lab/good/resolve/main/data/train.jsonl", "/viewer/first-rows", "/viewer/splits",
-         "/viewer/is-valid", "/viewer/info", "/viewer/size", "/api/datasets/lab/good/paths-info/main"]
+PATHS = [
+    "/api/datasets",
+    "/api/datasets/lab/good",
+    "/api/datasets/lab/good/tree/main",
+    "/datasets/lab/good/resolve/main/data/train.jsonl",
+    "/viewer/first-rows",
+    "/viewer/splits",
+    "/viewer/is-valid",
+    "/viewer/info",
+    "/viewer/size",
+    "/api/datasets/lab/good/paths-info/main",
+]
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(path=st.sampled_from(PATHS), junk=st.text(max_size=40), params=st.dictionaries(
-    st.sampled_from(["dataset", "config", "split", "limit", "cursor", "search", "sort", "expand", "full"]),
-    st.one_of(st.text(max_size=30), st.sampled_from(["lab/good", "lab/deep", "lab/bomb", "evil/secrets",
-                                                      "../..", "-1", "9" * 30, "default", "train"]))),
-       body=st.binary(max_size=200))
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    path=st.sampled_from(PATHS),
+    junk=st.text(max_size=40),
+    params=st.dictionaries(
+        st.sampled_from(["dataset", "config", "split", "limit", "cursor", "search", "sort", "expand", "full"]),
+        st.one_of(
+            st.text(max_size=30),
+            st.sampled_from(
+                ["lab/good", "lab/deep", "lab/bomb", "evil/secrets", "../..", "-1", "9" * 30, "default", "train"]
+            ),
+        ),
+    ),
+    body=st.binary(max_size=200),
+)
 def test_random_requests_never_kill_the_server(hostile, path, junk, params, body):
     url = hostile + path + ("/" + quote(junk, safe="/%.?&=") if junk else "")  # %-sequences stay raw
     with httpx.Client(timeout=60) as client:

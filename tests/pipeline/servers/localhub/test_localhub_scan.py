@@ -10,16 +10,30 @@ from pipeline.servers.localhub.write import write_repo
 
 
 def _repo(root, repo_id="org/data", **card):
-    card = {"license": "mit", "task_categories": ["text-generation"], "language": ["en", "de"],
-            "tags": ["chat"], "x_downloads": 42, "x_likes": 3, **card}
+    card = {
+        "license": "mit",
+        "task_categories": ["text-generation"],
+        "language": ["en", "de"],
+        "tags": ["chat"],
+        "x_downloads": 42,
+        "x_likes": 3,
+        **card,
+    }
     return write_repo(root, repo_id, card, {"data/train.jsonl": [{"text": "hello"}]}, body="# Title\n\nSome words.")
 
 
 def test_card_becomes_hub_tags_and_popularity(tmp_path):
     _repo(tmp_path)
     scan = HubStore(tmp_path).get("org/data")
-    assert scan.tags == ["task_categories:text-generation", "language:en", "language:de", "license:mit",
-                         "chat", "format:json", "region:us"]
+    assert scan.tags == [
+        "task_categories:text-generation",
+        "language:en",
+        "language:de",
+        "license:mit",
+        "chat",
+        "format:json",
+        "region:us",
+    ]
     assert (scan.downloads, scan.likes, scan.gated, scan.author) == (42, 3, False, "org")
     assert scan.description == "# Title Some words."
     assert sorted(scan.files) == ["README.md", "data/train.jsonl"]
@@ -98,6 +112,6 @@ def test_listing_is_reused_for_ttl_seconds_but_single_repos_are_always_current(t
     assert [s.repo_id for s in store.all()] == ["a/one"]
     _repo(tmp_path, "b/two")
     assert [s.repo_id for s in store.all()] == ["a/one"]  # within the TTL: the previous listing
-    assert store.get("b/two") is not None                  # direct lookups never wait for the TTL
+    assert store.get("b/two") is not None  # direct lookups never wait for the TTL
     fresh = HubStore(tmp_path, listing_ttl=0)
     assert [s.repo_id for s in fresh.all()] == ["a/one", "b/two"]

@@ -10,14 +10,20 @@ import pytest
 def viewer(mini_url):
     def get(endpoint: str, headers: dict | None = None, **params) -> httpx.Response:
         return httpx.get(f"{mini_url}/viewer/{endpoint}", params=params, headers=headers or {})
+
     return get
 
 
 def test_splits_follow_card_configs(viewer):
     body = viewer("splits", dataset="acme/multi-config").json()
-    assert body == {"splits": [{"dataset": "acme/multi-config", "config": "code", "split": "train"},
-                               {"dataset": "acme/multi-config", "config": "math", "split": "train"}],
-                    "pending": [], "failed": []}
+    assert body == {
+        "splits": [
+            {"dataset": "acme/multi-config", "config": "code", "split": "train"},
+            {"dataset": "acme/multi-config", "config": "math", "split": "train"},
+        ],
+        "pending": [],
+        "failed": [],
+    }
     odd = viewer("splits", dataset="acme/chat-parquet").json()["splits"]
     assert [s["split"] for s in odd] == ["train_sft", "test_sft"]
     inferred = viewer("splits", dataset="beta/qa-csv").json()["splits"]
@@ -27,13 +33,28 @@ def test_splits_follow_card_configs(viewer):
 def test_first_rows_shape(viewer):
     body = viewer("first-rows", dataset="acme/chat-parquet", config="default", split="test_sft").json()
     assert (body["dataset"], body["config"], body["split"], body["truncated"]) == (
-        "acme/chat-parquet", "default", "test_sft", False)
-    assert body["features"] == [{"feature_idx": 0, "name": "messages", "type": {"feature": {
-        "role": {"dtype": "string", "_type": "Value"}, "content": {"dtype": "string", "_type": "Value"}},
-        "_type": "List"}}]
+        "acme/chat-parquet",
+        "default",
+        "test_sft",
+        False,
+    )
+    assert body["features"] == [
+        {
+            "feature_idx": 0,
+            "name": "messages",
+            "type": {
+                "feature": {
+                    "role": {"dtype": "string", "_type": "Value"},
+                    "content": {"dtype": "string", "_type": "Value"},
+                },
+                "_type": "List",
+            },
+        }
+    ]
     assert [r["row_idx"] for r in body["rows"]] == list(range(10))
-    assert body["rows"][0]["row"] == {"messages": [{"role": "user", "content": "question 20"},
-                                                   {"role": "assistant", "content": "answer 20"}]}
+    assert body["rows"][0]["row"] == {
+        "messages": [{"role": "user", "content": "question 20"}, {"role": "assistant", "content": "answer 20"}]
+    }
     array = viewer("first-rows", dataset="beta/sharegpt-array", config="default", split="train").json()
     assert len(array["rows"]) == 8 and array["rows"][0]["row"]["conversations"][0]["from"] == "human"
 

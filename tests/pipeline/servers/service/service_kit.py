@@ -32,5 +32,7 @@ def add_users(home) -> dict[str, str]:
     from pipeline.servers.service.users import add_user
 
     cat = Catalog(home)
-    return {role: add_user(cat, name, role) for name, role in
-            (("vera", "viewer"), ("rita", "reviewer"), ("olga", "operator"))}
+    return {
+        role: add_user(cat, name, role)
+        for name, role in (("vera", "viewer"), ("rita", "reviewer"), ("olga", "operator"))
+    }

@@ -47,7 +47,9 @@ def test_find_job_reports_agents_plan_hours_and_tb_and_streams_events(service, f
     assert {e["category"] for e in events if "category" in e} == set(found["agents"])
     with service.api("viewer") as viewer:
         plan = viewer.get("/api/plan").json()
-        assert plan["plan_id"] == result["plan_id"] and plan["hidden_state_tb"] == pytest.approx(result["hidden_state_tb"])
+        assert plan["plan_id"] == result["plan_id"] and plan["hidden_state_tb"] == pytest.approx(
+            result["hidden_state_tb"]
+        )
         assert viewer.get("/api/jobs/nope").status_code == 404
 
 
@@ -57,9 +59,11 @@ def test_sql_streams_rows_with_the_cli_guards(service, found):
         data = ok.json()
         assert ok.status_code == 200 and data["columns"] == ["repo_id"]
         assert data["row_count"] == len(data["rows"]) == 3 and data["truncated"] is True
-        for query, words in (("DELETE FROM adapters", "DELETE statements are refused"),
-                             ("SELECT * FROM read_csv('/etc/passwd')", "not files"),
-                             ("SELECT * FROM no_such_table", "query failed")):
+        for query, words in (
+            ("DELETE FROM adapters", "DELETE statements are refused"),
+            ("SELECT * FROM read_csv('/etc/passwd')", "not files"),
+            ("SELECT * FROM no_such_table", "query failed"),
+        ):
             resp = viewer.post("/api/sql", json={"query": query})
             assert resp.status_code == 400 and words in resp.json()["error"], resp.text
             assert resp.json()["next"]
@@ -77,8 +81,7 @@ def test_adapter_detail_has_spec_reasons_contract_and_previews(service, found):
     assert detail["contract_result"]["passed"] is True and detail["contract_current"] is True
     assert len(detail["previews"]) == 4
     first = detail["previews"][0]
-    assert first["raw"] and first["canonical"] and first["canonical"][0]["messages"][0]["role"] in (
-        "system", "user")
+    assert first["raw"] and first["canonical"] and first["canonical"][0]["messages"][0]["role"] in ("system", "user")
     if detail["layout"] != "columns":
         assert set(first["labels"]) <= set(detail["role_map"])
 
@@ -90,8 +93,9 @@ def test_review_actions_record_the_tokens_user_and_staleness_shows(service, foun
         assert service.wait_job(job["job_id"])["result"]["passed"] is True
         approved = reviewer.post(f"/api/adapters/{repo}/approve", json={"note": "turns line up"}).json()
         assert approved["status"] == "approved" and approved["reviewed_by"] == "rita"
-        rows = reviewer.post("/api/sql", json={"query": f"SELECT reviewed_by, note, status FROM adapters "
-                                                        f"WHERE repo_id = '{repo}'"}).json()["rows"]
+        rows = reviewer.post(
+            "/api/sql", json={"query": f"SELECT reviewed_by, note, status FROM adapters WHERE repo_id = '{repo}'"}
+        ).json()["rows"]
         assert rows == [["rita", "turns line up", "approved"]]
         # Mapping a new label changes the spec: the approval goes stale, and says why.
         mapped = reviewer.post(f"/api/adapters/{repo}/map", json={"narrator": "system"}).json()
@@ -122,8 +126,9 @@ def test_a_page_session_needs_the_csrf_token_for_changes(service, found):
         page = browser.get("/login")
         login_csrf = browser.cookies["draftset_login_csrf"]
         assert 'type="password"' in page.text and service.tokens["reviewer"] not in page.text
-        assert browser.post("/login", data={"token": service.tokens["reviewer"], "csrf_token": "wrong"}
-                            ).status_code == 403
+        assert (
+            browser.post("/login", data={"token": service.tokens["reviewer"], "csrf_token": "wrong"}).status_code == 403
+        )
         resp = browser.post("/login", data={"token": service.tokens["reviewer"], "csrf_token": login_csrf})
         assert resp.status_code == 303
         cookie = resp.headers["set-cookie"]

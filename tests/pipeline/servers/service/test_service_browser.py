@@ -15,8 +15,16 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("DRAFTSET_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +32,10 @@ def browser():
     if os.environ.get("DRAFTSET_SKIP_BROWSER") == "1":
         pytest.skip("DRAFTSET_SKIP_BROWSER=1: browser tests skipped on purpose")
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.fail(f"chromium not found at {CHROMIUM}: install it (apt-get install -y chromium), "
-                    "or set DRAFTSET_SKIP_BROWSER=1 to skip the browser tests on purpose")
+        pytest.fail(
+            f"chromium not found at {CHROMIUM}: install it (apt-get install -y chromium), "
+            "or set DRAFTSET_SKIP_BROWSER=1 to skip the browser tests on purpose"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -61,8 +71,9 @@ def test_operator_starts_a_find_and_watches_ten_agents_finish(browser, service, 
     page.click("button:has-text('Start')")
     page.wait_for_url(re.compile(r".*/jobs/find-.*"))
     assert page.locator("tr[data-agent]").count() == 10
-    page.wait_for_function("document.querySelector('[data-testid=job-status]').textContent.trim() == 'ok'",
-                           timeout=120_000)
+    page.wait_for_function(
+        "document.querySelector('[data-testid=job-status]').textContent.trim() == 'ok'", timeout=120_000
+    )
     stages = page.locator("tr[data-agent] .stage").all_inner_texts()
     assert len(stages) == 10 and all(s.strip() in ("done", "saved") for s in stages), stages
     result = page.locator("[data-testid=job-result]").inner_text()
@@ -90,8 +101,9 @@ def test_reviewer_reads_a_preview_approves_and_sees_it_in_sql(browser, service, 
     assert page.locator("[data-testid=reviewed-by]").inner_text() == "rita"
     shots(page, "adapter-approved")
     page.click("text=SQL")
-    page.fill("[data-testid=sql-query]", f"SELECT repo_id, status, reviewed_by, note FROM adapters "
-                                         f"WHERE repo_id = '{repo}'")
+    page.fill(
+        "[data-testid=sql-query]", f"SELECT repo_id, status, reviewed_by, note FROM adapters WHERE repo_id = '{repo}'"
+    )
     page.click("[data-testid=sql-run]")
     page.wait_for_selector("[data-testid=sql-result] tbody tr")
     row = page.locator("[data-testid=sql-result] tbody tr").first.inner_text()
@@ -107,11 +119,14 @@ def test_a_viewer_cannot_approve(browser, service, shots):
     assert "needs the reviewer role" in page.inner_text("section.decide")
     # Even a hand-made request from the viewer's own session is refused, naming the role.
     repo = page.url.split("/adapters/", 1)[1].split("?")[0]
-    answer = page.evaluate("""async (repo) => {
+    answer = page.evaluate(
+        """async (repo) => {
         const r = await fetch('/api/adapters/' + repo + '/approve', {method: 'POST',
             headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf()}, body: '{"note": "me"}'});
         return [r.status, await r.json()];
-    }""", repo)
+    }""",
+        repo,
+    )
     assert answer[0] == 403 and answer[1]["error"] == "this needs the reviewer role; vera is a viewer"
     shots(page, "viewer-adapter")
     page.close()

@@ -31,8 +31,14 @@ def served(hub_url, tmp_path_factory):
     tokens = add_users(home)
     port = free_port()
     env = {**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", "serve", "--port", str(port)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli.app", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -49,8 +55,14 @@ def served(hub_url, tmp_path_factory):
         run_env = dict(env)
         if role:
             run_env.update(DRAFTSET_SERVER=url, DRAFTSET_TOKEN=tokens[role])
-        return subprocess.run([sys.executable, "-m", "pipeline.cli.app", *args], cwd=ROOT, env=run_env,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline.cli.app", *args],
+            cwd=ROOT,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     yield url, home, tokens, cli, proc
     if proc.poll() is None:
@@ -79,17 +91,21 @@ def test_cli_goes_through_the_service_with_a_token(served):
     assert tested.returncode == 0 and "PASSED" in tested.stdout, tested.stdout + tested.stderr
     approved = cli("adapters", "approve", repo, "--by", "someone-else", role="reviewer")
     assert approved.returncode == 0 and "by rita through" in approved.stdout, approved.stderr
-    rows = cli("sql", f"SELECT reviewed_by, status FROM adapters WHERE repo_id = '{repo}'", "-f", "csv",
-               role="viewer")
+    rows = cli("sql", f"SELECT reviewed_by, status FROM adapters WHERE repo_id = '{repo}'", "-f", "csv", role="viewer")
     assert rows.stdout.splitlines() == ["reviewed_by,status", "rita,approved"]
     refused = cli("adapters", "reject", repo, "--note", "no", role="viewer")
     assert refused.returncode == 1 and "this needs the reviewer role; vera is a viewer" in refused.stderr
     added = cli("users", "add", "newbie", "--role", "viewer", role="operator")
     token = added.stdout.strip().splitlines()[-1]
     assert httpx.get(url + "/api/me", headers={"Authorization": f"Bearer {token}"}).json()["name"] == "newbie"
-    no_token = subprocess.run([sys.executable, "-m", "pipeline.cli.app", "sql", "SELECT 1"], cwd=ROOT,
-                              env={**os.environ, "DRAFTSET_HOME": str(home), "DRAFTSET_SERVER": url},
-                              capture_output=True, text=True, timeout=60)
+    no_token = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.app", "sql", "SELECT 1"],
+        cwd=ROOT,
+        env={**os.environ, "DRAFTSET_HOME": str(home), "DRAFTSET_SERVER": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert no_token.returncode == 1 and "DRAFTSET_TOKEN is not" in no_token.stderr
 
 

@@ -14,17 +14,34 @@ HOSTILE = '<script>alert("card")</script><img src=x onerror=alert(1)>'
 def _session(service, role: str) -> httpx.Client:
     browser = service.api(None)
     browser.get("/login")
-    resp = browser.post("/login", data={"token": service.tokens[role], "next": "//evil.example/x",
-                                        "csrf_token": browser.cookies["draftset_login_csrf"]})
+    resp = browser.post(
+        "/login",
+        data={
+            "token": service.tokens[role],
+            "next": "//evil.example/x",
+            "csrf_token": browser.cookies["draftset_login_csrf"],
+        },
+    )
     assert resp.status_code == 303 and resp.headers["location"] == "/"  # never an open redirect
     return browser
 
 
 def test_catalog_filters_and_card_text_is_escaped(service, found):
     # The service owns the catalog in this process: the test writes through it like any stage would.
-    Catalog(service.home).upsert("candidates", [{
-        "repo_id": "evil-org/xss-card", "category": "chat", "score": 0.99, "status": "relevant",
-        "card_summary": HOSTILE, "license": "<b>mit</b>", "flags": ["<i>flag</i>"]}])
+    Catalog(service.home).upsert(
+        "candidates",
+        [
+            {
+                "repo_id": "evil-org/xss-card",
+                "category": "chat",
+                "score": 0.99,
+                "status": "relevant",
+                "card_summary": HOSTILE,
+                "license": "<b>mit</b>",
+                "flags": ["<i>flag</i>"],
+            }
+        ],
+    )
     with closing(_session(service, "viewer")) as browser:
         page = browser.get("/", params={"category": "chat"}).text
         assert HOSTILE not in page and "&lt;script&gt;alert(&#34;card&#34;)&lt;/script&gt;" in page
@@ -44,6 +61,5 @@ def test_pages_need_a_login_and_errors_are_pages(service, found):
         missing = browser.get("/adapters/nobody/nothing", headers={"Accept": "text/html"})
         assert missing.status_code == 404 and "no adapter for nobody/nothing" in missing.text
         assert "next:" in missing.text
-        refused = browser.post("/find", data={"domain": "x", "csrf_token": "wrong"},
-                               headers={"Accept": "text/html"})
+        refused = browser.post("/find", data={"domain": "x", "csrf_token": "wrong"}, headers={"Accept": "text/html"})
         assert refused.status_code == 403
