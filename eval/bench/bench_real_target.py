@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-tokens", type=int, default=65536)
     p.add_argument("--ttt-steps", type=int, default=5)
+    p.add_argument("--max-steps", type=int, default=None, help="stop training after this many optimizer steps")
+    p.add_argument("--resume", action="store_true", help="train: go on from the last saved state (a cut run)")
     p.add_argument("--steps", type=int, nargs="+", default=[3, 5])
     p.add_argument("--eval-prompts", type=int, default=16)
     p.add_argument("--eval-tokens", type=int, default=128)
@@ -225,6 +227,8 @@ def main(argv: list[str] | None = None) -> dict:
                     ttt_steps=a.ttt_steps,
                     log_every=50,
                     device=a.device,
+                    max_steps=a.max_steps,
+                    resume=a.resume,
                 )
             ),
         )
