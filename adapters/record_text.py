@@ -14,18 +14,26 @@ A mixin, so the canonical record model (adapters/records.py) gains these in one 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from adapters.records import Message
+from typing import Protocol
 
 
 class LengthCounter(Protocol):
     def count_many(self, texts: Sequence[str]) -> list[int]: ...
 
 
+class _Turn(Protocol):
+    """What these methods read of a message (adapters/records.Message has it): no import back into records."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def reasoning(self) -> str | None: ...
+
+
 class ConversationText:
-    messages: list[Message]
+    messages: Sequence[_Turn]
 
     def prompt_text(self) -> str:
         return "\n".join(m.content for m in self.messages if m.role == "user")

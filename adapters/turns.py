@@ -13,6 +13,7 @@ from typing import Any
 
 from adapters import media as media_mod
 from adapters.records import normalize_call
+from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec
 
 BLOCK_TYPES = ("tool_use", "tool_result", "thinking")
@@ -164,7 +165,6 @@ class TurnReader:
         return out
 
     def _turn_list(self, turns: Any, path: str) -> list[dict[str, Any]]:
-        from adapters.apply import as_tool_calls  # apply imports this module first
 
         if self.plain and turns.__class__ is list:
             fast = self._plain_list(turns)
@@ -352,7 +352,6 @@ class TurnReader:
         ]
 
     def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
-        from adapters.apply import as_tool_calls
 
         cols = self.spec.columns
         assert cols is not None  # the spec validator requires `columns` for this layout

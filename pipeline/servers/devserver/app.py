@@ -15,7 +15,8 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from pipeline.servers.devserver.constrain import forced_call_schema, response_schema
-from pipeline.servers.devserver.engine import Detokenizer, Engine, RequestError, SamplingParams, normalise_messages
+from pipeline.servers.devserver.engine import Detokenizer, Engine, SamplingParams, normalise_messages
+from pipeline.servers.devserver.errors import RequestError
 from pipeline.servers.devserver.protocol import ChatRequest, envelope, error_body, usage
 from pipeline.servers.devserver.toolcalls import call as tool_call
 from pipeline.servers.devserver.toolcalls import parse_tool_calls

@@ -16,7 +16,7 @@ from typing import Any
 
 from transformers import LogitsProcessor  # the dev server is a model server: transformers is loaded anyway
 
-from pipeline.servers.devserver.engine import RequestError
+from pipeline.servers.devserver.errors import RequestError
 
 # Compact JSON (no free whitespace): a small model cannot loop on blank lines until max_tokens.
 COMPACT = {"whitespace_flexible": False}

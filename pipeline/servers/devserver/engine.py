@@ -16,10 +16,7 @@ from typing import Any
 from catalog.errors import DraftsetError
 from pipeline.model.runtime import single_thread
 from pipeline.model.template import END_OF_TURN, RENDER_ERRORS, THINK_END, THINK_START
-
-
-class RequestError(ValueError):
-    """A request the server refuses (HTTP 400), with a message that says why."""
+from pipeline.servers.devserver.errors import RequestError
 
 
 @dataclass(frozen=True)
