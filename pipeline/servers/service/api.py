@@ -53,6 +53,12 @@ class FindBody(Strict):
     propose: int = Field(5, ge=0, le=50, description="then propose adapters for the N top planned datasets")
 
 
+class IngestBody(Strict):
+    plan: str | None = Field(None, description="every dataset of this plan")
+    repos: list[str] = Field(default_factory=list, max_length=1000, description="only these (wins over plan)")
+    fresh: bool = Field(False, description="delete the datasets' shards first instead of resuming")
+
+
 class SqlBody(Strict):
     query: str = Field(min_length=1, max_length=20_000)
     limit: int = Field(1000, ge=1, le=100_000)
@@ -83,6 +89,15 @@ def start_find(body: FindBody, request: Request, user: Operator) -> dict[str, st
     from pipeline.servers.service.work import start_find as start
 
     job = start(service(request), body.domain, body.samples, body.policy, body.propose, user.name)
+    return {"job_id": job.job_id}
+
+
+@router.post("/api/ingest")
+def start_ingest(body: IngestBody, request: Request, user: Operator) -> dict[str, str]:
+    """Approved datasets → canonical shards; with neither plan nor repos, every approved adapter."""
+    from pipeline.servers.service.work import start_ingest as start
+
+    job = start(service(request), body.plan, body.repos, body.fresh, user.name)
     return {"job_id": job.job_id}
 
 

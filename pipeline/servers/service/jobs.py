@@ -1,4 +1,4 @@
-"""Background jobs of the service: find runs (the LangGraph graph) and adapter contract tests.
+"""Background jobs of the service: find runs (the LangGraph graph), adapter contract tests and ingest.
 
 Each job runs on a worker thread of its own pool (find has an event loop of its own there), records
 its progress events in memory for the SSE stream and the job page, and its status and result in the

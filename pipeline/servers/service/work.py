@@ -1,4 +1,4 @@
-"""Jobs the service starts: a find run (then adapter proposals for the plan's top datasets) and a contract test."""
+"""Jobs the service starts: a find run (then adapter proposals for the plan's top datasets), a contract test, an ingest."""
 
 from __future__ import annotations
 
@@ -74,3 +74,35 @@ def start_test(service, repo_id: str, rows: int, user: str) -> Job:
         return {"repo_id": repo_id, "passed": result.passed, "contract": result.to_json()}
 
     return service.jobs.submit("adapter_test", {"repo_id": repo_id, "rows": rows}, user, work)
+
+
+def start_ingest(service, plan: str | None, repos: list[str], fresh: bool, user: str) -> Job:
+    """Ingest approved datasets (the `draftset ingest` stage) on the service's catalog writer.
+
+    Which datasets is settled now (an unknown plan or nothing approved is a 400); each dataset's gate and
+    counts are the job's: one failing is reported with its reason and the others carry on, as in the CLI."""
+    from pipeline.ingest.run import ingest, repos_to_ingest
+
+    chosen = repos_to_ingest(service.catalog, plan, repos or None)
+
+    def work(job: Job) -> dict[str, Any]:
+        s = service.settings
+        datasets = []
+        for repo_id in chosen:
+            job.emit({"stage": "ingest", "repo_id": repo_id, "status": "running"})
+            (r,) = ingest(
+                service.catalog, s.home, [repo_id], endpoint=s.hf_endpoint, token=service.hf_token, fresh=fresh
+            )
+            datasets.append({"repo_id": r.repo_id, "counts": r.counts, "error": r.error, "next": r.hint})
+            job.emit({"stage": "ingest", "repo_id": repo_id, "status": "failed" if r.error else "ok"})
+        failed = [d["repo_id"] for d in datasets if d["error"]]
+        job.result = {"datasets": datasets, "ok": len(datasets) - len(failed), "failed": len(failed)}
+        if failed:  # the job fails as the CLI does; its result still holds every dataset's counts and reason
+            raise DraftsetError(
+                f"ingest failed for {len(failed)} of {len(datasets)} dataset(s): " + ", ".join(failed),
+                hint="the other datasets' shards are kept; fix the named ones and ingest again (resumes by id)",
+            )
+        return job.result
+
+    params = {"plan": plan, "repos": chosen, "fresh": fresh}
+    return service.jobs.submit("ingest", params, user, work)

@@ -139,3 +139,35 @@ def test_a_page_session_needs_the_csrf_token_for_changes(service, found):
         assert forged.status_code == 403 and "CSRF" in forged.json()["error"]
         forged_form = browser.post(f"/adapters/{repo}/reject", data={"note": "forged"})
         assert forged_form.status_code == 403
+
+
+def test_ingest_jobs_pass_the_gate_count_every_row_and_need_the_operator(service, found):
+    repo = found["result"]["adapters_proposed"][0]  # proposed, not approved (earlier tests only tried to)
+    with service.api("reviewer") as reviewer:
+        assert reviewer.post("/api/ingest", json={"repos": [repo]}).status_code == 403
+    with service.api("operator") as op:
+        unknown = op.post("/api/ingest", json={"plan": "no-such-plan"})
+        assert unknown.status_code == 400 and "not found" in unknown.json()["error"]
+        refused = service.wait_job(op.post("/api/ingest", json={"repos": [repo]}).json()["job_id"])
+    assert refused["status"] == "failed" and repo in refused["error"]
+    assert "is not approved" in refused["result"]["datasets"][0]["error"]  # the gate held; no shard written
+    assert not (service.home / "data" / "normalized" / repo.replace("/", "__")).exists()
+    with service.api("reviewer") as reviewer:
+        assert reviewer.post(f"/api/adapters/{repo}/approve", json={"note": "ingest it"}).status_code == 200
+    with service.api("operator") as op:
+        job = service.wait_job(op.post("/api/ingest", json={"repos": [repo]}).json()["job_id"])
+        assert job["status"] == "ok" and job["started_by"] == "olga", job
+        (dataset,) = job["result"]["datasets"]
+        counts = dataset["counts"]
+        dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
+        assert counts["out"] > 0 and counts["in"] == counts["out"] + dropped + counts.get("errors", 0)
+        runs = op.post(
+            "/api/sql",
+            json={"query": f"SELECT status FROM stage_runs WHERE stage = 'ingest' AND params LIKE '%{repo}%'"},
+        ).json()["rows"]
+        assert ["ok"] in runs
+        again = service.wait_job(op.post("/api/ingest", json={"repos": [repo]}).json()["job_id"])
+    resumed = again["result"]["datasets"][0]["counts"]  # a second run resumes by id: nothing written twice
+    assert (
+        resumed.get("out", 0) == 0 and sum(v for k, v in resumed.items() if k.startswith("skipped_")) == counts["out"]
+    )
