@@ -113,6 +113,9 @@ class Stage(ABC, Generic[C]):
     def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
         """Do the work, counting on `run`; skip ids in `self.done`; return the stage's manifest fields."""
 
+    def prepare(self) -> None:
+        """Work before this stage's own run starts (e.g. a sub-stage it runs first); may add to `self.upstream`."""
+
     def outputs(self) -> list[str]:
         return [p.name for p in shard_paths(self.work_dir, self.shard_prefix)]
 
@@ -194,9 +197,10 @@ class Stage(ABC, Generic[C]):
             if self.fresh and self.out_dir.exists():  # no ignore_errors: old shards left would mix with new
                 shutil.rmtree(self.out_dir)
             self.check_compatible()
-        self.done = self.already_done()
-        self.upstream = [m for m in (self.upstream_manifest(p) for p in self.inputs()) if m is not None]
         try:
+            self.done = self.already_done()
+            self.upstream = [m for m in (self.upstream_manifest(p) for p in self.inputs()) if m is not None]
+            self.prepare()
             with StageRun(self.name, self.config, self.work_dir, self.catalog) as run:
                 self.stage_run = run
                 try:
