@@ -196,9 +196,9 @@ class Stage(ABC, Generic[C]):
         else:
             if self.fresh and self.out_dir.exists():  # no ignore_errors: old shards left would mix with new
                 shutil.rmtree(self.out_dir)
+            self.done = self.already_done()
             self.check_compatible()
         try:
-            self.done = self.already_done()
             self.upstream = [m for m in (self.upstream_manifest(p) for p in self.inputs()) if m is not None]
             self.prepare()
             with StageRun(self.name, self.config, self.work_dir, self.catalog) as run:
