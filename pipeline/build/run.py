@@ -16,11 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from adapters.records import Conversation
 from catalog.home import Home
 from catalog.shards import ParquetShardWriter, shard_paths
+from pipeline.build.config import RECOMPUTED_AT_END, BuildConfig
 from pipeline.build.inputs import BuildInput, Source, resolve_input
 from pipeline.build.render import (
     MaskBuilder,
@@ -34,7 +35,7 @@ from pipeline.build.render import (
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.model.template import RENDER_ERRORS
 from pipeline.model.tokenizer_load import load_chat_tokenizer
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
 
 ROW_SCHEMA = pa.schema(
@@ -49,25 +50,6 @@ ROW_SCHEMA = pa.schema(
         ("truncated", pa.bool_()),
     ]
 )
-
-
-# Settings that only shape what is computed over all shards at the end: changing them needs no rebuild.
-RECOMPUTED_AT_END = {"draft_vocab_size", "rows_per_shard"}
-
-
-class BuildConfig(StageConfig):
-    mix: str
-    model_dir: str
-    chat_template_sha256: str
-    source: str  # the directory the conversations were read from
-    max_length: int = Field(2048, ge=16)
-    per_turn: bool = True
-    draft_vocab_size: int = Field(32000, ge=1)
-    system_prompt: str | None = None  # injected only into conversations that have no system turn
-    thinking: bool = True
-    keep_past_reasoning: bool = False  # per-turn rows: earlier answers' reasoning stays in the context
-    end_of_turn: str = "<|im_end|>"
-    rows_per_shard: int = Field(2000, ge=1)
 
 
 @dataclass

@@ -16,18 +16,18 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import Field
 from rich.progress import Progress
 
 from catalog import Catalog
 from catalog.home import Home
 from catalog.io import atomic_path
 from catalog.shards import iter_rows
+from pipeline.dedup.config import DedupConfig
 from pipeline.dedup.keys import hash_normalized, normalize
 from pipeline.dedup.near import NearIndex
 from pipeline.ingest.rows import from_row
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
 
 DECISIONS = pa.schema(
@@ -48,17 +48,6 @@ DECISIONS = pa.schema(
     ]
 )
 _TABLE_COLUMNS = DECISIONS.names[:9]  # the `dedup` table's columns (0001_core.sql)
-
-
-class DedupConfig(StageConfig):
-    repos: list[str]
-    # datasketch's LSH needs at least two bands at 128 permutations: 0.98 is the highest it can do.
-    threshold: float = Field(0.8, ge=0.05, le=0.98)
-    num_perm: int = 128
-    ngram: int = 2  # word bigrams: one changed word in a 30-word prompt still scores ~0.88
-    min_prompt_tokens: int = 1
-    max_prompt_tokens: int = 16_384
-    length_unit: str  # "tokenizer:<dir>" or "estimate:chars/4", resolved before the run
 
 
 @dataclass

@@ -25,21 +25,10 @@ from catalog.home import Home
 from catalog.hub import HubClient, hub_errors
 from catalog.liveness import run_lock
 from catalog.shards import ParquetShardWriter, existing_ids
+from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.rows import to_row
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
-
-
-class IngestConfig(StageConfig):
-    repo_id: str
-    revision: str
-    config: str
-    split: str
-    data_files: list[str]
-    spec_hash: str
-    category: str
-    mode: str
-    max_conversation_chars: int = 4_000_000
 
 
 @dataclass
@@ -252,13 +241,23 @@ def ingest(
     token: str | None = None,
     fresh: bool = False,
     progress: Progress | None = None,
+    max_conversation_chars: int = 4_000_000,
 ) -> list[DatasetResult]:
     """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on."""
     results = []
     for repo_id in repos:
         try:
             results.append(
-                ingest_dataset(catalog, home, repo_id, endpoint=endpoint, token=token, fresh=fresh, progress=progress)
+                ingest_dataset(
+                    catalog,
+                    home,
+                    repo_id,
+                    endpoint=endpoint,
+                    token=token,
+                    fresh=fresh,
+                    max_conversation_chars=max_conversation_chars,
+                    progress=progress,
+                )
             )
         except DraftsetError as exc:
             results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
 from rich.progress import Progress
 
 from catalog import Catalog
@@ -25,27 +24,11 @@ from catalog.home import Home
 from catalog.shards import ParquetShardWriter, iter_rows, read_table
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.allocate import allocate
+from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
-
-
-class MixConfig(StageConfig):
-    name: str
-    plan_id: str | None
-    samples: int | None = Field(None, ge=1)
-    seed: int = 0
-    category_weights: dict[str, float]
-    source_category: dict[str, str]
-    source_caps: dict[str, int | None]
-    threshold: float = Field(0.8, ge=0.05, le=0.98)
-    min_prompt_tokens: int = 1
-    max_prompt_tokens: int = 16_384
-    length_unit: str
-
-    def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 
 @dataclass
