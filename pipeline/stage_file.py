@@ -8,11 +8,12 @@ one-line error naming the key and the file, never a traceback and never silently
 
 from __future__ import annotations
 
+import argparse
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast, get_args, get_origin
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
@@ -49,11 +50,12 @@ def field_default(model: type[StageConfig], name: str) -> Any:
 
 
 def check_value(model: type[StageConfig], name: str, value: Any, where: str) -> Any:
-    """One value against its field's type and constraints (strict, as the model is)."""
+    """One value against its field's type and constraints, strict as JSON is: "512" is not a number, but a
+    path may be a string (a file holds no Path objects)."""
     info = model.model_fields[name]
     try:
         field_type = cast(Any, Annotated[info.annotation, info])  # the type with the Field's constraints
-        return TypeAdapter(field_type).validate_python(value, strict=True)
+        return TypeAdapter(field_type).validate_json(json.dumps(value, default=str), strict=True)
     except ValidationError as exc:
         raise DraftsetError(
             f"{where}: invalid value {value!r} for {name}: {exc.errors()[0]['msg']}",
@@ -95,3 +97,53 @@ def stage_settings(
         if value is not None:
             values[key] = check_value(model, key, value, f"--{key.replace('_', '-')}")
     return values
+
+
+# -- `python -m pipeline.<stage>` entry points (argparse: GPU hosts need no Typer) ----------------------------
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+
+
+def add_field_arguments(
+    parser: argparse.ArgumentParser, model: type[StageConfig], fields: Mapping[str, str | tuple[str, str]]
+) -> None:
+    """One flag per field (`--batch-tokens` for batch_tokens, or the flag given as (flag, help)), typed from the
+    model, default None so a --config file's value shows through; help names the model's default. Plus --config."""
+    for name, spec in fields.items():
+        flag, help_text = spec if isinstance(spec, tuple) else (f"--{name.replace('_', '-')}", spec)
+        info = model.model_fields[name]
+        kinds = getattr(info.annotation, "__args__", None) or (info.annotation,)
+        default = field_default(model, name)
+        shown = f" (default: {default})" if default is not None and default is not False else ""
+        if bool in kinds:
+            parser.add_argument(flag, dest=name, action="store_true", default=None, help=help_text)
+            continue
+        kind: Any = str
+        if get_origin(info.annotation) is Literal:
+            parser.add_argument(
+                flag, dest=name, choices=get_args(info.annotation), default=None, help=help_text + shown
+            )
+            continue
+        if int in kinds:
+            kind = int
+        elif float in kinds:
+            kind = float
+        elif any(getattr(k, "__origin__", None) is list for k in kinds):
+            kind = _int_list
+        parser.add_argument(flag, dest=name, type=kind, default=None, help=help_text + shown)
+    parser.add_argument(
+        "--config", type=Path, default=None, help="JSON, TOML or YAML file of these fields; flags given override it"
+    )
+
+
+def parsed_settings(
+    args: argparse.Namespace, model: type[StageConfig], fields: Iterable[str], unset: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The settings `add_field_arguments` flags and --config give, over the model's defaults."""
+    names = list(fields)
+    return stage_settings(model, args.config, {n: getattr(args, n) for n in names}, settable=names, unset=unset)
