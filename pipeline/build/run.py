@@ -37,6 +37,7 @@ from pipeline.model.template import RENDER_ERRORS
 from pipeline.model.tokenizer_load import load_chat_tokenizer
 from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
+from pipeline.stage_file import field_default
 
 ROW_SCHEMA = pa.schema(
     [
@@ -199,14 +200,14 @@ def run_build(
     model_dir: Path,
     catalog=None,
     source: Source = "auto",
-    max_length: int = 2048,
-    per_turn: bool = True,
-    draft_vocab_size: int = 32000,
+    max_length: int = field_default(BuildConfig, "max_length"),
+    per_turn: bool = field_default(BuildConfig, "per_turn"),
+    draft_vocab_size: int = field_default(BuildConfig, "draft_vocab_size"),
     system_prompt: str | None = None,
     thinking: bool | None = None,
-    keep_past_reasoning: bool = False,
-    end_of_turn: str = "<|im_end|>",
-    rows_per_shard: int = 2000,
+    keep_past_reasoning: bool = field_default(BuildConfig, "keep_past_reasoning"),
+    end_of_turn: str = field_default(BuildConfig, "end_of_turn"),
+    rows_per_shard: int = field_default(BuildConfig, "rows_per_shard"),
     overwrite: bool = False,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> BuildResult:

@@ -29,6 +29,7 @@ from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.rows import to_row
 from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
+from pipeline.stage_file import field_default
 
 
 @dataclass
@@ -104,7 +105,7 @@ def ingest_dataset(
     endpoint: str,
     token: str | None = None,
     fresh: bool = False,
-    max_conversation_chars: int = 4_000_000,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
     progress: Progress | None = None,
 ) -> DatasetResult:
     spec = require_approved(catalog, repo_id, hub_revision(repo_id, endpoint, token))
@@ -139,7 +140,7 @@ def ingest_rows(
     out: Path,
     run: StageRun,
     *,
-    max_conversation_chars: int = 4_000_000,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
     progress: Progress | None = None,
     done: set[str] | None = None,
 ) -> None:
@@ -241,7 +242,7 @@ def ingest(
     token: str | None = None,
     fresh: bool = False,
     progress: Progress | None = None,
-    max_conversation_chars: int = 4_000_000,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
 ) -> list[DatasetResult]:
     """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on."""
     results = []

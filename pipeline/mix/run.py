@@ -29,6 +29,7 @@ from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.model.lengths import TokenCounter
 from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
+from pipeline.stage_file import field_default
 
 
 @dataclass
@@ -186,10 +187,10 @@ def run_mix(
     *,
     plan_id: str | None = None,
     samples: int | None = None,
-    seed: int = 0,
-    threshold: float = 0.8,
-    max_prompt_tokens: int = 16_384,
-    min_prompt_tokens: int = 1,
+    seed: int = field_default(MixConfig, "seed"),
+    threshold: float = field_default(MixConfig, "threshold"),
+    max_prompt_tokens: int = field_default(MixConfig, "max_prompt_tokens"),
+    min_prompt_tokens: int = field_default(MixConfig, "min_prompt_tokens"),
     tokenizer: Path | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
