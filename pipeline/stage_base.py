@@ -9,7 +9,7 @@ A stage declares what it is and what it does; the base owns everything around th
         shard_prefix = "rows"             # its shards: rows-00000.parquet, ...
         recomputed = frozenset({"rows_per_shard"})  # fields that may change between resumed runs
 
-        def inputs(self): return [upstream_folder / "manifest.json"]
+        def inputs(self): return [upstream_folder]  # its manifest.json is read and forwarded
         def rows(self): ...
         def process(self, rows, run): ...  # returns the stage's own manifest fields
 
