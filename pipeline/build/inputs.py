@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.stage_base import read_manifest
 
 Source = Literal["auto", "regen", "mix"]
 NEEDED = ("id", "conversation")
@@ -31,12 +32,36 @@ class BuildInput:
             for batch in pq.ParquetFile(path).iter_batches(columns=list(NEEDED), batch_size=1024):
                 yield from batch.to_pylist()
 
+    def manifest(self) -> dict[str, Any] | None:
+        """The manifest of the stage that wrote this input (regenerate's or mix's): build forwards it in its own.
+
+        Fallback, only for a folder without manifest.json (written before stages had one, or a regeneration
+        stopped before its end): the config.json that stage wrote when it started."""
+        found = read_manifest(self.directory)
+        if found is not None:
+            return found
+        config = self.stage_value_file("config.json")
+        return None if config is None else {"stage": config.get("stage", self.kind), "config": config, "partial": True}
+
+    def setting(self, key: str) -> Any:
+        """A setting of the stage that wrote this input, from its manifest's config (a split regeneration: the
+        shards' manifests). Fallback for folders whose manifests carry no config: config.json."""
+        for folder in [self.directory, *sorted(self.directory.glob("shard-*/"))]:
+            config = (read_manifest(folder) or {}).get("config")
+            if isinstance(config, dict) and key in config:
+                return config[key]
+        return self.stage_value(key)
+
+    def stage_value_file(self, file: str) -> dict[str, Any] | None:
+        paths = [self.directory / file, *sorted(self.directory.glob(f"shard-*/{file}"))]
+        path = next((p for p in paths if p.is_file()), None)
+        return json.loads(path.read_text()) if path else None
+
     def stage_value(self, key: str, file: str = "config.json") -> Any:
         """A value the stage that wrote this input recorded (config.json or manifest.json), None if absent."""
         # a sharded regeneration keeps config.json per shard (data/regen/<MIX>/shard-I-of-N/; one setting)
-        paths = [self.directory / file, *sorted(self.directory.glob(f"shard-*/{file}"))]
-        path = next((p for p in paths if p.is_file()), None)
-        return json.loads(path.read_text()).get(key) if path else None
+        found = self.stage_value_file(file)
+        return None if found is None else found.get(key)
 
 
 # Shard names each upstream stage writes (regenerate: results-<run>-<seq>, mix: part-<seq>).

@@ -8,8 +8,7 @@ and manifest are recomputed over all shards at the end.
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,13 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from adapters.records import Conversation
-from catalog.errors import DraftsetError
 from catalog.home import Home
-from catalog.io import write_json_atomic
-from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
+from catalog.shards import ParquetShardWriter, shard_paths
+from pipeline.build.config import RECOMPUTED_AT_END, BuildConfig
 from pipeline.build.inputs import BuildInput, Source, resolve_input
 from pipeline.build.render import (
     MaskBuilder,
@@ -37,7 +35,9 @@ from pipeline.build.render import (
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.model.template import RENDER_ERRORS
 from pipeline.model.tokenizer_load import load_chat_tokenizer
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
+from pipeline.stage_base import Stage
+from pipeline.stage_file import field_default
 
 ROW_SCHEMA = pa.schema(
     [
@@ -53,25 +53,6 @@ ROW_SCHEMA = pa.schema(
 )
 
 
-# Settings that only shape what is computed over all shards at the end: changing them needs no rebuild.
-RECOMPUTED_AT_END = {"draft_vocab_size", "rows_per_shard"}
-
-
-class BuildConfig(StageConfig):
-    mix: str
-    model_dir: str
-    chat_template_sha256: str
-    source: str  # the directory the conversations were read from
-    max_length: int = Field(2048, ge=16)
-    per_turn: bool = True
-    draft_vocab_size: int = Field(32000, ge=1)
-    system_prompt: str | None = None  # injected only into conversations that have no system turn
-    thinking: bool = True
-    keep_past_reasoning: bool = False  # per-turn rows: earlier answers' reasoning stays in the context
-    end_of_turn: str = "<|im_end|>"
-    rows_per_shard: int = Field(2000, ge=1)
-
-
 @dataclass
 class BuildResult:
     out_dir: Path
@@ -82,22 +63,6 @@ class BuildResult:
 def _target_vocab_size(model_dir: Path, tokenizer) -> int:
     config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
     return int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size") or len(tokenizer))
-
-
-def _check_resume(out: Path, cfg: BuildConfig, overwrite: bool) -> None:
-    if overwrite and out.exists():
-        shutil.rmtree(out)
-    previous = out / "config.json"
-    if shard_paths(out, "rows") and previous.is_file():
-        before = json.loads(previous.read_text())
-        changed = sorted(
-            k for k, v in cfg.model_dump(mode="json").items() if k not in RECOMPUTED_AT_END and before.get(k) != v
-        )
-        if changed:
-            raise DraftsetError(
-                f"{out} was built with different settings ({', '.join(changed)}); resuming would mix incompatible rows",
-                hint="re-run with --overwrite to rebuild from scratch",
-            )
 
 
 def _truncate(row: TokenRow, max_length: int) -> bool:
@@ -173,6 +138,61 @@ def _convert(
     return out
 
 
+class BuildStage(Stage[BuildConfig]):
+    """Resumes by conversation id; the vocabulary and manifest are recomputed over every shard at the end."""
+
+    name = "build"
+    config_model = BuildConfig
+    resume_key = "conversation_id"
+    shard_prefix = "rows"
+    recomputed = frozenset(RECOMPUTED_AT_END)
+    fresh_flag = "--overwrite"
+
+    def __init__(
+        self,
+        config: BuildConfig,
+        out_dir: Path,
+        catalog,
+        *,
+        inp: BuildInput,
+        tokenizer,
+        fresh: bool,
+        on_progress: Callable[[int, int], None],
+    ):
+        super().__init__(config, out_dir, catalog, fresh=fresh)
+        self.inp, self.tokenizer, self.on_progress = inp, tokenizer, on_progress
+
+    def inputs(self) -> list[Path]:
+        return [self.inp.directory]
+
+    def upstream_manifest(self, folder: Path) -> dict[str, Any] | None:
+        return self.inp.manifest()
+
+    def rows(self) -> Iterable[dict[str, Any]]:
+        return self.inp.rows()
+
+    def process(self, rows: Iterable[dict[str, Any]], run: StageRun) -> dict[str, Any]:
+        cfg = self.config
+        builder = MaskBuilder(
+            self.tokenizer,
+            thinking=cfg.thinking,
+            end_of_turn=cfg.end_of_turn,
+            keep_past_reasoning=cfg.keep_past_reasoning,
+        )
+        total = self.inp.count()
+        with ParquetShardWriter(self.work_dir, ROW_SCHEMA, prefix="rows", rows_per_shard=cfg.rows_per_shard) as writer:
+            for n, record in enumerate(rows, start=1):
+                run.seen()
+                if record.get("id") in self.done:
+                    run.skipped("already_built")
+                else:
+                    converted = _convert(record, self.inp, builder, cfg, run)
+                    writer.write_many(converted)
+                    run.emitted(len(converted))
+                self.on_progress(n, total)
+        return _finish(self.work_dir, cfg, self.inp, Path(cfg.model_dir), self.tokenizer)
+
+
 def run_build(
     home: Path,
     mix: str,
@@ -180,14 +200,14 @@ def run_build(
     model_dir: Path,
     catalog=None,
     source: Source = "auto",
-    max_length: int = 2048,
-    per_turn: bool = True,
-    draft_vocab_size: int = 32000,
+    max_length: int = field_default(BuildConfig, "max_length"),
+    per_turn: bool = field_default(BuildConfig, "per_turn"),
+    draft_vocab_size: int = field_default(BuildConfig, "draft_vocab_size"),
     system_prompt: str | None = None,
     thinking: bool | None = None,
-    keep_past_reasoning: bool = False,
-    end_of_turn: str = "<|im_end|>",
-    rows_per_shard: int = 2000,
+    keep_past_reasoning: bool = field_default(BuildConfig, "keep_past_reasoning"),
+    end_of_turn: str = field_default(BuildConfig, "end_of_turn"),
+    rows_per_shard: int = field_default(BuildConfig, "rows_per_shard"),
     overwrite: bool = False,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> BuildResult:
@@ -195,7 +215,7 @@ def run_build(
     model_dir = Path(model_dir).resolve()
     tokenizer = load_chat_tokenizer(model_dir)
     if thinking is None:  # train in the thinking mode the answers were generated (and will be served) in
-        inherited = inp.stage_value("thinking")
+        inherited = inp.setting("thinking")
         thinking = True if inherited is None else bool(inherited)
     cfg = BuildConfig(
         mix=mix,
@@ -211,29 +231,14 @@ def run_build(
         end_of_turn=end_of_turn,
         rows_per_shard=rows_per_shard,
     )
-    builder = MaskBuilder(
-        tokenizer, thinking=thinking, end_of_turn=end_of_turn, keep_past_reasoning=keep_past_reasoning
+    stage = BuildStage(
+        cfg, Home(home).build(mix), catalog, inp=inp, tokenizer=tokenizer, fresh=overwrite, on_progress=on_progress
     )
-    out = Home(home).build(mix)
-    _check_resume(out, cfg, overwrite)
-    done = existing_ids(out, prefix="rows", column="conversation_id")
-    total = inp.count()
-    with StageRun("build", cfg, out, catalog) as run:
-        with ParquetShardWriter(out, ROW_SCHEMA, prefix="rows", rows_per_shard=rows_per_shard) as writer:
-            for n, record in enumerate(inp.rows(), start=1):
-                run.seen()
-                if record.get("id") in done:
-                    run.skipped("already_built")
-                else:
-                    rows = _convert(record, inp, builder, cfg, run)
-                    writer.write_many(rows)
-                    run.emitted(len(rows))
-                on_progress(n, total)
-        manifest = _finish(out, cfg, inp, model_dir, tokenizer, run)
-    return BuildResult(out, manifest, dict(run.counts))
+    result = stage.run()
+    return BuildResult(result.out_dir, result.manifest, result.counts)
 
 
-def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, tokenizer, run: StageRun) -> dict[str, Any]:
+def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, tokenizer) -> dict[str, Any]:
     """Vocabulary and manifest over every shard (this run's and earlier ones')."""
     shards = shard_paths(out, "rows")
     if not shards:
@@ -266,7 +271,5 @@ def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, token
         "n_tokens": sum(int(pc.sum(t["n_tokens"]).as_py() or 0) for t in sizes),
         "n_trainable": int(counts.sum()),
         "shards": [p.name for p in shards],
-        "run_id": run.run_id,
     }
-    write_json_atomic(out / "manifest.json", manifest)
-    return manifest
+    return manifest  # the base writes it, with run_id, config, counts and the upstream manifest

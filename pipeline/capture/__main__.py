@@ -6,8 +6,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.capture.run import CaptureConfig, run_capture
+from pipeline.capture.config import CaptureConfig
 from pipeline.capture.runtime import exit_on_error
+from pipeline.stage_file import add_field_arguments, parsed_settings
+
+FLAGS: dict[str, str | tuple[str, str]] = {
+    "layers": "HF hidden-state indices, comma separated",
+    "batch_tokens": "padded tokens per forward pass",
+    "max_rows": "capture only the first N rows",
+    "tp": "one tensor-parallel target across the torchrun ranks",
+    "writer_threads": "threads writing shards",
+    "dtype": "forward dtype: auto | float32 | bfloat16",
+    "device": "auto | cpu | cuda:N",
+    "shard_bytes": "a shard closes past this many bytes",
+}
 
 
 def main() -> None:
@@ -15,27 +27,12 @@ def main() -> None:
     p.add_argument("build_dir", type=Path)
     p.add_argument("model_dir", type=Path)
     p.add_argument("out_dir", type=Path)
-    p.add_argument("--layers", default=None, help="HF hidden-state indices, comma separated")
-    p.add_argument("--batch-tokens", type=int, default=16384)
-    p.add_argument("--max-rows", type=int, default=None)
-    p.add_argument("--tp", action="store_true", help="one tensor-parallel target across the torchrun ranks")
-    p.add_argument("--writer-threads", type=int, default=4)
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"], help="forward dtype")
+    add_field_arguments(p, CaptureConfig, FLAGS)
     a = p.parse_args()
-    layers = [int(x) for x in a.layers.split(",")] if a.layers else None
-    m = run_capture(
-        CaptureConfig(
-            build_dir=a.build_dir,
-            model_dir=a.model_dir,
-            out_dir=a.out_dir,
-            layers=layers,
-            batch_tokens=a.batch_tokens,
-            max_rows=a.max_rows,
-            tp=a.tp,
-            writer_threads=a.writer_threads,
-            dtype=a.dtype,
-        )
-    )
+    from pipeline.capture.run import run_capture  # torch: only once the arguments are good
+
+    values = parsed_settings(a, CaptureConfig, FLAGS)
+    m = run_capture(CaptureConfig(build_dir=a.build_dir, model_dir=a.model_dir, out_dir=a.out_dir, **values))
     print(f"captured {m.n_samples} samples, {m.n_tokens} tokens, {m.file_bytes / 1e6:.1f} MB → {a.out_dir}")
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from catalog.errors import DraftsetError
+from pipeline.capture.config import CaptureConfig
 from pipeline.capture.forward import capture_batch
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.manifest import (
@@ -28,24 +29,10 @@ from pipeline.capture.rows import BuiltRow, read_build_rows
 from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 from pipeline.capture.store import CaptureReader, ShardWriter
 from pipeline.model.tiktoken_convert import tokenizer_sha256
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
 
 ID_BYTES_PER_TOKEN = 5  # input_ids int32 + loss_mask int8 stored beside the hidden states
 DISK_MARGIN = 1.05  # safetensors headers and the temp file of the shard being written
-
-
-class CaptureConfig(StageConfig):
-    build_dir: Path
-    model_dir: Path
-    out_dir: Path
-    layers: list[int] | None = None
-    batch_tokens: int = 16384
-    shard_bytes: int = 1 << 28  # a shard closes past this: about one forward batch, so writes start early
-    max_rows: int | None = None
-    device: str = "auto"
-    tp: bool = False  # tensor-parallel target across the torchrun ranks (transformers tp_plan)
-    dtype: str = "auto"  # forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16
-    writer_threads: int = 4
 
 
 def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:

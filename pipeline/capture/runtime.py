@@ -7,17 +7,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TypeVar
 
 from catalog.errors import DraftsetError
+from pipeline.stage_base import rank_dir as rank_dir  # one rank-folder rule for every stage
+from pipeline.stage_base import torchrun_rank
 
 T = TypeVar("T")
 
 
 def dist_info() -> tuple[int, int]:
     """(rank, world_size) under torchrun; a process group is started for barriers when world > 1."""
-    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    rank, world = torchrun_rank()
     if world > 1:
         import torch
         import torch.distributed as dist
@@ -32,11 +33,6 @@ def dist_info() -> tuple[int, int]:
             else:
                 dist.init_process_group("gloo")
     return rank, world
-
-
-def rank_dir(base: Path, rank: int, world: int) -> Path:
-    """Where a rank keeps its stage bookkeeping (config/stats/quarantine): one dir per rank under torchrun."""
-    return base if world == 1 else base / f"rank{rank}"
 
 
 def pick_device(name: str = "auto"):

@@ -13,8 +13,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import annotated_types
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -26,6 +27,37 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.untrusted import clean_text, redact
 from pipeline.settings import Settings
+from pipeline.stage import StageConfig
+from pipeline.stage_file import field_default
+
+# --config FILE on every stage command: the stage's config fields, under the flags given explicitly.
+CONFIG_OPTION = typer.Option(
+    None,
+    "--config",
+    help="JSON, TOML or YAML file of this stage's config fields; flags given on the command line override it.",
+    dir_okay=False,
+)
+
+
+def field_option(model: type[StageConfig], name: str, *decls: str, help: str, **kwargs: Any) -> Any:
+    """A flag for one field of a stage's config model. Its default stays None, so a --config file's value shows
+    through when the flag is left out; the default shown in --help and the range checked come from the model's
+    Field (the numbers are written once, there)."""
+    info = model.model_fields[name]
+    default = field_default(model, name)
+    is_int = int in (getattr(info.annotation, "__args__", None) or (info.annotation,))
+    for meta in info.metadata:  # ge/le/gt/lt on the Field: the same range, checked before anything runs
+        if isinstance(meta, annotated_types.Ge):
+            kwargs.setdefault("min", meta.ge)
+        elif isinstance(meta, annotated_types.Gt):  # an int's open bound is the next int; the model checks floats
+            kwargs.setdefault("min", int(cast(int, meta.gt)) + 1 if is_int else meta.gt)
+        elif isinstance(meta, annotated_types.Le):
+            kwargs.setdefault("max", meta.le)
+        elif isinstance(meta, annotated_types.Lt):
+            kwargs.setdefault("max", int(cast(int, meta.lt)) - 1 if is_int else meta.lt)
+    shown = f" (default: {default})" if default is not None and not isinstance(default, bool) else ""
+    return typer.Option(None, *(decls or (f"--{name.replace('_', '-')}",)), help=help + shown, **kwargs)
+
 
 # One --tokenizer option for every command that measures token lengths (dedup, mix, report).
 TOKENIZER_OPTION = typer.Option(

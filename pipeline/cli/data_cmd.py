@@ -9,15 +9,25 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, safe, settings
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
-from pipeline.cli.common import catalog, console, print_table, safe, settings
+from pipeline.dedup.config import DedupConfig
+from pipeline.ingest.config import IngestConfig
+from pipeline.mix.config import MixConfig
 from pipeline.stage import skipped_total
+from pipeline.stage_file import stage_settings
 
-_THRESHOLD = typer.Option(
-    0.8, "--threshold", min=0.05, max=0.98, help="Near-duplicate Jaccard threshold (MinHash LSH)."
-)
-_MAX_TOKENS = typer.Option(16_384, "--max-prompt-tokens", min=1, help="Drop prompts longer than this (too_long).")
-_MIN_TOKENS = typer.Option(1, "--min-prompt-tokens", min=0, help="Drop prompts shorter than this (too_short).")
+
+def _threshold(model):
+    return field_option(model, "threshold", help="Near-duplicate Jaccard threshold (MinHash LSH).")
+
+
+def _max_tokens(model):
+    return field_option(model, "max_prompt_tokens", min=1, help="Drop prompts longer than this (too_long).")
+
+
+def _min_tokens(model):
+    return field_option(model, "min_prompt_tokens", min=0, help="Drop prompts shorter than this (too_short).")
 
 
 def _progress() -> Progress:
@@ -49,6 +59,10 @@ def ingest_cmd(
     plan: str | None = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
     repo: list[str] | None = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the dataset's shards first instead of resuming."),
+    max_conversation_chars: int | None = field_option(
+        IngestConfig, "max_conversation_chars", min=1, help="Quarantine conversations longer than this (too_large)."
+    ),
+    config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
 
@@ -56,12 +70,18 @@ def ingest_cmd(
     Rejected rows go to quarantine.jsonl there, with row index, field and reason."""
     from pipeline.ingest.run import ingest, repos_to_ingest
 
+    values = stage_settings(
+        IngestConfig,
+        config_file,
+        {"max_conversation_chars": max_conversation_chars},
+        settable=["max_conversation_chars"],
+    )
     cfg = settings()
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
     repos = repos_to_ingest(catalog(), plan, repo)
     with _progress() as progress:
         results = ingest(
-            catalog(), cfg.home, repos, endpoint=cfg.hf_endpoint, token=token, fresh=fresh, progress=progress
+            catalog(), cfg.home, repos, endpoint=cfg.hf_endpoint, token=token, fresh=fresh, progress=progress, **values
         )
     total: dict[str, int] = {}
     rows = []
@@ -87,30 +107,36 @@ def ingest_cmd(
 
 def dedup_cmd(
     repo: list[str] | None = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
-    threshold: float = _THRESHOLD,
-    max_prompt_tokens: int = _MAX_TOKENS,
-    min_prompt_tokens: int = _MIN_TOKENS,
+    threshold: float | None = _threshold(DedupConfig),
+    max_prompt_tokens: int | None = _max_tokens(DedupConfig),
+    min_prompt_tokens: int | None = _min_tokens(DedupConfig),
     tokenizer: Path | None = _TOKENIZER,
+    config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
-    from pipeline.dedup.run import DedupConfig, run_dedup
+    from pipeline.dedup.run import run_dedup
     from pipeline.model.lengths import TokenCounter
 
+    values = stage_settings(
+        DedupConfig,
+        config_file,
+        {
+            "repos": repo or None,
+            "threshold": threshold,
+            "max_prompt_tokens": max_prompt_tokens,
+            "min_prompt_tokens": min_prompt_tokens,
+        },
+        settable=["repos", "threshold", "num_perm", "ngram", "min_prompt_tokens", "max_prompt_tokens"],
+    )
     home = settings().home
-    repos = repo or Home(home).normalized_repos()
-    if not repos:
+    values["repos"] = list(values.get("repos") or Home(home).normalized_repos())
+    if not values["repos"]:
         raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
     counter = TokenCounter.resolve(tokenizer, home)
-    config = DedupConfig(
-        repos=list(repos),
-        threshold=threshold,
-        min_prompt_tokens=min_prompt_tokens,
-        max_prompt_tokens=max_prompt_tokens,
-        length_unit=counter.method,
-    )
+    config = DedupConfig(**values, length_unit=counter.method)
     with _progress() as progress:
         result = run_dedup(catalog(), home, config, Home(home).dedup, counter, progress)
     print_table(
@@ -124,13 +150,16 @@ def dedup_cmd(
 def mix_cmd(
     name: str = typer.Argument(..., help="Name of the mix (folder data/mix/NAME)."),
     plan: str | None = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
-    samples: int | None = typer.Option(None, "--samples", min=1, help="Records in the mix (default: the plan's)."),
-    seed: int = typer.Option(0, "--seed", help="Selection seed: same inputs + seed = same mix."),
-    threshold: float = _THRESHOLD,
-    max_prompt_tokens: int = _MAX_TOKENS,
-    min_prompt_tokens: int = _MIN_TOKENS,
+    samples: int | None = field_option(
+        MixConfig, "samples", help="Records in the mix (default: the plan's).", show_default=False
+    ),
+    seed: int | None = field_option(MixConfig, "seed", help="Selection seed: same inputs + seed = same mix."),
+    threshold: float | None = _threshold(MixConfig),
+    max_prompt_tokens: int | None = _max_tokens(MixConfig),
+    min_prompt_tokens: int | None = _min_tokens(MixConfig),
     tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
+    config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
 
@@ -138,20 +167,28 @@ def mix_cmd(
     manifest.json records what was asked for, what was selected, and which sources were left out."""
     from pipeline.mix.run import run_mix
 
+    values = stage_settings(
+        MixConfig,
+        config_file,
+        {
+            "plan_id": plan,
+            "samples": samples,
+            "seed": seed,
+            "threshold": threshold,
+            "max_prompt_tokens": max_prompt_tokens,
+            "min_prompt_tokens": min_prompt_tokens,
+        },
+        settable=["plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens"],
+    )
     with _progress() as progress:
         result = run_mix(
             catalog(),
             settings().home,
             name,
-            plan_id=plan,
-            samples=samples,
-            seed=seed,
-            threshold=threshold,
-            max_prompt_tokens=max_prompt_tokens,
-            min_prompt_tokens=min_prompt_tokens,
             tokenizer=tokenizer,
             overwrite=overwrite,
             progress=progress,
+            **values,
         )
     m = result.manifest
     print_table(

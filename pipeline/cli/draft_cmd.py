@@ -8,7 +8,10 @@ import typer
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.cli.common import catalog, console, print_table, resolve_named, settings
+from pipeline.capture.config import CaptureConfig
+from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
+from pipeline.stage_file import stage_settings
+from pipeline.train.config import TrainConfig
 
 
 def _ids(text: str | None) -> list[int] | None:
@@ -26,34 +29,27 @@ def capture(
     model: Path = typer.Option(..., "--model", help="target model directory (Hugging Face layout)"),
     out: Path | None = typer.Option(None, help="output dir (default: $DRAFTSET_HOME/captures/<NAME>)"),
     layers: str | None = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
-    batch_tokens: int = typer.Option(16384, help="padded tokens per forward pass"),
-    max_rows: int | None = typer.Option(None, help="capture only the first N rows"),
-    device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
-    tp: bool = typer.Option(
-        False,
+    batch_tokens: int | None = field_option(CaptureConfig, "batch_tokens", help="padded tokens per forward pass"),
+    max_rows: int | None = field_option(CaptureConfig, "max_rows", help="capture only the first N rows"),
+    device: str | None = field_option(CaptureConfig, "device", help="auto | cpu | cuda:N"),
+    tp: bool | None = field_option(
+        CaptureConfig,
+        "tp",
         "--tp",
         help="under torchrun: one target tensor-parallel across the ranks "
         "(transformers tp_plan), for targets larger than one GPU",
     ),
+    config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
-    from pipeline.capture.run import CaptureConfig, run_capture
+    from pipeline.capture.run import run_capture
 
+    flags = {"layers": _ids(layers), "batch_tokens": batch_tokens, "max_rows": max_rows, "device": device, "tp": tp}
+    settable = [*flags, "shard_bytes", "dtype", "writer_threads"]
+    values = stage_settings(CaptureConfig, config_file, flags, settable=settable)
     build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
-    m = run_capture(
-        CaptureConfig(
-            build_dir=build_dir,
-            model_dir=model,
-            out_dir=out,
-            layers=_ids(layers),
-            batch_tokens=batch_tokens,
-            max_rows=max_rows,
-            device=device,
-            tp=tp,
-        ),
-        catalog(),
-    )
+    m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, **values), catalog())
     print_table(
         ["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
         [
@@ -82,60 +78,66 @@ def train(
         help="target dir for embedding/head (default: manifest's); "
         "with --online the target whose forward makes the taps",
     ),
-    online: bool = typer.Option(
-        False,
+    online: bool | None = field_option(
+        TrainConfig,
+        "online",
         "--online",
         help="run the target inside the training loop: no hidden-state files (CAPTURE is then a build)",
     ),
     layers: str | None = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
-    tp: bool = typer.Option(
-        False,
+    tp: bool | None = field_option(
+        TrainConfig,
+        "tp",
         "--tp",
         help="--online under torchrun: one target tensor-parallel across the ranks (targets larger than one GPU)",
     ),
-    epochs: int = typer.Option(1),
-    lr: float = typer.Option(1e-4),
-    batch_tokens: int = typer.Option(8192),
-    ttt_steps: int = typer.Option(7, help="training-time-test steps"),
-    max_steps: int | None = typer.Option(None),
-    device: str = typer.Option("auto"),
-    save_every: int = typer.Option(500, help="steps between resumable states (and every epoch end)"),
-    resume: bool = typer.Option(False, "--resume", help="continue an interrupted run from its last state"),
+    epochs: int | None = field_option(TrainConfig, "epochs", help="passes over the data"),
+    lr: float | None = field_option(TrainConfig, "lr", help="learning rate"),
+    batch_tokens: int | None = field_option(TrainConfig, "batch_tokens", help="tokens per batch"),
+    ttt_steps: int | None = field_option(TrainConfig, "ttt_steps", help="training-time-test steps"),
+    max_steps: int | None = field_option(TrainConfig, "max_steps", help="stop after this many steps"),
+    device: str | None = field_option(TrainConfig, "device", help="auto | cpu | cuda:N"),
+    save_every: int | None = field_option(
+        TrainConfig, "save_every", help="steps between resumable states (and every epoch end)"
+    ),
+    resume: bool | None = field_option(
+        TrainConfig, "resume", "--resume", help="continue an interrupted run from its last state"
+    ),
+    config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
     import json
 
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
+    flags = {
+        "model_dir": model,
+        "online": online,
+        "layers": _ids(layers),
+        "tp": tp,
+        "epochs": epochs,
+        "lr": lr,
+        "batch_tokens": batch_tokens,
+        "ttt_steps": ttt_steps,
+        "max_steps": max_steps,
+        "device": device,
+        "save_every": save_every,
+        "resume": resume,
+    }
+    settable = [*flags, "heldout_every", "grad_clip", "seed", "log_every", "warmup_steps"]
+    values = stage_settings(TrainConfig, config_file, flags, settable=settable)
+    online, model = values["online"], values.get("model_dir")
     if online and model is None:
         raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")
     source = resolve_named(capture_name, "builds" if online else "captures")
     inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
     out = out or Home(settings().home).draft(source.name)
-    ckpt = run_train(
-        TrainConfig(
-            **inputs,
-            out_dir=out,
-            model_dir=model,
-            epochs=epochs,
-            lr=lr,
-            online=online,
-            layers=_ids(layers),
-            batch_tokens=batch_tokens,
-            ttt_steps=ttt_steps,
-            max_steps=max_steps,
-            device=device,
-            save_every=save_every,
-            resume=resume,
-            tp=tp,
-        ),
-        catalog(),
-    )
+    ckpt = run_train(TrainConfig(**inputs, out_dir=out, **values), catalog())
     metrics = json.loads((ckpt / "resolved.json").read_text())["metrics"]
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]
     if metrics.get("heldout_step_accuracy"):
         rows.append(["held-out", *[f"{a:.3f}" for a in metrics["heldout_step_accuracy"]]])
-    print_table(["split", *[f"acc@{k}" for k in range(ttt_steps)]], rows, title="draft accuracy per step")
+    print_table(["split", *[f"acc@{k}" for k in range(values["ttt_steps"])]], rows, title="draft accuracy per step")
     console.print(f"draft exported to {out}", highlight=False)
 
 

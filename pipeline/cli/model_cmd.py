@@ -7,7 +7,9 @@ from pathlib import Path
 
 import typer
 
-from pipeline.cli.common import console, print_table
+from pipeline.build.config import BuildConfig
+from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
+from pipeline.stage_file import stage_settings
 
 model_app = typer.Typer(
     help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template), "
@@ -171,28 +173,36 @@ def build_cmd(
         "--model",
         help="Target model dir whose tokenizer and chat template serve (default: $DRAFTSET_HOME/models/toy-target).",
     ),
-    max_length: int = typer.Option(2048, "--max-length", min=16, help="Truncate rows to this many tokens."),
-    per_turn: bool = typer.Option(
-        True,
+    max_length: int | None = field_option(BuildConfig, "max_length", help="Truncate rows to this many tokens."),
+    per_turn: bool | None = field_option(
+        BuildConfig,
+        "per_turn",
         "--per-turn-rows/--all-turns-one-row",
-        help="One row per assistant turn, or every assistant turn trained in one row.",
+        help="One row per assistant turn, or every assistant turn trained in one row (default: per turn).",
     ),
-    draft_vocab_size: int = typer.Option(32000, "--draft-vocab-size", min=1, help="K: draft vocabulary size."),
-    system_prompt: str = typer.Option(
-        None, "--system-prompt", help="Inject this system prompt where a conversation has none (must match serving)."
+    draft_vocab_size: int | None = field_option(BuildConfig, "draft_vocab_size", help="K: draft vocabulary size."),
+    system_prompt: str | None = field_option(
+        BuildConfig,
+        "system_prompt",
+        help="Inject this system prompt where a conversation has none (must match serving).",
     ),
-    thinking: bool = typer.Option(
-        None, "--thinking/--no-thinking", help="Template thinking mode (default: the mode regeneration used, else on)."
+    thinking: bool | None = field_option(
+        BuildConfig,
+        "thinking",
+        "--thinking/--no-thinking",
+        help="Template thinking mode (default: the mode regeneration used, else on).",
     ),
-    keep_past_reasoning: bool = typer.Option(
-        False,
+    keep_past_reasoning: bool | None = field_option(
+        BuildConfig,
+        "keep_past_reasoning",
         "--keep-past-reasoning",
         help="Per-turn rows: keep earlier answers' reasoning in the context "
         "(default: dropped, as regeneration and serving clients do).",
     ),
     source: BuildSource = typer.Option(BuildSource.auto, "--from", help="auto (regen, else mix), regen or mix."),
-    end_of_turn: str = typer.Option("<|im_end|>", "--end-of-turn", help="The template's end-of-turn token."),
+    end_of_turn: str | None = field_option(BuildConfig, "end_of_turn", help="The template's end-of-turn token."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard rows of an earlier build instead of resuming."),
+    config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
     from rich.progress import Progress
@@ -201,6 +211,17 @@ def build_cmd(
     from pipeline.build.run import run_build
     from pipeline.cli.common import catalog, settings
 
+    flags = {
+        "max_length": max_length,
+        "per_turn": per_turn,
+        "draft_vocab_size": draft_vocab_size,
+        "system_prompt": system_prompt,
+        "thinking": thinking,
+        "keep_past_reasoning": keep_past_reasoning,
+        "end_of_turn": end_of_turn,
+    }
+    # thinking left unset: build inherits the mode the regeneration used
+    values = stage_settings(BuildConfig, config_file, flags, settable=[*flags, "rows_per_shard"], unset=["thinking"])
     home = settings().home
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"building {mix}", total=None)
@@ -210,15 +231,9 @@ def build_cmd(
             model_dir=model or Home(home).toy_target,
             catalog=catalog(),
             source=source.value,
-            max_length=max_length,
-            per_turn=per_turn,
-            draft_vocab_size=draft_vocab_size,
-            system_prompt=system_prompt,
-            thinking=thinking,
-            keep_past_reasoning=keep_past_reasoning,
-            end_of_turn=end_of_turn,
             overwrite=overwrite,
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+            **values,
         )
     m, c = result.manifest, result.counts
     dropped = ", ".join(f"{k.removeprefix('dropped_')}={v}" for k, v in sorted(c.items()) if k.startswith("dropped_"))

@@ -8,7 +8,8 @@ import typer
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.cli.common import catalog, console, print_table, settings
+from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, settings
+from pipeline.regenerate.config import RegenConfig, RetryPolicy
 
 
 def regenerate_cmd(
@@ -17,13 +18,11 @@ def regenerate_cmd(
         None, "--endpoint", help="OpenAI-compatible server URL (repeatable; default DRAFTSET_TARGET_ENDPOINTS)."
     ),
     model: str | None = typer.Option(None, "--model", help="Served model name (default: what /v1/models lists)."),
-    max_rows: int | None = typer.Option(None, "--max-rows", min=1, help="Only the first N rows of the mix."),
+    max_rows: int | None = field_option(RegenConfig, "max_rows", help="Only the first N rows of the mix."),
     thinking: bool | None = typer.Option(
         None, "--thinking/--no-thinking", help="enable_thinking in chat_template_kwargs (default: on)."
     ),
-    config_file: Path | None = typer.Option(
-        None, "--config", help="YAML/JSON file of RegenConfig fields (partitions, retry, sampling); flags override it."
-    ),
+    config_file: Path | None = CONFIG_OPTION,
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=1, help="max_tokens for every partition (default: short 10,240 / long 16,384)."
     ),
@@ -36,16 +35,18 @@ def regenerate_cmd(
     split_at: int | None = typer.Option(
         None, "--split-at", min=1, help="Short/long prompt threshold (default 32,000 chars)."
     ),
-    temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature (0.7)."),
-    seed: int | None = typer.Option(None, "--seed", help="Base seed; each request gets hash(seed, id, turn)."),
-    max_attempts: int | None = typer.Option(None, "--max-attempts", min=1, help="Attempts per request (5)."),
-    timeout: float | None = typer.Option(None, "--timeout", min=0.001, help="Seconds per request (1800)."),
-    backoff: float | None = typer.Option(None, "--backoff", min=0.0, help="First retry delay in s, doubling (1)."),
+    temperature: float | None = field_option(RegenConfig, "temperature", help="Sampling temperature."),
+    seed: int | None = field_option(RegenConfig, "seed", help="Base seed; each request gets hash(seed, id, turn)."),
+    max_attempts: int | None = field_option(RetryPolicy, "max_attempts", help="Attempts per request."),
+    timeout: float | None = field_option(RetryPolicy, "timeout_s", "--timeout", min=0.001, help="Seconds per request."),
+    backoff: float | None = field_option(
+        RetryPolicy, "backoff_s", "--backoff", help="First retry delay in s, doubling."
+    ),
     include_length_truncated: bool | None = typer.Option(
         None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."
     ),
     retry_errors: bool | None = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
-    flush_rows: int | None = typer.Option(None, "--flush-rows", min=1, help="Rows per result shard (1000)."),
+    flush_rows: int | None = field_option(RegenConfig, "flush_rows", help="Rows per result shard."),
     shard: str | None = typer.Option(
         None,
         "--shard",

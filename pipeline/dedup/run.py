@@ -9,24 +9,26 @@ and to `decisions.parquet` beside the stage's config and stats.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import Field
 from rich.progress import Progress
 
 from catalog import Catalog
 from catalog.home import Home
 from catalog.io import atomic_path
 from catalog.shards import iter_rows
+from pipeline.dedup.config import DedupConfig
 from pipeline.dedup.keys import hash_normalized, normalize
 from pipeline.dedup.near import NearIndex
 from pipeline.ingest.rows import from_row
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
+from pipeline.stage_base import Stage
 
 DECISIONS = pa.schema(
     [
@@ -48,22 +50,12 @@ DECISIONS = pa.schema(
 _TABLE_COLUMNS = DECISIONS.names[:9]  # the `dedup` table's columns (0001_core.sql)
 
 
-class DedupConfig(StageConfig):
-    repos: list[str]
-    # datasketch's LSH needs at least two bands at 128 permutations: 0.98 is the highest it can do.
-    threshold: float = Field(0.8, ge=0.05, le=0.98)
-    num_perm: int = 128
-    ngram: int = 2  # word bigrams: one changed word in a 30-word prompt still scores ~0.88
-    min_prompt_tokens: int = 1
-    max_prompt_tokens: int = 16_384
-    length_unit: str  # "tokenizer:<dir>" or "estimate:chars/4", resolved before the run
-
-
 @dataclass
 class DedupResult:
     run_id: str
     kept_ids: set[str]
     counts: dict[str, int]
+    manifest: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,17 +105,39 @@ def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_04
     return rows
 
 
-def run_dedup(
-    catalog: Catalog,
-    home: Path,
-    config: DedupConfig,
-    out_dir: Path,
-    counter: TokenCounter,
-    progress: Progress | None = None,
-) -> DedupResult:
-    """Decide every row of `config.repos`; record the decisions; return the kept ids."""
-    with StageRun("dedup", config, out_dir, catalog) as run:
-        rows = sorted(_load(home, config.repos, counter), key=_Row.order)
+class DedupStage(Stage[DedupConfig]):
+    """Recomputes every decision on each run (no resume by id: a decision depends on all the other rows)."""
+
+    name = "dedup"
+    config_model = DedupConfig
+    compatible_on = ()  # nothing to resume, so nothing to be compatible with
+
+    def __init__(
+        self,
+        config: DedupConfig,
+        out_dir: Path,
+        catalog: Catalog,
+        *,
+        home: Path,
+        counter: TokenCounter,
+        progress: Progress | None = None,
+    ):
+        super().__init__(config, out_dir, catalog)
+        self.home, self.counter, self.progress = Path(home), counter, progress
+        self.kept: set[str] = set()
+
+    def inputs(self) -> list[Path]:
+        return [Home(self.home).normalized(r) for r in self.config.repos]
+
+    def outputs(self) -> list[str]:
+        return ["decisions.parquet"]
+
+    def rows(self) -> list[_Row]:
+        return sorted(_load(self.home, self.config.repos, self.counter), key=_Row.order)
+
+    def process(self, rows: Iterable[_Row], run: StageRun) -> dict[str, Any]:
+        config, counter, progress = self.config, self.counter, self.progress
+        rows = list(rows)
         index = NearIndex(config.threshold, config.num_perm, config.ngram)
         sigs = index.signatures(r.normalized for r in rows)
         first_by_hash: dict[str, str] = {}
@@ -178,9 +192,23 @@ def run_dedup(
             if progress:
                 progress.advance(task)
         decisions = pa.table(out, schema=DECISIONS)
-        _record(catalog, decisions, out_dir)
-    kept = {rid for rid, k in zip(out["record_id"], out["kept"]) if k}
-    return DedupResult(run.run_id, kept, dict(run.counts))
+        _record(self.catalog, decisions, self.work_dir)
+        self.kept = {rid for rid, k in zip(out["record_id"], out["kept"]) if k}
+        return {"repos": config.repos, "length_unit": counter.method, "kept": len(self.kept)}
+
+
+def run_dedup(
+    catalog: Catalog,
+    home: Path,
+    config: DedupConfig,
+    out_dir: Path,
+    counter: TokenCounter,
+    progress: Progress | None = None,
+) -> DedupResult:
+    """Decide every row of `config.repos`; record the decisions; return the kept ids."""
+    stage = DedupStage(config, out_dir, catalog, home=home, counter=counter, progress=progress)
+    result = stage.run()
+    return DedupResult(result.run_id, stage.kept, result.counts, result.manifest)
 
 
 def _record(catalog: Catalog, decisions: pa.Table, out_dir: Path) -> None:

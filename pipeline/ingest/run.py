@@ -8,8 +8,6 @@ id, never by line count). One dataset failing is recorded and reported, the othe
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,21 +24,12 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.hub import HubClient, hub_errors
 from catalog.liveness import run_lock
-from catalog.shards import ParquetShardWriter, existing_ids, shard_paths
+from catalog.shards import ParquetShardWriter, existing_ids
+from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.rows import to_row
-from pipeline.stage import StageConfig, StageRun
-
-
-class IngestConfig(StageConfig):
-    repo_id: str
-    revision: str
-    config: str
-    split: str
-    data_files: list[str]
-    spec_hash: str
-    category: str
-    mode: str
-    max_conversation_chars: int = 4_000_000
+from pipeline.stage import StageRun
+from pipeline.stage_base import Stage
+from pipeline.stage_file import field_default
 
 
 @dataclass
@@ -56,23 +45,56 @@ def hub_revision(repo_id: str, endpoint: str, token: str | None) -> str:
     return HubClient(endpoint, token).revision(repo_id)  # missing repo, gated, dead endpoint: one clear error
 
 
-def _check_resumable(out: Path, config: IngestConfig, fresh: bool) -> None:
-    """Shards written from another spec or revision must not be mixed with new ones."""
-    if fresh:
-        if out.exists():  # no ignore_errors: old shards left behind would be mixed with the new ones
-            shutil.rmtree(out)
-        return
-    previous = out / "config.json"
-    if not (previous.is_file() and shard_paths(out)):
-        return
-    old = json.loads(previous.read_text())
-    if (old.get("spec_hash"), old.get("revision")) != (config.spec_hash, config.revision):
-        raise DraftsetError(
-            f"{out} holds shards from adapter spec {str(old.get('spec_hash'))[:12]} at revision "
-            f"{str(old.get('revision'))[:12]}, but the approved adapter is spec {config.spec_hash[:12]} at "
+class IngestStage(Stage[IngestConfig]):
+    """One dataset: resumes by record id; shards from another adapter spec or revision are never mixed in."""
+
+    name = "ingest"
+    config_model = IngestConfig
+    resume_key = "id"
+    compatible_on = ("spec_hash", "revision")
+
+    def __init__(
+        self,
+        config: IngestConfig,
+        out_dir: Path,
+        catalog: Catalog,
+        *,
+        spec: AdapterSpec,
+        endpoint: str,
+        token: str | None,
+        fresh: bool,
+        progress: Progress | None,
+    ):
+        super().__init__(config, out_dir, catalog, fresh=fresh)
+        self.spec, self.endpoint, self.token, self.progress = spec, endpoint, token, progress
+
+    def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
+        old = {k: before for k, before, _ in changed}
+        config = self.config
+        old_spec, old_revision = old.get("spec_hash", config.spec_hash), old.get("revision", config.revision)
+        return DraftsetError(
+            f"{folder} holds shards from adapter spec {str(old_spec)[:12]} at revision "
+            f"{str(old_revision)[:12]}, but the approved adapter is spec {config.spec_hash[:12]} at "
             f"{config.revision[:12]}",
             hint=f"rebuild them: draftset ingest --repo {config.repo_id} --fresh",
         )
+
+    def rows(self) -> Iterable[RawRow]:
+        return iter_raw_rows(self.spec, endpoint=self.endpoint, token=self.token)
+
+    def process(self, rows: Iterable[RawRow], run: StageRun) -> dict[str, Any]:
+        # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
+        with hub_errors(self.endpoint, repo_id=self.config.repo_id, probe=False):
+            ingest_rows(
+                self.spec,
+                rows,
+                self.work_dir,
+                run,
+                max_conversation_chars=self.config.max_conversation_chars,
+                progress=self.progress,
+                done=self.done,
+            )
+        return {}
 
 
 def ingest_dataset(
@@ -83,7 +105,7 @@ def ingest_dataset(
     endpoint: str,
     token: str | None = None,
     fresh: bool = False,
-    max_conversation_chars: int = 4_000_000,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
     progress: Progress | None = None,
 ) -> DatasetResult:
     spec = require_approved(catalog, repo_id, hub_revision(repo_id, endpoint, token))
@@ -103,20 +125,13 @@ def ingest_dataset(
     # One ingest per dataset at a time (an flock: released by the kernel if this process dies). Taken
     # before --fresh removes the folder, so a second ingest cannot delete the first one's shards.
     with run_lock(out.parent / f".{out.name}.lock", f"ingest of {repo_id}"):
-        _check_resumable(out, config, fresh)
-        # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
-        with StageRun("ingest", config, out, catalog) as run, hub_errors(endpoint, repo_id=repo_id, probe=False):
-            ingest_rows(
-                spec,
-                iter_raw_rows(spec, endpoint=endpoint, token=token),
-                out,
-                run,
-                max_conversation_chars=max_conversation_chars,
-                progress=progress,
-            )
+        stage = IngestStage(
+            config, out, catalog, spec=spec, endpoint=endpoint, token=token, fresh=fresh, progress=progress
+        )
+        result = stage.run()
     with catalog.writer() as con:  # the find/plan views show which candidates are now data
         con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [repo_id])
-    return DatasetResult(repo_id, dict(run.counts))
+    return DatasetResult(repo_id, result.counts)
 
 
 def ingest_rows(
@@ -125,12 +140,13 @@ def ingest_rows(
     out: Path,
     run: StageRun,
     *,
-    max_conversation_chars: int = 4_000_000,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
     progress: Progress | None = None,
+    done: set[str] | None = None,
 ) -> None:
     """Raw rows → canonical shard rows in `out`, skipping ids already there; every reject quarantined."""
     src = spec.source
-    done = existing_ids(out)
+    done = existing_ids(out) if done is None else done
     task = progress.add_task(src.repo_id, total=None) if progress else None
     with ParquetShardWriter(out) as writer:
         for raw in raw_rows:
@@ -226,13 +242,23 @@ def ingest(
     token: str | None = None,
     fresh: bool = False,
     progress: Progress | None = None,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
 ) -> list[DatasetResult]:
     """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on."""
     results = []
     for repo_id in repos:
         try:
             results.append(
-                ingest_dataset(catalog, home, repo_id, endpoint=endpoint, token=token, fresh=fresh, progress=progress)
+                ingest_dataset(
+                    catalog,
+                    home,
+                    repo_id,
+                    endpoint=endpoint,
+                    token=token,
+                    fresh=fresh,
+                    max_conversation_chars=max_conversation_chars,
+                    progress=progress,
+                )
             )
         except DraftsetError as exc:
             results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))

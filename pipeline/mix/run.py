@@ -9,45 +9,27 @@ either the previous complete mix or the new complete one. Re-running with the sa
 from __future__ import annotations
 
 import hashlib
-import json
-import shutil
-import uuid
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
 from rich.progress import Progress
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from catalog.io import write_json_atomic
-from catalog.shards import ParquetShardWriter, iter_rows, read_table, shard_paths
+from catalog.shards import ParquetShardWriter, iter_rows, read_table
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.allocate import allocate
+from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageConfig, StageRun
-
-
-class MixConfig(StageConfig):
-    name: str
-    plan_id: str | None
-    samples: int | None = Field(None, ge=1)
-    seed: int = 0
-    category_weights: dict[str, float]
-    source_category: dict[str, str]
-    source_caps: dict[str, int | None]
-    threshold: float = Field(0.8, ge=0.05, le=0.98)
-    min_prompt_tokens: int = 1
-    max_prompt_tokens: int = 16_384
-    length_unit: str
-
-    def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+from pipeline.stage import StageRun
+from pipeline.stage_base import Stage
+from pipeline.stage_file import field_default
 
 
 @dataclass
@@ -101,6 +83,103 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
     return chosen, report
 
 
+class MixStage(Stage[MixConfig]):
+    """All or nothing: built in a staging folder and swapped into place; an identical re-run reuses it."""
+
+    name = "mix"
+    config_model = MixConfig
+    staged = True
+    fresh_flag = "--overwrite"
+
+    def __init__(
+        self,
+        config: MixConfig,
+        out_dir: Path,
+        catalog: Catalog,
+        *,
+        home: Path,
+        counter: TokenCounter,
+        targets: MixTargets,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+    ):
+        super().__init__(config, out_dir, catalog, fresh=overwrite)
+        self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
+        self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
+
+    def is_same_output(self, manifest: dict[str, Any]) -> bool:
+        return manifest.get("config_digest") == self.config.digest()
+
+    def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
+        name = self.config.name
+        what = f" ({', '.join(k for k, _, _ in changed)})" if changed else ""
+        return DraftsetError(
+            f"mix {name!r} already exists with a different config{what} ({folder / 'manifest.json'})",
+            hint=f"pass --overwrite to rebuild it, or choose another name than {name!r}",
+        )
+
+    def reuse(self, run: StageRun, manifest: dict[str, Any]) -> None:
+        run.seen(manifest["samples_selected"])
+        run.skipped("already_built", manifest["samples_selected"])
+
+    def prepare(self) -> None:
+        """Dedup the sources first, into the mix's own folder; its manifest is this stage's upstream."""
+        config = self.config
+        self.dedup = run_dedup(
+            self.mix_catalog,
+            self.home,
+            DedupConfig(
+                repos=sorted(config.source_category),
+                threshold=config.threshold,
+                min_prompt_tokens=config.min_prompt_tokens,
+                max_prompt_tokens=config.max_prompt_tokens,
+                length_unit=self.counter.method,
+            ),
+            self.work_dir / "dedup",
+            self.counter,
+            self.progress,
+        )
+        self.upstream.append(self.dedup.manifest)
+
+    def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
+        config, dedup = self.config, self.dedup
+        dirs = [Home(self.home).normalized(r) for r in sorted(config.source_category)]
+        meta = read_table(dirs, columns=["id", "repo_id", "category", "revision"]).to_pylist()
+        candidates = [r for r in meta if r["id"] in dedup.kept_ids]
+        run.seen(len(candidates))
+        chosen, plan = select(config, candidates)
+        run.tally("not_selected", len(candidates) - len(chosen))
+        with ParquetShardWriter(self.work_dir) as writer:
+            for row in iter_rows(dirs):
+                if row["id"] in chosen:
+                    writer.write(row)
+                    run.emitted()
+        revisions = {r["repo_id"]: r["revision"] for r in meta}
+        ingested = Counter(r["repo_id"] for r in meta)
+        for repo, entry in plan["sources"].items():
+            entry["revision"] = revisions.get(repo)
+            entry["ingested"] = ingested[repo]
+            entry["dedup_dropped"] = entry["ingested"] - entry["candidates"]
+        return {
+            "name": config.name,
+            "plan_id": config.plan_id,
+            "seed": config.seed,
+            "config_digest": config.digest(),
+            "samples_requested": config.samples,
+            "samples_selected": len(chosen),
+            "shortfall": max(0, (config.samples or 0) - len(chosen)),
+            "length_unit": config.length_unit,
+            "dedup_run_id": dedup.run_id,
+            "dedup_counts": dedup.counts,
+            "mix_run_id": run.run_id,
+            "missing_sources": self.targets.missing,
+            "unplanned_sources": self.targets.unplanned,
+            "shards": [p.name for p in writer.written],
+            "created_at": datetime.now(UTC).isoformat(),
+            **plan,
+        }
+
+
 def run_mix(
     catalog: Catalog,
     home: Path,
@@ -108,10 +187,10 @@ def run_mix(
     *,
     plan_id: str | None = None,
     samples: int | None = None,
-    seed: int = 0,
-    threshold: float = 0.8,
-    max_prompt_tokens: int = 16_384,
-    min_prompt_tokens: int = 1,
+    seed: int = field_default(MixConfig, "seed"),
+    threshold: float = field_default(MixConfig, "threshold"),
+    max_prompt_tokens: int = field_default(MixConfig, "max_prompt_tokens"),
+    min_prompt_tokens: int = field_default(MixConfig, "min_prompt_tokens"),
     tokenizer: Path | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
@@ -132,102 +211,8 @@ def run_mix(
         max_prompt_tokens=max_prompt_tokens,
         length_unit=counter.method,
     )
-    existing = final / "manifest.json"
-    if existing.is_file():
-        manifest = json.loads(existing.read_text())
-        if manifest.get("config_digest") == config.digest() and shard_paths(final):
-            _record_reuse(catalog, config, final, manifest)
-            return MixResult(name, final, manifest, reused=True)
-        if not overwrite:
-            raise DraftsetError(
-                f"mix {name!r} already exists with a different config ({existing})",
-                hint=f"pass --overwrite to rebuild it, or choose another name than {name!r}",
-            )
-    staging = final.parent / f".{name}.building-{uuid.uuid4().hex[:8]}"
-    try:
-        manifest = _build(catalog, home, config, staging, counter, targets, progress)
-        _swap_into_place(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return MixResult(name, final, manifest, reused=False)
-
-
-def _build(
-    catalog: Catalog,
-    home: Path,
-    config: MixConfig,
-    out: Path,
-    counter: TokenCounter,
-    targets: MixTargets,
-    progress: Progress | None,
-) -> dict[str, Any]:
-    repos = sorted(config.source_category)
-    dedup = run_dedup(
-        catalog,
-        home,
-        DedupConfig(
-            repos=repos,
-            threshold=config.threshold,
-            min_prompt_tokens=config.min_prompt_tokens,
-            max_prompt_tokens=config.max_prompt_tokens,
-            length_unit=counter.method,
-        ),
-        out / "dedup",
-        counter,
-        progress,
+    stage = MixStage(
+        config, final, catalog, home=home, counter=counter, targets=targets, overwrite=overwrite, progress=progress
     )
-    dirs = [Home(home).normalized(r) for r in repos]
-    meta = read_table(dirs, columns=["id", "repo_id", "category", "revision"]).to_pylist()
-    with StageRun("mix", config, out, catalog) as run:
-        candidates = [r for r in meta if r["id"] in dedup.kept_ids]
-        run.seen(len(candidates))
-        chosen, plan = select(config, candidates)
-        run.tally("not_selected", len(candidates) - len(chosen))
-        with ParquetShardWriter(out) as writer:
-            for row in iter_rows(dirs):
-                if row["id"] in chosen:
-                    writer.write(row)
-                    run.emitted()
-    revisions = {r["repo_id"]: r["revision"] for r in meta}
-    ingested = Counter(r["repo_id"] for r in meta)
-    for repo, entry in plan["sources"].items():
-        entry["revision"] = revisions.get(repo)
-        entry["ingested"] = ingested[repo]
-        entry["dedup_dropped"] = entry["ingested"] - entry["candidates"]
-    manifest = {
-        "name": config.name,
-        "plan_id": config.plan_id,
-        "seed": config.seed,
-        "config_digest": config.digest(),
-        "samples_requested": config.samples,
-        "samples_selected": len(chosen),
-        "shortfall": max(0, (config.samples or 0) - len(chosen)),
-        "length_unit": config.length_unit,
-        "dedup_run_id": dedup.run_id,
-        "dedup_counts": dedup.counts,
-        "mix_run_id": run.run_id,
-        "missing_sources": targets.missing,
-        "unplanned_sources": targets.unplanned,
-        "shards": [p.name for p in writer.written],
-        "created_at": datetime.now(UTC).isoformat(),
-        **plan,
-    }
-    write_json_atomic(out / "manifest.json", manifest)
-    return manifest
-
-
-def _swap_into_place(staging: Path, final: Path) -> None:
-    """Replace data/mix/NAME by the finished staging folder (two renames, never a half mix)."""
-    old = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
-    if final.exists():
-        final.rename(old)
-    staging.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _record_reuse(catalog: Catalog, config: MixConfig, final: Path, manifest: dict[str, Any]) -> None:
-    """A re-run of an identical mix: record it as a run whose rows were all skipped (resume)."""
-    run = StageRun("mix", config, final / "reruns", catalog)
-    with run:
-        run.seen(manifest["samples_selected"])
-        run.skipped("already_built", manifest["samples_selected"])
+    result = stage.run()
+    return MixResult(name, result.out_dir, result.manifest, reused=result.reused)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from catalog.errors import DraftsetError
 from pipeline.regenerate.sharding import Shard, parse_shard
 from pipeline.stage import StageConfig
+from pipeline.stage_file import read_config_file
 
 
 class Partition(StageConfig):
@@ -103,16 +102,16 @@ class RegenConfig(StageConfig):
 
 
 def load_config(path: Path | None, **overrides) -> RegenConfig:
-    """Config file (YAML or JSON) with CLI overrides on top; any problem is one clear DraftsetError."""
+    """Config file (YAML, JSON or TOML) with CLI overrides on top; any problem is one clear DraftsetError."""
     data: dict = {}
     if path is not None:
-        try:
-            text = Path(path).read_text()
-            data = (json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)) or {}
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise DraftsetError(f"cannot read regenerate config {path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise DraftsetError(f"regenerate config {path} must be a mapping of fields")
+        data = read_config_file(path)
+        unknown = sorted(set(data) - set(RegenConfig.model_fields))
+        if unknown:
+            raise DraftsetError(
+                f"{path}: unknown key {unknown[0]!r} (not a field of RegenConfig)",
+                hint="see `draftset regenerate --help` for the fields and their defaults",
+            )
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         # strict=False here only so YAML/JSON numbers coerce; the model's own types still hold.
@@ -121,7 +120,7 @@ def load_config(path: Path | None, **overrides) -> RegenConfig:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
         raise DraftsetError(
-            f"invalid regenerate config: {where}: {first['msg']}",
+            f"invalid regenerate config{f' {path}' if path else ''}: {where}: {first['msg']}",
             hint="see `draftset regenerate --help` for the fields and their defaults",
         ) from exc
 

@@ -38,6 +38,7 @@ from pipeline.regenerate.progress import RegenProgress
 from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
 from pipeline.regenerate.store import GENERATION_FILE, RegenStore, recover, totals
 from pipeline.stage import StageRun
+from pipeline.stage_base import Stage
 
 
 @dataclass
@@ -80,7 +81,7 @@ def run_regenerate(
     mix_dir = regen_dir(home, config.mix)
     out_dir = claim(mix_dir, config.shard, config.mix)
     with _exclusive(out_dir, config.mix):
-        job = _Regeneration(config, shards, out_dir, catalog, show_progress, console)
+        job = _Regeneration(config, shards, out_dir, catalog, show_progress, console, Home(home).mix(config.mix))
         result = asyncio.run(job.run())
     if config.shard:
         result.mix_manifest = write_mix_manifest(mix_dir, config.shard, config.mix)
@@ -106,6 +107,56 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
     return next((e for e in leaves if isinstance(e, DraftsetError)), leaves[0])
 
 
+class RegenStage(Stage[RegenConfig]):
+    """One output folder (a mix, or one shard of it): every input id ends in results, errors or skipped once.
+
+    Resume by id over all three journals (`recover`); compatible on the sampling settings, across the
+    shards of a split too (one output from one configuration); forwards the mix's manifest."""
+
+    name = "regenerate"
+    config_model = RegenConfig
+    resume_key = "id"
+
+    def __init__(self, config: RegenConfig, out_dir: Path, catalog: Any | None, *, siblings: list[Path], mix_dir: Path):
+        super().__init__(config, out_dir, catalog)
+        self.siblings, self.mix_dir = siblings, mix_dir
+
+    def inputs(self) -> list[Path]:
+        return [self.mix_dir]
+
+    def process(self, rows: Any, run: StageRun) -> dict[str, Any]:
+        raise NotImplementedError("regenerate drives its own async loop inside `running()`")
+
+    def outputs(self) -> list[str]:
+        return [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))]
+
+    def already_done(self) -> set[str]:
+        done = recover(self.out_dir, retry_errors=self.config.retry_errors)  # also repairs cut journals
+        return set().union(*done.values())
+
+    def compat_key(self) -> dict[str, Any]:
+        return self.config.sampling()
+
+    def previous_keys(self) -> list[tuple[Path, dict[str, Any]]]:
+        own = self.out_dir / GENERATION_FILE
+        earlier = [own] if own.exists() and self.done else []
+        earlier += [d / GENERATION_FILE for d in self.siblings if (d / GENERATION_FILE).exists()]
+        return [(path.parent, json.loads(path.read_text())) for path in earlier]
+
+    def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
+        held = f"{len(self.done)} rows" if folder == self.out_dir else "rows"
+        return DraftsetError(
+            f"{folder} already holds {held} generated with other settings "
+            f"({', '.join(f'{k}: {old} -> {new}' for k, old, new in changed)})",
+            hint="resume with the earlier settings, or remove that folder to start again",
+        )
+
+    def check_compatible(self) -> bool:
+        found = super().check_compatible()
+        write_json_atomic(self.out_dir / GENERATION_FILE, self.compat_key())  # what the rows here are made with
+        return found
+
+
 class _Regeneration:
     def __init__(
         self,
@@ -115,8 +166,10 @@ class _Regeneration:
         catalog: Any | None,
         show_progress: bool,
         console: Console | None,
+        mix_dir: Path,
     ):
         self.config, self.shards, self.out_dir, self.catalog = config, shards, out_dir, catalog
+        self.mix_dir = mix_dir  # the input: its manifest is forwarded in this run's
         self.show_progress, self.console = show_progress, console
         self.n_endpoints = len(config.endpoints)
         self.owns = config.shard.owns if config.shard else None
@@ -142,12 +195,11 @@ class _Regeneration:
 
     async def _run_stage(self) -> RegenResult:
         config = self.config
-        done = recover(self.out_dir, retry_errors=config.retry_errors)
-        self.done = set().union(*done.values())
-        self._check_same_generation()
+        stage = RegenStage(config, self.out_dir, self.catalog, siblings=self.siblings, mix_dir=self.mix_dir)
         self.sampling_json = json.dumps(config.sampling(), sort_keys=True)
         total = source.count_rows(self.shards, config.max_rows, self.owns)
-        with StageRun("regenerate", config, self.out_dir, self.catalog) as run:
+        with stage.running() as run:  # recovers the journals, checks the settings, then counts
+            self.done = stage.done
             self.run = run
             self.progress = RegenProgress(
                 self.out_dir,
@@ -169,41 +221,19 @@ class _Regeneration:
                 state = "finished"
             finally:
                 self.progress.tick(state, force=True)
-        on_disk = totals(self.out_dir)
-        write_json_atomic(
-            self.out_dir / "manifest.json",
-            {
+            on_disk = totals(self.out_dir)
+            stage.fields = {
                 "mix": config.mix,
                 "shard": config.shard and config.shard.label,
-                "run_id": run.run_id,
                 "input_rows": total,
                 "totals": on_disk,
                 "complete": sum(on_disk.values()) >= total,
                 "model": config.model,
                 "sampling": config.sampling(),
                 "endpoints": config.endpoints,
-                "results": [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))],
-            },
-        )
+                "results": stage.outputs(),
+            }
         return RegenResult(run.run_id, dict(run.counts), on_disk, total, self.out_dir)
-
-    def _check_same_generation(self) -> None:
-        """Refuse to resume with other sampling settings: one output (all its shards) from one configuration."""
-        own = self.out_dir / GENERATION_FILE
-        current = self.config.sampling()
-        earlier_files = [own] if own.exists() and self.done else []
-        earlier_files += [d / GENERATION_FILE for d in self.siblings if (d / GENERATION_FILE).exists()]
-        for path in earlier_files:
-            earlier = json.loads(path.read_text())
-            changed = sorted(k for k in current.keys() | earlier.keys() if current.get(k) != earlier.get(k))
-            if changed:
-                held = f"{len(self.done)} rows" if path == own else "rows"
-                raise DraftsetError(
-                    f"{path.parent} already holds {held} generated with other settings "
-                    f"({', '.join(f'{k}: {earlier.get(k)} -> {current.get(k)}' for k in changed)})",
-                    hint="resume with the earlier settings, or remove that folder to start again",
-                )
-        write_json_atomic(own, current)
 
     # -- the pipeline ----------------------------------------------------------------------------
     async def _pump(self) -> None:

@@ -122,6 +122,7 @@ def write_mix_manifest(mix_dir: Path, shard: Shard, mix: str) -> dict[str, Any]:
             per_shard[f"{index}/{shard.count}"] = json.loads(path.read_text()) if path.exists() else None
         finished = [m for m in per_shard.values() if m]
         manifest = {
+            "stage": "regenerate",
             "mix": mix,
             "shards": shard.count,
             "complete": len(finished) == shard.count and all(m["complete"] for m in finished),
@@ -132,6 +133,9 @@ def write_mix_manifest(mix_dir: Path, shard: Shard, mix: str) -> dict[str, Any]:
                 for label, m in per_shard.items()
             },
             "sampling": finished[0]["sampling"] if finished else None,
+            # one setting for every shard (checked when each starts): the config and the forwarded mix manifest
+            "config": finished[0].get("config") if finished else None,
+            "upstream": finished[0].get("upstream", []) if finished else [],
             "results": [str(p.relative_to(mix_dir)) for p in sorted(mix_dir.glob("shard-*/results-*.parquet"))],
         }
         write_json_atomic(mix_dir / MANIFEST, manifest)

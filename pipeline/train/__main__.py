@@ -7,49 +7,41 @@ import argparse
 from pathlib import Path
 
 from pipeline.capture.runtime import exit_on_error
-from pipeline.train.loop import TrainConfig, run_train
+from pipeline.stage_file import add_field_arguments, parsed_settings
+from pipeline.train.config import TrainConfig
+
+FLAGS: dict[str, str | tuple[str, str]] = {
+    "model_dir": ("--model", "target dir (offline: embedding/head, default the manifest's; online: the taps)"),
+    "epochs": "passes over the data",
+    "lr": "learning rate",
+    "batch_tokens": "tokens per batch",
+    "ttt_steps": "training-time-test steps",
+    "max_steps": "stop after this many steps",
+    "device": "auto | cpu | cuda:N",
+    "log_every": "steps between log lines",
+    "save_every": "steps between resumable states",
+    "warmup_steps": "linear warmup steps",
+    "heldout_every": "1 in N ids held out for evaluation",
+    "grad_clip": "gradient norm clip",
+    "seed": "seed",
+    "resume": "continue an interrupted run from its last state",
+    "online": "taps from the target's forward (INPUT is a build)",
+    "layers": "online: aux taps as HF hidden-state indices",
+    "tp": "online under torchrun: one target tensor-parallel across ranks",
+}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m pipeline.train", description=__doc__)
     p.add_argument("input_dir", type=Path, help="capture dir (offline) or build dir (--online)")
     p.add_argument("out_dir", type=Path)
-    p.add_argument("--model", type=Path, default=None)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--batch-tokens", type=int, default=8192)
-    p.add_argument("--ttt-steps", type=int, default=7)
-    p.add_argument("--max-steps", type=int, default=None)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--save-every", type=int, default=500, help="steps between resumable states")
-    p.add_argument("--warmup-steps", type=int, default=0)
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run from its last state")
-    p.add_argument("--online", action="store_true", help="taps from the target's forward (INPUT is a build)")
-    p.add_argument("--layers", default=None, help="online: aux taps as HF hidden-state indices")
-    p.add_argument("--tp", action="store_true", help="online under torchrun: one target tensor-parallel across ranks")
+    add_field_arguments(p, TrainConfig, FLAGS)
     a = p.parse_args()
-    inputs = {"build_dir": a.input_dir, "capture_dir": None} if a.online else {"capture_dir": a.input_dir}
-    ckpt = run_train(
-        TrainConfig(
-            **inputs,
-            out_dir=a.out_dir,
-            model_dir=a.model,
-            epochs=a.epochs,
-            lr=a.lr,
-            batch_tokens=a.batch_tokens,
-            ttt_steps=a.ttt_steps,
-            max_steps=a.max_steps,
-            log_every=a.log_every,
-            save_every=a.save_every,
-            warmup_steps=a.warmup_steps,
-            resume=a.resume,
-            online=a.online,
-            device=a.device,
-            tp=a.tp,
-            layers=[int(x) for x in a.layers.split(",")] if a.layers else None,
-        )
-    )
+    from pipeline.train.loop import run_train  # torch: only once the arguments are good
+
+    values = parsed_settings(a, TrainConfig, FLAGS)
+    inputs = {"build_dir": a.input_dir, "capture_dir": None} if values["online"] else {"capture_dir": a.input_dir}
+    ckpt = run_train(TrainConfig(**inputs, out_dir=a.out_dir, **values))
     print(f"checkpoint {ckpt}; exported draft {a.out_dir}")
 
 

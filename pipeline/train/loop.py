@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import torch
-from pydantic import model_validator
 
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage import StageRun
+from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
@@ -27,44 +27,6 @@ from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import TTTObjective, step_accuracy, total_loss
 
 CHECKPOINT = "checkpoint"
-
-
-class TrainConfig(StageConfig):
-    capture_dir: Path | None  # offline input; online: None
-    out_dir: Path
-    model_dir: Path | None = None  # target weights for embedding/head; default: the manifest's model_dir
-    epochs: int = 1
-    lr: float = 1e-4
-    batch_tokens: int = 8192
-    ttt_steps: int = 7
-    heldout_every: int = 20
-    grad_clip: float = 0.5
-    seed: int = 0
-    device: str = "auto"
-    max_steps: int | None = None
-    log_every: int = 10
-    warmup_steps: int = 0  # linear warmup, then constant
-    save_every: int = 500  # steps between resumable states (and at every epoch end)
-    resume: bool = False
-    online: bool = False  # taps from the target's forward inside the loop (needs build_dir, model_dir)
-    tp: bool = False  # online, under torchrun: one target tensor-parallel across the ranks
-    build_dir: Path | None = None
-    layers: list[int] | None = None  # online only: aux taps (default 2, n//2, n-3), as capture takes them
-
-    @model_validator(mode="after")
-    def _inputs(self) -> TrainConfig:
-        if self.online and (self.build_dir is None or self.model_dir is None):
-            raise DraftsetError(
-                "online training needs a build and the target", hint="draftset train BUILD --online --model TARGET_DIR"
-            )
-        if self.tp and not self.online:
-            raise DraftsetError(
-                "--tp applies to online training (the target's forward)",
-                hint="offline: capture with `draftset capture --tp`, then train data-parallel",
-            )
-        if not self.online and self.capture_dir is None:
-            raise DraftsetError("offline training needs a capture", hint="draftset train CAPTURE (or --online)")
-        return self
 
 
 def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_length: int) -> Eagle3Draft:

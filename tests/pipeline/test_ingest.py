@@ -119,6 +119,9 @@ def test_counts_quarantine_and_resume_by_id(home, mini_hub):
     again = ingest_dataset(cat, home, "lab/broken", endpoint=url)
     assert again.counts["out"] == 0 and again.counts["skipped_already_written"] == 2
     assert len(existing_ids(out)) == 2 and len(shard_paths(out)) == 1
+    manifest = json.loads((out / "manifest.json").read_text())  # what dedup and mix forward as their upstream
+    assert manifest["stage"] == "ingest" and manifest["config"]["repo_id"] == "lab/broken"
+    assert manifest["counts"] == again.counts and manifest["outputs"] == [shard_paths(out)[0].name]
     runs = cat.query("SELECT status, counts FROM stage_runs WHERE stage = 'ingest' ORDER BY started_at")
     assert [r["status"] for r in runs] == ["ok", "ok"]
 

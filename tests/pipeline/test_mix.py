@@ -100,6 +100,8 @@ def test_plan_weights_and_caps(home, sources):
     result = run_mix(cat, home, "m1")
     m = result.manifest
     assert m["plan_id"] == "p1" and m["samples_requested"] == 40 and m["samples_selected"] == 40
+    assert m["stage"] == "mix" and m["run_id"] == m["mix_run_id"] and m["counts"]["out"] == 40
+    assert [(u["stage"], u["run_id"]) for u in m["upstream"]] == [("dedup", m["dedup_run_id"])]  # forwarded
     # weights 25:10:15 (est_samples per ingested category) over 40 samples -> 20:8:12,
     # and inside "general chat" 20 split by the caps 20:5 -> 16:4
     assert {c: v["selected"] for c, v in m["categories"].items()} == {"general chat": 20, "math": 8, "coding": 12}

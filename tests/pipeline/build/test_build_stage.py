@@ -147,6 +147,28 @@ def test_all_turns_one_row_and_regen_input_inherits_thinking(home, toy_dir, conv
     assert row["id"] == "c-7" and row["turn"] is None
 
 
+def test_build_reads_and_forwards_the_regeneration_manifest(home, toy_dir, conversation):
+    """The settings come from regenerate's manifest (no config.json needed), which build forwards as upstream."""
+    regen = home / "data" / "regen" / "r2"
+    conv = conversation("c-8", [("user", "a"), ("assistant", "b", "t")], mode="regenerate")
+    with ParquetShardWriter(regen, RECORD_SCHEMA, prefix="results") as writer:
+        writer.write(_record(conv))
+    upstream = {
+        "stage": "regenerate",
+        "run_id": "regenerate-1",
+        "config": {"mix": "r2", "thinking": False},
+        "complete": True,
+        "upstream": [{"stage": "mix", "run_id": "mix-1"}],
+    }
+    (regen / "manifest.json").write_text(json.dumps(upstream))
+    result = _build(home, toy_dir, "r2")
+    assert result.manifest["thinking"] is False and result.manifest["source_complete"] is True
+    assert result.manifest["upstream"] == [upstream]
+    on_disk = json.loads((result.out_dir / "manifest.json").read_text())
+    assert on_disk["stage"] == "build" and on_disk["upstream"][0]["upstream"][0]["run_id"] == "mix-1"
+    assert on_disk["config"]["thinking"] is False and on_disk["counts"]["out"] == result.counts["out"] == 1
+
+
 def test_non_prefix_stable_template_raises_naming_the_row(home, toy_dir, mix, tmp_path):
     import shutil
 

@@ -134,7 +134,8 @@ def test_native_rows_pass_through_unchanged_and_bad_rows_are_named(home, fake_se
 def test_rerun_resumes_by_id_and_refuses_other_settings(home, fake_server):
     server = fake_server()
     convs = simple_mix(6)
-    write_mix(home, "m", convs)
+    mix_dir = write_mix(home, "m", convs)
+    (mix_dir / "manifest.json").write_text(json.dumps({"stage": "mix", "run_id": "mix-1"}))
     run_regenerate(_config([server.url], max_rows=4), home, None, show_progress=False)
     again = run_regenerate(_config([server.url]), home, None, show_progress=False)
     assert again.counts["skipped_resumed"] == 4 and again.counts["out"] == 2
@@ -142,6 +143,9 @@ def test_rerun_resumes_by_id_and_refuses_other_settings(home, fake_server):
     _assert_accounted(home, convs)
     manifest = json.loads((regen_dir(home, "m") / "manifest.json").read_text())
     assert manifest["complete"] and manifest["totals"] == {"results": 6, "errors": 0, "skipped": 0}
+    assert manifest["stage"] == "regenerate" and manifest["run_id"] == again.run_id
+    assert manifest["upstream"] == [{"stage": "mix", "run_id": "mix-1"}]  # the mix's manifest, forwarded
+    assert manifest["config"]["mix"] == "m" and manifest["counts"]["skipped_resumed"] == 4
     with pytest.raises(DraftsetError, match="temperature: 0.7 -> 0.0"):
         run_regenerate(_config([server.url], temperature=0.0), home, None, show_progress=False)
 

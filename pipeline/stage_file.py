@@ -1,0 +1,149 @@
+"""A stage's settings from a file (`--config FILE` on every stage command), under the flags given explicitly.
+
+Defaults live once, on the stage's config model (its Field defaults). The order is: model default, then the
+file, then every flag the user actually gave (a flag left out is None and shows the file's value through).
+Every key of the file must be a field of the model that the command lets a person set; anything else is a
+one-line error naming the key and the file, never a traceback and never silently ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast, get_args, get_origin
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from catalog.errors import DraftsetError
+from pipeline.stage import StageConfig
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A mapping of fields from JSON (.json), TOML (.toml) or YAML (anything else)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+        if path.suffix == ".json":
+            data = json.loads(text)
+        elif path.suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DraftsetError(f"cannot read config file {path}: {first}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise DraftsetError(f"config file {path} must hold a mapping of fields, not {type(data).__name__}")
+    return data
+
+
+def field_default(model: type[StageConfig], name: str) -> Any:
+    """The model's default for one field (None for a required field)."""
+    info = model.model_fields[name]
+    return None if info.is_required() else info.get_default(call_default_factory=True)
+
+
+def check_value(model: type[StageConfig], name: str, value: Any, where: str) -> Any:
+    """One value against its field's type and constraints, strict as JSON is: "512" is not a number, but a
+    path may be a string (a file holds no Path objects)."""
+    info = model.model_fields[name]
+    try:
+        field_type = cast(Any, Annotated[info.annotation, info])  # the type with the Field's constraints
+        return TypeAdapter(field_type).validate_json(json.dumps(value, default=str), strict=True)
+    except ValidationError as exc:
+        raise DraftsetError(
+            f"{where}: invalid value {value!r} for {name}: {exc.errors()[0]['msg']}",
+            hint=f"see the {name} option in the command's --help",
+        ) from None
+
+
+def stage_settings(
+    model: type[StageConfig],
+    path: Path | None,
+    flags: Mapping[str, Any],
+    *,
+    settable: Iterable[str],
+    unset: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Model defaults < `path`'s values < the flags given (not None), over the `settable` fields.
+
+    `unset`: fields whose absence means "let the stage decide" (e.g. build's thinking mode, inherited from the
+    regeneration): they get no model default here."""
+    settable = list(settable)
+    data = read_config_file(path) if path is not None else {}
+    for key in data:
+        if key not in model.model_fields:
+            raise DraftsetError(
+                f"{path}: unknown key {key!r} (not a field of {model.__name__})",
+                hint=f"the keys this command takes: {', '.join(settable)}",
+            )
+        if key not in settable:
+            raise DraftsetError(
+                f"{path}: key {key!r} is derived by the stage and cannot be set in a config file",
+                hint=f"the keys this command takes: {', '.join(settable)}",
+            )
+    skip = set(unset)
+    values = {k: field_default(model, k) for k in settable if k not in skip}
+    values = {k: v for k, v in values.items() if v is not None or not model.model_fields[k].is_required()}
+    for key, value in data.items():
+        values[key] = check_value(model, key, value, str(path))
+    for key, value in flags.items():
+        if value is not None:
+            values[key] = check_value(model, key, value, f"--{key.replace('_', '-')}")
+    return values
+
+
+# -- `python -m pipeline.<stage>` entry points (argparse: GPU hosts need no Typer) ----------------------------
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+
+
+def add_field_arguments(
+    parser: argparse.ArgumentParser, model: type[StageConfig], fields: Mapping[str, str | tuple[str, str]]
+) -> None:
+    """One flag per field (`--batch-tokens` for batch_tokens, or the flag given as (flag, help)), typed from the
+    model, default None so a --config file's value shows through; help names the model's default. Plus --config."""
+    for name, spec in fields.items():
+        flag, help_text = spec if isinstance(spec, tuple) else (f"--{name.replace('_', '-')}", spec)
+        info = model.model_fields[name]
+        kinds = getattr(info.annotation, "__args__", None) or (info.annotation,)
+        default = field_default(model, name)
+        shown = f" (default: {default})" if default is not None and default is not False else ""
+        if bool in kinds:
+            parser.add_argument(flag, dest=name, action="store_true", default=None, help=help_text)
+            continue
+        kind: Any = str
+        if get_origin(info.annotation) is Literal:
+            parser.add_argument(
+                flag, dest=name, choices=get_args(info.annotation), default=None, help=help_text + shown
+            )
+            continue
+        if int in kinds:
+            kind = int
+        elif float in kinds:
+            kind = float
+        elif any(getattr(k, "__origin__", None) is list for k in kinds):
+            kind = _int_list
+        parser.add_argument(flag, dest=name, type=kind, default=None, help=help_text + shown)
+    parser.add_argument(
+        "--config", type=Path, default=None, help="JSON, TOML or YAML file of these fields; flags given override it"
+    )
+
+
+def parsed_settings(
+    args: argparse.Namespace, model: type[StageConfig], fields: Iterable[str], unset: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The settings `add_field_arguments` flags and --config give, over the model's defaults."""
+    names = list(fields)
+    return stage_settings(model, args.config, {n: getattr(args, n) for n in names}, settable=names, unset=unset)
