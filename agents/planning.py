@@ -25,7 +25,7 @@ from catalog.quota import allocate
 UNPLANNABLE = {"no_license", "non_english", "non_text", "empty"}
 
 HELD_SQL = """
-SELECT repo_id, category, n_rows, est_yield FROM candidates
+SELECT repo_id, category, n_rows, est_yield FROM candidate_status
  WHERE status = 'ingested'
     OR repo_id IN (SELECT repo_id FROM adapters WHERE status = 'approved')
 """

@@ -114,8 +114,8 @@ def ingest_dataset(
                 max_conversation_chars=max_conversation_chars,
                 progress=progress,
             )
-    with catalog.writer() as con:  # the find/plan views show which candidates are now data
-        con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [repo_id])
+    # No write to find's candidates table: the ok stage_runs row above is ingest's record, and the catalog
+    # view candidate_status derives "ingested" from it for find's and plan's views.
     return DatasetResult(repo_id, dict(run.counts))
 
 
