@@ -57,8 +57,12 @@ def load_targets(
     weights: dict[str, float] | None = None,
 ) -> MixTargets:
     """The plan's quotas (plan_id, else the newest plan); without a plan or with `weights`, category weights."""
+    if weights and plan_id is not None:
+        raise DraftsetError(
+            f"a mix follows plan {plan_id!r} or category weights, not both", hint="drop --plan or --weight"
+        )
     ingested = set(Home(home).normalized_repos())
-    plan = None if weights and plan_id is None else _plan_row(catalog, plan_id)
+    plan = None if weights else _plan_row(catalog, plan_id)
     if plan is None:
         if not ingested:
             raise DraftsetError(

@@ -210,6 +210,8 @@ def test_explicit_weights_without_a_plan(home, sources):
     assert m["plan_id"] is None
     assert {c: v["selected"] for c, v in m["categories"].items()} == {"general chat": 20, "math": 10, "coding": 0}
     assert all(v["quota"] is None for v in m["sources"].values())
+    with pytest.raises(DraftsetError, match="not both"):
+        run_mix(cat, home, "w2", plan_id="p1", weights={"math": 1})
 
 
 def test_deterministic_under_seed(home, sources):
