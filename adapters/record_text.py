@@ -4,8 +4,10 @@
                      System prompts are left out on purpose: many datasets share one, which would make
                      unrelated rows look alike.
     context_text()   everything the target reads before answering (system, user and tool turns): what
-                     the prompt-length filter, the report's prompt lengths and regeneration's partitions measure.
-    response_text()  the assistant side, reasoning included: what the report's response lengths measure.
+                     the prompt-length filter, the report's prompt lengths, regeneration's partitions and
+                     find's trial sizes measure.
+    response_text()  the assistant side, reasoning and tool-call arguments included: what the report's
+                     response lengths and find's trial sizes measure.
     length(counter)  context_text() measured by a counter (target tokens, or an estimate that says so).
 
 A mixin, so the canonical record model (adapters/records.py) gains these in one line.
@@ -14,7 +16,7 @@ A mixin, so the canonical record model (adapters/records.py) gains these in one 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class LengthCounter(Protocol):
@@ -30,6 +32,8 @@ class _Turn(Protocol):
     def content(self) -> str: ...
     @property
     def reasoning(self) -> str | None: ...
+    @property
+    def tool_calls(self) -> Sequence[Any] | None: ...  # each with .function.arguments
 
 
 class ConversationText:
@@ -46,6 +50,7 @@ class ConversationText:
         for m in self.messages:
             if m.role == "assistant":
                 parts.extend(p for p in (m.reasoning, m.content) if p)
+                parts.extend(c.function.arguments for c in m.tool_calls or [])
         return "\n".join(parts)
 
     def length(self, counter: LengthCounter) -> int:

@@ -61,10 +61,6 @@ def trial(d: Detected, rows: list[dict[str, Any]]) -> dict[str, float]:
             except (RowError, ValueError):
                 continue
         made += 1
-        for m in rec.messages:
-            size = len(m.content) + len(m.reasoning or "") + sum(len(c.function.arguments) for c in m.tool_calls or [])
-            if m.role == "assistant":
-                response += size
-            else:
-                prompt += size
+        prompt += len(rec.context_text())  # the record's own meanings (adapters/record_text.py)
+        response += len(rec.response_text())
     return {"yield": made / len(rows), "prompt_chars": prompt / max(made, 1), "response_chars": response / max(made, 1)}

@@ -2,8 +2,9 @@
 
 Samples the catalog already holds for the domain (approved adapters or ingested data) are counted
 and their datasets are not proposed again. New samples are allocated by category weight, best score
-first, with a per-dataset share cap; each line carries rows, mode, tokens, regeneration hours at the
-configured throughput and the hidden-state bytes capture will write.
+first, with a per-dataset share cap (`quotas`); each line carries its quota (`est_samples`, what the mix
+takes from it), rows, mode, tokens, regeneration hours at the configured throughput and the hidden-state
+bytes capture will write.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from agents.configuration import FindConfig
 from agents.state import Candidate, Plan, PlanItem
 from catalog import Catalog
 from catalog.home import Home, flat_repo_name
+from catalog.quota import allocate
 
 UNPLANNABLE = {"no_license", "non_english", "non_text", "empty"}
 
 HELD_SQL = """
-SELECT repo_id, category, n_rows, est_yield FROM candidates
+SELECT repo_id, category, n_rows, est_yield FROM candidate_status
  WHERE status = 'ingested'
     OR repo_id IN (SELECT repo_id FROM adapters WHERE status = 'approved')
 """
@@ -69,29 +71,22 @@ def plannable(c: Candidate, held: dict[str, int], has_token: bool) -> bool:
     )
 
 
-def _allocate(chosen: list[Candidate], samples: int, weights: dict[str, float], cap: int) -> dict[str, int]:
-    """Pass 1 fills each category's weighted quota; pass 2 spreads any shortfall by score."""
-    taken: dict[str, int] = {c.repo_id: 0 for c in chosen}
-    usable = {c.repo_id: int(c.n_rows * c.est_yield) for c in chosen}
+def quotas(chosen: list[Candidate], samples: int, weights: dict[str, float], cap: int) -> dict[str, int]:
+    """repo_id → samples to take: the plan's quotas, which the mix takes as they are.
+
+    Categories split `samples` by weight (what a category cannot fill goes to the others, by weight);
+    inside a category the best-scored dataset is filled first, up to the share cap and its usable rows.
+    `chosen` is ranked best first. Both steps are catalog.quota.allocate, the mix's allocation too."""
+    usable = {c.repo_id: max(0, min(int(c.n_rows * c.est_yield), cap)) for c in chosen}
     present = {c.category for c in chosen}
-    total_w = sum(weights[k] for k in present) or 1.0
+    room = {k: sum(usable[c.repo_id] for c in chosen if c.category == k) for k in present}
+    per_category = allocate(samples, {k: weights[k] for k in present}, room)
+    taken: dict[str, int] = {}
     for category in sorted(present):
-        quota = math.ceil(samples * weights[category] / total_w)
-        for c in (x for x in chosen if x.category == category):
-            take = max(0, min(usable[c.repo_id], cap, quota))
-            taken[c.repo_id] += take
-            quota -= take
-    for c in chosen:
-        left = samples - sum(taken.values())
-        if left <= 0:
-            break
-        taken[c.repo_id] += max(0, min(left, usable[c.repo_id] - taken[c.repo_id], cap - taken[c.repo_id]))
-    overshoot = sum(taken.values()) - samples  # quotas are rounded up: trim the lowest-ranked lines
-    for c in reversed(chosen):
-        cut = min(max(overshoot, 0), taken[c.repo_id])
-        taken[c.repo_id] -= cut
-        overshoot -= cut
-    return {k: v for k, v in taken.items() if v > 0}
+        members = [c.repo_id for c in chosen if c.category == category]
+        rank = {repo: i for i, repo in enumerate(members)}
+        taken |= allocate(per_category[category], {r: 1.0 for r in members}, usable, rank=rank)
+    return {c.repo_id: taken[c.repo_id] for c in chosen if taken.get(c.repo_id)}
 
 
 def plan_mix(
@@ -105,7 +100,7 @@ def plan_mix(
 ) -> Plan:
     cap_ = config.capacity
     chosen = sorted((c for c in candidates if plannable(c, held, has_token)), key=lambda c: -c.score)
-    taken = _allocate(chosen, samples, weights, max(1, math.ceil(config.share_cap * samples)))
+    taken = quotas(chosen, samples, weights, max(1, math.ceil(config.share_cap * samples)))
     items = []
     for c in chosen:
         n = taken.get(c.repo_id, 0)

@@ -10,8 +10,6 @@ from agents.state import AgentReport, Candidate, Plan
 from catalog import Catalog
 from catalog.db import upsert
 
-KEEP_STATUS = {"ingested"}  # set by later stages; a new search never downgrades it
-
 
 def _ts(epoch: float | None) -> datetime | None:
     return None if epoch is None else datetime.fromtimestamp(epoch)
@@ -61,10 +59,7 @@ def record_run(
     }
     failures = "; ".join(f"{r.category}: {r.error}" for r in reports if r.status == "failed") or None
     with catalog.writer() as con:
-        previous = {
-            row[0]: (row[1], row[2])
-            for row in con.execute("SELECT repo_id, first_seen, status FROM candidates").fetchall()
-        }
+        previous = {row[0]: row[1] for row in con.execute("SELECT repo_id, first_seen FROM candidates").fetchall()}
         now = datetime.now()
         upsert(
             con,
@@ -172,9 +167,9 @@ def record_run(
         upsert(con, "plan_items", [{"plan_id": plan.plan_id, **i.model_dump()} for i in plan.items])
 
 
-def _candidate_row(c: Candidate, run_id: str, now: datetime, previous: tuple | None, planned: bool) -> dict:
-    first_seen, old_status = previous or (now, None)
-    status = old_status if old_status in KEEP_STATUS else ("planned" if planned else c.status)
+def _candidate_row(c: Candidate, run_id: str, now: datetime, first_seen: datetime | None, planned: bool) -> dict:
+    # find's own verdict only: whether a candidate is now data is ingest's record (view candidate_status).
+    status = "planned" if planned else c.status
     return {
         "repo_id": c.repo_id,
         "revision": c.revision,
@@ -193,7 +188,7 @@ def _candidate_row(c: Candidate, run_id: str, now: datetime, previous: tuple | N
         "mode": c.mode,
         "est_yield": c.est_yield,
         "flags": c.flags,
-        "first_seen": first_seen,
+        "first_seen": first_seen or now,
         "last_seen": now,
         "last_run_id": run_id,
         "status": status,

@@ -3,11 +3,14 @@
 The Hub is reached only through `huggingface_hub` (search, cards) and the dataset-viewer API
 (features, sizes, first rows) at the configured viewer base. A repo's inspection is cached under
 `$DRAFTSET_HOME/cache/hub/<owner>__<name>/<sha>.json`: the sha is the repo revision, so an unchanged
-repo is never fetched twice, and a changed one is refetched automatically.
+repo is never fetched twice, and a changed one is refetched automatically. Within one run (one HubTools)
+a repo revision is inspected once whatever the disk cache holds or is allowed to hold: the agents that
+meet it later, a gated or viewer-less repo included, get the first answer (counted as cache hits).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Collection
@@ -69,6 +72,7 @@ class HubTools:
         # Agents often meet the same repo or query at once: one fetches, the others wait and reuse it.
         self._repo_locks: dict[str, threading.Lock] = {}
         self._searches: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+        self._inspected: dict[tuple[str, str | None], dict[str, Any]] = {}  # this run's answers, per revision
 
     def meter(self, category: str) -> AgentCounts:
         with self._lock:
@@ -144,12 +148,19 @@ class HubTools:
     def inspect(self, category: str, hit: dict[str, Any]) -> dict[str, Any]:
         """Card text, features, sizes and a few first rows of one repo revision (cached)."""
         self._injected(category)
-        path = self._cache_path(hit["repo_id"], hit.get("sha"))
+        key = (hit["repo_id"], hit.get("sha"))
+        path = self._cache_path(*key)
         with self._lock_for(f"repo|{hit['repo_id']}"):
+            if key in self._inspected:  # a copy: one agent's use of the facts never reaches another's
+                self.meter(category).cache_hits += 1
+                return copy.deepcopy(self._inspected[key])
             if path is not None and path.exists():
                 self.meter(category).cache_hits += 1
-                return json.loads(path.read_text())
-            return self._fetch(category, hit, path)
+                facts = json.loads(path.read_text())
+            else:
+                facts = self._fetch(category, hit, path)
+            self._inspected[key] = facts
+            return facts
 
     def _lock_for(self, key: str) -> threading.Lock:
         with self._lock:

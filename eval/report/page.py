@@ -35,7 +35,7 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
                 entry.get("category", ""),
                 entry.get("ingested", sum(dd.values())),
                 *[dd.get(r, 0) for r in DEDUP_REASONS],
-                entry.get("cap") or "-",
+                "-" if entry.get("quota") is None else entry["quota"],
                 data.by_source.get(repo, 0),
                 "n/a" if y is None else f"{y:.2f}",
             ]
@@ -50,7 +50,7 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
         for name, vals in (("prompt", data.prompt_tokens), ("response (answered)", data.response_tokens))
     ]
     return [
-        ("Sources", ["source", "category", "ingested", *DEDUP_REASONS, "cap", "in mix", "ingest yield"], src_rows),
+        ("Sources", ["source", "category", "ingested", *DEDUP_REASONS, "quota", "in mix", "ingest yield"], src_rows),
         ("Categories", ["category", "weight", "target", "available", "in mix"], cat_rows),
         ("Modes", ["mode", "records"], [[m, n] for m, n in sorted(data.by_mode.items())]),
         (f"Lengths ({data.length_unit})", ["side", "records", "p50", "p90", "max"], lengths),

@@ -149,9 +149,12 @@ def dedup_cmd(
 
 def mix_cmd(
     name: str = typer.Argument(..., help="Name of the mix (folder data/mix/NAME)."),
-    plan: str | None = typer.Option(None, "--plan", help="Plan whose weights and caps to use (default: latest)."),
+    plan: str | None = typer.Option(None, "--plan", help="Plan whose per-source quotas to take (default: latest)."),
     samples: int | None = field_option(
         MixConfig, "samples", help="Records in the mix (default: the plan's).", show_default=False
+    ),
+    weight: list[str] | None = typer.Option(
+        None, "--weight", help="CATEGORY=W: mix every ingested source by category weight instead of a plan."
     ),
     seed: int | None = field_option(MixConfig, "seed", help="Selection seed: same inputs + seed = same mix."),
     threshold: float | None = _threshold(MixConfig),
@@ -163,8 +166,9 @@ def mix_cmd(
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
 
-    Records are picked by the plan's category weights and per-source caps, deterministically under --seed.
-    manifest.json records what was asked for, what was selected, and which sources were left out."""
+    Each source gives its quota from the plan; what a source lacks after dedup is taken from the others in
+    proportion to their quotas. Records are picked deterministically under --seed. manifest.json records
+    per source the quota, what was taken and the shortfall, and which sources were left out."""
     from pipeline.mix.run import run_mix
 
     values = stage_settings(
@@ -180,11 +184,16 @@ def mix_cmd(
         },
         settable=["plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens"],
     )
+    weights = _weights(weight or [])
+    if weights and values.get("plan_id"):
+        raise typer.BadParameter("give --plan or --weight, not both", param_hint="--weight")
+
     with _progress() as progress:
         result = run_mix(
             catalog(),
             settings().home,
             name,
+            weights=weights or None,
             tokenizer=tokenizer,
             overwrite=overwrite,
             progress=progress,
@@ -192,9 +201,17 @@ def mix_cmd(
         )
     m = result.manifest
     print_table(
-        ["source", "category", "ingested", "dedup dropped", "cap", "selected"],
+        ["source", "category", "ingested", "dedup dropped", "quota", "selected", "shortfall"],
         [
-            [s, v["category"], v.get("ingested"), v.get("dedup_dropped"), v.get("cap") or "-", v["selected"]]
+            [
+                s,
+                v["category"],
+                v.get("ingested"),
+                v.get("dedup_dropped"),
+                "-" if v.get("quota") is None else v["quota"],
+                v["selected"],
+                v.get("shortfall") or "-",
+            ]
             for s, v in sorted(m["sources"].items())
         ],
         title=f"mix {name}",
@@ -211,6 +228,21 @@ def mix_cmd(
             f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
             f"{safe(', '.join(m['unplanned_sources']))}"
         )
+
+
+def _weights(pairs: list[str]) -> dict[str, float]:
+    """--weight "general chat=2" --weight math=1 -> {"general chat": 2.0, "math": 1.0}."""
+    weights: dict[str, float] = {}
+    for pair in pairs:
+        category, sep, value = pair.rpartition("=")
+        try:
+            w = float(value)
+        except ValueError:
+            w = -1.0
+        if not sep or not category.strip() or not w >= 0:  # `not >=` also refuses nan
+            raise typer.BadParameter(f"{pair!r} is not CATEGORY=WEIGHT (a weight >= 0)", param_hint="--weight")
+        weights[category.strip()] = w
+    return weights
 
 
 def register(app: typer.Typer) -> None:

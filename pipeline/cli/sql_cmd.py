@@ -32,7 +32,7 @@ def sql(
     ),
 ) -> None:
     """Query the catalog read-only (tables: search_runs, agent_runs, candidates, schemas, adapters,
-    plans, plan_items, stage_runs, dedup). Writing statements are refused."""
+    plans, plan_items, stage_runs, dedup; view candidate_status). Writing statements are refused."""
     from pipeline.servers.service.client import remote
 
     cap = limit or None

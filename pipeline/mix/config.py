@@ -16,7 +16,7 @@ class MixConfig(StageConfig):
     seed: int = 0
     category_weights: dict[str, float]
     source_category: dict[str, str]
-    source_caps: dict[str, int | None]
+    source_quotas: dict[str, int]
     threshold: float = Field(0.8, ge=0.05, le=0.98)
     min_prompt_tokens: int = 1
     max_prompt_tokens: int = 16_384

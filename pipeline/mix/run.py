@@ -1,5 +1,7 @@
-"""`draftset mix NAME`: dedup the plan's sources, then pick N records by category weight and
-per-source cap, deterministically under a seed, into data/mix/NAME/ with a manifest.
+"""`draftset mix NAME`: dedup the plan's sources, then take each source's quota from the plan (what a
+source cannot give after dedup is passed on to the others: catalog.quota.take_quotas), deterministically
+under a seed, into data/mix/NAME/ with a manifest of quota, taken and shortfall per source. Without a
+plan, N is split by category weight over every ingested source.
 
 The mix is built in a hidden staging folder and renamed into place, so data/mix/NAME is always
 either the previous complete mix or the new complete one. Re-running with the same config is a no-op
@@ -21,9 +23,9 @@ from rich.progress import Progress
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.quota import allocate, take_quotas
 from catalog.shards import ParquetShardWriter, iter_rows, read_table
 from pipeline.dedup.run import DedupConfig, run_dedup
-from pipeline.mix.allocate import allocate
 from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.model.lengths import TokenCounter
@@ -52,35 +54,61 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
     for row in rows:
         by_source[row["repo_id"]].append(row["id"])
         category_of.setdefault(row["repo_id"], config.source_category.get(row["repo_id"]) or row["category"])
-    room = {s: min(len(ids), config.source_caps.get(s) or len(ids)) for s, ids in by_source.items()}
-    sources_in: dict[str, list[str]] = defaultdict(list)
-    for s in sorted(by_source):
-        sources_in[category_of[s]].append(s)
-    weights = {c: config.category_weights.get(c, 0.0) if config.category_weights else 1.0 for c in sources_in}
-    cat_room = {c: sum(room[s] for s in ss) for c, ss in sources_in.items()}
-    total = config.samples if config.samples is not None else sum(cat_room.values())
-    per_cat = allocate(total, weights, cat_room)
+    for s in config.source_quotas:  # planned sources with no row left still hold a quota
+        category_of.setdefault(s, config.source_category.get(s) or "")
+    available = {s: len(by_source.get(s, [])) for s in category_of}
+    if config.plan_id is not None:
+        total = config.samples if config.samples is not None else sum(config.source_quotas.values())
+        target, taken = take_quotas(config.source_quotas, available, total)
+        weight = {s: float(q) for s, q in config.source_quotas.items()}
+    else:
+        total = config.samples if config.samples is not None else sum(available.values())
+        target = taken = _by_category_weight(config, category_of, available, total)
+        weight = {
+            s: config.category_weights.get(c, 0.0) if config.category_weights else 1.0 for s, c in category_of.items()
+        }
     chosen: set[str] = set()
     report: dict[str, Any] = {"categories": {}, "sources": {}}
-    for cat, srcs in sorted(sources_in.items()):
-        per_src = allocate(per_cat[cat], {s: float(room[s]) for s in srcs}, room)
-        for s in srcs:
-            picked = sorted(by_source[s], key=lambda i: _seeded_key(config.seed, i))[: per_src[s]]
-            chosen.update(picked)
-            report["sources"][s] = {
-                "category": cat,
-                "candidates": len(by_source[s]),
-                "cap": config.source_caps.get(s),
-                "selected": per_src[s],
-            }
+    for s in sorted(category_of):
+        n = taken.get(s, 0)
+        chosen.update(sorted(by_source.get(s, []), key=lambda i: _seeded_key(config.seed, i))[:n])
+        report["sources"][s] = {
+            "category": category_of[s],
+            "candidates": available[s],
+            "quota": config.source_quotas.get(s),
+            "target": target.get(s, 0),
+            "selected": n,
+            "shortfall": max(0, target.get(s, 0) - n),
+        }
+    for cat in sorted(set(category_of.values())):
+        members = [s for s in category_of if category_of[s] == cat]
         report["categories"][cat] = {
-            "weight": weights[cat],
-            "room": cat_room[cat],
-            "target": round(total * weights[cat] / (sum(weights.values()) or 1)),
-            "selected": per_cat[cat],
+            "weight": sum(weight.get(s, 0.0) for s in members)
+            if config.plan_id is not None
+            else weight.get(members[0], 0.0),
+            "room": sum(available[s] for s in members),
+            "target": sum(target.get(s, 0) for s in members),
+            "selected": sum(taken.get(s, 0) for s in members),
         }
     report["samples_target"] = total
+    report["quota_shortfall"] = sum(v["shortfall"] for v in report["sources"].values())
+    report["redistributed"] = sum(max(0, v["selected"] - v["target"]) for v in report["sources"].values())
     return chosen, report
+
+
+def _by_category_weight(
+    config: MixConfig, category_of: dict[str, str], available: dict[str, int], total: int
+) -> dict[str, int]:
+    """Without a plan: N split over categories by weight, then over a category's sources by their rows."""
+    sources_in: dict[str, list[str]] = defaultdict(list)
+    for s in sorted(category_of):
+        sources_in[category_of[s]].append(s)
+    weights = {c: config.category_weights.get(c, 0.0) if config.category_weights else 1.0 for c in sources_in}
+    per_cat = allocate(total, weights, {c: sum(available[s] for s in ss) for c, ss in sources_in.items()})
+    taken: dict[str, int] = {}
+    for cat, srcs in sources_in.items():
+        taken |= allocate(per_cat[cat], {s: float(available[s]) for s in srcs}, available)
+    return taken
 
 
 class MixStage(Stage[MixConfig]):
@@ -105,6 +133,8 @@ class MixStage(Stage[MixConfig]):
     ):
         super().__init__(config, out_dir, catalog, fresh=overwrite)
         self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
+        # Planned sources never ingested keep their quota (passed on as a shortfall) but have no rows to read.
+        self.repos = sorted(set(config.source_category) - set(targets.missing))
         self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
 
     def is_same_output(self, manifest: dict[str, Any]) -> bool:
@@ -129,7 +159,7 @@ class MixStage(Stage[MixConfig]):
             self.mix_catalog,
             self.home,
             DedupConfig(
-                repos=sorted(config.source_category),
+                repos=self.repos,
                 threshold=config.threshold,
                 min_prompt_tokens=config.min_prompt_tokens,
                 max_prompt_tokens=config.max_prompt_tokens,
@@ -143,7 +173,7 @@ class MixStage(Stage[MixConfig]):
 
     def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
         config, dedup = self.config, self.dedup
-        dirs = [Home(self.home).normalized(r) for r in sorted(config.source_category)]
+        dirs = [Home(self.home).normalized(r) for r in self.repos]
         meta = read_table(dirs, columns=["id", "repo_id", "category", "revision"]).to_pylist()
         candidates = [r for r in meta if r["id"] in dedup.kept_ids]
         run.seen(len(candidates))
@@ -187,6 +217,7 @@ def run_mix(
     *,
     plan_id: str | None = None,
     samples: int | None = None,
+    weights: dict[str, float] | None = None,
     seed: int = field_default(MixConfig, "seed"),
     threshold: float = field_default(MixConfig, "threshold"),
     max_prompt_tokens: int = field_default(MixConfig, "max_prompt_tokens"),
@@ -196,7 +227,7 @@ def run_mix(
     progress: Progress | None = None,
 ) -> MixResult:
     final = Home(home).mix(name)
-    targets = load_targets(catalog, home, plan_id, samples)
+    targets = load_targets(catalog, home, plan_id, samples, weights)
     counter = TokenCounter.resolve(tokenizer, home)
     config = MixConfig(
         name=name,
@@ -205,7 +236,7 @@ def run_mix(
         seed=seed,
         category_weights=targets.category_weights,
         source_category=targets.source_category,
-        source_caps=targets.source_caps,
+        source_quotas=targets.source_quotas,
         threshold=threshold,
         min_prompt_tokens=min_prompt_tokens,
         max_prompt_tokens=max_prompt_tokens,

@@ -1,8 +1,11 @@
-"""What a mix aims for: category weights, per-source caps and N, read from a plan in the catalog.
+"""What a mix aims for, read from a plan in the catalog: each source's quota, and N.
 
-A plan (written by `draftset find`) lists, per dataset, its category and how many rows to take.
-Category weight = the plan's estimated samples in that category; a source's cap = what the plan
-means to take from it. Without any plan, every ingested source is used with equal category weights.
+A plan (written by `draftset find`) gives each dataset a quota: `plan_items.est_samples`, the samples
+find allocated to it (agents/planning.py, catalog/quota.py). The mix takes those quotas as they are;
+it does not allocate again. A planned source that was never ingested keeps its quota, with nothing
+available: its share is passed on like any other shortfall (`catalog.quota.take_quotas`). N defaults
+to the quotas' sum (never more than the plan asked for). Without any plan, every ingested source is
+used, split by category weight (equal unless given).
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from catalog.home import Home
 class MixTargets:
     plan_id: str | None
     samples: int | None  # None: take everything available
-    category_weights: dict[str, float]
-    source_category: dict[str, str]  # repo_id -> category ("" = use the rows' own)
-    source_caps: dict[str, int | None]  # repo_id -> most records to take (None = no cap)
+    category_weights: dict[str, float]  # without a plan: category -> weight ({} = equal)
+    source_category: dict[str, str]  # repo_id -> category ("" = use the rows' own); planned ones not ingested too
+    source_quotas: dict[str, int]  # with a plan: repo_id -> quota (every planned source, ingested or not)
     missing: list[str] = field(default_factory=list)  # planned but never ingested
     unplanned: list[str] = field(default_factory=list)  # ingested but not in the plan: left out
 
@@ -46,34 +49,44 @@ def _plan_row(catalog: Catalog, plan_id: str | None) -> dict | None:
     return rows[0]
 
 
-def load_targets(catalog: Catalog, home: Path, plan_id: str | None = None, samples: int | None = None) -> MixTargets:
+def load_targets(
+    catalog: Catalog,
+    home: Path,
+    plan_id: str | None = None,
+    samples: int | None = None,
+    weights: dict[str, float] | None = None,
+) -> MixTargets:
+    """The plan's quotas (plan_id, else the newest plan); without a plan or with `weights`, category weights."""
+    if weights and plan_id is not None:
+        raise DraftsetError(
+            f"a mix follows plan {plan_id!r} or category weights, not both", hint="drop --plan or --weight"
+        )
     ingested = set(Home(home).normalized_repos())
-    plan = _plan_row(catalog, plan_id)
+    plan = None if weights else _plan_row(catalog, plan_id)
     if plan is None:
         if not ingested:
             raise DraftsetError(
                 "nothing to mix: no dataset has been ingested", hint="run `draftset ingest` after approving adapters"
             )
-        return MixTargets(None, samples, {}, {r: "" for r in sorted(ingested)}, {r: None for r in sorted(ingested)})
+        return MixTargets(None, samples, weights or {}, {r: "" for r in sorted(ingested)}, {})
     items = catalog.query(
-        "SELECT repo_id, category, rows_to_take, est_samples FROM plan_items WHERE plan_id = ? ORDER BY repo_id",
+        "SELECT repo_id, category, est_samples FROM plan_items WHERE plan_id = ? ORDER BY repo_id",
         [plan["plan_id"]],
     )
-    weights: dict[str, float] = {}
-    categories, caps, missing = {}, {}, []
+    categories, quotas, missing = {}, {}, []
     for item in items:
+        quotas[item["repo_id"]] = int(item["est_samples"] or 0)
+        categories[item["repo_id"]] = item["category"]
         if item["repo_id"] not in ingested:
             missing.append(item["repo_id"])
-            continue
-        est = item["est_samples"] or item["rows_to_take"] or 0
-        weights[item["category"]] = weights.get(item["category"], 0.0) + float(est)
-        categories[item["repo_id"]] = item["category"]
-        # A row can give several records (one per turn), so the cap is the larger of the two.
-        caps[item["repo_id"]] = max(item["rows_to_take"] or 0, item["est_samples"] or 0) or None
-    if not categories:
+    if len(missing) == len(categories):
         raise DraftsetError(
             f"no dataset of plan {plan['plan_id']} has been ingested ({len(missing)} planned)",
             hint=f"run `draftset ingest --plan {plan['plan_id']}`",
         )
-    n = samples if samples is not None else plan.get("samples_requested")
-    return MixTargets(plan["plan_id"], n, weights, categories, caps, missing, sorted(ingested - set(categories)))
+    n = samples
+    if n is None:
+        n = sum(quotas.values())
+        if plan.get("samples_requested"):
+            n = min(n, int(plan["samples_requested"]))
+    return MixTargets(plan["plan_id"], n, {}, categories, quotas, missing, sorted(ingested - set(categories)))

@@ -251,3 +251,32 @@ def test_record_ids_are_the_provenance_hash():
 
     [rec] = apply_row(make_spec(), 41, {"messages": [{"role": "user", "content": "q"}]})
     assert rec.id == record_id("lab/data", "default", "train", 41)  # resume-by-id across versions needs this
+
+
+def test_text_views_have_one_meaning_each():
+    """prompt_text = user turns (identity); context_text = what the target reads; response_text = what it answers."""
+    conv = Conversation.model_validate(
+        {
+            "id": "t",
+            "source": SOURCE,
+            "category": "agentic",
+            "mode": "native",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "15% of 240?"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning": "use the tool",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "pct", "arguments": '{"p": 15}'}}
+                    ],
+                },
+                {"role": "tool", "content": "36", "tool_call_id": "c1"},
+                {"role": "assistant", "content": "36"},
+            ],
+        }
+    )
+    assert conv.prompt_text() == "15% of 240?"
+    assert conv.context_text() == "be brief\n15% of 240?\n36"
+    assert conv.response_text() == 'use the tool\n{"p": 15}\n36'

@@ -146,8 +146,11 @@ def test_second_find_counts_holdings_and_does_not_repropose(agentic_run, hub_url
     ]
     approved, ingested = planned[0], planned[1]
     catalog.upsert("adapters", [{"repo_id": approved, "status": "approved"}])
-    with catalog.writer() as con:
-        con.execute("UPDATE candidates SET status = 'ingested' WHERE repo_id = ?", [ingested])
+    # ingest's record is its ok stage_runs row (it never writes find's candidates table)
+    catalog.upsert(
+        "stage_runs",
+        [{"run_id": "ingest-1", "stage": "ingest", "params": {"repo_id": ingested}, "status": "ok"}],
+    )
     folder = home / "data" / "normalized" / ingested.replace("/", "__")
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"id": [f"r{i}" for i in range(7)]}), folder / "part-00000.parquet")
@@ -160,7 +163,10 @@ def test_second_find_counts_holdings_and_does_not_repropose(agentic_run, hub_url
     assert not {approved, ingested} & {i["repo_id"] for i in plan["items"]}
     stored = _rows(catalog, "SELECT samples_existing FROM plans WHERE plan_id = ?", [plan["plan_id"]])
     assert stored[0]["samples_existing"] == plan["samples_existing"]
-    assert _rows(catalog, "SELECT status FROM candidates WHERE repo_id = ?", [ingested])[0]["status"] == "ingested"
+    assert (
+        _rows(catalog, "SELECT status FROM candidate_status WHERE repo_id = ?", [ingested])[0]["status"] == "ingested"
+    )
+    assert _rows(catalog, "SELECT status FROM candidates WHERE repo_id = ?", [ingested])[0]["status"] == "relevant"
     # the unchanged Hub answers from the per-revision cache: far fewer requests the second time
     assert second["state"]["summary"]["cache_hits"] > 0
     assert second["state"]["summary"]["hub_calls"] < first["state"]["summary"]["hub_calls"] / 2

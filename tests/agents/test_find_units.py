@@ -10,7 +10,7 @@ import pytest
 from agents import inspection
 from agents.categories import CATEGORIES, category_weights
 from agents.configuration import Capacity, FindConfig
-from agents.planning import _allocate, domain_categories, headline, plan_mix
+from agents.planning import domain_categories, headline, plan_mix, quotas
 from agents.policies.heuristic import HeuristicPolicy
 from agents.scoring import score_candidate
 from agents.state import Brief, Candidate
@@ -171,7 +171,7 @@ def test_plan_respects_share_cap_weights_and_holdings():
 
 def test_allocate_fills_shortfall_from_other_categories():
     cands = [_cand("a/1", "agentic", 0.9, n_rows=100, yield_=1.0), _cand("w/1", "writing", 0.2, n_rows=10_000)]
-    taken = _allocate(cands, 1000, category_weights("agentic coding"), cap=1000)
+    taken = quotas(cands, 1000, category_weights("agentic coding"), cap=1000)
     assert taken == {"a/1": 100, "w/1": 900}
 
 

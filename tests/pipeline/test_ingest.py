@@ -145,6 +145,7 @@ def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_h
     cat = Catalog(home)
     for repo in ("lab/clean", "lab/allbad"):
         _approve(cat, url, repo)
+    cat.upsert("candidates", [{"repo_id": r, "status": "planned"} for r in ("lab/clean", "lab/allbad")])
     results = ingest(cat, home, ["lab/allbad", "lab/clean", "lab/missing"], endpoint=url)
     by_repo = {r.repo_id: r for r in results}
     assert by_repo["lab/clean"].error is None and by_repo["lab/clean"].counts["out"] == 7
@@ -153,6 +154,11 @@ def test_one_failing_dataset_keeps_the_others_and_cli_exits_nonzero(home, mini_h
     assert len(list(iter_rows([Home(home).normalized("lab/clean")]))) == 7
     failed = cat.query("SELECT error FROM stage_runs WHERE status = 'failed'")
     assert len(failed) == 1 and "0 out" in failed[0]["error"]
+    # ingest leaves find's table alone; the candidate_status view derives "ingested" from its ok run
+    assert {r["status"] for r in cat.query("SELECT status FROM candidates")} == {"planned"}
+    ok_run = cat.query("SELECT run_id FROM stage_runs WHERE status = 'ok'")[0]["run_id"]
+    shown = cat.query("SELECT repo_id, status, ingest_run_id FROM candidate_status ORDER BY repo_id")
+    assert [tuple(r.values()) for r in shown] == [("lab/allbad", "planned", None), ("lab/clean", "ingested", ok_run)]
 
     monkeypatch.setenv("HF_ENDPOINT", url)
     from pipeline.cli import common

@@ -1,4 +1,4 @@
-"""Mix: allocation by weights and caps, plan-driven targets, determinism under a seed, atomic rebuilds."""
+"""Mix: the plan's per-source quotas taken as they are, shortfall passed on, determinism under a seed, atomic rebuilds."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
+from catalog.quota import allocate, take_quotas
 from catalog.shards import read_table
-from pipeline.mix.allocate import allocate
 from pipeline.mix.run import run_mix
 
 
@@ -94,7 +94,7 @@ def _ids(result) -> list[str]:
     return read_table([result.path], columns=["id"]).column("id").to_pylist()
 
 
-def test_plan_weights_and_caps(home, sources):
+def test_plan_quotas_scaled_to_n_and_missing_sources_passed_on(home, sources):
     _ingest(home, sources, SOURCES | {"extra/e": ("math", 5)})  # ingested, but not in the plan
     cat = _plan(home)
     result = run_mix(cat, home, "m1")
@@ -102,11 +102,31 @@ def test_plan_weights_and_caps(home, sources):
     assert m["plan_id"] == "p1" and m["samples_requested"] == 40 and m["samples_selected"] == 40
     assert m["stage"] == "mix" and m["run_id"] == m["mix_run_id"] and m["counts"]["out"] == 40
     assert [(u["stage"], u["run_id"]) for u in m["upstream"]] == [("dedup", m["dedup_run_id"])]  # forwarded
-    # weights 25:10:15 (est_samples per ingested category) over 40 samples -> 20:8:12,
-    # and inside "general chat" 20 split by the caps 20:5 -> 16:4
+    # Quotas 20:5:10:15:5 (never/ingested has none of its 5) scaled to the 40 asked for -> 14:4:7:11:4; the
+    # 4 never/ingested cannot give go to the others by quota 20:5:10:15 -> 16:4:8:12 (the figures of
+    # the old category-weight allocation over these sources).
+    picked = {s: v["selected"] for s, v in m["sources"].items()}
+    assert picked == {"chat/a": 16, "chat/b": 4, "math/c": 8, "code/d": 12, "never/ingested": 0}
+    assert {s: v["target"] for s, v in m["sources"].items()} == {
+        "chat/a": 14,
+        "chat/b": 4,
+        "math/c": 7,
+        "code/d": 11,
+        "never/ingested": 4,
+    }
+    assert m["sources"]["never/ingested"] | {"revision": None} == {
+        "category": "coding",
+        "candidates": 0,
+        "quota": 5,
+        "target": 4,
+        "selected": 0,
+        "shortfall": 4,
+        "revision": None,
+        "ingested": 0,
+        "dedup_dropped": 0,
+    }
+    assert m["quota_shortfall"] == 4 and m["redistributed"] == 4
     assert {c: v["selected"] for c, v in m["categories"].items()} == {"general chat": 20, "math": 8, "coding": 12}
-    assert {s: v["selected"] for s, v in m["sources"].items()} == {"chat/a": 16, "chat/b": 4, "math/c": 8, "code/d": 12}
-    assert all(v["selected"] <= v["cap"] for v in m["sources"].values())
     assert m["missing_sources"] == ["never/ingested"] and m["unplanned_sources"] == ["extra/e"]
     table = read_table([result.path])
     assert table.num_rows == 40 and len(set(table.column("id").to_pylist())) == 40
@@ -117,11 +137,83 @@ def test_plan_weights_and_caps(home, sources):
     assert json.loads(stages[1]["counts"]) == {"in": 105, "out": 40, "errors": 0, "not_selected": 65}
 
 
-def test_more_than_available_is_capped_and_reported_short(home, sources):
+def test_plan_quotas_come_out_exactly_when_rows_allow(home, sources):
+    _ingest(home, sources, SOURCES)
+    cat = _plan(home, samples=1000)
+    with cat.writer() as con:
+        con.execute("DELETE FROM plan_items WHERE repo_id = 'never/ingested'")
+        con.execute("UPDATE plan_items SET est_samples = 7 WHERE repo_id = 'chat/b'")
+    m = run_mix(cat, home, "exact").manifest
+    # N defaults to the quotas' sum (52 < the 1,000 asked): every source gives exactly its quota.
+    assert m["samples_requested"] == 52 and m["samples_selected"] == 52
+    assert {s: (v["quota"], v["selected"], v["shortfall"]) for s, v in m["sources"].items()} == {
+        "chat/a": (20, 20, 0),
+        "chat/b": (7, 7, 0),
+        "math/c": (10, 10, 0),
+        "code/d": (15, 15, 0),
+    }
+    assert m["quota_shortfall"] == 0 and m["redistributed"] == 0 and m["shortfall"] == 0
+
+
+def test_dedup_shortfall_is_taken_from_the_others_by_quota(home, sources):
+    make, write = sources
+    _ingest(home, sources, {"chat/a": ("general chat", 30), "math/c": ("math", 25), "code/d": ("coding", 40)})
+    # chat/b: 10 rows, but 8 of them repeat chat/a's prompts: 2 survive dedup against a quota of 5.
+    write(
+        home,
+        [make("chat/b", i, _prompt("chat/a", i), category="general chat") for i in range(8)]
+        + [make("chat/b", i, _prompt("chat/b", i), category="general chat") for i in range(8, 10)],
+    )
+    cat = _plan(home)
+    with cat.writer() as con:
+        con.execute("DELETE FROM plan_items WHERE repo_id = 'never/ingested'")
+        con.execute("UPDATE plans SET samples_requested = 50")
+    m = run_mix(cat, home, "short").manifest
+    src = m["sources"]
+    assert src["chat/b"]["candidates"] == 2 and src["chat/b"]["dedup_dropped"] == 8
+    assert (src["chat/b"]["quota"], src["chat/b"]["selected"], src["chat/b"]["shortfall"]) == (5, 2, 3)
+    # The 3 missing go to chat/a, math/c, code/d in proportion 20:10:15 (1.33, 0.67, 1.0 -> 1, 1, 1).
+    assert {s: v["selected"] for s, v in src.items()} == {"chat/a": 21, "chat/b": 2, "math/c": 11, "code/d": 16}
+    assert m["samples_selected"] == 50 and m["quota_shortfall"] == 3 and m["redistributed"] == 3
+
+
+def test_take_quotas_is_exact_and_passes_shortfall_on():
+    assert take_quotas({"a": 20, "b": 5}, {"a": 100, "b": 100}) == ({"a": 20, "b": 5}, {"a": 20, "b": 5})
+    assert take_quotas({"a": 20, "b": 5, "c": 10}, {"a": 100, "b": 1, "c": 100})[1] == {"a": 23, "b": 1, "c": 11}
+    assert take_quotas({"a": 2, "b": 1}, {"a": 1, "b": 1}) == ({"a": 2, "b": 1}, {"a": 1, "b": 1})
+    target, taken = take_quotas({"a": 3, "b": 1}, {"a": 100, "b": 100}, total=8)
+    assert target == taken == {"a": 6, "b": 2}
+    for total in range(0, 60):
+        target, taken = take_quotas({"x": 7, "y": 2, "z": 0, "w": 11}, {"x": 3, "y": 50, "z": 9, "w": 12}, total)
+        assert sum(target.values()) == total and sum(taken.values()) == min(total, 65)
+        assert taken["z"] == 0 or sum(taken.values()) == min(total, 65)
+
+
+def test_allocate_fills_tiers_in_rank_order():
+    caps = {"best": 4, "next": 10, "last": 10}
+    rank = {"best": 0, "next": 1, "last": 2}
+    assert allocate(12, dict.fromkeys(caps, 1.0), caps, rank) == {"best": 4, "next": 8, "last": 0}
+    assert allocate(30, dict.fromkeys(caps, 1.0), caps, rank) == {"best": 4, "next": 10, "last": 10}
+    # one tier = plain water-filling by weight
+    assert allocate(12, dict.fromkeys(caps, 1.0), caps) == {"best": 4, "next": 4, "last": 4}
+
+
+def test_more_than_available_takes_every_row_and_reports_short(home, sources):
     _ingest(home, sources, SOURCES)
     result = run_mix(_plan(home), home, "big", samples=1000)
-    assert result.manifest["samples_selected"] == 50  # the sum of the caps of the ingested sources
-    assert result.manifest["shortfall"] == 950
+    assert result.manifest["samples_selected"] == 105  # every row of the planned sources
+    assert result.manifest["shortfall"] == 895
+
+
+def test_explicit_weights_without_a_plan(home, sources):
+    _ingest(home, sources, SOURCES)
+    cat = _plan(home)  # a plan exists, but explicit weights mix every ingested source instead
+    m = run_mix(cat, home, "w", samples=30, weights={"general chat": 2, "math": 1, "coding": 0}).manifest
+    assert m["plan_id"] is None
+    assert {c: v["selected"] for c, v in m["categories"].items()} == {"general chat": 20, "math": 10, "coding": 0}
+    assert all(v["quota"] is None for v in m["sources"].values())
+    with pytest.raises(DraftsetError, match="not both"):
+        run_mix(cat, home, "w2", plan_id="p1", weights={"math": 1})
 
 
 def test_deterministic_under_seed(home, sources):
@@ -189,6 +281,14 @@ def test_cli_dedup_mix_and_errors(home, sources):
     assert "--overwrite" in res.exception.hint
     res = runner.invoke(app, ["mix", "x", "--threshold", "1.5"])
     assert res.exit_code == 2  # rejected by the option's range before anything runs
+    res = runner.invoke(app, ["mix", "by-weight", "--weight", "math=1", "--samples", "5"])
+    assert res.exit_code == 0, res.output
+    assert (
+        json.loads((home / "data" / "mix" / "by-weight" / "manifest.json").read_text())["sources"]["math/c"]["selected"]
+        == 5
+    )
+    for bad in ("math", "math=-1", "=2", "math=nan"):
+        assert runner.invoke(app, ["mix", "y", "--weight", bad]).exit_code == 2
 
 
 def test_ingest_picks_plan_repos_or_approved_adapters(home, sources):

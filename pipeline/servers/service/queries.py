@@ -34,7 +34,7 @@ def candidates(
         params.append(min_score)
     sql = (
         "SELECT repo_id, category, score, status, mode, n_rows, license, flags, card_summary, last_run_id "
-        "FROM candidates"
+        "FROM candidate_status"  # status 'ingested' comes from ingest's stage_runs
         + (" WHERE " + " AND ".join(where) if where else "")
         + " ORDER BY score DESC NULLS LAST, repo_id LIMIT ?"
     )

@@ -87,15 +87,17 @@ def start_ingest(service, plan: str | None, repos: list[str], fresh: bool, user:
 
     def work(job: Job) -> dict[str, Any]:
         s = service.settings
-        datasets = []
+        datasets: list[dict[str, Any]] = []
+        failed: list[str] = []
         for repo_id in chosen:
             job.emit({"stage": "ingest", "repo_id": repo_id, "status": "running"})
             (r,) = ingest(
                 service.catalog, s.home, [repo_id], endpoint=s.hf_endpoint, token=service.hf_token, fresh=fresh
             )
             datasets.append({"repo_id": r.repo_id, "counts": r.counts, "error": r.error, "next": r.hint})
+            if r.error:
+                failed.append(r.repo_id)
             job.emit({"stage": "ingest", "repo_id": repo_id, "status": "failed" if r.error else "ok"})
-        failed = [d["repo_id"] for d in datasets if d["error"]]
         job.result = {"datasets": datasets, "ok": len(datasets) - len(failed), "failed": len(failed)}
         if failed:  # the job fails as the CLI does; its result still holds every dataset's counts and reason
             raise DraftsetError(
