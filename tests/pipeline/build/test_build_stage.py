@@ -213,13 +213,22 @@ def test_only_unregenerated_rows_is_a_zero_output_error(home, toy_dir, conversat
         _build(home, toy_dir, "m2")
 
 
-def test_row_the_template_cannot_render_is_quarantined(home, toy_dir, conversation):
+def test_row_the_template_cannot_render_is_quarantined(home, toy_dir, conversation, tmp_path):
+    import shutil
+
+    # A valid record that this target's template refuses (as real templates do, with raise_exception).
+    target = tmp_path / "strict-template-target"
+    shutil.copytree(toy_dir, target)
+    template = target / "chat_template.jinja"
+    refuse = (
+        "{% for m in messages %}{% if 'forbidden' in m['content'] %}{{ raise_exception('no') }}{% endif %}{% endfor %}"
+    )
+    template.write_text(refuse + template.read_text())
     good = conversation("c-10", [("user", "q"), ("assistant", "a")])
-    bad = conversation("c-11", [("user", "q"), ("assistant", "calling")])
-    bad.messages[1].tool_calls = [{"function": "not-a-dict"}]  # the template reads function['name']
+    bad = conversation("c-11", [("user", "a forbidden question"), ("assistant", "a")])
     with ParquetShardWriter(home / "data" / "mix" / "m3", RECORD_SCHEMA) as writer:
         writer.write_many([_record(good), _record(bad)])
-    result = _build(home, toy_dir, "m3")
+    result = _build(home, target, "m3")
     assert result.counts["out"] == 1 and result.counts["dropped_template_error"] == 1
     [entry] = [json.loads(line) for line in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]
     assert entry["id"] == "c-11" and entry["reason"] == "template_error" and entry["detail"]
