@@ -106,7 +106,7 @@ def _media(d: Detected, rows: list[dict[str, Any]], features: dict[str, Any]) ->
             fields.append(name)
     texts = [v for r in rows for _, v in st.walk(r) if isinstance(v, str)]
     texts += [
-        t.get(k)
+        t[k]
         for r in rows
         for v in r.values()
         if isinstance(v, list)

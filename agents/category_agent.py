@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +41,7 @@ def _prefilter(brief: Brief, hit: dict[str, Any]) -> float:
 
 
 def report_from(
-    meter: AgentCounts, status: str, candidates: list[Candidate] = (), error: str | None = None
+    meter: AgentCounts, status: str, candidates: Sequence[Candidate] = (), error: str | None = None
 ) -> AgentReport:
     return AgentReport(
         **meter.model_dump(), status=status, error=error, finished_at=time.time(), candidates=list(candidates)

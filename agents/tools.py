@@ -156,7 +156,7 @@ class HubTools:
             return self._repo_locks.setdefault(key, threading.Lock())
 
     def _fetch(self, category: str, hit: dict[str, Any], path: Path | None) -> dict[str, Any]:
-        facts = {"card_text": "", "card_error": None, "access": "ok", "configs": []}
+        facts: dict[str, Any] = {"card_text": "", "card_error": None, "access": "ok", "configs": []}
         self._read_card(category, hit, facts)
         self._read_viewer(category, hit["repo_id"], facts)
         if path is not None and facts["access"] == "ok":

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import openai
+from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.state import AgentCounts
@@ -48,7 +49,7 @@ class InspectArgs(BaseModel):
 TOOL_ARGS: dict[str, type[BaseModel]] = {"search_hub": SearchArgs, "inspect_dataset": InspectArgs}
 
 
-def tool_definitions() -> list[dict[str, Any]]:
+def tool_definitions() -> list[ChatCompletionFunctionToolParam]:
     return [openai.pydantic_function_tool(model, name=name) for name, model in TOOL_ARGS.items()]
 
 
@@ -93,7 +94,9 @@ class Toolbox:
             self.meter.llm_event("explore", "tool_args", f"{name}: {problems}", "sent_back")
             return self._error(f"invalid arguments for {name}: {problems[:300]}")
         try:
-            payload = await (self._search(args) if isinstance(args, SearchArgs) else self._inspect(args))
+            payload = await (
+                self._search(args) if isinstance(args, SearchArgs) else self._inspect(cast(InspectArgs, args))
+            )
         except BudgetExceeded as exc:
             self.meter.exhausted(exc.kind)
             return self._error(f"{exc}; answer now with what you have")

@@ -18,6 +18,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 import torch
 
@@ -92,7 +93,7 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
         t0 = time.perf_counter()
         with StageRun("capture-bench", cfg, root / "discard") as run:
             run.seen(len(rows))
-            capture_rows(model, rows, plan, device, 16384, _Discard(), run)
+            capture_rows(model, rows, plan, device, 16384, cast(ShardWriter, _Discard()), run)  # duck-typed writer
         _sync()
         if r:
             compute.append((time.perf_counter() - t0, 0))
@@ -104,7 +105,7 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
             capture_rows(model, rows, plan, device, 16384, ShardWriter(out, 0, 1 << 28), run)
         _sync()
         dt = time.perf_counter() - t0
-        written = sum(p.stat().st_size for p in out.glob("shard-*"))
+        written: float = sum(p.stat().st_size for p in out.glob("shard-*"))
         if r:
             ours.append((dt, written))
         shutil.rmtree(out)

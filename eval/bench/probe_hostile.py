@@ -596,7 +596,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
             "/api/datasets/lab/deep/tree/main",
             "/datasets/lab/deep/resolve/main/data/train.jsonl",
         ]
-        codes = []
+        codes: list[int | str] = []
         for _ in range(300):
             junk = "".join(rnd.choice("abc%2e./\\\x00é%ff?&=") for _ in range(rnd.randint(0, 20)))
             params = {

@@ -62,7 +62,7 @@ def plot_lengths(data: ReportData, out: Path) -> list[Path]:
         if values:
             ax.hist(values, bins=min(40, max(5, len(set(values)))), color=color, edgecolor="white")
             med = percentile(values, 0.5)
-            ax.axvline(med, color="black", linestyle="--", linewidth=1, label=f"median {med}")
+            ax.axvline(float(med), color="black", linestyle="--", linewidth=1, label=f"median {med}")
             ax.legend()
         else:
             ax.text(0.5, 0.5, "no records", ha="center", va="center", transform=ax.transAxes)

@@ -15,6 +15,7 @@ places it (pipeline/train/ttt.py).
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
 from torch.nn import functional as F
@@ -30,7 +31,7 @@ class TargetRunner:
         self.n_layers = int(model.config.num_hidden_layers)
         self.device = next(model.parameters()).device
         self._cache_cls = DynamicCache
-        self.cache = None
+        self.cache: Any = None  # a transformers DynamicCache after reset()
         self._last: list[torch.Tensor] = []
         # the final norm's input is the pre-norm last state (transformers returns index n after the norm)
         model.base_model.norm.register_forward_pre_hook(lambda _m, args: self._last.append(args[0]))

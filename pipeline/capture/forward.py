@@ -18,7 +18,7 @@ def target_states(model, input_ids, attention_mask=None):
     import torch
 
     base = model.base_model
-    captured = {}
+    captured: dict[str, Any] = {}
     hook = base.norm.register_forward_pre_hook(lambda _m, args: captured.__setitem__("last", args[0]))
     try:
         with torch.inference_mode():

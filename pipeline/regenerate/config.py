@@ -77,7 +77,8 @@ class RegenConfig(StageConfig):
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"partition names must be unique and non-empty, got {names}")
         limits = [p.max_prompt for p in self.partitions]
-        if limits[-1] is not None or any(x is None for x in limits[:-1]) or limits[:-1] != sorted(limits[:-1]):
+        bounded = [x for x in limits[:-1] if x is not None]
+        if limits[-1] is not None or len(bounded) != len(limits) - 1 or bounded != sorted(bounded):
             raise ValueError("partitions must be ordered by max_prompt, the last with max_prompt=null (no limit)")
         if self.length_unit == "tokens" and not self.tokenizer:
             raise ValueError("length_unit='tokens' needs `tokenizer` (path to the target's tokenizer.json)")

@@ -135,6 +135,9 @@ class MidLayer(nn.Module):
 
 
 class Eagle3Draft(nn.Module):
+    d2t: torch.Tensor  # buffers, registered in __init__
+    t2d: torch.Tensor
+
     def __init__(self, c: DraftConfig):
         super().__init__()
         self.config = c

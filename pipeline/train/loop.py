@@ -154,7 +154,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     if config.resume and rank == 0 and tp_rank == 0:
         cut_log(log_path, pos.step)
         print(f"resuming at step {pos.step} (epoch {pos.epoch}, batch {pos.next_batch})", flush=True)
-    model = TTTObjective(draft)
+    model: torch.nn.Module = TTTObjective(draft)
     if world > 1:  # gradients are all-reduced by DDP hooks because the objective runs through its forward
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
 
@@ -175,7 +175,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
         saving[0] += time.perf_counter() - t
 
     step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
-    done = lambda: bool(config.max_steps) and step >= config.max_steps  # noqa: E731
+    done = lambda: bool(config.max_steps) and step >= (config.max_steps or 0)  # noqa: E731
     bookkeeping = rank_dir(train_dir, rank, world) if tp_rank == 0 else train_dir / f"rank{tp_rank}"
     with StageRun("train", config, bookkeeping, catalog if tp_rank == 0 else None) as run, progress() as bar:
         run.seen(len(train_ids))

@@ -60,6 +60,7 @@ class FrozenTarget:
             )
         out = {}
         for part, name in names.items():
+            assert name is not None  # every missing name was refused above
             with safe_open(str(where[name]), framework="pt") as h:
                 out[part] = h.get_tensor(name)
         return cls(eps=eps, **out)
@@ -73,7 +74,8 @@ class FrozenTarget:
         )
 
     def to(self, device, dtype) -> FrozenTarget:
-        return FrozenTarget(*(t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head)), self.eps)
+        embed, norm, lm_head = (t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head))
+        return FrozenTarget(embed, norm, lm_head, self.eps)
 
     def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         return F.embedding(ids, self.embed)

@@ -10,6 +10,7 @@ Alignment (speculators/SpecForge convention, one-token shift made explicit): at 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch.nn import functional as F
@@ -101,7 +102,7 @@ class TTTObjective(torch.nn.Module):
 
 
 def total_loss(stats: list[StepStats]) -> torch.Tensor:
-    return sum(STEP_DECAY**k * s.loss for k, s in enumerate(stats))
+    return cast(torch.Tensor, sum(STEP_DECAY**k * s.loss for k, s in enumerate(stats)))
 
 
 def step_accuracy(draft, target, batches, steps: int) -> list[float]:

@@ -11,11 +11,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
 from pipeline.model.runtime import single_thread
 from pipeline.model.template import END_OF_TURN, RENDER_ERRORS, THINK_END, THINK_START
+
+if TYPE_CHECKING:
+    from pipeline.servers.devserver.constrain import Grammars
 
 
 class RequestError(ValueError):
@@ -59,7 +62,7 @@ class Engine:
         vocab = self.tokenizer.get_vocab()
         self.think_start_id, self.think_end_id = vocab.get(THINK_START, -1), vocab.get(THINK_END, -1)
         self._lock = threading.Lock()
-        self._grammars = None
+        self._grammars: Grammars | None = None
 
     # -- prompt ------------------------------------------------------------------------------
     def render(self, messages: list[dict[str, Any]], tools: list[dict] | None, thinking: bool) -> list[int]:
@@ -98,7 +101,7 @@ class Engine:
         self,
         prompt_ids: list[int],
         params: SamplingParams,
-        on_token: Callable[[int], None],
+        on_token: Callable[[int], object],
         cancelled: threading.Event | None = None,
         logits_processor: Any | None = None,
     ) -> Generation:
@@ -209,7 +212,10 @@ def normalise_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
             if len(texts) != len(content):
                 raise RequestError(f"messages[{i}].content: only text parts are supported")
-            msg["content"] = "".join(texts)
+            strings = [t for t in texts if isinstance(t, str)]
+            if len(strings) != len(texts):  # {"type": "text"} without a string: a 400, not a server error
+                raise RequestError(f"messages[{i}].content: a text part needs a string `text`")
+            msg["content"] = "".join(strings)
         elif content is None:
             msg["content"] = ""
         elif not isinstance(content, str):
