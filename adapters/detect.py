@@ -210,7 +210,7 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
 
 def _unlabelled(
     path: str,
-    lists,
+    lists: list[list[Any]],
     encoded: int,
     turns: list[dict],
     leaves: dict[str, list[Any]],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +52,7 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
     meter = ctx.hub.meter(brief.category)
     loop = asyncio.get_running_loop()
 
-    async def in_thread(fn, *args):
+    async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
         return await loop.run_in_executor(ctx.executor, fn, *args)
 
     def progress(stage: str, **extra: Any) -> None:
@@ -79,7 +79,12 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
 
 
 async def _search_and_inspect(
-    brief: Brief, config: FindConfig, ctx: AgentContext, meter: AgentCounts, in_thread, progress
+    brief: Brief,
+    config: FindConfig,
+    ctx: AgentContext,
+    meter: AgentCounts,
+    in_thread: Callable[..., Awaitable[Any]],
+    progress: Callable[..., None],
 ) -> list[Candidate]:
     """The heuristic steps: the policy's queries → search → inspect the best hits → score → judge."""
     hits: dict[str, dict[str, Any]] = {}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from huggingface_hub.errors import HfHubHTTPError
@@ -22,6 +22,8 @@ from agents.state import AgentCounts
 from catalog.hub import HubClient, is_transient, status_of
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card, load_card_yaml, split_card
+
+T = TypeVar("T")
 
 
 class BudgetExceeded(Exception):
@@ -94,7 +96,7 @@ class HubTools:
             raise BudgetExceeded("hub_calls")
         meter.hub_calls += 1
 
-    def _guard(self, what: str, call):
+    def _guard(self, what: str, call: Callable[[], T]) -> T:
         try:
             return call()
         except Exception as exc:

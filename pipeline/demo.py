@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -117,7 +118,7 @@ EXTRA_ADAPTERS = [
 TRAP = "weird-roles/customer-support-chats"  # a role label no alias maps: approval is refused until mapped
 
 
-def journey(env, target_port, stack):
+def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tuple[str, list[Callable[[], object]]]]:
     """(title, [steps]) for each part of the journey, in the order a user runs it."""
     model = str(Home(HOME).toy_target)
     target = f"http://127.0.0.1:{target_port}"

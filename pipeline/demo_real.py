@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 from contextlib import ExitStack
+from typing import Any
 
 from rich.rule import Rule
 
@@ -52,7 +53,7 @@ def main() -> None:
     if not sys.stdout.isatty():
         env.setdefault("COLUMNS", "150")
 
-    def run(*args: str, **kw) -> None:
+    def run(*args: str, **kw: Any) -> None:
         draftset(*args, env=env, **kw)
 
     with ExitStack() as stack:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,7 @@ def write_mix(home: Path, name: str, n: int, batch: int = 10_000) -> None:
         pq.write_table(pa.Table.from_pylist(rows), out / f"part-{part:05d}.parquet")
 
 
-def _measure(fn, n: int) -> tuple[float, float]:
+def _measure(fn: Callable[[], object], n: int) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     fn()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -111,7 +112,7 @@ def naive_threads(url: str, n: int) -> None:
         )
 
 
-async def _gated(send, n: int) -> None:
+async def _gated(send: Callable[[int], Awaitable[object]], n: int) -> None:
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(i: int) -> None:

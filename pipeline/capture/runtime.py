@@ -8,9 +8,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from catalog.errors import DraftsetError
+
+if TYPE_CHECKING:
+    import torch
 
 T = TypeVar("T")
 
@@ -39,7 +42,7 @@ def rank_dir(base: Path, rank: int, world: int) -> Path:
     return base if world == 1 else base / f"rank{rank}"
 
 
-def pick_device(name: str = "auto"):
+def pick_device(name: str = "auto") -> torch.device:
     import torch
 
     if name == "auto":

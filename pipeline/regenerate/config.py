@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -68,7 +68,7 @@ class RegenConfig(StageConfig):
 
     @field_validator("shard", mode="before")
     @classmethod
-    def _parse_shard(cls, value):
+    def _parse_shard(cls, value: Any) -> Any:
         return parse_shard(value)
 
     @model_validator(mode="after")
@@ -103,7 +103,7 @@ class RegenConfig(StageConfig):
         }
 
 
-def load_config(path: Path | None, **overrides) -> RegenConfig:
+def load_config(path: Path | None, **overrides: Any) -> RegenConfig:
     """Config file (YAML or JSON) with CLI overrides on top; any problem is one clear DraftsetError."""
     data: dict = {}
     if path is not None:

@@ -66,14 +66,23 @@ class FrozenTarget:
         return cls(eps=eps, **out)
 
     @classmethod
-    def random(cls, vocab: int, hidden: int, eps: float = 1e-6, device="cpu", dtype=torch.bfloat16) -> FrozenTarget:
+    def random(
+        cls,
+        vocab: int,
+        hidden: int,
+        eps: float = 1e-6,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> FrozenTarget:
         """Stand-in for benchmarks on synthetic hidden states (no target checkpoint on the GPU host)."""
-        g = dict(device=device, dtype=dtype)
         return cls(
-            torch.randn(vocab, hidden, **g) * 0.02, torch.ones(hidden, **g), torch.randn(vocab, hidden, **g) * 0.02, eps
+            torch.randn(vocab, hidden, device=device, dtype=dtype) * 0.02,
+            torch.ones(hidden, device=device, dtype=dtype),
+            torch.randn(vocab, hidden, device=device, dtype=dtype) * 0.02,
+            eps,
         )
 
-    def to(self, device, dtype) -> FrozenTarget:
+    def to(self, device: torch.device | str, dtype: torch.dtype) -> FrozenTarget:
         embed, norm, lm_head = (t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head))
         return FrozenTarget(embed, norm, lm_head, self.eps)
 

@@ -18,6 +18,8 @@ from pipeline.model.runtime import single_thread
 from pipeline.model.template import END_OF_TURN, RENDER_ERRORS, THINK_END, THINK_START
 
 if TYPE_CHECKING:
+    import torch
+
     from pipeline.servers.devserver.constrain import Grammars
 
 
@@ -89,7 +91,7 @@ class Engine:
 
     # -- generation --------------------------------------------------------------------------
     @property
-    def grammars(self):
+    def grammars(self) -> Grammars:
         """llguidance's view of the vocabulary, built on the first constrained request (it scans the vocab)."""
         if self._grammars is None:
             from pipeline.servers.devserver.constrain import Grammars
@@ -115,7 +117,9 @@ class Engine:
         class _Collect(BaseStreamer):
             first = True
 
-            def put(self, value):  # the first call carries the prompt; later calls one new token each
+            def put(
+                self, value: torch.Tensor
+            ) -> None:  # the first call carries the prompt; later calls one new token each
                 if self.first:
                     self.first = False
                     return
@@ -123,11 +127,11 @@ class Engine:
                     produced.append(token)
                     on_token(token)
 
-            def end(self):
+            def end(self) -> None:
                 pass
 
         class _Cancel(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
                 flag = bool(cancelled is not None and cancelled.is_set())
                 return torch.full((input_ids.shape[0],), flag, dtype=torch.bool)
 
