@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 from agents.categories import BY_KEY, tokens
 from agents.configuration import FindConfig
-from agents.policies.llm_tools import Toolbox
+from agents.policies.llm_tools import Progress, RunInThread, Toolbox
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, AgentReport, Brief, Candidate
 from agents.tools import BudgetExceeded, HubTools, HubUnavailable
@@ -83,8 +83,8 @@ async def _search_and_inspect(
     config: FindConfig,
     ctx: AgentContext,
     meter: AgentCounts,
-    in_thread: Callable[..., Awaitable[Any]],
-    progress: Callable[..., None],
+    in_thread: RunInThread,
+    progress: Progress,
 ) -> list[Candidate]:
     """The heuristic steps: the policy's queries → search → inspect the best hits → score → judge."""
     hits: dict[str, dict[str, Any]] = {}

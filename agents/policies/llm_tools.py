@@ -63,6 +63,10 @@ def _cut(value: Any, n: int = 200) -> str:
     return text[:n]
 
 
+RunInThread = Callable[..., Awaitable[Any]]  # fn, *args -> fn(*args) on the agents' executor
+Progress = Callable[..., None]  # stage, **extra -> one progress event
+
+
 class Toolbox:
     """One agent's tool runner: validates, counts, runs the Hub tools, keeps what the model found."""
 
@@ -72,8 +76,8 @@ class Toolbox:
         category: str,
         meter: AgentCounts,
         limit: int,
-        run: Callable[..., Awaitable[Any]],
-        progress: Callable[..., None],
+        run: RunInThread,
+        progress: Progress,
     ):
         self.hub, self.category, self.meter, self.limit = hub, category, meter, limit
         self.run, self.progress = run, progress  # run: a sync Hub call in the agent's thread pool
