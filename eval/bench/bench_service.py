@@ -33,7 +33,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from eval.bench.bench_hub import free_port, server
+from eval.bench.bench_hub import server
+from pipeline.servers.localhub.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"

@@ -64,12 +64,12 @@ def estimate_rows(report: DraftReport, draft_dir: Path, target_dir: Path, steps:
     ]
 
 
-def save(catalog: Catalog, rows: list[dict]) -> None:
+def save(catalog: Catalog | None, rows: list[dict]) -> None:
     if catalog is not None and rows:
         catalog.upsert("draft_evals", rows)
 
 
-def load(catalog: Catalog, draft_dir: Path) -> list[dict]:
+def load(catalog: Catalog | None, draft_dir: Path) -> list[dict]:
     """Every stored evaluation of this draft, measured first, by steps and wiring order of insertion."""
     if catalog is None:
         return []
