@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from adapters import media as media_mod
 from adapters.records import RECORD_VERSION, Conversation
 from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
-from adapters.spec import AdapterSpec
+from adapters.spec import AdapterSpec, PreferenceSpec
 from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls
 from adapters.turns import TurnReader, get_path, split_transcript
 from catalog import limits
@@ -90,15 +90,15 @@ class RowMapper:
             except ValueError as exc:
                 raise RowError(spec.tools_field, str(exc)) from None
         if spec.text_tool_calls:
-            self._calls_from_text(messages)
+            self._calls_from_text(spec.text_tool_calls, messages)
         if self.tools_possible:
             link_tool_turns(messages)
         if self.media_possible:
             self._media(row, messages)
         if spec.preference:
-            record["preference"] = self._preference(row, messages)
+            record["preference"] = self._preference(spec.preference, row, messages)
         if spec.label_field:
-            record["label"] = self._label(row, messages)
+            record["label"] = self._label(spec.label_field, row, messages)
         messages = self._finish(messages)
         repo, revision, config, split = self.source_key
         try:
@@ -131,8 +131,7 @@ class RowMapper:
         return h.hexdigest()[:20]
 
     # -- tool calls written in text ------------------------------------------------------------
-    def _calls_from_text(self, messages: list[Turn]) -> None:
-        fmt = self.spec.text_tool_calls
+    def _calls_from_text(self, fmt: str, messages: list[Turn]) -> None:
         for i, m in enumerate(messages):
             if m["role"] != "assistant" or m.get("tool_calls"):
                 continue
@@ -169,8 +168,7 @@ class RowMapper:
                 first["parts"] = (first.get("parts") or []) + row_parts
 
     # -- preference and labels -----------------------------------------------------------------
-    def _preference(self, row: dict[str, Any], messages: list[Turn]) -> dict[str, Any]:
-        pref = self.spec.preference
+    def _preference(self, pref: PreferenceSpec, row: dict[str, Any], messages: list[Turn]) -> dict[str, Any]:
         other = self.turns.read_other(row, pref.rejected, messages)
         shared = 0
         while (
@@ -190,8 +188,7 @@ class RowMapper:
                 out[key] = float(value)
         return out
 
-    def _label(self, row: dict[str, Any], messages: list[Turn]) -> bool:
-        name = self.spec.label_field
+    def _label(self, name: str, row: dict[str, Any], messages: list[Turn]) -> bool:
         value = get_path(row, name)
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
             value = value.lower() in ("true", "1")

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters import structure as st
 from adapters.aliases import canonical_role
 from adapters.roles import detect_markers
+
+if TYPE_CHECKING:
+    from adapters.detect import Detected
 
 PROMPT_NAMES = (
     "instruction",
@@ -76,7 +79,7 @@ def _markers(text: str) -> list[str]:
     return [m for m in found if _speaker(m)]
 
 
-def detect_transcript(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
+def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     found: dict[str, tuple[dict[str, str], int, int]] = {}
     for name in dict.fromkeys(k for r in rows for k in r):
         values = [r[name] for r in rows if isinstance(r.get(name), str)]
@@ -143,7 +146,7 @@ def _name_score(name: str, names: tuple[str, ...]) -> float:
     return 0.25 if any(n in low for n in names[:8]) else 0.0
 
 
-def detect_columns(d, rows: list[dict[str, Any]], skip: set[str]) -> bool:
+def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     order = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in skip]
     stats = {k: st.text_stats([r.get(k) for r in rows]) for k in order}
     # Text by its values; a well-known prompt/answer name (`instruction`, `response`) is enough for string

@@ -17,7 +17,7 @@ from typing import Any
 
 from adapters import media as media_mod
 from adapters import structure as st
-from adapters.aliases import canonical_role
+from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
@@ -106,7 +106,7 @@ def _media(d: Detected, rows: list[dict[str, Any]], features: dict[str, Any]) ->
             fields.append(name)
     texts = [v for r in rows for _, v in st.walk(r) if isinstance(v, str)]
     texts += [
-        t.get(k)
+        t[k]
         for r in rows
         for v in r.values()
         if isinstance(v, list)
@@ -210,7 +210,7 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
 
 def _unlabelled(
     path: str,
-    lists,
+    lists: list[list[Any]],
     encoded: int,
     turns: list[dict],
     leaves: dict[str, list[Any]],
@@ -364,13 +364,13 @@ def _turn_layout(d: Detected, cand: dict[str, Any], rejected: dict[str, Any] | N
             "role_key",
             cand["role_key"],
             f"speaker key by its values: {cand['role_why']}",
-            review=cand["role_key"].rsplit(".", 1)[-1] not in st.ROLE_KEYS,
+            review=cand["role_key"].rsplit(".", 1)[-1] not in ROLE_KEYS,
         )
         d.decide(
             "content_key",
             cand["content_key"],
             f"text key by its values: {cand['content_why']}",
-            review=cand["content_key"].rsplit(".", 1)[-1] not in st.CONTENT_KEYS,
+            review=cand["content_key"].rsplit(".", 1)[-1] not in CONTENT_KEYS,
         )
         infer_role_map(d, cand["turns"], cand["lists"], cand["role_key"], cand["content_key"])
         detect_turn_fields(d, cand["turns"], cand["role_key"], cand["content_key"])

@@ -19,7 +19,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -70,7 +70,7 @@ def file_format(name: str) -> str | None:
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+    return cast(IO[bytes], gzip.open(path, "rb")) if path.name.endswith(".gz") else open(path, "rb")
 
 
 # What a broken compressed stream or a vanishing file raises mid-read (gzip: EOFError/BadGzipFile/zlib.error).
@@ -280,6 +280,7 @@ def _array_items(text: str) -> Iterator[tuple[int, str]] | None:
                         yield start, text[start : m.start()]
                     return
             elif tok == "," and depth == 1:
+                assert start is not None  # depth 1 was reached through "[", which set it
                 yield start, text[start : m.start()]
                 start = m.end()
         if start is not None and text[start:].strip():  # truncated file: the unfinished last item

@@ -198,6 +198,11 @@ def propose_adapter(
     `llm` = (openai client, model): when structure cannot decide, the model may propose the reading."""
     info = HubClient(endpoint, token).dataset_info(repo_id)  # probe first; gated/missing/dead: one clear error
     _check_card(repo_id, info, endpoint, token)
+    if not info.sha:  # as HubClient.revision: nothing can be pinned without it
+        raise DraftsetError(
+            f"the Hub at {endpoint} gave no revision for {repo_id}",
+            hint="retry; if it persists, check the server log",
+        )
     pairs = _config_splits(repo_id, info.sha, viewer_base, token)
     if not pairs:
         raise DraftsetError(f"{repo_id} has no readable config/split", hint="the dataset may be empty or broken")

@@ -34,6 +34,7 @@ def approve(
                 hint=f"run the contract first: draftset adapters test {repo_id}",
             )
         if not record.contract_passed:
+            assert record.contract is not None  # contract_current says there is one
             failed = [c["name"] + ": " + c["detail"] for c in record.contract["checks"] if not c["passed"]]
             raise DraftsetError(
                 f"contract of {repo_id} fails: " + " | ".join(failed),

@@ -10,18 +10,21 @@ unmapped so the contract fails naming the label.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
 from adapters.structure import get, text_stats
 from adapters.toolcalls import detect_text_format
+
+if TYPE_CHECKING:
+    from adapters.detect import Detected
 
 
 def _label(t: dict[str, Any], key: str) -> Any:
     return get(t, key)
 
 
-def infer_role_map(d, turns: list[dict], lists: list[list[dict]], role_key: str, content_key: str) -> None:
+def infer_role_map(d: Detected, turns: list[dict], lists: list[list[dict]], role_key: str, content_key: str) -> None:
     labels = Counter(_label(t, role_key) for t in turns if isinstance(_label(t, role_key), str))
     d.role_counts = dict(labels.most_common())
     role_map: dict[str, str] = {}
@@ -91,7 +94,7 @@ def _prompt_like(asks: list[Any], answers: list[Any]) -> bool:
     return more_questions or a.mean_chars <= 0.7 * b.mean_chars
 
 
-def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) -> None:
+def detect_turn_fields(d: Detected, turns: list[dict], role_key: str, content_key: str) -> None:
     role_map = d.fields.get("role_map", {})
     by_role: dict[str, list[dict]] = defaultdict(list)
     for t in turns:
@@ -170,7 +173,7 @@ def detect_turn_fields(d, turns: list[dict], role_key: str, content_key: str) ->
     detect_markers(d, [t for t in assistant_texts if isinstance(t, str)], structured="tool_calls_key" in d.fields)
 
 
-def detect_markers(d, texts: list[str], structured: bool = False) -> None:
+def detect_markers(d: Detected, texts: list[str], structured: bool = False) -> None:
     """Reasoning delimiters, answer wrappers and tool calls written in assistant text."""
     delims = [pair for pair in REASONING_DELIMITERS if any(t.lstrip().startswith(pair[0]) for t in texts)]
     if delims:

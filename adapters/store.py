@@ -41,11 +41,11 @@ class AdapterRecord(BaseModel):
     @property
     def contract_current(self) -> bool:
         """The stored contract result was computed for exactly this spec."""
-        return bool(self.contract) and self.contract.get("spec_hash") == self.spec_hash
+        return bool(self.contract and self.contract.get("spec_hash") == self.spec_hash)
 
     @property
     def contract_passed(self) -> bool | None:
-        return self.contract.get("passed") if self.contract_current else None
+        return self.contract.get("passed") if self.contract is not None and self.contract_current else None
 
     def row(self) -> dict[str, Any]:
         data = self.model_dump(mode="json", exclude={"spec"})
@@ -107,7 +107,9 @@ def save_spec(catalog: Catalog, spec: AdapterSpec, contract: dict[str, Any] | No
             "spec": spec,
             "spec_hash": spec.spec_hash(),
             "status": _status_for(old, spec),
-            "contract": contract if contract is not None else (old.contract if keep_contract else None),
+            "contract": contract
+            if contract is not None
+            else (old.contract if old is not None and keep_contract else None),
             "updated_at": datetime.now(),
         }
     )

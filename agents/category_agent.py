@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 from agents.categories import BY_KEY, tokens
 from agents.configuration import FindConfig
-from agents.policies.llm_tools import Toolbox
+from agents.policies.llm_tools import Progress, RunInThread, Toolbox
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, AgentReport, Brief, Candidate
 from agents.tools import BudgetExceeded, HubTools, HubUnavailable
@@ -41,7 +41,7 @@ def _prefilter(brief: Brief, hit: dict[str, Any]) -> float:
 
 
 def report_from(
-    meter: AgentCounts, status: str, candidates: list[Candidate] = (), error: str | None = None
+    meter: AgentCounts, status: str, candidates: Sequence[Candidate] = (), error: str | None = None
 ) -> AgentReport:
     return AgentReport(
         **meter.model_dump(), status=status, error=error, finished_at=time.time(), candidates=list(candidates)
@@ -52,7 +52,7 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
     meter = ctx.hub.meter(brief.category)
     loop = asyncio.get_running_loop()
 
-    async def in_thread(fn, *args):
+    async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
         return await loop.run_in_executor(ctx.executor, fn, *args)
 
     def progress(stage: str, **extra: Any) -> None:
@@ -79,7 +79,12 @@ async def run_category_agent(brief: Brief, config: FindConfig, ctx: AgentContext
 
 
 async def _search_and_inspect(
-    brief: Brief, config: FindConfig, ctx: AgentContext, meter: AgentCounts, in_thread, progress
+    brief: Brief,
+    config: FindConfig,
+    ctx: AgentContext,
+    meter: AgentCounts,
+    in_thread: RunInThread,
+    progress: Progress,
 ) -> list[Candidate]:
     """The heuristic steps: the policy's queries → search → inspect the best hits → score → judge."""
     hits: dict[str, dict[str, Any]] = {}

@@ -161,9 +161,15 @@ def build_graph(config: FindConfig) -> StateGraph:
     timeout = TimeoutPolicy(run_timeout=config.budget.wall_time_s)
     g = StateGraph(FindState)
     g.add_node("plan", plan)  # request → ten briefs with quotas
+    # one per Send, concurrently; it reads the Send's AgentInput, not FindState, which add_node's types
+    # cannot express without input_schema (and that would change what LangGraph passes it)
     g.add_node(
-        "category_agent", category_agent, retry_policy=retry, timeout=timeout, error_handler=agent_failed
-    )  # one per Send, concurrently
+        "category_agent",
+        category_agent,  # type: ignore[arg-type]
+        retry_policy=retry,
+        timeout=timeout,
+        error_handler=agent_failed,
+    )
     g.add_node("merge", merge)  # reducer output → unique candidates
     g.add_node("rank", rank)  # relevant first, by score
     g.add_node("plan_mix", plan_mix_node)  # N new samples, costs

@@ -3,6 +3,7 @@ all in one transaction so a run lands completely or not at all. Only the graph's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -39,7 +40,7 @@ def run_status(reports: list[AgentReport]) -> str:
 
 def record_run(
     catalog: Catalog,
-    state: dict[str, Any],
+    state: Mapping[str, Any],
     reports: list[AgentReport],
     candidates: list[Candidate],
     plan: Plan,

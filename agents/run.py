@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agents.configuration import FindConfig
@@ -89,7 +90,7 @@ def _mark_running(catalog: Catalog, run_id: str, values: dict[str, Any]) -> None
 
 
 async def _plan_resume(
-    graph: Any, cfg: dict[str, Any], saved: Any, run_id: str, catalog: Catalog, retry_failed: bool
+    graph: Any, cfg: RunnableConfig, saved: Any, run_id: str, catalog: Catalog, retry_failed: bool
 ) -> None:
     """Rewind the checkpoint so that astream(None) does what the resume needs; raise when nothing is left."""
     latest = {r["category"]: r for r in saved.values.get("reports", [])}  # a retry's report wins
@@ -130,7 +131,8 @@ async def stream_find(
     check_reachable(env.endpoint)  # a dead Hub gets one clear error now, not ten agents' retries later
     env.home.mkdir(parents=True, exist_ok=True)
     run_id = resume or run_id or new_run_id()
-    cfg: dict[str, Any] = {"configurable": {"thread_id": run_id}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": run_id}}
+    graph_input: dict[str, Any] | None
     async with AsyncSqliteSaver.from_conn_string(str(Home(env.home).find_checkpoints)) as saver:
         if resume:
             saved = await build_graph(FindConfig()).compile(checkpointer=saver).aget_state(cfg)
@@ -151,6 +153,7 @@ async def stream_find(
             _mark_running(Catalog(env.home), run_id, saved.values)
             config, graph_input = FindConfig(**saved.values["config"]), None
         else:
+            assert request is not None  # exactly one of request and resume, checked above
             config = request.config
             graph_input = {
                 "run_id": run_id,
@@ -178,7 +181,11 @@ async def stream_find(
             yield {"stage": "begin", "run_id": run_id, "resumed": bool(resume)}
             # aclosing: when the caller stops early (Ctrl-C), LangGraph still flushes the writes of
             # the agents that finished, so --resume does not repeat them.
-            async with aclosing(graph.astream(graph_input, cfg, stream_mode=["custom", "updates"])) as stream:
+            parts = cast(  # a list stream_mode yields (mode, chunk) pairs, from an async generator
+                AsyncGenerator[tuple[str, Any], None],
+                graph.astream(graph_input, cfg, stream_mode=["custom", "updates"]),
+            )
+            async with aclosing(parts) as stream:
                 async for mode, chunk in stream:
                     if mode == "custom":
                         yield chunk

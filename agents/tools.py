@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from huggingface_hub.errors import HfHubHTTPError
@@ -25,6 +25,8 @@ from agents.state import AgentCounts
 from catalog.hub import HubClient, is_transient, status_of
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card, load_card_yaml, split_card
+
+T = TypeVar("T")
 
 
 class BudgetExceeded(Exception):
@@ -98,7 +100,7 @@ class HubTools:
             raise BudgetExceeded("hub_calls")
         meter.hub_calls += 1
 
-    def _guard(self, what: str, call):
+    def _guard(self, what: str, call: Callable[[], T]) -> T:
         try:
             return call()
         except Exception as exc:
@@ -167,7 +169,7 @@ class HubTools:
             return self._repo_locks.setdefault(key, threading.Lock())
 
     def _fetch(self, category: str, hit: dict[str, Any], path: Path | None) -> dict[str, Any]:
-        facts = {"card_text": "", "card_error": None, "access": "ok", "configs": []}
+        facts: dict[str, Any] = {"card_text": "", "card_error": None, "access": "ok", "configs": []}
         self._read_card(category, hit, facts)
         self._read_viewer(category, hit["repo_id"], facts)
         if path is not None and facts["access"] == "ok":

@@ -81,15 +81,10 @@ class Catalog:
         con = self._connect(read_only=False)
         try:
             self._migrate(con)
-            con.execute("BEGIN TRANSACTION")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        finally:
+        except BaseException:
             con.close()
+            raise
+        yield from _transaction(con)
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         """Open the file, retrying while another process holds the lock, up to `busy_timeout_s`.
@@ -218,6 +213,7 @@ class Catalog:
 
 
 def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN ... COMMIT around the caller's block (ROLLBACK when it raises); `con` is closed either way."""
     try:
         con.execute("BEGIN TRANSACTION")
         try:

@@ -14,7 +14,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
@@ -85,9 +85,13 @@ def open_query(catalog: Catalog, query: str) -> Iterator[tuple[list[str], duckdb
             yield [d[0] for d in cur.description], cur
 
 
-def iter_rows(
-    cursor: duckdb.DuckDBPyConnection | None, limit: int | None, batch: int = 2048
-) -> Iterator[tuple[Any, ...]]:
+class RowSource(Protocol):
+    """What iter_rows reads: a DuckDB cursor, or the service client's rows (pipeline.servers.service.client)."""
+
+    def fetchmany(self, size: int, /) -> list[tuple[Any, ...]]: ...
+
+
+def iter_rows(cursor: RowSource | None, limit: int | None, batch: int = 2048) -> Iterator[tuple[Any, ...]]:
     """Rows in batches, at most `limit` (None: all). A failure mid-stream is one DraftsetError."""
     if cursor is None:
         return

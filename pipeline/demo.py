@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -81,17 +82,7 @@ def main() -> None:
     HOME.mkdir(parents=True)
     hub_port, target_port = free_port(), free_port()
     hub = f"http://127.0.0.1:{hub_port}"
-    env = {
-        **os.environ,
-        "DRAFTSET_HOME": str(HOME),
-        "HF_ENDPOINT": hub,
-        "HF_HOME": str(Home(HOME).hf_cache),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("HF_TOKEN", None)
-    if not sys.stdout.isatty():
-        env.setdefault("COLUMNS", "150")  # logs: wide enough for the tables
+    env = demo_env(HOME, hub)
     with ExitStack() as stack:
         console.print(Rule("1. local Hub on the fixture folder"))
         background(["hub", "serve", str(FIXTURE_HUB), "--port", str(hub_port)], env, HOME / "logs" / "hub.log", stack)
@@ -117,7 +108,23 @@ EXTRA_ADAPTERS = [
 TRAP = "weird-roles/customer-support-chats"  # a role label no alias maps: approval is refused until mapped
 
 
-def journey(env, target_port, stack):
+def demo_env(home: Path, hub: str) -> dict[str, str]:
+    """The CLI's environment for a demo: its own home, the local Hub, no token of the user's."""
+    env = {
+        **os.environ,
+        "DRAFTSET_HOME": str(home),
+        "HF_ENDPOINT": hub,
+        "HF_HOME": str(Home(home).hf_cache),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("HF_TOKEN", None)
+    if not sys.stdout.isatty():
+        env.setdefault("COLUMNS", "150")  # logs: wide enough for the tables
+    return env
+
+
+def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tuple[str, list[Callable[[], object]]]]:
     """(title, [steps]) for each part of the journey, in the order a user runs it."""
     model = str(Home(HOME).toy_target)
     target = f"http://127.0.0.1:{target_port}"

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from contextlib import ExitStack
+from typing import Any
 
 from rich.rule import Rule
 
-from catalog.home import Home
-from pipeline.demo import FIXTURE_HUB, ROOT, background, console, draftset, free_port, wait_http
+from pipeline.demo import FIXTURE_HUB, ROOT, background, console, demo_env, draftset, free_port, wait_http
 
 HOME = ROOT / "draftset-home" / "demo-real"
 # Chat data whose prompts a small instruct model can answer (regenerate mode: only the prompt is kept).
@@ -40,19 +39,9 @@ def main() -> None:
     hub, target = f"http://127.0.0.1:{hub_port}", f"http://127.0.0.1:{target_port}"
     model = str(HOME / "models" / "smollm2")
     captures = str(HOME / "captures" / "real")
-    env = {
-        **os.environ,
-        "DRAFTSET_HOME": str(HOME),
-        "HF_ENDPOINT": hub,
-        "HF_HOME": str(Home(HOME).hf_cache),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("HF_TOKEN", None)
-    if not sys.stdout.isatty():
-        env.setdefault("COLUMNS", "150")
+    env = demo_env(HOME, hub)
 
-    def run(*args: str, **kw) -> None:
+    def run(*args: str, **kw: Any) -> None:
         draftset(*args, env=env, **kw)
 
     with ExitStack() as stack:

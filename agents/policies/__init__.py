@@ -10,7 +10,7 @@ from agents.policies.heuristic import HeuristicPolicy, Query
 from catalog.errors import DraftsetError
 
 
-def make_policy(config: FindConfig, llm_client: Any | None = None, llm_model: str | None = None):
+def make_policy(config: FindConfig, llm_client: Any | None = None, llm_model: str | None = None) -> HeuristicPolicy:
     if config.policy == "heuristic":
         return HeuristicPolicy(config)
     if llm_client is None:

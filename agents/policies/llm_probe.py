@@ -58,18 +58,19 @@ class Capabilities(BaseModel):
         return "json_schema" if self.json_schema else "prompt"
 
 
-async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
+async def _hello(client: Any, model: str, timeout: float, caps: Capabilities, **request: Any) -> Any:
+    """One short probe request (HELLO, 64 tokens, temperature 0) with `request`'s extras; an answer means
+    the endpoint was reached, and its tokens are counted in `caps`. Returns the first choice."""
     choice, tokens = await complete(
-        client,
-        model,
-        None,
-        timeout,
-        messages=HELLO,
-        max_completion_tokens=64,
-        temperature=0,
-        response_format={"type": "json_schema", "json_schema": {"name": "probe", "schema": OK_SCHEMA, "strict": True}},
+        client, model, None, timeout, messages=HELLO, max_completion_tokens=64, temperature=0, **request
     )
     caps.reached, caps.tokens = True, caps.tokens + tokens
+    return choice
+
+
+async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
+    schema = {"name": "probe", "schema": OK_SCHEMA, "strict": True}
+    choice = await _hello(client, model, timeout, caps, response_format={"type": "json_schema", "json_schema": schema})
     try:
         value = json.loads(choice.message.content or "")
     except ValueError:
@@ -79,18 +80,8 @@ async def _json_schema(client: Any, model: str, timeout: float, caps: Capabiliti
 
 
 async def _tools(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
-    choice, tokens = await complete(
-        client,
-        model,
-        None,
-        timeout,
-        messages=HELLO,
-        max_completion_tokens=64,
-        temperature=0,
-        tools=[PING],
-        tool_choice={"type": "function", "function": {"name": "ping"}},
-    )
-    caps.reached, caps.tokens = True, caps.tokens + tokens
+    forced = {"type": "function", "function": {"name": "ping"}}
+    choice = await _hello(client, model, timeout, caps, tools=[PING], tool_choice=forced)
     calls = choice.message.tool_calls or []
     if not calls or getattr(calls[0], "function", None) is None or calls[0].function.name != "ping":
         raise LLMProblem("no_tool_calls", "a forced tool call came back as text, not tool_calls")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import openai
+from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.state import AgentCounts
@@ -48,7 +49,7 @@ class InspectArgs(BaseModel):
 TOOL_ARGS: dict[str, type[BaseModel]] = {"search_hub": SearchArgs, "inspect_dataset": InspectArgs}
 
 
-def tool_definitions() -> list[dict[str, Any]]:
+def tool_definitions() -> list[ChatCompletionFunctionToolParam]:
     return [openai.pydantic_function_tool(model, name=name) for name, model in TOOL_ARGS.items()]
 
 
@@ -62,6 +63,10 @@ def _cut(value: Any, n: int = 200) -> str:
     return text[:n]
 
 
+RunInThread = Callable[..., Awaitable[Any]]  # fn, *args -> fn(*args) on the agents' executor
+Progress = Callable[..., None]  # stage, **extra -> one progress event
+
+
 class Toolbox:
     """One agent's tool runner: validates, counts, runs the Hub tools, keeps what the model found."""
 
@@ -71,8 +76,8 @@ class Toolbox:
         category: str,
         meter: AgentCounts,
         limit: int,
-        run: Callable[..., Awaitable[Any]],
-        progress: Callable[..., None],
+        run: RunInThread,
+        progress: Progress,
     ):
         self.hub, self.category, self.meter, self.limit = hub, category, meter, limit
         self.run, self.progress = run, progress  # run: a sync Hub call in the agent's thread pool
@@ -93,7 +98,9 @@ class Toolbox:
             self.meter.llm_event("explore", "tool_args", f"{name}: {problems}", "sent_back")
             return self._error(f"invalid arguments for {name}: {problems[:300]}")
         try:
-            payload = await (self._search(args) if isinstance(args, SearchArgs) else self._inspect(args))
+            payload = await (
+                self._search(args) if isinstance(args, SearchArgs) else self._inspect(cast(InspectArgs, args))
+            )
         except BudgetExceeded as exc:
             self.meter.exhausted(exc.kind)
             return self._error(f"{exc}; answer now with what you have")

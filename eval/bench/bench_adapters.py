@@ -97,6 +97,7 @@ def naive_map(spec: AdapterSpec) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The mapping written the obvious way: read the spec on every row, build plain dicts."""
 
     def fn(row: dict[str, Any]) -> dict[str, Any]:
+        assert spec.messages_path is not None  # the benchmark's specs all read a turn list
         out = []
         if spec.system_field and row.get(spec.system_field):
             out.append({"role": "system", "content": row[spec.system_field]})

@@ -16,6 +16,8 @@ import random
 import re
 import statistics
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -23,6 +25,9 @@ from rich.table import Table
 from pipeline.build.render import MaskBuilder
 from pipeline.model.corpus import FALLBACK_ROWS
 from pipeline.model.tokenizer import train_tokenizer
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 HEADER = "<|im_assistant|>assistant<|im_middle|>"
 END = "<|im_end|>"
@@ -51,7 +56,7 @@ def boundary_mask(builder: MaskBuilder, msgs: list[dict]) -> list[int]:
     return builder.rows(msgs, turns, per_turn=False)[0].loss_mask
 
 
-def regex_mask(tokenizer, msgs: list[dict]) -> list[int]:
+def regex_mask(tokenizer: Any, msgs: list[dict]) -> list[int]:
     """SpecForge's approach: a regex from the assistant header to the end-of-turn over the rendered text."""
     text = tokenizer.apply_chat_template(msgs, tokenize=False)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
@@ -61,7 +66,7 @@ def regex_mask(tokenizer, msgs: list[dict]) -> list[int]:
     return [int(any(s <= a and b <= e for s, e in spans)) for a, b in enc["offset_mapping"]]
 
 
-def timed(fn, items) -> tuple[float, list]:
+def timed(fn: Callable[[T], R], items: Iterable[T]) -> tuple[float, list[R]]:
     start = time.perf_counter()
     results = [fn(item) for item in items]
     return time.perf_counter() - start, results

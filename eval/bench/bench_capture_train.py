@@ -18,10 +18,12 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 
 from catalog.io import write_json_atomic
+from pipeline.capture.forward import HostBatch
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.rows import BuiltRow
 from pipeline.capture.run import CaptureConfig, capture_rows
@@ -36,12 +38,12 @@ from pipeline.train.ttt import Batch, TTTObjective
 PEAK_BF16 = 790e12
 
 
-def _sync():
+def _sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
 
 
-def _llama(shape: dict, device):
+def _llama(shape: dict, device: torch.device) -> Any:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.set_default_dtype(torch.bfloat16)  # initialise directly in bf16 on the device: no 32 GB fp32 copy
@@ -56,10 +58,12 @@ def _llama(shape: dict, device):
 class _Discard:
     """A writer that keeps nothing: times capture (forward + device→host copy) without serialisation and disk."""
 
-    def __init__(self):
-        self.kept, self.non_finite, self._last = 0, [], None
+    def __init__(self) -> None:
+        self.kept = 0
+        self.non_finite: list[str] = []
+        self._last: HostBatch | None = None
 
-    def add_batch(self, batch) -> None:
+    def add_batch(self, batch: HostBatch) -> None:
         if self._last is not None:
             self._last.wait()
         self._last = batch
@@ -70,7 +74,9 @@ class _Discard:
             self._last.wait()
 
 
-def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs: int, device) -> list[list]:
+def bench_capture(
+    shape: dict, n_rows: int, row_len: int, naive_rows: int, runs: int, device: torch.device
+) -> list[list]:
     model = _llama(shape, device)
     n = shape["num_hidden_layers"]
     plan = LayerPlan.resolve(n, None)
@@ -92,7 +98,7 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
         t0 = time.perf_counter()
         with StageRun("capture-bench", cfg, root / "discard") as run:
             run.seen(len(rows))
-            capture_rows(model, rows, plan, device, 16384, _Discard(), run)
+            capture_rows(model, rows, plan, device, 16384, cast(ShardWriter, _Discard()), run)  # duck-typed writer
         _sync()
         if r:
             compute.append((time.perf_counter() - t0, 0))
@@ -104,7 +110,7 @@ def bench_capture(shape: dict, n_rows: int, row_len: int, naive_rows: int, runs:
             capture_rows(model, rows, plan, device, 16384, ShardWriter(out, 0, 1 << 28), run)
         _sync()
         dt = time.perf_counter() - t0
-        written = sum(p.stat().st_size for p in out.glob("shard-*"))
+        written: float = sum(p.stat().st_size for p in out.glob("shard-*"))
         if r:
             ours.append((dt, written))
         shutil.rmtree(out)
@@ -154,7 +160,9 @@ def train_flops_per_token(c: DraftConfig, steps: int, seq: int) -> float:
     return 3 * trainable + 2 * c.target_hidden_size * c.vocab_size
 
 
-def bench_train(c: DraftConfig, batch: int, seq: int, steps: int, runs: int, iters: int, device) -> list[list]:
+def bench_train(
+    c: DraftConfig, batch: int, seq: int, steps: int, runs: int, iters: int, device: torch.device
+) -> list[list]:
     torch.manual_seed(0)
     target = FrozenTarget.random(c.vocab_size, c.target_hidden_size, device=device)
     flops = train_flops_per_token(c, steps, seq) * batch * seq

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -94,7 +94,7 @@ def server(args: list[str], port: int) -> Iterator[str]:
             proc.wait(timeout=10)
 
 
-def local_hub(root: Path, *extra: str) -> Callable[[], object]:
+def local_hub(root: Path, *extra: str) -> Callable[[], AbstractContextManager[str]]:
     port = free_port()
     return lambda: server(
         [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(root), "--port", str(port), "--quiet", *extra],
@@ -113,7 +113,7 @@ def rate(fn: Callable[[int], object], requests: int, runs: int) -> float:
     return statistics.median(rates)
 
 
-def getter():
+def getter() -> Callable[[str], bytes]:
     """GET through one shared client: keep-alive where the server offers it (the stdlib server speaks
     HTTP/1.0 and closes each connection); a client per call would measure TLS-context setup instead."""
     import httpx

@@ -18,7 +18,9 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -100,7 +102,7 @@ def bench_ingest_datasets(src: Path, out: Path) -> int:
 
     datasets.disable_progress_bars()
 
-    def convert(row, idx):
+    def convert(row: Mapping[str, Any], idx: int) -> dict[str, str]:
         try:  # dict(): `map` hands over a lazy row object, the adapter wants a plain mapping
             return {"row": json.dumps([to_row(c) for c in apply_row(SPEC, idx, dict(row))])}
         except RowError:
@@ -130,7 +132,7 @@ def bench_near_bruteforce(prompts: list[str]) -> int:
     return dropped
 
 
-def _median_time(fn, *args, repeats: int) -> tuple[float, object]:
+def _median_time(fn: Callable[..., object], *args: Any, repeats: int) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()

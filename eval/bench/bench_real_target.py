@@ -20,21 +20,26 @@ import argparse
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 
+T = TypeVar("T")
 SYSTEM = None  # the template's own default system prompt (SmolLM2 injects one): as served
 
 
-def _chat_prefix(tokenizer) -> str:
+def _chat_prefix(tokenizer: Any) -> str:
     """Everything the template renders before a user's text: a Magpie prompt is sampled after it."""
     marker = "\x00MAGPIE\x00"
     text = tokenizer.apply_chat_template([{"role": "user", "content": marker}], tokenize=False)
     return text[: text.index(marker)]
 
 
-def _generate(model, input_ids: list[list[int]], pad: int, max_new: int, stop: int, sample: bool, seed: int):
+def _generate(
+    model: Any, input_ids: list[list[int]], pad: int, max_new: int, stop: int, sample: bool, seed: int
+) -> list[list[int]]:
     """Left-padded batched generation; returns the new tokens of each row, cut after `stop`."""
     width = max(map(len, input_ids))
     ids = torch.full((len(input_ids), width), pad, dtype=torch.long)
@@ -54,7 +59,7 @@ def _generate(model, input_ids: list[list[int]], pad: int, max_new: int, stop: i
     return rows
 
 
-def magpie_prompts(model, tok, n: int, batch: int, max_new: int, seed: int) -> list[str]:
+def magpie_prompts(model: Any, tok: Any, n: int, batch: int, max_new: int, seed: int) -> list[str]:
     prefix = tok(_chat_prefix(tok), add_special_tokens=False)["input_ids"]
     stop = tok.convert_tokens_to_ids("<|im_end|>")
     seen: set[str] = set()
@@ -70,7 +75,7 @@ def magpie_prompts(model, tok, n: int, batch: int, max_new: int, seed: int) -> l
     return prompts[:n]
 
 
-def regenerate_rows(model, tok, prompts: list[str], batch: int, max_new: int) -> list[dict]:
+def regenerate_rows(model: Any, tok: Any, prompts: list[str], batch: int, max_new: int) -> list[dict]:
     stop = tok.convert_tokens_to_ids("<|im_end|>")
     rendered = [
         tok(
@@ -98,7 +103,7 @@ def regenerate_rows(model, tok, prompts: list[str], batch: int, max_new: int) ->
     return rows
 
 
-def write_build(rows: list[dict], tok, model_dir: Path, build_dir: Path, vocab_size: int, k: int) -> dict:
+def write_build(rows: list[dict], tok: Any, model_dir: Path, build_dir: Path, vocab_size: int, k: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> dict:
     figures: dict = {"args": {k: str(v) for k, v in vars(a).items()}, "device": str(dev), "seconds": {}}
     results = a.out / "real_target.json"
 
-    def timed(name, fn):
+    def timed(name: str, fn: Callable[[], T]) -> T:
         t0 = time.perf_counter()
         value = fn()
         figures["seconds"][name] = round(time.perf_counter() - t0, 1)
@@ -278,11 +283,11 @@ def main(argv: list[str] | None = None) -> dict:
                 for r in ms.runs
             ],
         }
-        for r in ms.runs:
+        for w in ms.runs:
             print(
-                f"{r.name:28s} {str(r.hf_ids):14s} steps {r.steps} AL {r.accept_length:.3f} "
-                f"acc {[round(x, 3) for x in r.step_acceptance]} {r.tokens_per_s:.1f} tok/s "
-                f"(greedy {ms.greedy_tokens_per_s:.1f}) ties {r.ties}",
+                f"{w.name:28s} {str(w.hf_ids):14s} steps {w.steps} AL {w.accept_length:.3f} "
+                f"acc {[round(x, 3) for x in w.step_acceptance]} {w.tokens_per_s:.1f} tok/s "
+                f"(greedy {ms.greedy_tokens_per_s:.1f}) ties {w.ties}",
                 flush=True,
             )
     results.write_text(json.dumps(figures, indent=2, default=str))

@@ -22,14 +22,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
 import openai
 import pyarrow as pa
 import pyarrow.parquet as pq
+from openai.types.chat import ChatCompletionMessageParam
 from rich.console import Console
 from rich.table import Table
 
@@ -44,8 +47,17 @@ CONCURRENCY = 150
 console = Console(width=130)  # full row labels even when piped to a file
 
 
-def _messages(i: int) -> list[dict]:
-    return [{"role": "user", "content": f"prompt {i}: explain how a hash map resizes"}]
+def _prompt(i: int) -> str:
+    return f"prompt {i}: explain how a hash map resizes"
+
+
+def _messages(i: int) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": _prompt(i)}]
+
+
+def _typed_messages(i: int) -> list[ChatCompletionMessageParam]:
+    """The same messages, as the openai client's typed `create` takes them."""
+    return [{"role": "user", "content": _prompt(i)}]
 
 
 def start_server(port: int) -> subprocess.Popen:
@@ -72,7 +84,7 @@ def write_mix(home: Path, name: str, n: int, batch: int = 10_000) -> None:
                     category="general",
                     mode="regenerate",
                     messages=[
-                        Message(role="user", content=_messages(i)[0]["content"]),
+                        Message(role="user", content=_prompt(i)),
                         Message(role="assistant", content="an original answer that is dropped " * 20),
                     ],
                 )
@@ -82,7 +94,7 @@ def write_mix(home: Path, name: str, n: int, batch: int = 10_000) -> None:
         pq.write_table(pa.Table.from_pylist(rows), out / f"part-{part:05d}.parquet")
 
 
-def _measure(fn, n: int) -> tuple[float, float]:
+def _measure(fn: Callable[[], object], n: int) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     fn()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -94,12 +106,13 @@ def naive_threads(url: str, n: int) -> None:
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         list(
             pool.map(
-                lambda i: client.chat.completions.create(model="m", messages=_messages(i), max_tokens=16), range(n)
+                lambda i: client.chat.completions.create(model="m", messages=_typed_messages(i), max_tokens=16),
+                range(n),
             )
         )
 
 
-async def _gated(send, n: int) -> None:
+async def _gated(send: Callable[[int], Awaitable[object]], n: int) -> None:
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(i: int) -> None:
@@ -118,7 +131,7 @@ def single_async_client(url: str, n: int) -> None:
             max_retries=0,
             http_client=openai.DefaultAsyncHttpxClient(limits=limits),
         )
-        await _gated(lambda i: client.chat.completions.create(model="m", messages=_messages(i), max_tokens=16), n)
+        await _gated(lambda i: client.chat.completions.create(model="m", messages=_typed_messages(i), max_tokens=16), n)
         await client.close()
 
     asyncio.run(main())

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +33,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from eval.bench.bench_hub import free_port, server
+from eval.bench.bench_hub import server
+from pipeline.servers.localhub.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
@@ -60,6 +62,14 @@ class Tally:
                 self.first_error = self.first_error or f"{kind}: {error}"[:160]
 
 
+def _schedule(i: int, stop: float) -> Iterator[tuple[str, int]]:
+    """Reader i's requests until `stop`: (kind, n), the kinds in turn starting at the i-th; n picks the repo."""
+    n = i
+    while time.monotonic() < stop:
+        kind, n = KINDS[n % len(KINDS)], n + 1
+        yield kind, n
+
+
 # -- draftset: the service ---------------------------------------------------------------------------
 async def _service_readers(url: str, token: str, repos: list[str], readers: int, seconds: float, think: float) -> Tally:
     tally = Tally()
@@ -76,9 +86,7 @@ async def _service_readers(url: str, token: str, repos: list[str], readers: int,
 
     async def reader(i: int) -> None:
         await asyncio.sleep(think * i / readers)  # readers start spread over one think time
-        n = i
-        while time.monotonic() < stop:
-            kind, n = KINDS[n % len(KINDS)], n + 1
+        for kind, n in _schedule(i, stop):
             started = time.perf_counter()
             try:
                 if kind == "sql":
@@ -141,9 +149,7 @@ def run_naive(home: Path, readers: int, seconds: float, think: float) -> tuple[T
 
     def reader(i: int) -> None:
         time.sleep(think * i / readers)
-        n = i
-        while time.monotonic() < stop:
-            kind, n = KINDS[n % len(KINDS)], n + 1
+        for kind, n in _schedule(i, stop):
             started = time.perf_counter()
             try:
                 if kind == "sql":

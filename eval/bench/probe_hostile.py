@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -100,7 +101,7 @@ class Probe:
         except httpx.HTTPError:
             return False
 
-    def attack(self, origin: str, name: str) -> Callable:
+    def attack(self, origin: str, name: str) -> Callable[[Callable[[], tuple[bool, str]]], None]:
         def wrap(fn: Callable[[], tuple[bool, str]]) -> None:
             try:
                 held, seen = fn()
@@ -122,7 +123,7 @@ class Probe:
             (folder / rel).write_bytes(data)
         (folder / "README.md").write_text(card)
 
-    def approve(self, repo_id: str, data_file: str = "data/train.jsonl", **fields) -> None:
+    def approve(self, repo_id: str, data_file: str = "data/train.jsonl", **fields: Any) -> None:
         from huggingface_hub import HfApi
 
         from adapters import review, store
@@ -241,7 +242,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     # ---- issue 11: attacks that held before ------------------------------------------------------
     @A("issue", "sql stays read-only against escape forms")
-    def _():
+    def _() -> tuple[bool, str]:
         Catalog(p.home).migrate()
         forms = [
             "INSERT INTO candidates (repo_id) VALUES ('x')",
@@ -265,7 +266,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         ).stdout.decode(), f"{len(forms)} forms, {len(bad)} ran: {bad}"
 
     @A("issue", "no path traversal into the local Hub")
-    def _():
+    def _() -> tuple[bool, str]:
         paths = [
             "/datasets/lab/plain/resolve/main/..%2F..%2F..%2Fetc%2Fpasswd",
             "/datasets/lab/plain/resolve/main/%2e%2e/%2e%2e/evil/secrets/passwd",
@@ -278,7 +279,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return not leaked and p.hub_alive(), f"statuses {[r.status_code for r in got]}, leaked {leaked}"
 
     @A("issue", "1,000 concurrent Hub requests")
-    def _():
+    def _() -> tuple[bool, str]:
         with ThreadPoolExecutor(64) as pool:
             codes = list(
                 pool.map(lambda i: httpx.get(f"{p.url}/api/datasets/lab/plain", timeout=60).status_code, range(1000))
@@ -286,7 +287,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return codes.count(200) == 1000, f"{codes.count(200)}/1000 answered 200"
 
     @A("issue", "kill -9 of ingest loses and duplicates nothing")
-    def _():
+    def _() -> tuple[bool, str]:
         from catalog.home import Home
         from catalog.shards import iter_rows
 
@@ -307,7 +308,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     # ---- issue 11: high -----------------------------------------------------------------------
     @A("issue", "first-rows on a 50,000-deep JSONL row (segfaulted the Hub)")
-    def _():
+    def _() -> tuple[bool, str]:
         r = httpx.get(
             f"{p.url}/viewer/first-rows",
             params={"dataset": "lab/deep", "config": "default", "split": "train"},
@@ -316,7 +317,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return r.status_code == 500 and p.hub_alive(), f"{r.status_code} {r.text[:90]!r}; server alive {p.hub_alive()}"
 
     @A("issue", "414-byte YAML alias bomb card (Hub 3 GB, propose OOM at 21 GB)")
-    def _():
+    def _() -> tuple[bool, str]:
         t = time.monotonic()
         info = httpx.get(f"{p.url}/api/datasets/lab/bomb", timeout=60)
         took = time.monotonic() - t
@@ -329,12 +330,12 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     # ---- issue 11: medium ---------------------------------------------------------------------
     @A("issue", "owner-level symlink serves /etc/passwd")
-    def _():
+    def _() -> tuple[bool, str]:
         r = httpx.get(f"{p.url}/datasets/evil/secrets/resolve/main/passwd", timeout=30)
         return r.status_code == 404 and "root:x" not in r.text, f"{r.status_code}"
 
     @A("issue", "rich markup / terminal escapes in catalog text (sql, adapters approve)")
-    def _():
+    def _() -> tuple[bool, str]:
         Catalog(p.home).upsert(
             "candidates",
             [
@@ -357,21 +358,21 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         )
 
     @A("issue", "invalid UTF-8 in the middle of a 601-line JSONL")
-    def _():
+    def _() -> tuple[bool, str]:
         p.approve("lab/utf8")
         counts, q, result = p.ingest("lab/utf8")
         ok = counts.get("in") == 601 and counts.get("out") == 600 and [e.get("line") for e in q] == [301]
         return ok and balanced(counts), f"counts {counts}; quarantined lines {[e.get('line') for e in q]}"
 
     @A("issue", "RecursionError string / lone surrogate / 5,000-digit int in one dataset")
-    def _():
+    def _() -> tuple[bool, str]:
         p.approve("lab/mixed", json_fields=["messages"])
         counts, q, result = p.ingest("lab/mixed")
         reasons = sorted(e["reason"] for e in q)
         return balanced(counts) and counts.get("out") == 2 and p.one_line(result), f"counts {counts}; {reasons}"
 
     @A("issue", "truncated parquet")
-    def _():
+    def _() -> tuple[bool, str]:
         p.approve("lab/truncated", data_file="data/train.parquet")
         counts, q, result = p.ingest("lab/truncated")
         return p.one_line(result) and bool(q) and "unreadable_file" in q[0][
@@ -379,14 +380,14 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         ], f"exit {result.returncode}; {q[0]['reason'] if q else 'nothing quarantined'}"
 
     @A("issue", "adapters propose on a deeply nested row (exit 139)")
-    def _():
+    def _() -> tuple[bool, str]:
         r = p.cli("adapters", "propose", "lab/deep", timeout=240)
         return r.returncode in (0, 1) and p.one_line(
             r
         ), f"exit {r.returncode}: {(r.stderr.decode().strip() or r.stdout.decode().strip())[-120:]!r}"
 
     @A("issue", "find killed between the agents and the record step, then --resume")
-    def _():
+    def _() -> tuple[bool, str]:
         first = p.cli("find", "agentic coding", "--samples", "500", "--propose", "0", "--json", timeout=600)
         run_id = json.loads(first.stdout)["run_id"]
         with Catalog(p.home).writer() as con:
@@ -397,12 +398,12 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return again.returncode == 0 and n == 10, f"resume exit {again.returncode}, agent_runs rows {n}"
 
     @A("issue", "LLM endpoint answering 200 text/html")
-    def _():
+    def _() -> tuple[bool, str]:
         return True, "the llm helper's item (agents/policies): not replayed here"
 
     # ---- issue 11: low ------------------------------------------------------------------------
     @A("issue", "sql on a 4M-row answer: streamed, capped")
-    def _():
+    def _() -> tuple[bool, str]:
         t = time.monotonic()
         r = p.cli("sql", "SELECT range FROM range(4000000)", "-f", "csv")
         lines = r.stdout.count(b"\n")
@@ -412,12 +413,12 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         )
 
     @A("issue", "non-UTF-8 query")
-    def _():
+    def _() -> tuple[bool, str]:
         r = p.cli("sql", b"SELECT '\xff'")
         return p.one_line(r) and r.returncode == 1, r.stderr.decode("utf-8", "replace").strip()[:100]
 
     @A("issue", "resumed ingest re-appends quarantine lines")
-    def _():
+    def _() -> tuple[bool, str]:
         from catalog.home import Home
 
         for _ in range(3):
@@ -426,7 +427,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return n == 1, f"{n} quarantine line(s) for 1 bad row after 4 runs"
 
     @A("issue", "killed runs stay `running`")
-    def _():
+    def _() -> tuple[bool, str]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/utf8", "--fresh"],
             cwd=ROOT,
@@ -449,7 +450,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return "running" not in states and "interrupted" in states, f"statuses after kill + status: {set(states)}"
 
     @A("issue", "two ingests of one dataset at once")
-    def _():
+    def _() -> tuple[bool, str]:
         procs = [
             subprocess.Popen(
                 [sys.executable, "-m", "pipeline.cli.app", "ingest", "--repo", "lab/utf8", "--fresh"],
@@ -467,7 +468,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         ), f"{refused} of 2 refused by the lock; exits {[x.returncode for x in procs]}"
 
     @A("issue", "disk full in find and adapters propose")
-    def _():
+    def _() -> tuple[bool, str]:
         code = (
             "import sys, duckdb\nfrom catalog import db\n"
             "def full(self, *a):\n    raise duckdb.IOException('IO Error: Could not write: No space left on device')\n"
@@ -482,12 +483,12 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return ok, "; ".join(r.stderr.decode().strip().splitlines()[0][:70] for r in res)
 
     @A("issue", "--resume never retries failed agents (--retry-failed)")
-    def _():
+    def _() -> tuple[bool, str]:
         r = p.cli("find", "--help")
         return b"--retry-failed" in r.stdout, "option present; behaviour: tests/agents/test_find_resume.py"
 
     @A("issue", "remote-code tokenizer")
-    def _():
+    def _() -> tuple[bool, str]:
         d = p.work / "evil-model"
         d.mkdir()
         (d / "config.json").write_text("{}")
@@ -499,7 +500,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return p.one_line(r) and not Path("/tmp/draftset-probe-pwned").exists(), r.stderr.decode().strip()[:120]
 
     @A("issue", "serve-dev seed=2**70")
-    def _():
+    def _() -> tuple[bool, str]:
         from pydantic import ValidationError
 
         from pipeline.servers.devserver.protocol import ChatRequest
@@ -511,7 +512,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return False, "accepted"
 
     @A("issue", "endpoint echoing the API key in its 401 body")
-    def _():
+    def _() -> tuple[bool, str]:
         from catalog.untrusted import redact
 
         body = '{"error": "Incorrect API key provided: sk-live-9f8e7d6c5b4a3f2e1d0c"}'
@@ -519,28 +520,28 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     # ---- new attacks ----------------------------------------------------------------------------
     @A("new", "deep YAML nesting in a card ([[[…]]] 5,000 deep)")
-    def _():
+    def _() -> tuple[bool, str]:
         r = httpx.get(f"{p.url}/api/datasets/lab/yamldeep", timeout=30)
         return r.status_code == 200 and p.hub_alive(), f"{r.status_code}, alive {p.hub_alive()}"
 
     @A("new", "recursive YAML alias (&a [*a, *a])")
-    def _():
+    def _() -> tuple[bool, str]:
         r = httpx.get(f"{p.url}/api/datasets/lab/yamlloop", timeout=30)
         return r.status_code == 200 and p.hub_alive(), f"{r.status_code}"
 
     @A("new", "2 MB card")
-    def _():
+    def _() -> tuple[bool, str]:
         r = httpx.get(f"{p.url}/api/datasets/lab/bigcard", timeout=30)
         return r.status_code == 200, f"{r.status_code}, cardData {r.json().get('cardData')}"
 
     @A("new", "JSON-array file with one 3,000-deep item")
-    def _():
+    def _() -> tuple[bool, str]:
         p.approve("lab/array", data_file="data/train.json")
         counts, q, result = p.ingest("lab/array")
         return balanced(counts) and counts.get("out") == 1, f"counts {counts}; {[e['reason'] for e in q]}"
 
     @A("new", "truncated gzip JSONL")
-    def _():
+    def _() -> tuple[bool, str]:
         p.approve("lab/gzcut", data_file="data/train.jsonl.gz")
         counts, q, result = p.ingest("lab/gzcut")
         return p.one_line(result) and counts.get("out", 0) > 0 and balanced(
@@ -548,20 +549,20 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         ), f"counts {counts}; {[e['reason'] for e in q]}"
 
     @A("new", "corrupt parquet data page (one row group)")
-    def _():
+    def _() -> tuple[bool, str]:
         p.approve("lab/corrupt", data_file="data/train.parquet")
         counts, q, result = p.ingest("lab/corrupt")
         return balanced(counts) and counts.get("out", 0) >= 200, f"counts {counts}"
 
     @A("new", "CSV row with invalid UTF-8")
-    def _():
+    def _() -> tuple[bool, str]:
         from adapters.source import iter_local_rows
 
         rows = list(iter_local_rows([("train.csv", p.hub_dir / "lab/csv/data/train.csv")]))
         return [r.error is None for r in rows] == [True, False, True], f"{[(r.row, r.error) for r in rows]}"
 
     @A("new", "file swapped for a symlink after the scan")
-    def _():
+    def _() -> tuple[bool, str]:
         target = p.hub_dir / "lab/plain/data/train.jsonl"
         httpx.get(f"{p.url}/api/datasets/lab/plain", timeout=30)
         backup = target.read_bytes()
@@ -573,7 +574,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return "root:x" not in r.text, f"{r.status_code}"
 
     @A("new", "5 MB paths-info body")
-    def _():
+    def _() -> tuple[bool, str]:
         r = httpx.post(
             f"{p.url}/api/datasets/lab/plain/paths-info/main",
             content=b"x" * 5_000_000,
@@ -583,7 +584,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return r.status_code == 413 and p.hub_alive(), f"{r.status_code}"
 
     @A("new", "300 random junk requests to every endpoint")
-    def _():
+    def _() -> tuple[bool, str]:
         import random
 
         rnd = random.Random(0)
@@ -596,7 +597,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
             "/api/datasets/lab/deep/tree/main",
             "/datasets/lab/deep/resolve/main/data/train.jsonl",
         ]
-        codes = []
+        codes: list[int | str] = []
         for _ in range(300):
             junk = "".join(rnd.choice("abc%2e./\\\x00é%ff?&=") for _ in range(rnd.randint(0, 20)))
             params = {
@@ -612,7 +613,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return p.hub_alive(), f"answers {sorted(set(map(str, codes)))}; server alive {p.hub_alive()}"
 
     @A("new", "sql output piped into `head` (broken pipe)")
-    def _():
+    def _() -> tuple[bool, str]:
         r = subprocess.run(
             f"{sys.executable} -m pipeline.cli.app sql 'SELECT range FROM range(100000)' -f csv --limit 0 | head -1",
             shell=True,
@@ -624,7 +625,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return b"Traceback" not in r.stderr, f"stderr {r.stderr.decode().strip()[:80]!r}"
 
     @A("new", "quarantine line cut by a kill, then resume")
-    def _():
+    def _() -> tuple[bool, str]:
         from catalog.home import Home
 
         q = Home(p.home).normalized("lab/utf8") / "quarantine.jsonl"
@@ -634,7 +635,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
         return len(lines) == 2 and json.loads(lines[1])["line"] == 301, f"{len(lines)} lines"
 
     @A("new", "dev server: deeply nested JSON body")
-    def _():
+    def _() -> tuple[bool, str]:
         from pydantic import ValidationError
 
         from pipeline.servers.devserver.protocol import ChatRequest

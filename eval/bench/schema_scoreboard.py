@@ -33,9 +33,9 @@ from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.files import file_format, iter_file
 from adapters.infer import AdapterRefused, build_proposal
-from adapters.records import Conversation
+from adapters.records import Conversation, Message
 from adapters.source import RawRow
-from adapters.spec import SourceSpec
+from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "schema_corpus"
@@ -65,7 +65,7 @@ def _rows(folder: Path, files: list[str]) -> list[RawRow]:
 
 
 def canonical(rec: Conversation) -> dict[str, Any]:
-    def msg(m) -> dict[str, Any]:
+    def msg(m: Message) -> dict[str, Any]:
         out: dict[str, Any] = {"role": m.role, "content": m.content.strip()}
         if m.reasoning:
             out["reasoning"] = m.reasoning.strip()
@@ -146,7 +146,7 @@ def score_family(folder: Path) -> Outcome:
     return Outcome(name, expect, "right", f"{spec.layout} {_describe(spec)}", seconds, meta["relevant"])
 
 
-def _mismatches(spec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
+def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
     native = RowMapper(spec.model_copy(update={"mode": "native"}))
     for r, t in zip(raw, truth):
         try:
@@ -180,10 +180,10 @@ def _first_diff(got: Any, want: Any, path: str = "") -> str:
     return f"{path}: got {json.dumps(got)[:70]} want {json.dumps(want)[:70]}"
 
 
-def _describe(spec) -> str:
-    if spec.layout == "columns":
+def _describe(spec: AdapterSpec) -> str:
+    if spec.layout == "columns" and spec.columns:  # the spec validator requires them for this layout
         return f"{spec.columns.prompt}→{spec.columns.response}"
-    if spec.layout == "transcript":
+    if spec.layout == "transcript" and spec.transcript:
         return f"{spec.transcript.field} markers {sorted(spec.transcript.markers)}"
     return f"{spec.messages_path} role={spec.role_key} content={spec.content_key}"
 

@@ -47,7 +47,7 @@ def make_draft(
     ttt: int = 3,
     written: list[int] | None = None,
     key_prefix: str = "midlayer.",
-    d2t_dtype=np.int64,
+    d2t_dtype: type[np.integer] = np.int64,
     shuffle_d2t: bool = False,
     t2d_off: bool = False,
     extra_key: str | None = None,

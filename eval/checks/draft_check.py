@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -18,6 +19,7 @@ from pipeline.capture.forward import target_states
 from pipeline.capture.store import CaptureReader
 from pipeline.stage import require
 from pipeline.train.data import split_ids
+from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.export import load_exported
 from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import Batch, collate, expected_accept_length, step_accuracy
@@ -87,12 +89,14 @@ def wrong_wirings(ids: list[int], n_layers: int) -> list[tuple[str, list[int]]]:
     return [(name, w) for name, w in out if all(0 <= j <= n_layers for j in w) and w != ids]
 
 
-def _evaluate(draft, target, batches: list[Batch], steps: int, name: str, ids: list[int]) -> WiringResult:
+def _evaluate(
+    draft: Eagle3Draft, target: FrozenTarget, batches: list[Batch], steps: int, name: str, ids: list[int]
+) -> WiringResult:
     acc = step_accuracy(draft, target, batches, steps)
     return WiringResult(name, ids, acc, expected_accept_length(acc))
 
 
-def _all_states(model, sample: dict) -> list[torch.Tensor]:
+def _all_states(model: Any, sample: dict) -> list[torch.Tensor]:
     """Every HF hidden state of one sample (bf16-rounded like a capture), index n = pre-norm last state."""
     states, last = target_states(model, sample["input_ids"].long()[None])
     return [h[0].to(torch.bfloat16).float() for h in states[:-1]] + [last[0].to(torch.bfloat16).float()]
@@ -114,7 +118,7 @@ def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, 
     every = int(cfg.get("draftset", {}).get("heldout_every", 20))
     train_ids, held_ids = (ids[:max_samples] for ids in split_ids(reader, every))  # the split training used
 
-    def stored(ids):
+    def stored(ids: list[str]) -> list[Batch]:
         return [collate([reader.load(i)]).to("cpu", torch.float32) for i in ids]
 
     ids = manifest.taps.aux

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 SGLANG_LOADER = ("python/sglang/srt/models/llama_eagle3.py", "0.5.23")
 VLLM_LOADER = ("vllm/model_executor/models/llama_eagle3.py", "0.33.0")
@@ -41,7 +42,7 @@ _LAYER = (
 )
 
 
-def _eagle(cfg: dict, key: str, default=None):
+def _eagle(cfg: dict, key: str, default: Any = None) -> Any:
     return (cfg.get("eagle_config") or {}).get(key, cfg.get(key, default))
 
 
@@ -99,7 +100,11 @@ class WeightReport:
 
 
 def check_weights(
-    cfg: dict, tensors: dict[str, tuple[str, list[int]]], d2t=None, t2d=None, target_vocab: int | None = None
+    cfg: dict,
+    tensors: dict[str, tuple[str, list[int]]],
+    d2t: list[int] | None = None,
+    t2d: list[bool] | None = None,
+    target_vocab: int | None = None,
 ) -> WeightReport:
     """`tensors`: name -> (safetensors dtype, shape); `d2t`/`t2d`: their values when integer/bool."""
     params, required = engine_params(cfg)
@@ -111,7 +116,9 @@ def check_weights(
     return WeightReport(skipped, missing, refused, vocab_problems(cfg, tensors, d2t, t2d, target_vocab))
 
 
-def vocab_problems(cfg: dict, tensors: dict, d2t, t2d, target_vocab: int | None) -> list[str]:
+def vocab_problems(
+    cfg: dict, tensors: dict, d2t: list[int] | None, t2d: list[bool] | None, target_vocab: int | None
+) -> list[str]:
     k, v = cfg.get("draft_vocab_size"), target_vocab or cfg.get("vocab_size")
     key = next((n for n in tensors if "d2t" in n), None)
     out = []

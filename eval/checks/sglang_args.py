@@ -21,6 +21,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eval.checks.sglang_flags import ParseFailure, build_parser, builtin_table
 
@@ -99,7 +100,7 @@ class LaunchCommand:
             self.failure_source = "python/sglang/cli/serve.py + cli/utils.py (get_model_path)"
         return args, positional
 
-    def get(self, dest: str):
+    def get(self, dest: str) -> Any:
         return None if self.values is None else self.values.get(dest)
 
     def span(self, dest: str) -> Span | None:

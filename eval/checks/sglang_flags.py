@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, NoReturn
 
 SGLANG_VERSION = "0.5.23"
 TABLE = Path(__file__).parent / "data" / f"sglang_{SGLANG_VERSION}_flags.json"
@@ -37,10 +39,10 @@ class ParseFailure(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse prints usage and exits 2; we keep the message
+    def error(self, message: str) -> NoReturn:  # argparse prints usage and exits 2; we keep the message
         raise ParseFailure(message)
 
-    def exit(self, status: int = 0, message: str | None = None):  # -h/--help
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:  # -h/--help
         raise ParseFailure(message or "help requested (the server prints usage and exits)", status)
 
 
@@ -111,7 +113,7 @@ def _nullable_str(value: str) -> str | None:
     return None if not value or value == "None" else value
 
 
-_TYPES = {
+_TYPES: dict[str, Callable[[str], Any]] = {
     "int": int,
     "float": float,
     "str": str,
@@ -121,7 +123,7 @@ _TYPES = {
 }
 
 
-def _type(name: str | None):
+def _type(name: str | None) -> Callable[[str], Any]:
     return json.loads if name == "json" else _TYPES.get(name or "", str)
 
 

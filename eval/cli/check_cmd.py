@@ -38,7 +38,7 @@ def check_draft_cmd(
     ]
     print_table(["wiring", "HF taps", "accuracy per step", "expected AL"], rows, title="check draft")
     console.print(r.verdict())
-    if r.wirings:
+    if r.wirings and r.target_dir is not None:  # wirings are only computed with the target at hand
         records.save(catalog(), records.estimate_rows(r, draft_dir, r.target_dir, r.steps, r.n_samples))
     measured = [e for e in records.load(catalog(), draft_dir) if e["method"] == "specdecode"]
     estimates = {w.name: w.accept_length for w in r.wirings}
@@ -189,17 +189,20 @@ def check_estimate_cmd(
 
     calib = (baseline_tps, observed_tps, observed_accept_length)
     calibrated = any(v is not None for v in calib)
-    if calibrated and None in calib:
+    if baseline_tps is not None and observed_tps is not None and observed_accept_length is not None:
+        cost = calibrated_round_cost(baseline_tps, observed_tps, observed_accept_length)
+    elif calibrated:
         raise DraftsetError(
             "calibration needs all of --baseline-tps, --observed-tps, --observed-accept-length",
             hint="e.g. --baseline-tps 90 --observed-tps 82.3 --observed-accept-length 2.1",
         )
-    cost = calibrated_round_cost(*calib) if calibrated else round_cost(steps, draft_cost, verify_cost)
+    else:
+        cost = round_cost(steps, draft_cost, verify_cost)
     rows = [
         [
             f"{e.accept_length:.2f}",
             f"{e.speedup:.3f}x",
-            f"{baseline_tps * e.speedup:.1f}" if calibrated else "",
+            f"{baseline_tps * e.speedup:.1f}" if baseline_tps is not None and calibrated else "",
             "faster" if e.speedup > 1 else "SLOWER",
         ]
         for e in estimate(accept_length, cost)

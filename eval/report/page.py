@@ -27,7 +27,8 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
     sources = data.manifest.get("sources", {})
     src_rows = []
     for repo in sorted(set(sources) | set(data.dedup)):
-        entry, dd = sources.get(repo, {}), data.dedup.get(repo, {})
+        entry = sources.get(repo, {})
+        dd: dict[str, int] = data.dedup.get(repo, {})
         y = data.yield_of(repo)
         src_rows.append(
             [

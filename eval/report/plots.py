@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -11,6 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen befor
 
 from catalog.io import atomic_path  # noqa: E402
 from eval.report.data import DEDUP_REASONS, ReportData, percentile  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 _REASON_COLORS = {
     "kept": "#2e7d32",
@@ -26,7 +31,7 @@ def _bar_height(n: int) -> float:
     return max(2.6, 0.38 * n + 1.4)
 
 
-def _barh(ax, labels: list[str], values: list[float], color: str = "#1565c0") -> None:
+def _barh(ax: Axes, labels: list[str], values: list[float], color: str = "#1565c0") -> None:
     bars = ax.barh(labels, values, color=color)
     ax.invert_yaxis()
     ax.bar_label(bars, labels=[f"{v:g}" for v in values], padding=3, fontsize=8)
@@ -62,7 +67,7 @@ def plot_lengths(data: ReportData, out: Path) -> list[Path]:
         if values:
             ax.hist(values, bins=min(40, max(5, len(set(values)))), color=color, edgecolor="white")
             med = percentile(values, 0.5)
-            ax.axvline(med, color="black", linestyle="--", linewidth=1, label=f"median {med}")
+            ax.axvline(float(med), color="black", linestyle="--", linewidth=1, label=f"median {med}")
             ax.legend()
         else:
             ax.text(0.5, 0.5, "no records", ha="center", va="center", transform=ax.transAxes)
@@ -98,7 +103,7 @@ def plot_dedup_yield(data: ReportData, out: Path) -> list[Path]:
     return [_save(fig, out / "dedup_yield_by_source.png")]
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")

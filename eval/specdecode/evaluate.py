@@ -25,6 +25,7 @@ from pipeline.capture.store import CaptureReader
 from pipeline.model.runtime import single_thread
 from pipeline.stage import require
 from pipeline.train.data import split_ids
+from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.export import load_exported
 
 TIE_MARGIN = 1e-3
@@ -100,7 +101,17 @@ def _agrees(spec: Decoded, ref: Decoded) -> bool:
     )
 
 
-def _run(target, draft, name, ids, prompts, refs, steps, max_new, eos) -> WiringRun:
+def _run(
+    target: TargetRunner,
+    draft: Eagle3Draft,
+    name: str,
+    ids: list[int],
+    prompts: list[list[int]],
+    refs: list[Decoded],
+    steps: int,
+    max_new: int,
+    eos: int | None,
+) -> WiringRun:
     runner = DraftRunner(draft, target.model.get_input_embeddings().weight, ids)
     decoded = [speculative(target, runner, p, max_new, eos, steps) for p in prompts]
     ties = sum(not _agrees(d, r) for d, r in zip(decoded, refs))

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from catalog.errors import DraftsetError
 
+if TYPE_CHECKING:
+    from catalog import Catalog
+    from eval.checks.draft_check import DraftReport
+    from eval.specdecode.evaluate import Measurement
 
-def specdecode_rows(m) -> list[dict]:
+
+def specdecode_rows(m: Measurement) -> list[dict]:
     """Rows for an eval.specdecode.evaluate.Measurement."""
     now = datetime.now()
     return [
@@ -33,7 +39,7 @@ def specdecode_rows(m) -> list[dict]:
     ]
 
 
-def estimate_rows(report, draft_dir: Path, target_dir: Path, steps: int, n_samples: int) -> list[dict]:
+def estimate_rows(report: DraftReport, draft_dir: Path, target_dir: Path, steps: int, n_samples: int) -> list[dict]:
     """Rows for an eval.checks.draft_check.DraftReport (wirings recomputed with the target model)."""
     now = datetime.now()
     return [
@@ -58,12 +64,12 @@ def estimate_rows(report, draft_dir: Path, target_dir: Path, steps: int, n_sampl
     ]
 
 
-def save(catalog, rows: list[dict]) -> None:
+def save(catalog: Catalog | None, rows: list[dict]) -> None:
     if catalog is not None and rows:
         catalog.upsert("draft_evals", rows)
 
 
-def load(catalog, draft_dir: Path) -> list[dict]:
+def load(catalog: Catalog | None, draft_dir: Path) -> list[dict]:
     """Every stored evaluation of this draft, measured first, by steps and wiring order of insertion."""
     if catalog is None:
         return []

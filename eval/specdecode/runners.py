@@ -15,22 +15,23 @@ places it (pipeline/train/ttt.py).
 from __future__ import annotations
 
 import warnings
+from typing import Any, Literal, overload
 
 import torch
 from torch.nn import functional as F
 
-from pipeline.train.draft_model import _rope
+from pipeline.train.draft_model import Eagle3Draft, _rope
 
 
 class TargetRunner:
-    def __init__(self, model):
+    def __init__(self, model: Any):  # a transformers causal LM
         from transformers import DynamicCache
 
         self.model = model
         self.n_layers = int(model.config.num_hidden_layers)
         self.device = next(model.parameters()).device
         self._cache_cls = DynamicCache
-        self.cache = None
+        self.cache: Any = None  # a transformers DynamicCache after reset()
         self._last: list[torch.Tensor] = []
         # the final norm's input is the pre-norm last state (transformers returns index n after the norm)
         model.base_model.norm.register_forward_pre_hook(lambda _m, args: self._last.append(args[0]))
@@ -42,7 +43,15 @@ class TargetRunner:
     def length(self) -> int:
         return self.cache.get_seq_length()
 
-    def forward(self, tokens: list[int], need_states: bool = True):
+    @overload
+    def forward(
+        self, tokens: list[int], need_states: Literal[True] = True
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]: ...
+
+    @overload
+    def forward(self, tokens: list[int], need_states: Literal[False]) -> tuple[torch.Tensor, None]: ...
+
+    def forward(self, tokens: list[int], need_states: bool = True) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
         """(logits [n, V], states: list of [n, H] per HF index 0..n or None) for `tokens` after the cache."""
         ids = torch.tensor([tokens], device=self.device)
         self._last.clear()
@@ -63,9 +72,11 @@ class TargetRunner:
 
 
 class DraftRunner:
-    def __init__(self, draft, target_embed: torch.Tensor, wiring: list[int]):
+    def __init__(self, draft: Eagle3Draft, target_embed: torch.Tensor, wiring: list[int]):
         self.draft, self.embed, self.wiring = draft, target_embed, wiring
-        self.k = self.v = None  # committed step-0 keys/values [1, heads, T, d]
+        # committed step-0 keys/values [1, heads, T, d]
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
         # step 0's output [1, 1, H] and logits at the last committed position
         self.last_out: torch.Tensor | None = None
         self.last_logits: torch.Tensor | None = None
@@ -77,7 +88,13 @@ class DraftRunner:
     def committed(self) -> int:
         return 0 if self.k is None else self.k.shape[2]
 
-    def _block(self, tokens: torch.Tensor, hidden: torch.Tensor, pos: torch.Tensor, past):
+    def _block(
+        self,
+        tokens: torch.Tensor,
+        hidden: torch.Tensor,
+        pos: torch.Tensor,
+        past: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The draft's one layer on new positions over `past` keys: (logits [n, K], out [1, n, H], k, v)."""
         layer = self.draft.midlayer
         att, c = layer.self_attn, layer.self_attn.c
@@ -106,7 +123,7 @@ class DraftRunner:
         pos = torch.arange(start, start + aux.shape[1], device=aux.device)
         tokens = torch.tensor(next_tokens, device=aux.device)
         with torch.inference_mode():
-            past = None if self.k is None else (self.k, self.v)
+            past = None if self.k is None or self.v is None else (self.k, self.v)
             logits, out, self.k, self.v = self._block(tokens, self.draft.fc(aux), pos, past)
         self.last_out, self.last_logits = out[:, -1:], logits[-1]
 
@@ -115,7 +132,7 @@ class DraftRunner:
         proposals: list[int] = []
         p = self.committed - 1
         with torch.inference_mode():
-            if self.last_logits is None or self.last_out is None:
+            if self.last_logits is None or self.last_out is None or self.k is None or self.v is None:
                 raise RuntimeError("propose() before commit(): the draft has no position to speculate from")
             logits: torch.Tensor = self.last_logits  # step 0 at p ran in commit
             hidden: torch.Tensor = self.last_out

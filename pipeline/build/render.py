@@ -32,7 +32,7 @@ class TokenRow:
         return sum(self.loss_mask)
 
 
-def chat_template_sha256(tokenizer) -> str:
+def chat_template_sha256(tokenizer: Any) -> str:
     """Hash of the template text; the serve checker compares it with the serving tokenizer's."""
     template = tokenizer.chat_template
     if isinstance(template, dict):  # several named templates: the default one is what serving uses
@@ -60,7 +60,7 @@ def template_messages(conversation: Conversation, system_prompt: str | None) -> 
 
 
 class MaskBuilder:
-    def __init__(self, tokenizer, *, thinking: bool, end_of_turn: str, keep_past_reasoning: bool = False):
+    def __init__(self, tokenizer: Any, *, thinking: bool, end_of_turn: str, keep_past_reasoning: bool = False):
         self.tokenizer = tokenizer
         self.thinking = thinking
         self.keep_past_reasoning = keep_past_reasoning

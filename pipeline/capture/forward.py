@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.rows import BuiltRow
 
+if TYPE_CHECKING:
+    import torch
 
-def target_states(model, input_ids, attention_mask=None):
+
+def target_states(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
     """(HF hidden_states tuple, last block output before the final norm) for a batch, no logits.
 
     transformers returns index n after the final norm, so the verifier state is read from the final
@@ -18,7 +23,7 @@ def target_states(model, input_ids, attention_mask=None):
     import torch
 
     base = model.base_model
-    captured = {}
+    captured: dict[str, Any] = {}
     hook = base.norm.register_forward_pre_hook(lambda _m, args: captured.__setitem__("last", args[0]))
     try:
         with torch.inference_mode():
@@ -28,7 +33,7 @@ def target_states(model, input_ids, attention_mask=None):
     return out.hidden_states, captured["last"]
 
 
-def padded(batch: list, device):
+def padded(batch: list[BuiltRow] | list[list[int]], device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask) [B, W] on `device`, right-padded with 0; accepts BuiltRows or id lists."""
     import torch
 
@@ -42,7 +47,9 @@ def padded(batch: list, device):
     return ids.to(device), attn.to(device)
 
 
-def device_taps(model, batch: list, plan: LayerPlan, device):
+def device_taps(
+    model: Any, batch: list[BuiltRow], plan: LayerPlan, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask, aux [B, W, n_aux*H] bf16, last [B, W, H] bf16) on the device: what
     capture stores and what online training consumes without touching the host."""
     import torch
@@ -72,7 +79,7 @@ class HostBatch:
             self.ready.synchronize()
 
 
-def capture_batch(model, batch: list[BuiltRow], plan: LayerPlan, device) -> HostBatch:
+def capture_batch(model: Any, batch: list[BuiltRow], plan: LayerPlan, device: torch.device) -> HostBatch:
     """Forward one right-padded batch and start its device→host copy; never waits for the GPU.
 
     The finiteness check runs on the device (a host-side check of bf16 tensors costs more than the

@@ -7,11 +7,14 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from catalog.errors import DraftsetError
 from pipeline.stage_base import rank_dir as rank_dir  # one rank-folder rule for every stage
 from pipeline.stage_base import torchrun_rank
+
+if TYPE_CHECKING:
+    import torch
 
 T = TypeVar("T")
 
@@ -35,7 +38,7 @@ def dist_info() -> tuple[int, int]:
     return rank, world
 
 
-def pick_device(name: str = "auto"):
+def pick_device(name: str = "auto") -> torch.device:
     import torch
 
     if name == "auto":

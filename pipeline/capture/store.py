@@ -11,7 +11,10 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.capture.forward import HostBatch
 
 FIELDS = ("aux", "last", "input_ids", "loss_mask")
 SHARD_GLOB = "shard-*.safetensors"
@@ -134,7 +137,7 @@ class ShardWriter:
     _inflight: list[Future] = field(default_factory=list)
     _seq: int | None = None
 
-    def add_batch(self, batch) -> None:
+    def add_batch(self, batch: HostBatch) -> None:
         self.pending.append(batch)
         self.pending_bytes += batch.aux.numel() * 2 + batch.last.numel() * 2
         if self.pending_bytes >= self.shard_bytes:

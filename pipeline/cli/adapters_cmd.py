@@ -12,6 +12,7 @@ import typer
 from rich.progress import Progress
 
 from catalog.errors import DraftsetError
+from catalog.io import write_text_atomic
 from pipeline.cli.common import catalog, console, literal, safe, settings
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
@@ -289,7 +290,7 @@ def edit(repo_id: str = REPO) -> None:
     record = store.require(cat, repo_id)
     path = store.yaml_path(cat.home, repo_id)
     if not path.exists():
-        store.write_text_atomic(path, record.spec.to_yaml())
+        write_text_atomic(path, record.spec.to_yaml())
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     if subprocess.call([*shlex.split(editor), str(path)]) != 0:
         raise DraftsetError(

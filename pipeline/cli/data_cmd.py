@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -14,19 +15,19 @@ from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
-from pipeline.stage import skipped_total
+from pipeline.stage import StageConfig, skipped_total
 from pipeline.stage_file import stage_settings
 
 
-def _threshold(model):
+def _threshold(model: type[StageConfig]) -> Any:
     return field_option(model, "threshold", help="Near-duplicate Jaccard threshold (MinHash LSH).")
 
 
-def _max_tokens(model):
+def _max_tokens(model: type[StageConfig]) -> Any:
     return field_option(model, "max_prompt_tokens", min=1, help="Drop prompts longer than this (too_long).")
 
 
-def _min_tokens(model):
+def _min_tokens(model: type[StageConfig]) -> Any:
     return field_option(model, "min_prompt_tokens", min=0, help="Drop prompts shorter than this (too_short).")
 
 

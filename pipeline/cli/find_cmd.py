@@ -7,7 +7,7 @@ import json
 from contextlib import nullcontext
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 import yaml
@@ -16,6 +16,10 @@ from pydantic import ValidationError
 from agents.configuration import FindConfig
 from catalog.errors import DraftsetError
 from pipeline.cli.common import console, err_console, settings
+
+if TYPE_CHECKING:
+    from agents.run import FindEnv, FindRequest
+    from pipeline.servers.service.client import Client
 
 # langgraph, huggingface_hub and openai load only when `find` runs, so `draftset --help` stays fast.
 
@@ -41,7 +45,7 @@ def _config(path: Path | None, policy: Policy) -> FindConfig:
         ) from exc
 
 
-def _env():
+def _env() -> FindEnv:
     """Endpoints and secrets from settings; the LLM client exists only when an endpoint is configured."""
     from agents.run import FindEnv
 
@@ -64,7 +68,7 @@ def _env():
 
 
 async def _drive(
-    env, request, resume: str | None, run_id: str, quiet: bool, retry_failed: bool = False
+    env: FindEnv, request: FindRequest | None, resume: str | None, run_id: str, quiet: bool, retry_failed: bool = False
 ) -> dict[str, Any]:
     from agents.run import stream_find
     from pipeline.cli.find_view import AgentProgress
@@ -143,7 +147,7 @@ def find(
 
 
 def _find_remote(
-    client,
+    client: Client,
     domain: str,
     samples: int,
     policy: Policy,

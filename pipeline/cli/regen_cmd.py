@@ -110,7 +110,7 @@ def regenerate_cmd(
         f"{sum(t.values())} of {result.input_rows} input rows -> {result.out_dir}",
         highlight=False,
     )
-    if result.mix_manifest:
+    if result.mix_manifest and config.shard:  # only a sharded run writes the mix manifest
         done = [k for k, m in result.mix_manifest["per_shard"].items() if m and m["complete"]]
         console.print(
             f"mix {mix}: {len(done)} of {config.shard.count} shards complete "

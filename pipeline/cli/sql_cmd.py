@@ -8,7 +8,9 @@ terminal. The table format needs every row to size its columns, so it is capped 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from enum import Enum
+from typing import Any
 
 import typer
 
@@ -43,7 +45,7 @@ def sql(
         # One row more than the cap tells whether the cap was hit, without counting the whole answer.
         rows = iter_rows(cursor, None if cap is None else cap + 1)
 
-        def capped():
+        def capped() -> Iterator[tuple[Any, ...]]:
             nonlocal shown, more
             for row in rows:
                 if cap is not None and shown >= cap:

@@ -14,9 +14,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
 from catalog.io import write_json_atomic
+
+if TYPE_CHECKING:
+    import torch
 
 DTYPES = ("bfloat16", "float32")
 PROBE = [{"role": "user", "content": "Write a Python function that checks whether a number is prime."}]
@@ -25,7 +29,7 @@ DROP_CONFIG = ("quantization_config", "_name_or_path", "_model_name_or_path", "t
 DROP_TOKENIZER = ("backend", "is_local", "local_files_only", "tokenizer_class")
 
 
-def _load_gguf(gguf: Path):
+def _load_gguf(gguf: Path) -> tuple[Any, Any]:
     import os
 
     import torch
@@ -58,7 +62,7 @@ def _load_gguf(gguf: Path):
     return model, tokenizer
 
 
-def _state_dict(model, dtype) -> dict:
+def _state_dict(model: Any, dtype: torch.dtype) -> dict:
     """Weights as plain contiguous tensors; a tied lm_head is left out (config says tie_word_embeddings)."""
     state = model.state_dict()
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
@@ -67,7 +71,7 @@ def _state_dict(model, dtype) -> dict:
     return {k: v.detach().to(dtype).contiguous() for k, v in state.items()}
 
 
-def _write_config(model, out: Path, dtype: str) -> dict:
+def _write_config(model: Any, out: Path, dtype: str) -> dict:
     config = model.config.to_dict()
     for key in DROP_CONFIG:
         config.pop(key, None)
@@ -81,7 +85,7 @@ def _write_config(model, out: Path, dtype: str) -> dict:
     return config
 
 
-def _write_tokenizer(tokenizer, out: Path, max_positions: int) -> str:
+def _write_tokenizer(tokenizer: Any, out: Path, max_positions: int) -> str:
     template = tokenizer.chat_template
     if not isinstance(template, str) or not template.strip():
         raise DraftsetError(
@@ -102,7 +106,7 @@ def _write_tokenizer(tokenizer, out: Path, max_positions: int) -> str:
     return template
 
 
-def _probe_agreement(gguf_model, tokenizer, folder: Path) -> dict:
+def _probe_agreement(gguf_model: Any, tokenizer: Any, folder: Path) -> dict:
     """Load the written folder and compare next-token logits with the GGUF model on a chat prompt."""
     import torch
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 
-def load_target(model_dir: Path | str, dtype, tp: bool = False):
+def load_target(model_dir: Path | str, dtype: torch.dtype, tp: bool = False) -> Any:
     """`AutoModelForCausalLM` in eval mode. trust_remote_code is always False: a model repo is untrusted.
 
     tp=True (under torchrun): transformers' own tensor parallelism (`tp_plan="auto"`) shards the target
-    over the ranks' GPUs by the model's published plan; nothing is sharded by hand here."""
+    over the ranks' GPUs by the model's published plan; nothing is sharded by hand here. Typed Any: a
+    transformers PreTrainedModel, whose attributes depend on the architecture."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 

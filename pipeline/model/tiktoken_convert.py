@@ -22,9 +22,12 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 # Kimi-K2 / K2.5 / Kimi-Linear `tokenization_kimi.py` (TikTokenTokenizer.pat_str, num_reserved_special_tokens).
 # Its character-class intersections (`&&`) are understood by tiktoken (fancy-regex) and tokenizers (Oniguruma).
@@ -122,14 +125,14 @@ def special_tokens(config: dict, n_ranks: int, n_reserved: int) -> dict[int, str
     return {i: named.get(i, f"<|reserved_token_{i}|>") for i in range(n_ranks, n_ranks + n_reserved + 2)}
 
 
-def build_tokenizer(ranks: dict[bytes, int], pattern: str, specials: dict[int, str]):
+def build_tokenizer(ranks: dict[bytes, int], pattern: str, specials: dict[int, str]) -> Tokenizer:
     """A `tokenizers.Tokenizer` with the same vocabulary, merges, split and special ids."""
     from tokenizers import AddedToken, Regex  # noqa: F401  (Regex: fail early if tokenizers is missing)
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     class _Converter(TikTokenConverter):  # the ranks are parsed here, so the tiktoken package is not needed
         @staticmethod
-        def load_tiktoken_bpe(_url):
+        def load_tiktoken_bpe(_url: str) -> dict[bytes, int]:
             return ranks
 
     tok = _Converter(vocab_file="<parsed>", pattern=pattern).converted()

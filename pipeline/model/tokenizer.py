@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pipeline.model.template import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 3000):
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 3000) -> PreTrainedTokenizerFast:
     """A byte-level BPE over `texts` with the Kimi-style special tokens; returns a PreTrainedTokenizerFast."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

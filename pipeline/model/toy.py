@@ -12,6 +12,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -39,7 +40,7 @@ class ToyConfig(StageConfig):
     seed: int = 0
 
 
-def _training_texts(tokenizer, pairs: list[tuple[str, str]], rng: random.Random, n: int) -> list[str]:
+def _training_texts(tokenizer: Any, pairs: list[tuple[str, str]], rng: random.Random, n: int) -> list[str]:
     """Chat renderings of (prompt, answer) pairs; half carry a short thought so both modes are seen.
 
     Texts are cut so a whole exchange fits `train_seq_len` (~3.5 chars per token): the model must see
@@ -57,7 +58,7 @@ def _training_texts(tokenizer, pairs: list[tuple[str, str]], rng: random.Random,
 
 
 def _train(
-    model, tokenizer, texts: list[str], cfg: ToyConfig, on_step: Callable[[int, float], None]
+    model: Any, tokenizer: Any, texts: list[str], cfg: ToyConfig, on_step: Callable[[int, float], None]
 ) -> tuple[float, int]:
     import torch
 
@@ -146,7 +147,7 @@ def init_toy(
     return info
 
 
-def _save(out_dir: Path, model, tokenizer, info: dict) -> None:
+def _save(out_dir: Path, model: Any, tokenizer: Any, info: dict) -> None:
     """Write into a temp dir beside `out_dir`, then swap it in: a failed save leaves no half model."""
     tmp = out_dir.with_name(f".{out_dir.name}.tmp")
     try:

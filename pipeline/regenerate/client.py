@@ -128,6 +128,7 @@ class EndpointPool:
                     f"target endpoint {endpoint.url} serves {served}, not {model!r}",
                     hint="pass --model with one of those names, or --endpoint of the right server",
                 )
+        assert model is not None  # RegenConfig.endpoints has min_length=1: the loop ran and chose one
         return model
 
     def _pick(self) -> Endpoint:

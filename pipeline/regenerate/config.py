@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -67,7 +67,7 @@ class RegenConfig(StageConfig):
 
     @field_validator("shard", mode="before")
     @classmethod
-    def _parse_shard(cls, value):
+    def _parse_shard(cls, value: Any) -> Any:
         return parse_shard(value)
 
     @model_validator(mode="after")
@@ -76,7 +76,8 @@ class RegenConfig(StageConfig):
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"partition names must be unique and non-empty, got {names}")
         limits = [p.max_prompt for p in self.partitions]
-        if limits[-1] is not None or any(x is None for x in limits[:-1]) or limits[:-1] != sorted(limits[:-1]):
+        bounded = [x for x in limits[:-1] if x is not None]
+        if limits[-1] is not None or len(bounded) != len(limits) - 1 or bounded != sorted(bounded):
             raise ValueError("partitions must be ordered by max_prompt, the last with max_prompt=null (no limit)")
         if self.length_unit == "tokens" and not self.tokenizer:
             raise ValueError("length_unit='tokens' needs `tokenizer` (path to the target's tokenizer.json)")
@@ -101,7 +102,7 @@ class RegenConfig(StageConfig):
         }
 
 
-def load_config(path: Path | None, **overrides) -> RegenConfig:
+def load_config(path: Path | None, **overrides: Any) -> RegenConfig:
     """Config file (YAML, JSON or TOML) with CLI overrides on top; any problem is one clear DraftsetError."""
     data: dict = {}
     if path is not None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import random
+from typing import Protocol
 
 from catalog.io import stable_bucket
 from pipeline.capture.runtime import length_batches
+
+
+class _HasIds(Protocol):
+    def ids(self) -> list[str]: ...
 
 
 def is_heldout(sample_id: str, every: int) -> bool:
@@ -13,7 +18,7 @@ def is_heldout(sample_id: str, every: int) -> bool:
     return every > 0 and stable_bucket(sample_id, every) == 0
 
 
-def split_ids(reader, heldout_every: int) -> tuple[list[str], list[str]]:
+def split_ids(reader: _HasIds, heldout_every: int) -> tuple[list[str], list[str]]:
     """(train ids, held-out ids); when every id hashes to held-out (tiny captures) all train and none is
     held out, so no accuracy is ever reported as held-out on samples the draft trained on."""
     ids = reader.ids()

@@ -128,13 +128,16 @@ class MidLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.mlp = MLP(c)
 
-    def forward(self, embeds, hidden, pos, cache) -> torch.Tensor:
+    def forward(self, embeds: torch.Tensor, hidden: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
         x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], -1)
         residual = hidden + self.self_attn(x, pos, cache)
         return residual + self.mlp(self.post_attention_layernorm(residual))
 
 
 class Eagle3Draft(nn.Module):
+    d2t: torch.Tensor  # buffers, registered in __init__
+    t2d: torch.Tensor
+
     def __init__(self, c: DraftConfig):
         super().__init__()
         self.config = c
@@ -145,7 +148,9 @@ class Eagle3Draft(nn.Module):
         self.register_buffer("d2t", torch.zeros(c.draft_vocab_size, dtype=torch.long))
         self.register_buffer("t2d", torch.zeros(c.vocab_size, dtype=torch.bool))
 
-    def step(self, embeds, hidden, pos, cache) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self, embeds: torch.Tensor, hidden: torch.Tensor, pos: torch.Tensor, cache: list
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One speculation step: (draft logits [B, L, K], pre-norm output fed to the next step)."""
         out = self.midlayer(embeds, hidden, pos, cache)
         return self.lm_head(self.norm(out)), out

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.layers import sglang_tap_rule, target_config, written_ids
 from pipeline.capture.manifest import MANIFEST, CaptureManifest
+
+if TYPE_CHECKING:
+    from pipeline.train.draft_model import Eagle3Draft
 
 WEIGHTS = "model.safetensors"
 SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")
@@ -97,7 +101,7 @@ def export_draft(checkpoint: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def load_exported(draft_dir: Path):
+def load_exported(draft_dir: Path) -> tuple[Eagle3Draft, CaptureManifest, dict[str, Any]]:
     """(Eagle3Draft in fp32, capture manifest, config.json) from an exported draft dir."""
     from safetensors.torch import load_file
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -24,7 +25,11 @@ from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
 from pipeline.train.target_head import FrozenTarget
-from pipeline.train.ttt import TTTObjective, step_accuracy, total_loss
+from pipeline.train.ttt import Batch, StepStats, TTTObjective, step_accuracy, total_loss
+
+if TYPE_CHECKING:
+    from catalog import Catalog
+    from pipeline.train.source import OfflineSource, OnlineSource
 
 CHECKPOINT = "checkpoint"
 
@@ -44,16 +49,16 @@ def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_le
 
 
 def train_step(
-    model,
+    model: torch.nn.Module,
     draft: Eagle3Draft,
     target: FrozenTarget,
-    batch,
-    opt,
+    batch: Batch,
+    opt: torch.optim.Optimizer,
     steps: int,
     grad_clip: float,
     bf16: bool | None = None,
-    sched=None,
-):
+    sched: torch.optim.lr_scheduler.LRScheduler | None = None,
+) -> tuple[torch.Tensor, list[StepStats]]:
     """One optimiser step of the TTT objective (`model`: TTTObjective(draft), DDP-wrapped under torchrun)."""
     device = batch.input_ids.device
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" if bf16 is None else bf16):
@@ -68,14 +73,22 @@ def train_step(
     return loss, stats
 
 
-def evaluate(draft, target, source, ids: list[str], steps: int, device, dtype) -> list[float]:
+def evaluate(
+    draft: Eagle3Draft,
+    target: FrozenTarget,
+    source: OfflineSource | OnlineSource,
+    ids: list[str],
+    steps: int,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> list[float]:
     """Per-step accuracy on samples (one sample per batch: no padding effects)."""
     batches = (source.batch([i], device, dtype)[0] for i in ids)
     with torch.autocast(device.type, dtype=dtype, enabled=device.type == "cuda"):
         return step_accuracy(draft, target, batches, steps)
 
 
-def open_source(config: TrainConfig, device, dtype):
+def open_source(config: TrainConfig, device: torch.device, dtype: torch.dtype) -> OfflineSource | OnlineSource:
     from pipeline.train.source import OfflineSource, OnlineSource
 
     if config.online:
@@ -85,7 +98,7 @@ def open_source(config: TrainConfig, device, dtype):
     return OfflineSource(config.capture_dir)
 
 
-def run_train(config: TrainConfig, catalog=None) -> Path:
+def run_train(config: TrainConfig, catalog: Catalog | None = None) -> Path:
     rank, world = dist_info()
     if config.tp:
         # One target spans the ranks, so every rank runs every batch through it and gets the full taps; each
@@ -116,7 +129,7 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     if config.resume and rank == 0 and tp_rank == 0:
         cut_log(log_path, pos.step)
         print(f"resuming at step {pos.step} (epoch {pos.epoch}, batch {pos.next_batch})", flush=True)
-    model = TTTObjective(draft)
+    model: torch.nn.Module = TTTObjective(draft)
     if world > 1:  # gradients are all-reduced by DDP hooks because the objective runs through its forward
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
 
@@ -137,12 +150,13 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
         saving[0] += time.perf_counter() - t
 
     step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
-    done = lambda: bool(config.max_steps) and step >= config.max_steps  # noqa: E731
+    done = lambda: bool(config.max_steps) and step >= (config.max_steps or 0)  # noqa: E731
     bookkeeping = rank_dir(train_dir, rank, world) if tp_rank == 0 else train_dir / f"rank{tp_rank}"
     with StageRun("train", config, bookkeeping, catalog if tp_rank == 0 else None) as run, progress() as bar:
         run.seen(len(train_ids))
         run.tally("heldout", len(held_ids))
         for bad in source.bad:
+            assert bad.problem is not None  # .bad holds the rows that have one
             run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
         if pos.step:  # epoch-0 batches an earlier run trained: done, not lost
             first = rank_batches(0)[: pos.next_batch if pos.epoch == 0 else None]
@@ -205,7 +219,9 @@ def run_train(config: TrainConfig, catalog=None) -> Path:
     return ckpt
 
 
-def _log(path: Path, step: int, epoch: int, loss, stats, seconds: float, ids: list[str]) -> None:
+def _log(
+    path: Path, step: int, epoch: int, loss: torch.Tensor, stats: list[StepStats], seconds: float, ids: list[str]
+) -> None:
     entry = {
         "step": step,
         "epoch": epoch,

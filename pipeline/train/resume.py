@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
 
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path
@@ -45,7 +48,7 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_state(path: Path, draft, opt, sched, pos: Position, config: dict) -> None:
+def save_state(path: Path, draft: nn.Module, opt: Optimizer, sched: LRScheduler, pos: Position, config: dict) -> None:
     """Everything in one file, renamed into place: a kill mid-write leaves the previous state intact."""
     payload = {
         "draft": {k: v.detach().cpu() for k, v in draft.state_dict().items()},
@@ -61,7 +64,7 @@ def save_state(path: Path, draft, opt, sched, pos: Position, config: dict) -> No
         torch.save(payload, tmp)
 
 
-def load_state(path: Path, draft, opt, sched, config: dict) -> Position:
+def load_state(path: Path, draft: nn.Module, opt: Optimizer, sched: LRScheduler, config: dict) -> Position:
     if not path.exists():
         raise DraftsetError(
             f"nothing to resume: no {path.name} in {path.parent}",

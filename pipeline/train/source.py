@@ -43,14 +43,22 @@ class OfflineSource:
         wanted = set(ids)  # from the 1-byte loss masks, never the hidden states
         return {i: int(s["loss_mask"].numel()) for i, s in self.reader.items(fields=("loss_mask",)) if i in wanted}
 
-    def batch(self, ids: list[str], device, dtype) -> tuple[Batch, list[str]]:
+    def batch(self, ids: list[str], device: torch.device | str, dtype: torch.dtype) -> tuple[Batch, list[str]]:
         return collate([self.reader.load(i) for i in ids]).to(device, dtype), []
 
 
 class OnlineSource:
     """Built rows + the target model: each batch's taps come from a forward pass on the training GPU."""
 
-    def __init__(self, build_dir: Path, model_dir: Path, layers: list[int] | None, device, dtype, tp: bool = False):
+    def __init__(
+        self,
+        build_dir: Path,
+        model_dir: Path,
+        layers: list[int] | None,
+        device: torch.device,
+        dtype: torch.dtype,
+        tp: bool = False,
+    ):
         from pipeline.capture.layers import LayerPlan
         from pipeline.capture.rows import read_build_rows
         from pipeline.capture.run import manifest_for
@@ -89,7 +97,7 @@ class OnlineSource:
     def lengths(self, ids: list[str]) -> dict[str, int]:
         return {i: len(self.rows[i].input_ids) for i in ids}
 
-    def batch(self, ids: list[str], device, dtype) -> tuple[Batch, list[str]]:
+    def batch(self, ids: list[str], device: torch.device | str, dtype: torch.dtype) -> tuple[Batch, list[str]]:
         """(batch, ids of rows whose states were not finite: masked out of the loss, reported as drops)."""
         from pipeline.capture.forward import device_taps
 

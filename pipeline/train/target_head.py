@@ -60,20 +60,31 @@ class FrozenTarget:
             )
         out = {}
         for part, name in names.items():
+            assert name is not None  # every missing name was refused above
             with safe_open(str(where[name]), framework="pt") as h:
                 out[part] = h.get_tensor(name)
         return cls(eps=eps, **out)
 
     @classmethod
-    def random(cls, vocab: int, hidden: int, eps: float = 1e-6, device="cpu", dtype=torch.bfloat16) -> FrozenTarget:
+    def random(
+        cls,
+        vocab: int,
+        hidden: int,
+        eps: float = 1e-6,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.bfloat16,
+    ) -> FrozenTarget:
         """Stand-in for benchmarks on synthetic hidden states (no target checkpoint on the GPU host)."""
-        g = dict(device=device, dtype=dtype)
         return cls(
-            torch.randn(vocab, hidden, **g) * 0.02, torch.ones(hidden, **g), torch.randn(vocab, hidden, **g) * 0.02, eps
+            torch.randn(vocab, hidden, device=device, dtype=dtype) * 0.02,
+            torch.ones(hidden, device=device, dtype=dtype),
+            torch.randn(vocab, hidden, device=device, dtype=dtype) * 0.02,
+            eps,
         )
 
-    def to(self, device, dtype) -> FrozenTarget:
-        return FrozenTarget(*(t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head)), self.eps)
+    def to(self, device: torch.device | str, dtype: torch.dtype) -> FrozenTarget:
+        embed, norm, lm_head = (t.to(device, dtype) for t in (self.embed, self.norm, self.lm_head))
+        return FrozenTarget(embed, norm, lm_head, self.eps)
 
     def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         return F.embedding(ids, self.embed)

@@ -9,10 +9,16 @@ Alignment (speculators/SpecForge convention, one-token shift made explicit): at 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch.nn import functional as F
+
+if TYPE_CHECKING:
+    from pipeline.train.draft_model import Eagle3Draft
+    from pipeline.train.target_head import FrozenTarget
 
 STEP_DECAY = 0.8  # later steps weigh less, as in the EAGLE-3 reference trainer
 
@@ -24,7 +30,7 @@ class Batch:
     aux: torch.Tensor  # [B, L, n_aux*H]
     last: torch.Tensor  # [B, L, H]
 
-    def to(self, device, dtype) -> Batch:
+    def to(self, device: torch.device | str, dtype: torch.dtype) -> Batch:
         return Batch(
             self.input_ids.to(device),
             self.loss_mask.to(device),
@@ -63,7 +69,7 @@ def _shift(x: torch.Tensor, s: int) -> torch.Tensor:
     return out
 
 
-def ttt_steps(draft, target, batch: Batch, steps: int) -> list[StepStats]:
+def ttt_steps(draft: Eagle3Draft, target: FrozenTarget, batch: Batch, steps: int) -> list[StepStats]:
     """Run `steps` speculation steps; per step the masked soft cross-entropy and argmax accuracy."""
     with torch.no_grad():
         tlogits = target.logits(batch.last)  # [B, L, V]
@@ -92,19 +98,19 @@ def ttt_steps(draft, target, batch: Batch, steps: int) -> list[StepStats]:
 class TTTObjective(torch.nn.Module):
     """The objective as a module, so DDP can wrap it (its forward is what triggers gradient sync)."""
 
-    def __init__(self, draft):
+    def __init__(self, draft: Eagle3Draft):
         super().__init__()
         self.draft = draft
 
-    def forward(self, target, batch: Batch, steps: int) -> list[StepStats]:
+    def forward(self, target: FrozenTarget, batch: Batch, steps: int) -> list[StepStats]:
         return ttt_steps(self.draft, target, batch, steps)
 
 
 def total_loss(stats: list[StepStats]) -> torch.Tensor:
-    return sum(STEP_DECAY**k * s.loss for k, s in enumerate(stats))
+    return cast(torch.Tensor, sum(STEP_DECAY**k * s.loss for k, s in enumerate(stats)))
 
 
-def step_accuracy(draft, target, batches, steps: int) -> list[float]:
+def step_accuracy(draft: Eagle3Draft, target: FrozenTarget, batches: Iterable[Batch], steps: int) -> list[float]:
     """Per-step accuracy over batches: draft argmax == target argmax on the counted positions."""
     correct, count = [0] * steps, [0] * steps
     with torch.no_grad():

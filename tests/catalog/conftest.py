@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_subprocess import run_draftset
+
 ROOT = Path(__file__).resolve().parents[2]  # pyproject's `pythonpath = ["."]` keeps the real `catalog` first
 
 # A writer that holds the catalog's write lock until its stdin closes, then commits one row.
@@ -28,15 +30,7 @@ def draftset(home):
     """Run `draftset ARGS...` in a subprocess against the test's DRAFTSET_HOME."""
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        env = {**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "200"}
-        return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli.app", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return run_draftset(*args, env={**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "200"})
 
     return run
 

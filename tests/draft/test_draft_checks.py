@@ -151,35 +151,17 @@ def test_estimate_cli_refuses_partial_or_zero_calibration():
     runner = CliRunner()
     partial = runner.invoke(app, ["check", "estimate", "--accept-length", "2.4", "--baseline-tps", "90"])
     assert "calibration needs all of" in str(partial.exception)
-    zero = runner.invoke(
-        app,
-        [
-            "check",
-            "estimate",
-            "--accept-length",
-            "2.4",
-            "--baseline-tps",
-            "0",
-            "--observed-tps",
-            "82.3",
-            "--observed-accept-length",
-            "2.1",
-        ],
-    )
+    calibrated = [
+        "check",
+        "estimate",
+        "--accept-length",
+        "2.4",
+        "--observed-tps",
+        "82.3",
+        "--observed-accept-length",
+        "2.1",
+    ]
+    zero = runner.invoke(app, [*calibrated, "--baseline-tps", "0"])
     assert "must be positive" in str(zero.exception)  # not silently the uncalibrated default
-    ok = runner.invoke(
-        app,
-        [
-            "check",
-            "estimate",
-            "--accept-length",
-            "2.4",
-            "--baseline-tps",
-            "90",
-            "--observed-tps",
-            "82.3",
-            "--observed-accept-length",
-            "2.1",
-        ],
-    )
+    ok = runner.invoke(app, [*calibrated, "--baseline-tps", "90"])
     assert ok.exit_code == 0 and "break-even accept length: 2.30" in ok.output

@@ -128,40 +128,29 @@ def test_online_training_uses_the_targets_forward_and_writes_no_hidden_states(to
     assert m_on.hidden_bytes == m_on.file_bytes == 0
 
     out = tmp_path / "online"
-    run_train(
-        TrainConfig(
-            capture_dir=None,
-            build_dir=toy.build,
-            model_dir=toy.model,
-            online=True,
-            out_dir=out,
-            epochs=4,
-            lr=5e-3,
-            batch_tokens=512,
-            ttt_steps=2,
-            max_steps=6,
-            save_every=2,
-            device="cpu",
+
+    def train_online(max_steps: int, resume: bool = False) -> Path:
+        return run_train(
+            TrainConfig(
+                capture_dir=None,
+                build_dir=toy.build,
+                model_dir=toy.model,
+                online=True,
+                out_dir=out,
+                epochs=4,
+                lr=5e-3,
+                batch_tokens=512,
+                ttt_steps=2,
+                max_steps=max_steps,
+                save_every=2,
+                device="cpu",
+                resume=resume,
+            )
         )
-    )
+
+    train_online(6)
     assert not list(out.rglob("shard-*")) and CaptureManifest.load(out).taps == m_off.taps
-    resumed = run_train(
-        TrainConfig(
-            capture_dir=None,
-            build_dir=toy.build,
-            model_dir=toy.model,
-            online=True,
-            out_dir=out,
-            epochs=4,
-            lr=5e-3,
-            batch_tokens=512,
-            ttt_steps=2,
-            max_steps=10,
-            save_every=2,
-            device="cpu",
-            resume=True,
-        )
-    )
+    resumed = train_online(10, resume=True)
     metrics = json.loads((resumed / "resolved.json").read_text())["metrics"]
     assert (
         metrics["steps"] == 10

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from huggingface_hub import HfApi
 from typer.testing import CliRunner
 
-from adapters import review, store
 from adapters.spec import AdapterSpec
 from catalog import Catalog
 from catalog.errors import DraftsetError, ZeroOutput
@@ -20,6 +19,7 @@ from catalog.home import Home
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter, existing_ids, iter_rows, shard_paths
 from pipeline.cli.app import app
 from pipeline.ingest.run import ingest, ingest_dataset
+from tests.adapters.adapter_helpers import approve_on_hub, make_spec
 
 CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
 
@@ -63,29 +63,8 @@ def mini_hub(tmp_path):
     running.stop()
 
 
-def _approve(cat: Catalog, url: str, repo_id: str, **fields) -> AdapterSpec:
-    revision = HfApi(endpoint=url).dataset_info(repo_id).sha
-    spec = AdapterSpec.from_data(
-        {
-            "source": {
-                "repo_id": repo_id,
-                "revision": revision,
-                "config": "default",
-                "split": "train",
-                "data_files": ["data/train.jsonl"],
-            },
-            "layout": "messages",
-            "messages_path": "messages",
-            "role_key": "role",
-            "content_key": "content",
-            "role_map": {"user": "user", "assistant": "assistant"},
-            "category": "general chat",
-            **fields,
-        }
-    )
-    store.save_spec(cat, spec)
-    review.approve(cat, repo_id, "tester", note="test data is broken on purpose", force=True)
-    return spec
+def _approve(cat: Catalog, url: str, repo_id: str, **fields: Any) -> AdapterSpec:
+    return approve_on_hub(cat, url, repo_id, "test data is broken on purpose", **fields)
 
 
 def test_counts_quarantine_and_resume_by_id(home, mini_hub):
@@ -221,22 +200,7 @@ def test_shard_writer_is_atomic_numbered_and_appends(tmp_path):
 
 
 def _local_spec() -> AdapterSpec:
-    return AdapterSpec.from_data(
-        {
-            "source": {
-                "repo_id": "lab/local",
-                "revision": "b" * 40,
-                "config": "default",
-                "split": "train",
-                "data_files": ["data/train.jsonl"],
-            },
-            "layout": "messages",
-            "messages_path": "messages",
-            "role_key": "role",
-            "content_key": "content",
-            "role_map": {"user": "user", "assistant": "assistant"},
-        }
-    )
+    return make_spec(repo_id="lab/local", revision="b" * 40, role_map={"user": "user", "assistant": "assistant"})
 
 
 def test_interrupted_run_resumes_by_id_without_duplicates(tmp_path):

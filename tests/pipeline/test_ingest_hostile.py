@@ -8,18 +8,17 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
-from huggingface_hub import HfApi
 
-from adapters import review, store
-from adapters.spec import AdapterSpec
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.liveness import mark_interrupted, run_lock
 from catalog.shards import iter_rows
 from pipeline.ingest.run import ingest_dataset
+from tests.adapters.adapter_helpers import approve_on_hub, make_spec
 
 
 def _good(i: int) -> bytes:
@@ -60,30 +59,8 @@ def hostile_hub(tmp_path):
     running.stop()
 
 
-def _approve(cat: Catalog, url: str, **fields) -> None:
-    revision = HfApi(endpoint=url).dataset_info("lab/hostile").sha
-    store.save_spec(
-        cat,
-        AdapterSpec.from_data(
-            {
-                "source": {
-                    "repo_id": "lab/hostile",
-                    "revision": revision,
-                    "config": "default",
-                    "split": "train",
-                    "data_files": ["data/train.jsonl"],
-                },
-                "layout": "messages",
-                "messages_path": "messages",
-                "role_key": "role",
-                "content_key": "content",
-                "role_map": {"user": "user", "assistant": "assistant"},
-                "category": "general chat",
-                **fields,
-            }
-        ),
-    )
-    review.approve(cat, "lab/hostile", "tester", note="hostile on purpose", force=True)
+def _approve(cat: Catalog, url: str, **fields: Any) -> None:
+    approve_on_hub(cat, url, "lab/hostile", "hostile on purpose", **fields)
 
 
 def test_every_hostile_line_is_quarantined_with_its_true_line_and_counts_add_up(home, hostile_hub):
@@ -109,23 +86,13 @@ def test_every_hostile_line_is_quarantined_with_its_true_line_and_counts_add_up(
 def test_deep_json_string_field_is_a_row_error_not_a_recursion_error(home, tmp_path):
     from adapters.apply import RowError, apply_row
 
-    spec = AdapterSpec.from_data(
-        {
-            "source": {
-                "repo_id": "lab/x",
-                "revision": "r" * 40,
-                "config": "default",
-                "split": "train",
-                "data_files": ["a.jsonl"],
-            },
-            "layout": "messages",
-            "messages_path": "messages",
-            "role_key": "role",
-            "content_key": "content",
-            "json_fields": ["messages"],
-            "role_map": {"user": "user"},
-            "category": "general chat",
-        }
+    spec = make_spec(
+        repo_id="lab/x",
+        revision="r" * 40,
+        data_files=("a.jsonl",),
+        json_fields=["messages"],
+        role_map={"user": "user"},
+        category="general chat",
     )
     with pytest.raises(RowError, match="nested 5,000 deep"):
         apply_row(spec, 0, json.loads(DEEP_STRING))

@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from pipeline.servers.devserver.constrain import forced_call_schema, response_schema
-from pipeline.servers.devserver.engine import Detokenizer, Engine, SamplingParams, normalise_messages
+from pipeline.servers.devserver.engine import Detokenizer, Engine, Generation, SamplingParams, normalise_messages
 from pipeline.servers.devserver.errors import RequestError
 from pipeline.servers.devserver.protocol import ChatRequest, envelope, error_body, usage
 from pipeline.servers.devserver.toolcalls import call as tool_call
@@ -43,7 +43,7 @@ def create_app(engine: Engine) -> Starlette:
         }
         return JSONResponse({"object": "list", "data": [card]})
 
-    async def chat(request: Request):
+    async def chat(request: Request) -> Response:
         try:
             req = ChatRequest.model_validate(await request.json())
             if req.model not in (engine.served_name, str(engine.model_dir)):
@@ -153,7 +153,7 @@ async def _stream(
     cancelled = threading.Event()
     detok = Detokenizer(engine, req.thinking)
 
-    def work():
+    def work() -> Generation:
         try:
             return engine.generate(
                 prompt_ids, params, lambda t: loop.call_soon_threadsafe(queue.put_nowait, t), cancelled, constraint

@@ -12,11 +12,14 @@ it as `tool_calls` without any template markers (it knows it asked for a call).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import LogitsProcessor  # the dev server is a model server: transformers is loaded anyway
 
 from pipeline.servers.devserver.errors import RequestError
+
+if TYPE_CHECKING:
+    import torch
 
 # Compact JSON (no free whitespace): a small model cannot loop on blank lines until max_tokens.
 COMPACT = {"whitespace_flexible": False}
@@ -95,7 +98,7 @@ class _Masking(LogitsProcessor):
         self.prompt_len: int | None = None
         self.shifts = torch.arange(32, dtype=torch.int32)
 
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         import llguidance.torch
 
         if self.prompt_len is None:

@@ -11,12 +11,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
 from pipeline.model.runtime import single_thread
 from pipeline.model.template import END_OF_TURN, RENDER_ERRORS, THINK_END, THINK_START
 from pipeline.servers.devserver.errors import RequestError
+
+if TYPE_CHECKING:
+    import torch
+
+    from pipeline.servers.devserver.constrain import Grammars
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class Engine:
         vocab = self.tokenizer.get_vocab()
         self.think_start_id, self.think_end_id = vocab.get(THINK_START, -1), vocab.get(THINK_END, -1)
         self._lock = threading.Lock()
-        self._grammars = None
+        self._grammars: Grammars | None = None
 
     # -- prompt ------------------------------------------------------------------------------
     def render(self, messages: list[dict[str, Any]], tools: list[dict] | None, thinking: bool) -> list[int]:
@@ -83,7 +88,7 @@ class Engine:
 
     # -- generation --------------------------------------------------------------------------
     @property
-    def grammars(self):
+    def grammars(self) -> Grammars:
         """llguidance's view of the vocabulary, built on the first constrained request (it scans the vocab)."""
         if self._grammars is None:
             from pipeline.servers.devserver.constrain import Grammars
@@ -95,7 +100,7 @@ class Engine:
         self,
         prompt_ids: list[int],
         params: SamplingParams,
-        on_token: Callable[[int], None],
+        on_token: Callable[[int], object],
         cancelled: threading.Event | None = None,
         logits_processor: Any | None = None,
     ) -> Generation:
@@ -109,7 +114,9 @@ class Engine:
         class _Collect(BaseStreamer):
             first = True
 
-            def put(self, value):  # the first call carries the prompt; later calls one new token each
+            def put(
+                self, value: torch.Tensor
+            ) -> None:  # the first call carries the prompt; later calls one new token each
                 if self.first:
                     self.first = False
                     return
@@ -117,11 +124,11 @@ class Engine:
                     produced.append(token)
                     on_token(token)
 
-            def end(self):
+            def end(self) -> None:
                 pass
 
         class _Cancel(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
+            def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
                 flag = bool(cancelled is not None and cancelled.is_set())
                 return torch.full((input_ids.shape[0],), flag, dtype=torch.bool)
 
@@ -206,7 +213,10 @@ def normalise_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
             if len(texts) != len(content):
                 raise RequestError(f"messages[{i}].content: only text parts are supported")
-            msg["content"] = "".join(texts)
+            strings = [t for t in texts if isinstance(t, str)]
+            if len(strings) != len(texts):  # {"type": "text"} without a string: a 400, not a server error
+                raise RequestError(f"messages[{i}].content: a text part needs a string `text`")
+            msg["content"] = "".join(strings)
         elif content is None:
             msg["content"] = ""
         elif not isinstance(content, str):

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread
 
+if TYPE_CHECKING:
+    import uvicorn
 
-def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | None, log_level: str):
+
+def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | None, log_level: str) -> uvicorn.Server:
     import uvicorn
 
     from pipeline.servers.devserver.app import create_app

@@ -190,7 +190,9 @@ def scan_repo(repo_dir: Path, repo_id: str, listing: list[tuple[str, os.stat_res
         oid, size = file_oid(repo_dir / rel)
         files[rel] = RepoFile(rel, size, oid, repo_dir / rel)
         revision.update(f"{rel}\0{oid}\n".encode())
-    card_data, card_text, card_error = {}, "", None
+    card_data: dict[str, Any] = {}
+    card_text = ""
+    card_error: str | None = None
     if "README.md" in files:
         with files["README.md"].abspath.open("rb") as fh:  # bounded: a card is metadata, not data
             raw = fh.read(MAX_CARD_BYTES + 1)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -72,7 +73,7 @@ def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def create_server(root: str | Path, *, access_log: bool = False, **app_options) -> uvicorn.Server:
+def create_server(root: str | Path, *, access_log: bool = False, **app_options: Any) -> uvicorn.Server:
     root = Path(root)
     if not root.is_dir():
         raise DraftsetError(
@@ -128,7 +129,7 @@ def start_in_thread(
 
 
 def serve_in_thread(
-    root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0, **app_options
+    root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0, **app_options: Any
 ) -> RunningHub:
     """Start the local Hub in a daemon thread; returns once it accepts connections.
     `app_options` go to build_app (cache, page_size, listing_ttl)."""

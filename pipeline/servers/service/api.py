@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
@@ -22,10 +23,13 @@ from pipeline.servers.service.auth import ApiError
 from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
 
+if TYPE_CHECKING:
+    from pipeline.servers.service.app import Service
+
 router = APIRouter()
 
 
-def service(request: Request):
+def service(request: Request) -> Service:
     return request.app.state.service
 
 
@@ -136,7 +140,7 @@ async def job_events(job_id: str, request: Request, user: Viewer) -> StreamingRe
     """Server-sent events: every progress event so far, then new ones live, then `event: end`."""
     job = _job(request, job_id)
 
-    async def stream():
+    async def stream() -> AsyncIterator[str]:
         if not isinstance(job, Job):  # a finished job of an earlier service process: its end only
             yield f"event: end\ndata: {json.dumps({'status': job['status']})}\n\n"
             return

@@ -6,6 +6,7 @@ runs jobs in the background (jobs.py) and serves the JSON API (api.py) and the r
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from catalog.db import Catalog
@@ -56,7 +57,7 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
     catalog = Catalog(settings.home)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         catalog.own()  # from here on no other process can open the catalog; ours share one instance
         # Few worker threads: request handlers mostly wait on the catalog's few query slots, and each
         # extra runnable thread takes GIL time from the event loop that answers everyone.
@@ -86,7 +87,7 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         return not request.url.path.startswith("/api") and "text/html" in request.headers.get("accept", "")
 
     @app.exception_handler(ApiError)
-    async def api_error(request: Request, exc: ApiError):
+    async def api_error(request: Request, exc: ApiError) -> Response:
         if wants_html(request):
             if exc.status == 401:
                 return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
@@ -94,14 +95,14 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         return JSONResponse({"error": exc.error, "next": exc.next}, status_code=exc.status)
 
     @app.exception_handler(DraftsetError)
-    async def draftset_error(request: Request, exc: DraftsetError):
+    async def draftset_error(request: Request, exc: DraftsetError) -> Response:
         status = _status_for(exc)
         if wants_html(request):
             return pages.error_page(request, status, str(exc), exc.hint)
         return JSONResponse({"error": str(exc), "next": exc.hint}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError):
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return JSONResponse(

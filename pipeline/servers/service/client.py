@@ -57,7 +57,7 @@ class Client:
         return data["columns"], [tuple(r) for r in data["rows"]]
 
     @contextmanager
-    def open_query(self, query: str, limit: int | None):
+    def open_query(self, query: str, limit: int | None) -> Iterator[tuple[list[str], _Rows | None]]:
         """catalog.sql.open_query's shape (columns, something with fetchmany), answered by the service."""
         columns, rows = self.sql(query, limit)
         yield columns, (_Rows(rows) if columns else None)

@@ -17,10 +17,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.db import Catalog, first_line
 from catalog.errors import DraftsetError
+
+if TYPE_CHECKING:
+    from agents.run import FindEnv, FindRequest
 
 MAX_EVENTS = 2000  # per job, for late SSE subscribers; a find run on the fixture Hub emits ~150
 
@@ -145,7 +148,9 @@ class Jobs:
 
 
 # -- the work itself --------------------------------------------------------------------------------
-def find_work(env, request, propose: int, propose_one: Callable[[str], Any]) -> Callable[[Job], dict[str, Any]]:
+def find_work(
+    env: FindEnv, request: FindRequest, propose: int, propose_one: Callable[[str], Any]
+) -> Callable[[Job], dict[str, Any]]:
     """A find run through the LangGraph graph, then adapters proposed for the plan's top `propose` items."""
 
     def work(job: Job) -> dict[str, Any]:

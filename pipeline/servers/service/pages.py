@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
@@ -24,13 +24,16 @@ from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiErro
 from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
 
+if TYPE_CHECKING:
+    from pipeline.servers.service.app import Service
+
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 templates.env.filters["pretty"] = lambda v: json.dumps(v, indent=1, ensure_ascii=False, default=str)
 LOGIN_CSRF = "draftset_login_csrf"
 
 
-def _service(request: Request):
+def _service(request: Request) -> Service:
     return request.app.state.service
 
 
@@ -65,7 +68,9 @@ def login_form(request: Request, next: str = "/", failed: int = 0) -> HTMLRespon
 
 
 @router.post("/login")
-def login(request: Request, token: str = Form(...), csrf_token: str = Form(""), next: str = Form("/")):
+def login(
+    request: Request, token: str = Form(...), csrf_token: str = Form(""), next: str = Form("/")
+) -> RedirectResponse:
     cookie = request.cookies.get(LOGIN_CSRF, "")
     if not cookie or not secrets.compare_digest(cookie, csrf_token):
         raise ApiError(403, "missing or wrong CSRF token", "reload the login page and try again")
@@ -80,7 +85,7 @@ def login(request: Request, token: str = Form(...), csrf_token: str = Form(""), 
 
 
 @router.post("/logout")
-async def logout(request: Request):
+async def logout(request: Request) -> RedirectResponse:
     await _user(request)  # checks the CSRF token: a foreign page cannot log you out
     _service(request).auth.logout(request.cookies.get(SESSION_COOKIE))
     response = RedirectResponse("/login", status_code=303)
@@ -90,7 +95,9 @@ async def logout(request: Request):
 
 # -- the catalog ----------------------------------------------------------------------------------
 @router.get("/")
-async def catalog_page(request: Request, category: str = "", status: str = "", q: str = "", min_score: str = ""):
+async def catalog_page(
+    request: Request, category: str = "", status: str = "", q: str = "", min_score: str = ""
+) -> HTMLResponse:
     user = await _user(request)
     cat = _service(request).catalog
     try:
@@ -119,7 +126,7 @@ async def catalog_page(request: Request, category: str = "", status: str = "", q
 
 # -- find -----------------------------------------------------------------------------------------
 @router.get("/find")
-async def find_page(request: Request):
+async def find_page(request: Request) -> HTMLResponse:
     user = await _user(request)
     return render(request, "find.html", user, jobs=_service(request).jobs.recent())
 
@@ -131,7 +138,7 @@ async def find_start(
     samples: int = Form(100_000),
     policy: str = Form("heuristic"),
     propose: int = Form(5),
-):
+) -> RedirectResponse:
     from pipeline.servers.service.api import FindBody
     from pipeline.servers.service.work import start_find
 
@@ -144,7 +151,7 @@ async def find_start(
 
 
 @router.get("/jobs/{job_id}")
-async def job_page(request: Request, job_id: str):
+async def job_page(request: Request, job_id: str) -> HTMLResponse:
     from agents.categories import BY_KEY
 
     user = await _user(request)
@@ -158,14 +165,14 @@ async def job_page(request: Request, job_id: str):
 
 # -- adapters -------------------------------------------------------------------------------------
 @router.get("/adapters")
-async def adapters_page(request: Request):
+async def adapters_page(request: Request) -> HTMLResponse:
     user = await _user(request)
     records = await run_in_threadpool(store.list_all, _service(request).catalog)
     return render(request, "adapters.html", user, adapters=[review_data.summary(r) for r in records])
 
 
 @router.get("/adapters/{owner}/{name}")
-async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, done: str = ""):
+async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, done: str = "") -> HTMLResponse:
     user = await _user(request)
     s = _service(request)
     data = await run_in_threadpool(
@@ -184,7 +191,7 @@ async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, d
 @router.post("/adapters/{owner}/{name}/{action}")
 async def adapter_action(
     request: Request, owner: str, name: str, action: str, note: str = Form(""), force: str = Form("")
-):
+) -> RedirectResponse:
     from pipeline.servers.service.work import start_test
 
     user = await _user(request, "reviewer")
@@ -203,6 +210,8 @@ async def adapter_action(
 
 # -- SQL console ----------------------------------------------------------------------------------
 @router.get("/sql")
-async def sql_page(request: Request, q: str = "SELECT repo_id, status, reviewed_by, note FROM adapters"):
+async def sql_page(
+    request: Request, q: str = "SELECT repo_id, status, reviewed_by, note FROM adapters"
+) -> HTMLResponse:
     user = await _user(request)
     return render(request, "sql.html", user, query=q)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread, url_for
 from pipeline.settings import Settings
 
+if TYPE_CHECKING:
+    import uvicorn
 
-def _server(settings: Settings, url: str, log_level: str, access_log: bool):
+
+def _server(settings: Settings, url: str, log_level: str, access_log: bool) -> uvicorn.Server:
     import uvicorn
 
     from pipeline.servers.service.app import create_app
@@ -40,7 +45,7 @@ def serve_in_thread(settings: Settings, host: str = "127.0.0.1", port: int = 0) 
     """Start on a daemon thread; returns once the catalog is owned and the server accepts connections."""
     holder: dict[str, str] = {}
 
-    def make():
+    def make() -> uvicorn.Server:
         return _server(settings, holder.get("url", ""), "warning", False)
 
     return start_in_thread(make, host, port, name="the draftset service")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
 from pipeline.servers.service.jobs import Job, find_work
 
+if TYPE_CHECKING:
+    from agents.run import FindEnv
+    from pipeline.servers.service.app import Service
 
-def _find_env(service):
+
+def _find_env(service: Service) -> FindEnv:
     from agents.run import FindEnv
 
     s = service.settings
@@ -28,7 +32,7 @@ def _find_env(service):
     )
 
 
-def propose(service, repo_id: str, rows: int = 500) -> Any:
+def propose(service: Service, repo_id: str, rows: int = 500) -> Any:
     """Propose and contract-test one dataset through adapters.propose (what `draftset find --propose` runs);
     a dataset refused by name (plain text, media, ...) is reported as not proposed, with the verdict."""
     from adapters.propose import propose_one
@@ -42,7 +46,7 @@ def propose(service, repo_id: str, rows: int = 500) -> Any:
     return outcome.record
 
 
-def start_find(service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:
+def start_find(service: Service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:
     from agents.configuration import FindConfig
     from agents.run import FindRequest
     from catalog.hub import check_reachable
@@ -60,7 +64,7 @@ def start_find(service, domain: str, samples: int, policy: str, top: int, user: 
     )
 
 
-def start_test(service, repo_id: str, rows: int, user: str) -> Job:
+def start_test(service: Service, repo_id: str, rows: int, user: str) -> Job:
     from adapters import review, store
 
     store.require(service.catalog, repo_id)  # an unknown adapter is a 404 now, not a failed job
@@ -76,7 +80,7 @@ def start_test(service, repo_id: str, rows: int, user: str) -> Job:
     return service.jobs.submit("adapter_test", {"repo_id": repo_id, "rows": rows}, user, work)
 
 
-def start_ingest(service, plan: str | None, repos: list[str], fresh: bool, user: str) -> Job:
+def start_ingest(service: Service, plan: str | None, repos: list[str], fresh: bool, user: str) -> Job:
     """Ingest approved datasets (the `draftset ingest` stage) on the service's catalog writer.
 
     Which datasets is settled now (an unknown plan or nothing approved is a 400); each dataset's gate and

@@ -12,24 +12,7 @@ from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 from pipeline.build.run import run_build
-
-
-def _record(conv) -> dict:
-    src = conv.source
-    return {
-        "id": conv.id,
-        "repo_id": src.repo_id,
-        "revision": src.revision,
-        "config": src.config,
-        "split": src.split,
-        "row_index": src.row_index,
-        "category": conv.category,
-        "mode": conv.mode,
-        "prompt_hash": "x",
-        "n_turns": len(conv.messages),
-        "prompt_chars": 1,
-        "conversation": conv.model_dump_json(),
-    }
+from pipeline.ingest.rows import to_row
 
 
 @pytest.fixture()
@@ -51,8 +34,8 @@ def mix(home, conversation):
         conversation("c-3", [("user", "Only a prompt")]),
         conversation("c-4", [("user", "needs an answer"), ("assistant", "old answer")], mode="regenerate"),
     ]
-    rows = [_record(c) for c in convs]
-    rows.append(_record(convs[0]) | {"id": "broken-5", "conversation": '{"id": "broken-5", "messages": 3}'})
+    rows = [to_row(c) for c in convs]
+    rows.append(to_row(convs[0]) | {"id": "broken-5", "conversation": '{"id": "broken-5", "messages": 3}'})
     with ParquetShardWriter(home / "data" / "mix" / "m1", RECORD_SCHEMA) as writer:
         writer.write_many(rows)
     return "m1"
@@ -137,7 +120,7 @@ def test_all_turns_one_row_and_regen_input_inherits_thinking(home, toy_dir, conv
         "c-7", [("user", "a"), ("assistant", "b", "t"), ("user", "c"), ("assistant", "d")], mode="regenerate"
     )
     with ParquetShardWriter(regen, RECORD_SCHEMA, prefix="results") as writer:
-        writer.write(_record(conv))
+        writer.write(to_row(conv))
     (regen / "config.json").write_text(json.dumps({"stage": "regenerate", "thinking": False}))
     (regen / "manifest.json").write_text(json.dumps({"complete": False}))
     result = _build(home, toy_dir, "r1", per_turn=False)
@@ -152,7 +135,7 @@ def test_build_reads_and_forwards_the_regeneration_manifest(home, toy_dir, conve
     regen = home / "data" / "regen" / "r2"
     conv = conversation("c-8", [("user", "a"), ("assistant", "b", "t")], mode="regenerate")
     with ParquetShardWriter(regen, RECORD_SCHEMA, prefix="results") as writer:
-        writer.write(_record(conv))
+        writer.write(to_row(conv))
     upstream = {
         "stage": "regenerate",
         "run_id": "regenerate-1",
@@ -208,7 +191,7 @@ def test_only_unregenerated_rows_is_a_zero_output_error(home, toy_dir, conversat
 
     conv = conversation("c-9", [("user", "q"), ("assistant", "dataset answer")], mode="regenerate")
     with ParquetShardWriter(home / "data" / "mix" / "m2", RECORD_SCHEMA) as writer:
-        writer.write(_record(conv))
+        writer.write(to_row(conv))
     with pytest.raises(ZeroOutput, match="dropped_not_regenerated=1"):
         _build(home, toy_dir, "m2")
 
@@ -227,7 +210,7 @@ def test_row_the_template_cannot_render_is_quarantined(home, toy_dir, conversati
     good = conversation("c-10", [("user", "q"), ("assistant", "a")])
     bad = conversation("c-11", [("user", "a forbidden question"), ("assistant", "a")])
     with ParquetShardWriter(home / "data" / "mix" / "m3", RECORD_SCHEMA) as writer:
-        writer.write_many([_record(good), _record(bad)])
+        writer.write_many([to_row(good), to_row(bad)])
     result = _build(home, target, "m3")
     assert result.counts["out"] == 1 and result.counts["dropped_template_error"] == 1
     [entry] = [json.loads(line) for line in (result.out_dir / "quarantine.jsonl").read_text().splitlines()]

@@ -19,25 +19,8 @@ from catalog.home import Home
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 from eval.report.data import load_report_data
 from pipeline.build.run import run_build
+from pipeline.ingest.rows import to_row
 from pipeline.model.lengths import TokenCounter
-
-
-def _record(conv) -> dict:
-    src = conv.source
-    return {
-        "id": conv.id,
-        "repo_id": src.repo_id,
-        "revision": src.revision,
-        "config": src.config,
-        "split": src.split,
-        "row_index": src.row_index,
-        "category": conv.category,
-        "mode": conv.mode,
-        "prompt_hash": "x",
-        "n_turns": len(conv.messages),
-        "prompt_chars": 1,
-        "conversation": conv.model_dump_json(),
-    }
 
 
 def _truncating_copy(toy_dir, tmp_path):
@@ -68,7 +51,7 @@ def test_report_and_mix_lengths_equal_build_token_counts(home, toy_dir, conversa
     ]
     mix = Home(home).mix("m1")
     with ParquetShardWriter(mix, RECORD_SCHEMA) as writer:
-        writer.write_many(_record(c) for c in convs)
+        writer.write_many(to_row(c) for c in convs)
     (mix / "manifest.json").write_text(json.dumps({"sources": {}}))
 
     report = load_report_data(home, "m1", tokenizer=model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.servers.devserver.engine import Detokenizer, Engine, SamplingParams
+from pipeline.servers.devserver.engine import Detokenizer, Engine, RequestError, SamplingParams, normalise_messages
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,11 @@ def test_thinking_answer_that_does_not_open_with_think_is_all_content(engine):
     for token in engine.tokenizer("plain answer", add_special_tokens=False)["input_ids"] + [engine.eos_id]:
         detok.push(token)
     assert detok.text == {"reasoning": "", "content": "plain answer"}
+
+
+@pytest.mark.parametrize("part", [{"type": "text"}, {"type": "text", "text": 5}])
+def test_a_text_part_without_string_text_is_a_request_error(part):
+    # Found by mypy (issue 9): "".join over a None/int text raised TypeError, a 500 instead of a 400.
+    with pytest.raises(RequestError, match="needs a string `text`"):
+        normalise_messages([{"role": "user", "content": [{"type": "text", "text": "a"}, part]}])
+    assert normalise_messages([{"role": "user", "content": [{"type": "text", "text": "a"}]}])[0]["content"] == "a"

@@ -13,6 +13,8 @@ import httpx
 import pytest
 from service_kit import add_users
 
+from tests.cli_subprocess import run_draftset
+
 ROOT = Path(__file__).resolve().parents[4]
 
 
@@ -55,14 +57,7 @@ def served(hub_url, tmp_path_factory):
         run_env = dict(env)
         if role:
             run_env.update(DRAFTSET_SERVER=url, DRAFTSET_TOKEN=tokens[role])
-        return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli.app", *args],
-            cwd=ROOT,
-            env=run_env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return run_draftset(*args, env=run_env, timeout=timeout)
 
     yield url, home, tokens, cli, proc
     if proc.poll() is None:
