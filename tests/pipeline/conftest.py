@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,33 @@ def fixture_home(hub_url, tmp_path_factory):
         review.approve(cat, repo, "pipeline-tests", note="fixture with planted bad rows", force=not contract.passed)
     results = ingest(cat, home, repos, endpoint=hub_url, token=GATED_TOKEN)
     return home, {r.repo_id: r for r in results}
+
+
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture()
+def draftset(monkeypatch, capsys):
+    """The real CLI entry point (`main`, as the console script runs it), in process to keep tests fast:
+    exit code, stdout and stderr as a user sees them; `env` sets variables for that one call."""
+    from pipeline.cli import common
+    from pipeline.cli.app import main
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Done:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr(sys, "argv", ["draftset", *args])
+        common.settings.cache_clear()
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out = capsys.readouterr()
+        return Done(code, out.out, out.err)
+
+    return run

@@ -3,45 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from catalog.errors import DraftsetError
 from pipeline.build.config import BuildConfig
-from pipeline.cli import common
-from pipeline.cli.app import main
 from pipeline.dedup.config import DedupConfig
 from pipeline.mix.config import MixConfig
 from pipeline.stage_file import stage_settings
 from tests.pipeline.test_mix import SOURCES, _ingest
-
-
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture()
-def draftset(monkeypatch, capsys):
-    """The real entry point (`main`), in process: exit code, stdout and stderr as a user sees them."""
-
-    def run(*args: str) -> Done:
-        monkeypatch.setattr(sys, "argv", ["draftset", *args])
-        common.settings.cache_clear()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out = capsys.readouterr()
-        return Done(code, out.out, out.err)
-
-    return run
 
 
 def _messages(err: str) -> list[str]:
@@ -53,8 +24,8 @@ def test_unknown_key_is_one_line_naming_key_and_file(home, tmp_path, draftset, c
     bad = tmp_path / "stage.json"
     bad.write_text(json.dumps({"threshhold": 0.5}))
     done = draftset(*command, "--config", str(bad))
-    assert done.code == 1 and "Traceback" not in done.err
-    [line] = _messages(done.err)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = _messages(done.stderr)
     assert "'threshhold'" in line and str(bad) in line.replace("\n", "")
 
 
@@ -63,13 +34,13 @@ def test_mix_takes_file_values_and_flags_override_them(home, tmp_path, sources, 
     settings = tmp_path / "mix.toml"
     settings.write_text("samples = 12\nseed = 3\nthreshold = 0.9\n")
     done = draftset("mix", "from-file", "--config", str(settings))
-    assert done.code == 0, done.err
+    assert done.returncode == 0, done.stderr
     manifest = json.loads((home / "data" / "mix" / "from-file" / "manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["samples_selected"] == 12 and manifest["config"]["threshold"] == 0.9
     assert manifest["config"]["max_prompt_tokens"] == MixConfig.model_fields["max_prompt_tokens"].default
 
     done = draftset("mix", "flagged", "--config", str(settings), "--seed", "5", "--samples", "7")
-    assert done.code == 0, done.err
+    assert done.returncode == 0, done.stderr
     manifest = json.loads((home / "data" / "mix" / "flagged" / "manifest.json").read_text())
     assert manifest["seed"] == 5 and manifest["samples_selected"] == 7  # the flags win
     assert manifest["config"]["threshold"] == 0.9  # the file's value where no flag was given

@@ -3,39 +3,7 @@ script runs it, in-process to keep the tests fast; test_kill_resume.py runs it a
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-
-import pytest
 from regen_helpers import simple_mix, write_mix
-
-from pipeline.cli import common
-from pipeline.cli.app import main
-
-
-@dataclass
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture()
-def draftset(monkeypatch, capsys):
-    def run(*args: str, env: dict[str, str] | None = None) -> Done:
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setattr(sys, "argv", ["draftset", *args])
-        common.settings.cache_clear()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code or 0
-        out = capsys.readouterr()
-        return Done(code, out.out, out.err)
-
-    return run
 
 
 def test_dead_endpoint_is_one_line_naming_the_url_and_how_to_start_a_server(home, draftset):
