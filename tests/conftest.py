@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 FIXTURE_HUB = Path(__file__).parent / "fixtures" / "hub"
 
@@ -22,6 +23,13 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+# Property tests draw the same examples on every run by default, so the suite (and CI, which gates a submission)
+# passes or fails on the code, never on the draw; `HYPOTHESIS_PROFILE=explore make test` searches afresh, and a
+# case it finds goes back into the test as an @example.
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 HUB_PORT = _free_port()
 HUB_URL = f"http://127.0.0.1:{HUB_PORT}"

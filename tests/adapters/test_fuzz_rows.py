@@ -8,7 +8,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from adapters.contract import run_contract
@@ -120,7 +120,9 @@ def _ingest(lines: list[bytes]) -> tuple[dict[str, int], int, set[int]]:
 def _check_accounting(lines: list[bytes]) -> None:
     counts, n_quarantined, written = _ingest(lines)
     dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
-    assert counts["in"] == sum(1 for line in lines if line.strip())
+    # A UTF-8 byte-order mark opening the file is an encoding marker, not data (adapters/files.py strips it).
+    first = lines[0].removeprefix(b"\xef\xbb\xbf")
+    assert counts["in"] == sum(1 for line in [first, *lines[1:]] if line.strip())
     assert counts["in"] == len(written) + dropped, counts  # every row: written or dropped, never both/neither
     assert n_quarantined == dropped  # one quarantine line per dropped row
 
@@ -144,5 +146,6 @@ def test_ingest_accounts_for_every_random_json_row(sample):
         max_size=10,
     )
 )
+@example([b"\xef\xbb\xbf"])  # found by this test: a file holding only a byte-order mark has no rows
 def test_ingest_accounts_for_every_line_of_random_bytes(lines):
     _check_accounting(lines)
