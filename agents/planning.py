@@ -77,7 +77,8 @@ def quotas(chosen: list[Candidate], samples: int, weights: dict[str, float], cap
     Categories split `samples` by weight (what a category cannot fill goes to the others, by weight);
     inside a category the best-scored dataset is filled first, up to the share cap and its usable rows.
     `chosen` is ranked best first. Both steps are catalog.quota.allocate, the mix's allocation too."""
-    usable = {c.repo_id: max(0, min(int(c.n_rows * c.est_yield), cap)) for c in chosen}
+    # An unknown row count (None) gives nothing usable; plannable() already keeps such candidates out.
+    usable = {c.repo_id: max(0, min(int((c.n_rows or 0) * c.est_yield), cap)) for c in chosen}
     present = {c.category for c in chosen}
     room = {k: sum(usable[c.repo_id] for c in chosen if c.category == k) for k in present}
     per_category = allocate(samples, {k: weights[k] for k in present}, room)
@@ -106,6 +107,7 @@ def plan_mix(
         n = taken.get(c.repo_id, 0)
         if not n:
             continue
+        assert c.n_rows is not None  # a quota is at most its usable rows, so this candidate's count is known
         per_response = c.response_tokens if c.mode == "native" else cap_.regen_response_tokens
         prompt_tokens, response_tokens = round(n * c.prompt_tokens), round(n * per_response)
         items.append(

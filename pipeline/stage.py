@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
@@ -122,7 +123,9 @@ class StageRun:
         self._record("running", None, finished=False)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._quarantine is not None:
             self._quarantine.close()
             self._quarantine = None

@@ -14,13 +14,14 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.stage_base import read_manifest
 
-Source = Literal["auto", "regen", "mix"]
+Kind = Literal["regen", "mix"]
+Source = Literal["auto", Kind]
 NEEDED = ("id", "conversation")
 
 
 @dataclass(frozen=True)
 class BuildInput:
-    kind: Literal["regen", "mix"]
+    kind: Kind
     directory: Path
     shards: list[Path]
 
@@ -84,8 +85,8 @@ def _conversation_shards(directory: Path, kind: str) -> list[Path]:
 
 
 def resolve_input(home: Path, mix: str, source: Source = "auto") -> BuildInput:
-    candidates = {"regen": Home(home).regen(mix), "mix": Home(home).mix(mix)}  # both check the name
-    order = ["regen", "mix"] if source == "auto" else [source]
+    candidates: dict[Kind, Path] = {"regen": Home(home).regen(mix), "mix": Home(home).mix(mix)}  # both check the name
+    order: list[Kind] = ["regen", "mix"] if source == "auto" else [source]
     for kind in order:
         directory = candidates[kind]
         if directory.is_dir():

@@ -60,7 +60,7 @@ class BuildResult:
     counts: dict[str, int]
 
 
-def _target_vocab_size(model_dir: Path, tokenizer) -> int:
+def _target_vocab_size(model_dir: Path, tokenizer: Any) -> int:
     config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
     return int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size") or len(tokenizer))
 
@@ -152,10 +152,10 @@ class BuildStage(Stage[BuildConfig]):
         self,
         config: BuildConfig,
         out_dir: Path,
-        catalog,
+        catalog: Any | None,
         *,
         inp: BuildInput,
-        tokenizer,
+        tokenizer: Any,
         fresh: bool,
         on_progress: Callable[[int, int], None],
     ):
@@ -198,7 +198,7 @@ def run_build(
     mix: str,
     *,
     model_dir: Path,
-    catalog=None,
+    catalog: Any | None = None,
     source: Source = "auto",
     max_length: int = field_default(BuildConfig, "max_length"),
     per_turn: bool = field_default(BuildConfig, "per_turn"),
@@ -238,7 +238,7 @@ def run_build(
     return BuildResult(result.out_dir, result.manifest, result.counts)
 
 
-def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, tokenizer) -> dict[str, Any]:
+def _finish(out: Path, cfg: BuildConfig, inp: BuildInput, model_dir: Path, tokenizer: Any) -> dict[str, Any]:
     """Vocabulary and manifest over every shard (this run's and earlier ones')."""
     shards = shard_paths(out, "rows")
     if not shards:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,6 +31,16 @@ class Taps(BaseModel):
     verifier: str = VERIFIER_MEANING
     sglang_ids: list[int] | None = None  # None when SGLang cannot capture them (e.g. embedding)
     vllm_ids: list[int]
+
+
+class CaptureCounts(TypedDict, total=False):
+    """The counted fields of a CaptureManifest (each 0 unless given)."""
+
+    n_samples: int
+    n_tokens: int
+    n_loss_tokens: int
+    hidden_bytes: int
+    file_bytes: int
 
 
 class CaptureManifest(BaseModel):

@@ -12,12 +12,14 @@ import math
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Unpack
 
 from catalog.errors import DraftsetError
 from pipeline.capture.config import CaptureConfig
 from pipeline.capture.forward import capture_batch
 from pipeline.capture.layers import LayerPlan
 from pipeline.capture.manifest import (
+    CaptureCounts,
     CaptureManifest,
     chat_template_sha256,
     hidden_bytes_per_token,
@@ -30,6 +32,9 @@ from pipeline.capture.runtime import dist_info, length_batches, pick_device, pro
 from pipeline.capture.store import CaptureReader, ShardWriter
 from pipeline.model.tiktoken_convert import tokenizer_sha256
 from pipeline.stage import StageRun
+
+if TYPE_CHECKING:
+    import torch  # imported where it runs: the module stays importable without loading torch
 
 ID_BYTES_PER_TOKEN = 5  # input_ids int32 + loss_mask int8 stored beside the hidden states
 DISK_MARGIN = 1.05  # safetensors headers and the temp file of the shard being written
@@ -49,10 +54,10 @@ def preflight_disk(out_dir: Path, n_tokens: int, per_token: int) -> int:
 
 
 def capture_rows(
-    model,
+    model: Any,
     rows: list[BuiltRow],
     plan: LayerPlan,
-    device,
+    device: torch.device,
     batch_tokens: int,
     writer: ShardWriter | None,
     run: StageRun,
@@ -78,7 +83,7 @@ def capture_rows(
     run.emitted(writer.kept)
 
 
-def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
+def run_capture(config: CaptureConfig, catalog: Any | None = None) -> CaptureManifest:
     import torch
 
     from pipeline.model.load import load_target
@@ -107,8 +112,9 @@ def run_capture(config: CaptureConfig, catalog=None) -> CaptureManifest:
     with StageRun("capture", config, bookkeeping, catalog if writes else None) as run:
         run.seen(len(mine))
         run.skipped("already_captured", len(mine) - len(pending))
-        for bad in [r for r in pending if r.problem]:
-            run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
+        for bad in pending:
+            if bad.problem:
+                run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
         good = [r for r in pending if not r.problem]
         if good:
             model = load_target(config.model_dir, dtype, tp=config.tp and world > 1)
@@ -145,7 +151,9 @@ def _copy_vocab(build_dir: Path, out_dir: Path) -> None:
         shutil.copyfile(src, out_dir / src.name)
 
 
-def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, per_token: int) -> CaptureManifest:
+def _manifest(
+    config: CaptureConfig, mcfg: dict[str, Any], plan: LayerPlan, build: dict[str, Any], per_token: int
+) -> CaptureManifest:
     n_samples = n_tokens = n_loss = 0
     reader = CaptureReader(config.out_dir)
     for _, sample in reader.items(fields=("loss_mask",)):  # never the hidden states: a capture can be TBs
@@ -169,7 +177,13 @@ def _manifest(config: CaptureConfig, mcfg: dict, plan: LayerPlan, build: dict, p
 
 
 def manifest_for(
-    model_dir: Path, build_dir: Path, mcfg: dict, plan: LayerPlan, build: dict, per_token: int, **counts: int
+    model_dir: Path,
+    build_dir: Path,
+    mcfg: dict[str, Any],
+    plan: LayerPlan,
+    build: dict[str, Any],
+    per_token: int,
+    **counts: Unpack[CaptureCounts],
 ) -> CaptureManifest:
     """The manifest of taps taken from `model_dir` over `build_dir` (offline capture and online training)."""
     return CaptureManifest(

@@ -111,6 +111,7 @@ class DedupStage(Stage[DedupConfig]):
     name = "dedup"
     config_model = DedupConfig
     compatible_on = ()  # nothing to resume, so nothing to be compatible with
+    catalog: Catalog  # not optional here: the decisions go into its `dedup` table
 
     def __init__(
         self,
@@ -189,7 +190,7 @@ class DedupStage(Stage[DedupConfig]):
                 ),
             ):
                 out[name].append(value)
-            if progress:
+            if progress and task is not None:
                 progress.advance(task)
         decisions = pa.table(out, schema=DECISIONS)
         _record(self.catalog, decisions, self.work_dir)

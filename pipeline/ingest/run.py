@@ -151,7 +151,7 @@ def ingest_rows(
     with ParquetShardWriter(out) as writer:
         for raw in raw_rows:
             run.seen()
-            if progress:
+            if progress and task is not None:
                 progress.advance(task)
             where = {
                 "repo_id": src.repo_id,

@@ -27,7 +27,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.io import write_json_atomic
 from pipeline.regenerate import source
-from pipeline.regenerate.client import EndpointPool, RequestFailed
+from pipeline.regenerate.client import EndpointPool, Reply, RequestFailed
 from pipeline.regenerate.config import Partition, RegenConfig
 from pipeline.regenerate.conversation import (
     Skip,
@@ -39,6 +39,10 @@ from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
 from pipeline.regenerate.store import GENERATION_FILE, RegenStore, recover, totals
 from pipeline.stage import StageRun
 from pipeline.stage_base import Stage
+
+# What the producer hands a partition's workers: a row to answer, or None (no more rows).
+_Work = tuple[Conversation, dict[str, Any], Partition]
+_WorkQueue = asyncio.Queue[_Work | None]
 
 
 @dataclass
@@ -98,12 +102,15 @@ def _usage_sum(turns: list[dict[str, Any]], key: str) -> int:
     return sum(int(t["usage"].get(key) or 0) for t in turns)
 
 
-def _first_error(group: BaseExceptionGroup) -> BaseException:
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     leaves: list[BaseException] = []
     pending = [group]
     while pending:
         for exc in pending.pop().exceptions:
-            (pending if isinstance(exc, BaseExceptionGroup) else leaves).append(exc)
+            if isinstance(exc, BaseExceptionGroup):
+                pending.append(exc)
+            else:
+                leaves.append(exc)
     return next((e for e in leaves if isinstance(e, DraftsetError)), leaves[0])
 
 
@@ -200,7 +207,7 @@ class _Regeneration:
         total = source.count_rows(self.shards, config.max_rows, self.owns)
         with stage.running() as run:  # recovers the journals, checks the settings, then counts
             self.done = stage.done
-            self.run = run
+            self.stage_run = run
             self.progress = RegenProgress(
                 self.out_dir,
                 config.mix,
@@ -208,7 +215,7 @@ class _Regeneration:
                 total,
                 console=self.console,
                 show=self.show_progress,
-                shard=config.shard and config.shard.label,
+                shard=config.shard.label if config.shard else None,
                 endpoints=self.pool.endpoints,
             )
             state = "failed"
@@ -224,7 +231,7 @@ class _Regeneration:
             on_disk = totals(self.out_dir)
             stage.fields = {
                 "mix": config.mix,
-                "shard": config.shard and config.shard.label,
+                "shard": config.shard.label if config.shard else None,
                 "input_rows": total,
                 "totals": on_disk,
                 "complete": sum(on_disk.values()) >= total,
@@ -237,7 +244,9 @@ class _Regeneration:
 
     # -- the pipeline ----------------------------------------------------------------------------
     async def _pump(self) -> None:
-        queues = {p.name: asyncio.Queue(maxsize=2 * p.concurrency * self.n_endpoints) for p in self.config.partitions}
+        queues: dict[str, _WorkQueue] = {
+            p.name: asyncio.Queue(maxsize=2 * p.concurrency * self.n_endpoints) for p in self.config.partitions
+        }
         try:
             async with asyncio.TaskGroup() as group:  # a failing task (full disk) cancels the whole run
                 workers = [
@@ -261,8 +270,9 @@ class _Regeneration:
             self.store.maybe_flush()
             await asyncio.sleep(0.5)
 
-    async def _produce(self, queues: dict[str, asyncio.Queue]) -> None:
-        run, seen_now = self.run, set()
+    async def _produce(self, queues: dict[str, _WorkQueue]) -> None:
+        run = self.stage_run
+        seen_now: set[str] = set()
         for shard, number, row in source.iter_rows(self.shards, self.config.max_rows, self.owns):
             run.seen()
             row_id = row.get("id")
@@ -302,13 +312,13 @@ class _Regeneration:
     # -- outcomes --------------------------------------------------------------------------------
     def _error(self, where: dict[str, Any], reason: str, attempts: int, last_status: Any) -> None:
         self.store.add_error({**where, "reason": reason, "attempts": attempts, "last_status": last_status})
-        self.run.error()
+        self.stage_run.error()
         self.progress.row_done("errors")
 
     def _passthrough(self, conversation: Conversation, row: dict[str, Any]) -> None:
         self.store.add_result(self._result_row(conversation, row, "native_passthrough", None, []))
-        self.run.emitted()
-        self.run.tally("native_passthrough")
+        self.stage_run.emitted()
+        self.stage_run.tally("native_passthrough")
         self.progress.row_done("results")
 
     def _result_row(
@@ -335,10 +345,10 @@ class _Regeneration:
             "finish_reason": turns[-1]["finish_reason"] if turns else None,
             "prompt_tokens": _usage_sum(turns, "prompt_tokens") if regenerated else None,
             "completion_tokens": _usage_sum(turns, "completion_tokens") if regenerated else None,
-            "run_id": self.run.run_id,
+            "run_id": self.stage_run.run_id,
         }
 
-    async def _worker(self, queue: asyncio.Queue, partition: Partition) -> None:
+    async def _worker(self, queue: _WorkQueue, partition: Partition) -> None:
         while True:
             item = await queue.get()
             if item is None:
@@ -353,7 +363,7 @@ class _Regeneration:
         # replayed calls used and may call them itself.
         tools = [t.model_dump(exclude_none=True) for t in getattr(conversation, "tools", None) or []] or None
 
-        async def ask(context: list[dict[str, Any]], turn: int):
+        async def ask(context: list[dict[str, Any]], turn: int) -> Reply:
             reply = await self.pool.chat(
                 context,
                 {
@@ -376,7 +386,7 @@ class _Regeneration:
             )
         except Skip as skip:
             self.store.add_skipped({**where, "reason": skip.reason, "detail": skip.detail})
-            self.run.counts[f"dropped_{skip.reason}"] += 1
+            self.stage_run.counts[f"dropped_{skip.reason}"] += 1
             self.progress.row_done("skipped")
         except RequestFailed as failed:
             self._error(where, failed.reason, failed.attempts, failed.last_status)
@@ -386,5 +396,5 @@ class _Regeneration:
             self._error(where, f"unexpected {type(exc).__name__}: {exc}", 0, None)
         else:
             self.store.add_result(self._result_row(answered, row, "regenerated", partition, turns))
-            self.run.emitted()
+            self.stage_run.emitted()
             self.progress.row_done("results")
