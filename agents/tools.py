@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,10 +41,6 @@ class HubUnavailable(Exception):
     """A transient Hub failure (5xx, connection, timeout): the agent is retried, then recorded as failed."""
 
 
-class InjectedFailure(RuntimeError):
-    """Raised for the categories a test names in `HubTools(fail_categories=...)`."""
-
-
 class HubTools:
     """Shared by the ten agents of one process; thread-safe counters keyed by category."""
 
@@ -55,14 +51,10 @@ class HubTools:
         config: FindConfig,
         token: str | None = None,
         cache_dir: Path | None = None,
-        fail_categories: Collection[str] = (),
     ):
         self.endpoint = endpoint.rstrip("/")
         self.viewer_base = viewer_base.rstrip("/")
         self.config = config
-        # A test hook, not product configuration: these categories' Hub calls raise, to prove that one
-        # failing agent is recorded while the other nine land. Nothing a user configures reaches it.
-        self.fail_categories = frozenset(fail_categories)
         # The token goes only to HfApi and the Authorization header, never to logs or progress events.
         self.hub = HubClient(self.endpoint, token or False)
         self.api = self.hub.api
@@ -90,10 +82,6 @@ class HubTools:
         self.http.close()
 
     # -- counting ----------------------------------------------------------------------------
-    def _injected(self, category: str) -> None:
-        if category in self.fail_categories:
-            raise InjectedFailure(f"injected failure for category {category!r} (fail_categories test hook)")
-
     def _spend(self, category: str) -> None:
         meter = self.meter(category)
         if meter.hub_calls >= self.config.budget.hub_calls:
@@ -112,7 +100,6 @@ class HubTools:
     def search(self, category: str, query: str | None = None, tag: str | None = None) -> list[dict[str, Any]]:
         """One `list_datasets` call (sorted by downloads, full=True so card YAML comes along);
         the same query from another agent in this run is answered from memory."""
-        self._injected(category)
         if not self.config.cache:
             self._spend(category)
             return self._list(query, tag)
@@ -149,7 +136,6 @@ class HubTools:
     # -- inspect -----------------------------------------------------------------------------
     def inspect(self, category: str, hit: dict[str, Any]) -> dict[str, Any]:
         """Card text, features, sizes and a few first rows of one repo revision (cached)."""
-        self._injected(category)
         key = (hit["repo_id"], hit.get("sha"))
         path = self._cache_path(*key)
         with self._lock_for(f"repo|{hit['repo_id']}"):

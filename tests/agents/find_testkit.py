@@ -4,7 +4,7 @@ openai client for the llm policy's control-flow tests."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import openai
 
 from agents.policies.llm_probe import HELLO, Capabilities
 from agents.run import FindEnv
+from agents.tools import HubTools
 
 
 def make_env(hub_url: str, home: Path, **kw: Any) -> FindEnv:
@@ -96,3 +97,28 @@ def answer(*verdicts: tuple[str, float, str]) -> dict[str, Any]:
             {"verdicts": [{"repo_id": r, "relevance": rel, "reason": why} for r, rel, why in verdicts]}
         )
     }
+
+
+class InjectedFailure(RuntimeError):
+    """What FailingHubTools raises: recorded as the agent's error, by this name."""
+
+
+class FailingHubTools(HubTools):
+    """A test double over the real Hub tools: the named categories' searches and inspections raise, to show
+    that one failing agent is recorded while the others land (kept out of the product's HubTools)."""
+
+    def __init__(self, *args: Any, fail_categories: Collection[str], **kw: Any):
+        super().__init__(*args, **kw)
+        self.fail_categories = frozenset(fail_categories)
+
+    def _fail(self, category: str) -> None:
+        if category in self.fail_categories:
+            raise InjectedFailure(f"injected failure for category {category!r}")
+
+    def search(self, category: str, query: str | None = None, tag: str | None = None) -> list[dict[str, Any]]:
+        self._fail(category)
+        return super().search(category, query, tag)
+
+    def inspect(self, category: str, hit: dict[str, Any]) -> dict[str, Any]:
+        self._fail(category)
+        return super().inspect(category, hit)

@@ -9,7 +9,7 @@ from contextlib import aclosing
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from find_testkit import make_env
+from find_testkit import FailingHubTools, make_env
 
 from agents.configuration import AgentBudget, FindConfig
 from agents.run import FindRequest, run_find, stream_find
@@ -92,9 +92,8 @@ def test_ten_agents_ran_concurrently_and_plan_is_stored(agentic_run):
 def test_one_failing_agent_is_recorded_and_nine_land(hub_url, tmp_path):
     env = make_env(hub_url, tmp_path)
     config = FindConfig(cache=False)
-    from agents.tools import HubTools
 
-    hub = HubTools(hub_url, hub_url + "/viewer", config, cache_dir=None, fail_categories={"reasoning"})
+    hub = FailingHubTools(hub_url, hub_url + "/viewer", config, cache_dir=None, fail_categories={"reasoning"})
     asyncio.run(run_find(env, FindRequest("agentic coding", 1000, config), hub=hub))
     catalog = Catalog(tmp_path)
     runs = {r["category"]: r for r in _rows(catalog, "SELECT * FROM agent_runs")}

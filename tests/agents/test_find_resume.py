@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from find_testkit import make_env
+from find_testkit import FailingHubTools, make_env
 
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
@@ -43,7 +43,7 @@ def test_resume_records_a_finished_run_whose_record_was_lost(hub_url, tmp_path):
 def test_retry_failed_reruns_only_the_failed_agents(hub_url, tmp_path):
     env = make_env(hub_url, tmp_path)
     config = FindConfig(cache=False)
-    broken = HubTools(env.endpoint, env.viewer_base, config, fail_categories={"reasoning"})
+    broken = FailingHubTools(env.endpoint, env.viewer_base, config, fail_categories={"reasoning"})
     first = asyncio.run(run_find(env, FindRequest("agentic coding", 1000, config), hub=broken))
     run_id = first["run_id"]
     with pytest.raises(DraftsetError, match=r"1 agent\(s\) failed: reasoning") as exc:
