@@ -18,7 +18,7 @@ from adapters.aliases import canonical_role
 from adapters.roles import detect_markers
 
 if TYPE_CHECKING:
-    from adapters.detect import Detected
+    from adapters.detected import Detected
 
 PROMPT_NAMES = (
     "instruction",

@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from adapters import media as media_mod
 from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
+from adapters.detected import REFUSALS, Detected
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
 
@@ -26,47 +26,6 @@ from adapters.toolcalls import normalize_tools
 TARGET_FAMILIES = ("kimi", "moonshot")
 MODEL_COLUMNS = ("model", "model_name", "generator", "source_model", "teacher")
 PLAIN_TEXT_FILES = (".txt", ".txt.gz", ".md")
-REFUSALS = {
-    "media": "media for a text-only target",
-    "plain_text": "plain text, no turns",
-    "message_per_row": "one message per row, no conversations",
-    "no_dialogue": "text without a prompt and its answer",
-    "no_text": "no text to train on",
-    "unsupported_file": "unsupported file type",
-}
-
-
-@dataclass
-class Detected:
-    fields: dict[str, Any] = field(default_factory=dict)
-    reasons: dict[str, str] = field(default_factory=dict)
-    needs_review: list[str] = field(default_factory=list)
-    role_counts: dict[str, int] = field(default_factory=dict)
-    json_strings: list[str] = field(default_factory=list)
-    refusal: str | None = None  # a key of REFUSALS: the dataset is refused by name
-    n_rows: int = 0
-
-    def decide(self, name: str, value: Any, reason: str, review: bool = False) -> None:
-        self.fields[name] = value
-        self.reasons[name] = reason
-        if review and name not in self.needs_review:
-            self.needs_review.append(name)
-
-    def refuse(self, verdict: str, why: str) -> None:
-        self.refusal = verdict
-        self.fields["layout"] = None
-        self.reasons["layout"] = f"refused: {REFUSALS[verdict]} ({why})"
-
-    @property
-    def layout(self) -> str | None:
-        return self.fields.get("layout")
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Detected:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 def _file_refusal(d: Detected, file_names: Iterable[str]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from adapters.detect import Detected
+from adapters.detected import Detected
 from adapters.spec import RoleTarget
 
 MAX_SAMPLE_CHARS = 6000

@@ -17,7 +17,7 @@ from adapters.structure import get, text_stats
 from adapters.toolcalls import detect_text_format
 
 if TYPE_CHECKING:
-    from adapters.detect import Detected
+    from adapters.detected import Detected
 
 
 def _label(t: dict[str, Any], key: str) -> Any:

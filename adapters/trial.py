@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.apply import RowError, RowMapper
-from adapters.detect import Detected
+from adapters.detected import Detected
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
@@ -22,26 +21,12 @@ from catalog.errors import CatalogBusy, DraftsetError
 from catalog.owner import remove_service_file, write_service_file
 from pipeline.servers.service.auth import ApiError, Auth
 from pipeline.servers.service.cache import Cache
+from pipeline.servers.service.context import Service
 from pipeline.servers.service.jobs import Jobs
 from pipeline.settings import Settings
 
 HERE = Path(__file__).parent
 WORKER_THREADS = 8
-
-
-@dataclass
-class Service:
-    """Everything a request handler needs; one per app."""
-
-    settings: Settings
-    catalog: Catalog
-    auth: Auth
-    jobs: Jobs
-    cache: Cache
-
-    @property
-    def hf_token(self) -> str | None:
-        return self.settings.hf_token.get_secret_value() if self.settings.hf_token else None
 
 
 def _status_for(exc: DraftsetError) -> int:

@@ -25,7 +25,7 @@ from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
 
 if TYPE_CHECKING:
-    from pipeline.servers.service.app import Service
+    from pipeline.servers.service.context import Service
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))

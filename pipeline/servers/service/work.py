@@ -9,7 +9,7 @@ from pipeline.servers.service.jobs import Job, find_work
 
 if TYPE_CHECKING:
     from agents.run import FindEnv
-    from pipeline.servers.service.app import Service
+    from pipeline.servers.service.context import Service
 
 
 def _find_env(service: Service) -> FindEnv:
