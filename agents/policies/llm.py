@@ -239,11 +239,9 @@ class LLMPolicy(HeuristicPolicy):
             request["max_completion_tokens"] = 256
         else:
             request["max_completion_tokens"] = min(1024, 64 + 64 * max(1, len(answer_ids)))
-            if self.caps is not None and self.caps.json_schema and answer_ids:
-                request["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": "Judgement", "schema": judgement_schema(answer_ids), "strict": True},
-                }
+            form = self.caps.response_format("Judgement", judgement_schema(answer_ids)) if self.caps else None
+            if form is not None and answer_ids:
+                request["response_format"] = form
         timeout = max(1.0, deadline - time.time())
         choice, _ = await complete(self.client, self.model, meter, timeout, **request)
         return choice

@@ -67,6 +67,10 @@ async def complete(
     if meter is not None:
         meter.llm_calls += 1
     where = endpoint_of(client)
+    if "max_completion_tokens" in request:
+        # The length cap under both names: vLLM, SGLang and llama.cpp read either, but llama-cpp-python's server
+        # reads only `max_tokens` and otherwise generates to the end of its context (minutes on a CPU).
+        request.setdefault("max_tokens", request["max_completion_tokens"])
     try:
         raw = await client.chat.completions.with_raw_response.create(model=model, timeout=timeout, **request)
     except openai.APITimeoutError:

@@ -3,7 +3,9 @@
 Two tiny requests (at most 64 tokens each), both asked "Say hello." so that only the server, never the model's
 good will, can make the reply structured:
   json_schema  `response_format` with a one-field JSON schema: passes when the reply validates against it
-               (llama.cpp, vLLM, SGLang and serve-dev turn this into constrained decoding);
+               (llama.cpp's server, vLLM, SGLang and serve-dev turn this into constrained decoding);
+               where it fails, the same schema as `{"type": "json_object", "schema": ...}`, the form
+               llama-cpp-python's server takes (it refuses `json_schema`);
   tools        a forced (named) tool call: passes when a `tool_calls` entry with that name and JSON-object
                arguments comes back.
 The policy asks in the forms that passed; when neither request got a JSON chat completion back, the
@@ -46,6 +48,7 @@ class Capabilities(BaseModel):
     endpoint: str
     model: str
     json_schema: bool = False
+    json_object_schema: bool = Field(False, description='{"type": "json_object", "schema": ...} honoured instead')
     tools: bool = False
     reached: bool = Field(False, description="at least one probe got a JSON chat completion back")
     detail: dict[str, str] = Field(default_factory=dict, description="per probe: ok, or cause: detail")
@@ -55,7 +58,18 @@ class Capabilities(BaseModel):
 
     @property
     def answer_format(self) -> str:
-        return "json_schema" if self.json_schema else "prompt"
+        if self.json_schema:
+            return "json_schema"
+        return "json_object_schema" if self.json_object_schema else "prompt"
+
+    def response_format(self, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """The request's `response_format` for an answer that must validate against `schema`, in the form this
+        endpoint honours; None when it honours none (the prompt asks for JSON and the reply is validated)."""
+        if self.json_schema:
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+        if self.json_object_schema:
+            return {"type": "json_object", "schema": schema}
+        return None
 
 
 async def _hello(client: Any, model: str, timeout: float, caps: Capabilities, **request: Any) -> Any:
@@ -68,15 +82,31 @@ async def _hello(client: Any, model: str, timeout: float, caps: Capabilities, **
     return choice
 
 
-async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
-    schema = {"name": "probe", "schema": OK_SCHEMA, "strict": True}
-    choice = await _hello(client, model, timeout, caps, response_format={"type": "json_schema", "json_schema": schema})
+async def _structured(
+    client: Any, model: str, timeout: float, caps: Capabilities, form: str, response_format: dict[str, Any]
+) -> None:
+    choice = await _hello(client, model, timeout, caps, response_format=response_format)
     try:
         value = json.loads(choice.message.content or "")
     except ValueError:
-        raise LLMProblem("not_json", "response_format json_schema was not honoured: the reply is not JSON") from None
+        raise LLMProblem("not_json", f"response_format {form} was not honoured: the reply is not JSON") from None
     if not (isinstance(value, dict) and set(value) == {"ok"} and isinstance(value["ok"], bool)):
-        raise LLMProblem("schema", "response_format json_schema was not honoured: the reply is other JSON")
+        raise LLMProblem("schema", f"response_format {form} was not honoured: the reply is other JSON")
+
+
+async def _json_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
+    schema = {"name": "probe", "schema": OK_SCHEMA, "strict": True}
+    await _structured(client, model, timeout, caps, "json_schema", {"type": "json_schema", "json_schema": schema})
+
+
+async def _json_object_schema(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
+    if caps.json_schema:
+        raise _NotNeeded
+    await _structured(client, model, timeout, caps, "json_object+schema", {"type": "json_object", "schema": OK_SCHEMA})
+
+
+class _NotNeeded(Exception):
+    """A fallback form is probed only where the standard one failed."""
 
 
 async def _tools(client: Any, model: str, timeout: float, caps: Capabilities) -> None:
@@ -110,9 +140,11 @@ async def _context(client: Any, model: str, timeout: float) -> int | None:
 async def probe(client: Any, model: str, timeout: float = 60.0) -> Capabilities:
     caps = Capabilities(endpoint=endpoint_of(client), model=model)
     caps.context = await _context(client, model, timeout)
-    for name, check in (("json_schema", _json_schema), ("tools", _tools)):
+    for name, check in (("json_schema", _json_schema), ("json_object_schema", _json_object_schema), ("tools", _tools)):
         try:
             await check(client, model, timeout, caps)
+        except _NotNeeded:
+            continue
         except LLMProblem as problem:
             caps.detail[name] = f"{problem.cause}: {problem.detail}"
             if problem.cause == "http_status" and problem.status in (400, 422):

@@ -245,7 +245,7 @@ def llm_line(
     detail (it names the LLM endpoint, so an HTML page from a wrong DRAFTSET_LLM_BASE_URL reads as that)."""
     if probe is None:
         return None
-    forms = [name for name in ("json_schema", "tools") if probe.get(name)] or ["prompt only"]
+    forms = [name for name in ("json_schema", "json_object_schema", "tools") if probe.get(name)] or ["prompt only"]
     line = (
         f"llm {probe['model']} at {probe['endpoint']}: {'+'.join(forms)} · calls {summary['llm_calls']} · "
         f"tokens {summary['llm_tokens']} · fallbacks {summary['llm_fallbacks']}/{len(reports)}"

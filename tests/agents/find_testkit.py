@@ -25,21 +25,28 @@ def make_env(hub_url: str, home: Path, **kw: Any) -> FindEnv:
 CAPS = Capabilities(endpoint="http://llm.invalid/v1", model="m", json_schema=True, tools=True, reached=True)
 
 
-def probe_reply(body: dict[str, Any], json_schema: bool = True, tools: bool = True) -> dict[str, Any]:
+def probe_reply(
+    body: dict[str, Any], json_schema: bool = True, tools: bool = True, json_object_schema: bool = False
+) -> dict[str, Any]:
     """The FAKE model's answer to the run's probe requests ("Say hello."), as a server with these forms."""
     if "response_format" in body:
-        return {"content": '{"ok": true}' if json_schema else "Hello!"}
+        honoured = json_schema if body["response_format"]["type"] == "json_schema" else json_object_schema
+        return {"content": '{"ok": true}' if honoured else "Hello!"}
     return calls(("ping", {"word": "pong"})) if tools else {"content": "Hello!"}
 
 
 def scripted_llm(respond: Callable[[dict[str, Any]], dict[str, Any]], probe: bool = False) -> openai.AsyncOpenAI:
-    """`respond(request body) -> assistant message` (content and/or tool_calls); each reply costs 60 tokens.
+    """`respond(request body) -> assistant message` (content and/or tool_calls), or `{"__http__": {status, body}}`
+    for an error answer; each reply costs 60 tokens.
     probe: the run's probe requests get `probe_reply` and never reach `respond`."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         is_probe = probe and body["messages"] == HELLO
-        message = {"role": "assistant", "content": None, **(probe_reply(body) if is_probe else respond(body))}
+        reply = probe_reply(body) if is_probe else respond(body)
+        if "__http__" in reply:  # an error answer: {"__http__": {"status": 500, "body": {...}}}
+            return httpx.Response(reply["__http__"]["status"], json=reply["__http__"]["body"])
+        message = {"role": "assistant", "content": None, **reply}
         return httpx.Response(
             200,
             json={

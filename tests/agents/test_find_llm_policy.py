@@ -77,9 +77,12 @@ def test_probe_tells_a_constraining_server_from_one_that_ignores_the_schema():
         client = scripted_llm(lambda body, j=json_schema, t=tools: probe_reply(body, j, t))
         caps = asyncio.run(probe(client, "m"))
         assert (caps.json_schema, caps.tools, caps.reached) == (json_schema, tools, True)
-        assert caps.tokens == 120 and caps.answer_format == ("json_schema" if json_schema else "prompt")
+        # the json_object+schema fallback form is asked only where json_schema failed: one request more
+        assert caps.tokens == (120 if json_schema else 180)
+        assert caps.answer_format == ("json_schema" if json_schema else "prompt")
         if not json_schema:
             assert caps.detail["json_schema"].startswith("not_json: response_format json_schema was not honoured")
+            assert caps.detail["json_object_schema"].startswith("not_json: response_format json_object+schema")
         if not tools:
             assert caps.detail["tools"].startswith("no_tool_calls: a forced tool call came back as text")
 
@@ -187,3 +190,21 @@ def test_an_endpoint_answering_html_is_a_counted_fallback_naming_the_llm_endpoin
     assert f"the LLM endpoint {base} answered HTTP 200 with text/html" in line and "HF_ENDPOINT" not in line
     rows = Catalog(tmp_path).query("SELECT step, cause, status_code, outcome FROM llm_events")
     assert len(rows) == 10 and {tuple(r.values()) for r in rows} == {("probe", "not_json", 200, "fallback")}
+
+
+def test_a_server_that_takes_the_schema_only_as_json_object_gets_it_that_way():
+    # llama-cpp-python's server refuses response_format json_schema (HTTP 500 from its request validation) and
+    # constrains {"type": "json_object", "schema": ...} instead: the probe finds that form and the judge uses it.
+    def server(body: dict) -> dict:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return {"__http__": {"status": 500, "body": {"error": "Input should be 'text' or 'json_object'"}}}
+        return probe_reply(body, json_schema=False, tools=False, json_object_schema=True)
+
+    caps = asyncio.run(probe(scripted_llm(server), "m"))
+    assert (caps.json_schema, caps.json_object_schema, caps.tools) == (False, True, False)
+    assert caps.answer_format == "json_object_schema" and caps.detail["json_object_schema"] == "ok"
+    assert caps.detail["json_schema"].startswith("http_status: HTTP 500")
+    form = caps.response_format("Judgement", {"type": "object"})
+    assert form == {"type": "json_object", "schema": {"type": "object"}}
+    assert CAPS.response_format("J", {"type": "object"})["type"] == "json_schema"
+    assert CAPS.model_copy(update={"json_schema": False}).response_format("J", {}) is None

@@ -14,6 +14,7 @@ from agents.category_agent import AgentContext, run_category_agent
 from agents.configuration import AgentBudget, FindConfig
 from agents.policies import HeuristicPolicy
 from agents.policies.llm import LLMPolicy
+from agents.policies.llm_tools import REPO_ID, TAG, tool_definitions
 from agents.state import Brief
 from agents.tools import HubTools
 
@@ -58,7 +59,7 @@ def test_model_searches_then_inspects_then_answers(hub_url, tmp_path):
         "inspect_dataset",
     ]
     assert [t["function"]["name"] for t in seen[0]["tools"]] == ["search_hub", "inspect_dataset"]
-    assert seen[0]["tools"][1]["function"]["parameters"]["properties"]["repo_id"]["pattern"] == r"^[\w.-]+/[\w.-]+$"
+    assert seen[0]["tools"][1]["function"]["parameters"]["properties"]["repo_id"]["pattern"] == REPO_ID
     assert seen[0]["tool_choice"] == "auto" and "response_format" not in seen[0]  # tool rounds are unconstrained
     search_result, inspect_result = seen[1]["messages"][-1], seen[2]["messages"][-1]
     assert search_result["role"] == "tool" and search_result["tool_call_id"] == "call-0"
@@ -130,6 +131,8 @@ def test_invalid_final_answer_is_retried_once_then_accepted(hub_url, tmp_path):
     assert seen[3]["messages"][-1]["role"] == "user" and "rejected" in seen[3]["messages"][-1]["content"]
     assert seen[3]["tool_choice"] == "none" and seen[3]["response_format"]["json_schema"]["strict"] is True
     assert (report.llm_calls, report.llm_fallbacks) == (4, 0) and report.candidates[0].reasons[-1].endswith("fits")
+    # the length cap goes under both names (llama-cpp-python's server reads only max_tokens)
+    assert all(body["max_tokens"] == body["max_completion_tokens"] > 0 for body in seen)
 
 
 def test_two_invalid_answers_hand_over_to_the_judge_and_two_more_fall_back_with_their_cause(hub_url, tmp_path):
@@ -183,3 +186,29 @@ def test_tool_calls_spend_the_agents_hub_budget(hub_url, tmp_path):
     assert report.budget_exhausted == ["hub_calls"] and report.candidates == []
     # nothing was inspected, so the judge had nothing to rate: no fallback, and no further request
     assert report.llm_fallbacks == 0 and len(seen) == report.llm_calls == 3
+
+
+def test_tool_schema_patterns_are_portable_to_grammar_compilers():
+    # Servers compile these patterns into grammars (llama.cpp rejects \w and its kin, and llama-cpp-python's
+    # server died on such a request): plain classes only, and still the same ids accepted and refused.
+    import re
+
+    patterns = []
+
+    def collect(node: object) -> None:
+        if isinstance(node, dict):
+            patterns.extend(v for k, v in node.items() if k == "pattern" and isinstance(v, str))
+            for v in node.values():
+                collect(v)
+        elif isinstance(node, list):
+            for v in node:
+                collect(v)
+
+    collect(tool_definitions())
+    assert len(patterns) == 3
+    assert not [p for p in patterns if re.search(r"\\[wWdDsSbB]", p)], patterns
+    for good in ("kimi-traj/deepswe-kimi-k2-trajectories-mini", "A_b.c/D-e.f_9"):
+        assert re.fullmatch(REPO_ID, good)
+    for bad in ("no-slash", "a/b/c", "a b/c", "<x>/y", "a/"):
+        assert not re.fullmatch(REPO_ID, bad)
+    assert re.fullmatch(TAG, "task_categories:text-generation") and not re.fullmatch(TAG, "task:<b>")
