@@ -20,11 +20,13 @@ from agents.state import AgentCounts
 from agents.tools import BudgetExceeded, HubTools, HubUnavailable
 
 # The patterns travel in the tool schemas, and servers compile them into grammars for constrained decoding. Keep
-# them to plain character classes and counts: llama.cpp's schema-to-grammar converter rejects shorthands such as
+# them to plain character classes and bounded counts: llama.cpp's schema-to-grammar converter rejects shorthands such as
 # \w ("unknown escape"), and llama-cpp-python's server then dies on the request.
 TERM = r"^[a-z0-9][a-z0-9 _.\-]{0,39}$"  # a repo-id fragment: nothing that could be markup or code
 TAG = r"^[a-z_]{1,30}:[A-Za-z0-9_.\-]{1,60}$"  # e.g. task_categories:text-generation
-REPO_ID = r"^[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+$"  # Hub repo ids are ASCII
+# Hub repo ids are ASCII, owner and name at most 96 characters each. Bounded, so that a constrained decoder must close
+# the string: with `+`, llama-cpp-python's server let SmolLM2 write one id until its context ran out.
+REPO_ID = r"^[A-Za-z0-9_.\-]{1,96}/[A-Za-z0-9_.\-]{1,96}$"
 
 
 class SearchArgs(BaseModel):
