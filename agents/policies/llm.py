@@ -127,7 +127,10 @@ class LLMPolicy(HeuristicPolicy):
                 choice = await self._ask(meter, messages, deadline, ids if final else None, tools=True)
                 message = choice.message
                 if message.tool_calls and not final:
-                    messages.append(message.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True))
+                    turn = message.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True)
+                    # content always present: chat templates that read message.content fail on a tool-call turn
+                    # without it (llama-cpp-python's chatml-function-calling answered HTTP 500)
+                    messages.append({"content": "", **turn})
                     for call in message.tool_calls:
                         fn = getattr(call, "function", None)  # only function tools are offered
                         content = await toolbox.call(fn.name if fn else "", fn.arguments if fn else "")

@@ -131,6 +131,9 @@ def test_invalid_final_answer_is_retried_once_then_accepted(hub_url, tmp_path):
     assert seen[3]["messages"][-1]["role"] == "user" and "rejected" in seen[3]["messages"][-1]["content"]
     assert seen[3]["tool_choice"] == "none" and seen[3]["response_format"]["json_schema"]["strict"] is True
     assert (report.llm_calls, report.llm_fallbacks) == (4, 0) and report.candidates[0].reasons[-1].endswith("fits")
+    # every replayed turn carries content, tool-call turns too (templates read message.content)
+    replayed = [m for body in seen for m in body["messages"] if m.get("tool_calls")]
+    assert replayed and all(m["content"] == "" for m in replayed)
     # the length cap goes under both names (llama-cpp-python's server reads only max_tokens)
     assert all(body["max_tokens"] == body["max_completion_tokens"] > 0 for body in seen)
 
