@@ -116,15 +116,22 @@ class LLMPolicy(HeuristicPolicy):
         ]
         deadline = meter.started_at + self.config.budget.wall_time_s * self.config.llm_time_share
         repaired = False
+        slowest = 0.0  # the longest reply so far: a slow server (one slot, a CPU) leaves room for few more
         while True:
             if self._spent(meter, deadline, "explore", outcome="judge"):
                 return None
             # vLLM/SGLang drop tool calls when a response_format is set, so tool rounds are unconstrained and
-            # only the last chance (a repair, or the last affordable call) asks for the Judgement schema.
-            final = repaired or meter.llm_calls + 1 >= self.config.budget.llm_calls
+            # only the last chance asks for the Judgement schema: a repair, the last affordable call, or the
+            # last call the time left allows (a model that never stops calling tools is asked to answer, rather
+            # than cut off by the deadline in the middle of a tool round).
+            final = (
+                repaired or meter.llm_calls + 1 >= self.config.budget.llm_calls or time.time() + 2 * slowest >= deadline
+            )
             ids = sorted(toolbox.inspected)
             try:
+                asked = time.time()
                 choice = await self._ask(meter, messages, deadline, ids if final else None, tools=True)
+                slowest = max(slowest, time.time() - asked)
                 message = choice.message
                 if message.tool_calls and not final:
                     turn = message.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True)

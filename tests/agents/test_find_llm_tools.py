@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from find_testkit import CAPS, answer, calls, script, scripted_llm
@@ -218,3 +219,27 @@ def test_tool_schema_patterns_are_portable_to_grammar_compilers():
     for bad in ("no-slash", "a/b/c", "a b/c", "<x>/y", "a/"):
         assert not re.fullmatch(REPO_ID, bad)
     assert re.fullmatch(TAG, "task_categories:text-generation") and not re.fullmatch(TAG, "task:<b>")
+
+
+def test_a_slow_server_is_asked_for_the_answer_before_the_time_runs_out(hub_url, tmp_path):
+    # FAKE replies that take 0.5 s each, from a model that would call tools forever: with 4 s for the tool loop,
+    # the call that the time left still allows asks for the Judgement (tools closed, schema on), and it lands.
+    seen: list = []
+    replies = iter(
+        [calls(("search_hub", {"query": "trajectories"})), calls(("inspect_dataset", {"repo_id": SWE}))]
+        + [calls(("search_hub", {"query": "agent"}))] * 20
+    )
+
+    def slow(body: dict) -> dict:
+        seen.append(body)
+        time.sleep(0.5)
+        if body.get("tool_choice") == "none":
+            return answer((SWE, 0.8, "agent trajectories"))
+        return next(replies)
+
+    cfg = FindConfig(policy="llm", budget=AgentBudget(wall_time_s=8.0, llm_calls=50))
+    policy = LLMPolicy(cfg, scripted_llm(slow), "kimi-test", CAPS)
+    report, _, _ = run_agent(hub_url, tmp_path, policy, cfg)
+    assert seen[-1]["tool_choice"] == "none" and seen[-1]["response_format"]["type"] == "json_schema"
+    assert 3 <= len(seen) < 16 and report.llm_fallbacks == 0, report.llm_events
+    assert [c.repo_id for c in report.candidates] == [SWE] and report.candidates[0].reasons[-1].endswith("trajectories")
