@@ -17,7 +17,7 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/python -m pipeline.demo
 
-# The journey on a real target (SmolLM2-135M-Instruct, ~15 min on 2 CPU cores), accept length measured.
+# The journey on a real target (SmolLM2-135M-Instruct, ~10 min on 2 quiet CPU cores), accept length measured.
 demo-real: $(STAMP)
 	$(VENV)/bin/python -m pipeline.demo_real
 

