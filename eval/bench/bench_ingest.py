@@ -82,16 +82,7 @@ def _write_jsonl(path: Path, prompts: list[str]) -> None:
 
 
 def bench_ingest_ours(src: Path, out: Path) -> int:
-    config = IngestConfig(
-        repo_id="bench/sharegpt",
-        revision="c" * 40,
-        config="default",
-        split="train",
-        data_files=["train.jsonl"],
-        spec_hash=SPEC.spec_hash(),
-        category="bench",
-        mode="regenerate",
-    )
+    config = IngestConfig.for_spec(SPEC)
     with StageRun("ingest", config, out) as run:
         ingest_rows(SPEC, iter_local_rows([("train.jsonl", src)]), out, run)
     return run.counts["out"]

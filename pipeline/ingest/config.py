@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pipeline.stage import StageConfig
+
+if TYPE_CHECKING:
+    from adapters.spec import AdapterSpec
 
 
 class IngestConfig(StageConfig):
@@ -15,3 +20,19 @@ class IngestConfig(StageConfig):
     category: str
     mode: str
     max_conversation_chars: int = 4_000_000
+
+    @classmethod
+    def for_spec(cls, spec: AdapterSpec, **settings: int) -> IngestConfig:
+        """The config of ingesting `spec`'s source as the spec says (the gate approved this spec and revision)."""
+        src = spec.source
+        return cls(
+            repo_id=src.repo_id,
+            revision=src.revision,
+            config=src.config,
+            split=src.split,
+            data_files=list(src.data_files),
+            spec_hash=spec.spec_hash(),
+            category=spec.category,
+            mode=spec.mode,
+            **settings,
+        )

@@ -109,18 +109,7 @@ def ingest_dataset(
     progress: Progress | None = None,
 ) -> DatasetResult:
     spec = require_approved(catalog, repo_id, hub_revision(repo_id, endpoint, token))
-    src = spec.source
-    config = IngestConfig(
-        repo_id=repo_id,
-        revision=src.revision,
-        config=src.config,
-        split=src.split,
-        data_files=list(src.data_files),
-        spec_hash=spec.spec_hash(),
-        category=spec.category,
-        mode=spec.mode,
-        max_conversation_chars=max_conversation_chars,
-    )
+    config = IngestConfig.for_spec(spec, max_conversation_chars=max_conversation_chars)
     out = Home(home).normalized(repo_id)
     # One ingest per dataset at a time (an flock: released by the kernel if this process dies). Taken
     # before --fresh removes the folder, so a second ingest cannot delete the first one's shards.

@@ -96,16 +96,7 @@ def _ingest(lines: list[bytes]) -> tuple[dict[str, int], int, set[int]]:
         data = Path(tmp) / "train.jsonl"
         data.write_bytes(b"\n".join(lines) + b"\n")
         out = Path(tmp) / "out"
-        config = IngestConfig(
-            repo_id="fuzz/rows",
-            revision="r" * 40,
-            config="default",
-            split="train",
-            data_files=["train.jsonl"],
-            spec_hash=MESSAGES_SPEC.spec_hash(),
-            category="general chat",
-            mode="regenerate",
-        )
+        config = IngestConfig.for_spec(MESSAGES_SPEC)
         try:
             with StageRun("ingest", config, out) as run:
                 ingest_rows(MESSAGES_SPEC, iter_local_rows([("train.jsonl", data)]), out, run)

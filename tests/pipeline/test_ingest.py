@@ -210,16 +210,7 @@ def test_interrupted_run_resumes_by_id_without_duplicates(tmp_path):
 
     spec = _local_spec()
     rows = [RawRow(i, _turns(i)) for i in range(10)]
-    config = IngestConfig(
-        repo_id="lab/local",
-        revision="b" * 40,
-        config="default",
-        split="train",
-        data_files=["data/train.jsonl"],
-        spec_hash=spec.spec_hash(),
-        category="c",
-        mode="regenerate",
-    )
+    config = IngestConfig.for_spec(spec)
 
     def killed_after(n):
         yield from rows[:n]
