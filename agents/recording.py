@@ -202,7 +202,7 @@ def review_queries(run_id: str, plan_id: str) -> list[str]:
     return [
         f'draftset sql "SELECT category, status, started_at, finished_at, hub_calls, n_candidates, error '
         f"FROM agent_runs WHERE run_id = '{rid}' ORDER BY started_at\"",
-        f'draftset sql "SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidates '
+        f'draftset sql "SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidate_status '
         f"WHERE last_run_id = '{rid}' ORDER BY score DESC\"",
         f"draftset sql \"SELECT repo_id, score_reasons FROM candidates WHERE last_run_id = '{rid}' "
         f"AND status = 'irrelevant'\"",

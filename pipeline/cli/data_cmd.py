@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -240,8 +241,8 @@ def _weights(pairs: list[str]) -> dict[str, float]:
             w = float(value)
         except ValueError:
             w = -1.0
-        if not sep or not category.strip() or not w >= 0:  # `not >=` also refuses nan
-            raise typer.BadParameter(f"{pair!r} is not CATEGORY=WEIGHT (a weight >= 0)", param_hint="--weight")
+        if not sep or not category.strip() or not (w >= 0 and math.isfinite(w)):  # refuses nan and inf too
+            raise typer.BadParameter(f"{pair!r} is not CATEGORY=WEIGHT (a finite weight >= 0)", param_hint="--weight")
         weights[category.strip()] = w
     return weights
 

@@ -287,7 +287,7 @@ def test_cli_dedup_mix_and_errors(home, sources):
         json.loads((home / "data" / "mix" / "by-weight" / "manifest.json").read_text())["sources"]["math/c"]["selected"]
         == 5
     )
-    for bad in ("math", "math=-1", "=2", "math=nan"):
+    for bad in ("math", "math=-1", "=2", "math=nan", "math=inf"):
         assert runner.invoke(app, ["mix", "y", "--weight", bad]).exit_code == 2
 
 
