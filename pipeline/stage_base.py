@@ -222,11 +222,6 @@ class Stage(ABC, Generic[C]):
                 shutil.rmtree(self.work_dir, ignore_errors=True)
         self.result = StageResult(run.run_id, self.out_dir, dict(run.counts), manifest, upstream=self.upstream)
 
-    def fail(self, message: str, hint: str | None = None) -> StageFailed:
-        """The typed error for a run that cannot go on: raise it from `process`."""
-        run = self.stage_run
-        return StageFailed(f"{self.name}: {message}", stage=self.name, run_id=run.run_id, counts=run.counts, hint=hint)
-
     def _write_manifest(self, run: StageRun) -> dict[str, Any]:
         manifest = {
             **self.fields,
