@@ -13,6 +13,7 @@ from rich.progress import Progress
 
 from catalog.errors import DraftsetError
 from catalog.io import write_text_atomic
+from catalog.names import require_known
 from pipeline.cli.common import catalog, console, literal, safe, settings
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
@@ -31,8 +32,7 @@ def _llm(policy: str) -> tuple[Any, str] | None:
     """(openai client, model) for `--policy llm`, from DRAFTSET_LLM_*; None for the heuristic policy."""
     if policy == "heuristic":
         return None
-    if policy != "llm":
-        raise DraftsetError(f"unknown policy {policy!r}", hint="--policy heuristic (default) or --policy llm")
+    require_known("policy", policy, ("heuristic", "llm"), where="--policy", hint="--policy heuristic (default) or llm")
     cfg = settings()
     if not (cfg.llm_base_url and cfg.llm_model):
         raise DraftsetError(
@@ -52,7 +52,7 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
     from pipeline.cli import adapters_view as view
 
     cat, cfg = catalog(), settings()
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("proposing", total=len(targets))
 
         def tick(repo_id: str) -> None:
@@ -99,6 +99,11 @@ def propose(
     ),
 ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
+    from pipeline.cli import known
+
+    if category is not None:
+        require_known("category", category, known.categories(), where="--category", hint="leave it out to take find's")
+    _llm(policy)  # an unknown policy is refused before anything is fetched
     targets = list(repos or [])
     if all_top:
         targets += [
