@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from adapters import store
+from adapters import store, verdict
 from adapters.apply import RowError, apply_row, role_labels
 from adapters.source import iter_raw_rows
 from catalog.db import Catalog
@@ -24,6 +24,7 @@ _CACHE_LOCK = threading.Lock()
 
 def summary(record: store.AdapterRecord) -> dict[str, Any]:
     contract = record.contract or {}
+    found = verdict.of_record(record)
     return {
         "repo_id": record.repo_id,
         "status": record.status,
@@ -32,11 +33,9 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
         "category": record.spec.category,
         "revision": record.revision,
         "spec_hash": record.spec_hash,
-        "contract": (
-            "not run"
-            if not contract
-            else ("pass" if contract.get("passed") else "fail") + ("" if record.contract_current else " (old spec)")
-        ),
+        "contract": found.kind + (" (old spec)" if contract and not record.contract_current else ""),
+        "verdict": found.to_json(),  # the one verdict (adapters.verdict): the CLI and the page show the same
+        "next": found.next_step(record.repo_id),
         "yield": contract.get("yield"),
         "reviewed_by": record.reviewed_by,
         "reviewed_at": record.reviewed_at,
