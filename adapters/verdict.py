@@ -84,8 +84,10 @@ class Verdict:
     def approvable(self) -> bool:
         return not self.blockers()
 
-    def next_step(self, repo_id: str) -> str:
-        """The one command that moves this adapter on, as every surface words it."""
+    def next_step(self, repo_id: str, status: str | None = None) -> str:
+        """The one command that moves this adapter on, as every surface words it (status: the adapter's)."""
+        if status == "approved":
+            return f"draftset ingest --repo {repo_id}"
         if self.kind == "not run":
             return f"draftset adapters test {repo_id}"
         if not self.passed:

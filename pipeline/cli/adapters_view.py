@@ -193,4 +193,4 @@ def print_show(record: AdapterRecord) -> None:
             )
     print_examples(record)
     console.print(literal(f"verdict: {found.headline}"), style="bold")
-    console.print(literal(f"next: {found.next_step(record.repo_id)}"))
+    console.print(literal(f"next: {found.next_step(record.repo_id, record.status)}"))

@@ -7,6 +7,8 @@ benchmark's readers do not re-read files on every request.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -16,6 +18,7 @@ from adapters.apply import RowError, apply_row, role_labels
 from adapters.source import iter_raw_rows
 from catalog.db import Catalog
 from pipeline.servers.service.cache import Cache
+from pipeline.servers.service.review_turns import align
 
 MAX_PREVIEW_ROWS = 50
 _CACHE: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
@@ -35,7 +38,7 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
         "spec_hash": record.spec_hash,
         "contract": found.kind + (" (old spec)" if contract and not record.contract_current else ""),
         "verdict": found.to_json(),  # the one verdict (adapters.verdict): the CLI and the page show the same
-        "next": found.next_step(record.repo_id),
+        "next": found.next_step(record.repo_id, record.status),
         "yield": contract.get("yield"),
         "reviewed_by": record.reviewed_by,
         "reviewed_at": record.reviewed_at,
@@ -82,6 +85,8 @@ def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: st
                 item["canonical"] = [c.model_dump(mode="json") for c in apply_row(record.spec, raw.row_index, raw.row)]
             except RowError as exc:
                 item["error"] = f"{exc.field}: {exc.reason}"
+        item["turns"] = align(record.spec, raw.row, item["canonical"])
+        item["length"] = len(json.dumps(raw.row, ensure_ascii=False, default=str))
         out.append(item)
     with _CACHE_LOCK:
         _CACHE[key] = out
@@ -97,7 +102,24 @@ def detail(
     record, data = (
         cache.get(("detail", repo_id), lambda: _detail(catalog, repo_id)) if cache else _detail(catalog, repo_id)
     )
-    return {**data, "previews": previews(record, rows, endpoint=endpoint, token=token)}
+    failing = set(data["failing_rows"])
+    shown = [
+        {**p, "failing": p["row_index"] in failing, "quarantined": p["error"] is not None}
+        for p in previews(record, rows, endpoint=endpoint, token=token)
+    ]
+    return {**data, "previews": shown}
+
+
+ROW_MENTION = re.compile(r"\brow (\d+)\b")
+
+
+def failing_rows(contract: dict[str, Any] | None) -> list[int]:
+    """Sample rows a failing or warning check names (`row 12 messages[3] ...`): the review filter 'failing'."""
+    found: set[int] = set()
+    for c in (contract or {}).get("checks", []):
+        if not c.get("passed"):
+            found.update(int(n) for n in ROW_MENTION.findall(str(c.get("detail", ""))))
+    return sorted(found)
 
 
 def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[str, Any]]:
@@ -116,4 +138,18 @@ def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[s
         "role_counts": (contract or {}).get("role_counts") or {},
         "contract_current": record.contract_current,
         "contract_result": contract,
+        "failing_rows": failing_rows(contract),
+        "rejected_by_cause": verdict.rejected_by_cause(contract or {}),
+        # Where every raw field went, when the contract carries that table (a list of rows, or a mapping).
+        "accounting": _accounting(contract),
     }
+
+
+def _accounting(contract: dict[str, Any] | None) -> dict[str, Any] | None:
+    table = (contract or {}).get("field_accounting") or (contract or {}).get("accounting")
+    if isinstance(table, dict):
+        table = table.get("rows") or table.get("fields") or [{"field": k, "went to": v} for k, v in table.items()]
+    if not isinstance(table, list) or not table or not all(isinstance(r, dict) for r in table):
+        return None
+    columns = list(dict.fromkeys(k for r in table for k in r))
+    return {"columns": columns, "rows": [[r.get(c) for c in columns] for r in table]}
