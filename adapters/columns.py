@@ -51,7 +51,9 @@ RESPONSE_NAMES = (
     "generation",
     "text_output",
 )
-EXTRA_PROMPT_NAMES = ("input", "context", "passage", "code", "document")
+EXTRA_PROMPT_NAMES = ("input", "inputs", "context", "passage", "code", "document", "question", "query")
+# Columns that state the task (Natural-Instructions `definition`, FLAN templates): they lead the prompt.
+INSTRUCTION_NAMES = ("instruction", "instructions", "definition", "task_definition", "task_description", "directive")
 LABEL_NAMES = ("label", "labels", "desirable", "is_desirable", "kto_label", "thumbs_up", "is_good", "preferred")
 SCORE_NAMES = {
     "chosen": ("chosen_score", "score_chosen", "chosen_rating", "rating_chosen"),
@@ -159,18 +161,20 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
         and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
     ]
-    # Short answers (`Paris`) read like labels by their values; an answer-named column of varied strings
-    # beside a prompt-like text column is still the answer (short-answer QA), never a label set.
-    if texts and any(_name_score(k, PROMPT_NAMES) for k in texts):
-        texts += [
-            k
-            for k in order
-            if k not in texts
-            and _name_score(k, RESPONSE_NAMES)
-            and stats[k].strings >= 0.9 * len(rows)
-            and stats[k].distinct >= 2
-            and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
-        ]
+    # Short answers (`Paris`) and one-word instructions (`hi`, `你好`) read like labels by their values; a
+    # prompt- or answer-named column of varied strings beside a text column of the other kind is still that
+    # side of the exchange (short-answer QA, identity sets), never a label set.
+    for names, other in ((RESPONSE_NAMES, PROMPT_NAMES), (PROMPT_NAMES, RESPONSE_NAMES)):
+        if texts and any(_name_score(k, other) for k in texts):
+            texts += [
+                k
+                for k in order
+                if k not in texts
+                and k.lower() in names
+                and stats[k].strings >= 0.9 * len(rows)
+                and stats[k].distinct >= 2
+                and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
+            ]
     calls = [k for k in order if k not in texts and _calls_column([r.get(k) for r in rows])]
     if not texts:
         d.refuse("no_text", f"no column holds natural-language text among {order}")
@@ -207,14 +211,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
             d.refuse("no_dialogue", why)
             return False
         prompt, response = pair_prompt, pair_response
-    extra = [
-        k
-        for k in texts
-        if k not in (prompt, response, rejected)
-        and k.lower() in EXTRA_PROMPT_NAMES
-        and order.index(k) > order.index(prompt)
-    ]
-    prompt_cols = [prompt, *extra]
+    prompt_cols = _prompt_columns(rows, order, prompt, response, {rejected, *_system_names(order)})
     history = next((k for k in order if k not in texts and _exchanges([r.get(k) for r in rows])), None)
     if history:
         d.reasons["columns.history"] = (
@@ -246,6 +243,37 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         )
     detect_markers(d, [r[response] for r in rows if isinstance(r.get(response), str)])
     return True
+
+
+def _system_names(order: list[str]) -> list[str]:
+    from adapters.aliases import SYSTEM_COLUMNS
+
+    return [k for k in order if k.lower() in SYSTEM_COLUMNS]
+
+
+def _prompt_columns(
+    rows: list[dict[str, Any]], order: list[str], prompt: str, response: str, skip: set[str | None]
+) -> list[str]:
+    """Every column the prompt is made of: an instruction/definition/task column first, then the prompt, then
+    context columns (alpaca `input`, dolly `context`, Natural-Instructions `inputs`) in row order. A context
+    column is judged on its non-empty values, so an `input` that is empty on most rows is still joined where it
+    holds text, never dropped. Text columns after the answer are left to the contract's field accounting."""
+    before = order.index(response) if response in order else len(order)
+    extra = []
+    for k in order:
+        if k in (prompt, response) or k in skip:
+            continue
+        filled = [r[k] for r in rows if isinstance(r.get(k), str) and r[k].strip()]
+        if not filled or any(r.get(k) is not None and not isinstance(r.get(k), str) for r in rows):
+            continue
+        if any(st.decoded(v)[1] for v in filled):
+            continue
+        stats = st.text_stats(filled)
+        named = k.lower() in INSTRUCTION_NAMES + EXTRA_PROMPT_NAMES
+        if (named and stats.distinct >= 1) or (order.index(k) < before and stats.texty >= 0.15):
+            extra.append(k)
+    head = [k for k in extra if k.lower() in INSTRUCTION_NAMES and prompt.lower() not in INSTRUCTION_NAMES]
+    return [*head, prompt, *(k for k in extra if k not in head)]
 
 
 def _exchanges(values: list[Any]) -> bool:

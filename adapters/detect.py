@@ -17,6 +17,7 @@ from typing import Any
 from adapters import media as media_mod
 from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
+from adapters.answers import detect_answer_columns, detect_label
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
 from adapters.detected import REFUSALS, Detected
 from adapters.roles import detect_turn_fields, infer_role_map
@@ -374,6 +375,8 @@ def detect(
         if completion is None and cand.get("kind") == "dicts" and _completion(cands, cands[-1]) is cand:
             cand, completion = cands[-1], cand  # the answers list scored first: start from the prompts
         _turn_layout(d, cand, rejected, card_text)
+        if completion is None and d.layout in ("messages", "trajectory"):
+            detect_answer_columns(d, rows, cand)
         if completion is not None:
             d.decide(
                 "completion_path",
@@ -397,6 +400,8 @@ def detect(
                 "from their values: undecided (write the spec, or --policy llm)",
                 review=True,
             )
+    if d.layout is not None:
+        detect_label(d, rows)
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
     if d.layout and d.layout != "columns":
         _system_column(d, rows, skip)

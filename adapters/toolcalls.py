@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from adapters.records import normalize_call
+from adapters.row_fields import RowError
 
 PY_TYPES = {
     "str": "string",
@@ -195,15 +196,22 @@ def detect_text_format(texts: list[str]) -> tuple[str | None, str]:
 
 
 def link_tool_turns(messages: list[dict[str, Any]]) -> None:
-    """Give each tool turn that lacks one the id (and name) of the oldest unanswered earlier call."""
+    """Give each tool turn that lacks one the id (and name) of the oldest unanswered earlier call.
+
+    A tool result before any call answers nothing (LLaMA-Factory drops such rows for breaking its role order):
+    the row is rejected by name, so it is quarantined and counted instead of training a chat no model could
+    have had."""
     pending: list[dict[str, Any]] = []
-    for m in messages:
+    called = False
+    for i, m in enumerate(messages):
         if m["role"] == "assistant" and m.get("tool_calls"):
-            pending = list(m["tool_calls"])
+            pending, called = list(m["tool_calls"]), True
         elif m["role"] == "tool":
             if m.get("tool_call_id"):
                 pending = [c for c in pending if c["id"] != m["tool_call_id"]]
                 continue
+            if not called:
+                raise RowError(f"messages[{i}]", "tool result with no earlier tool call")
             if pending:
                 call = pending.pop(0)
                 m["tool_call_id"] = call["id"]

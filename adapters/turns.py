@@ -94,15 +94,27 @@ class TurnReader:
             field = self.spec.transcript.field if self.spec.transcript else ""
             return self._transcript(get_path(row, field), field)
         turns = self._turn_list(get_path(row, path), path)
-        if self.spec.completion_path:  # TRL conversational prompt-completion: the answer turns live apart
-            turns += self._turn_list(get_path(row, self.spec.completion_path), self.spec.completion_path)
+        if self.spec.completion_path:  # TRL prompt-completion, LLaMA-Factory ranking: the answer lives apart
+            turns += self._answer(get_path(row, self.spec.completion_path), self.spec.completion_path)
         return turns
+
+    def _answer(self, value: Any, path: str) -> list[dict[str, Any]]:
+        """The answer column of a turn-list prompt: a turn list, one turn object, or the answer's text."""
+        if isinstance(value, dict):
+            return self._turn_list([value], path)
+        if isinstance(value, str):
+            return [self._turn("assistant", self.text(value, path), None, None, None, path)]
+        return self._turn_list(value, path)
 
     def read_other(
         self, row: dict[str, Any], path: str, chosen: list[dict[str, Any]] | None = None
     ) -> list[dict[str, Any]]:
         """The rejected side of a preference pair, read like the chosen side."""
         value = get_path(row, path)
+        if isinstance(value, dict) and self.spec.completion_path:  # one rejected turn object after the prompt
+            prompt = chosen or []
+            cut = max((i for i, m in enumerate(prompt) if m["role"] == "user"), default=-1)
+            return [*prompt[: cut + 1], *self._turn_list([value], path)]
         if isinstance(value, list):
             if self.spec.layout == "utterances":
                 return self._utterances(value, path)
