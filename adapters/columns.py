@@ -82,13 +82,23 @@ def _markers(text: str) -> list[str]:
 
 
 def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
+    from adapters.rendered import Grammar, best_grammar
+
     found: dict[str, tuple[dict[str, str], int, int]] = {}
+    grammars: dict[str, Grammar] = {}
     for name in dict.fromkeys(k for r in rows for k in r):
         values = [r[name] for r in rows if isinstance(r.get(name), str)]
         if name in skip or len(values) < 0.8 * len(rows) or not values:
             continue
         per_row = [_markers(v) for v in values]
         ok = [m for m in per_row if {_speaker(x) for x in m} >= {"user", "assistant"}]
+        # A public chat template first (its markers need not start a line), unless line-start speaker markers
+        # it does not know (glaive's `FUNCTION RESPONSE:`) would be swallowed into its turns.
+        rendered = best_grammar(values)
+        if rendered and rendered[2] >= 0.8 * len(values) and {x for m in ok for x in m} <= set(rendered[1]):
+            read_by, markers, n_ok = rendered
+            found[name], grammars[name] = (markers, n_ok, len(values)), read_by
+            continue
         if len(ok) >= 0.8 * len(values):
             counts = Counter(x for m in ok for x in m)
             found[name] = ({x: _speaker(x) or "user" for x in counts}, len(ok), len(values))
@@ -98,16 +108,26 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
     rejected = next((n for n in REJECTED if n in found), None)
     name = chosen if chosen and rejected else max(found, key=lambda n: found[n][1])
     markers, n_ok, total = found[name]
+    grammar = grammars.get(name)
+    section: dict[str, Any] = {"field": name, "markers": markers}
+    if grammar is not None:
+        section.update(template=grammar.name, anchored=grammar.anchored, ends=list(grammar.ends))
+        section.update(preamble=grammar.preamble, merge=grammar.merge)
+        where = f"rendered by the {grammar.name} chat template (adapters/rendered.py)"
+    else:
+        where = "at line starts"
     d.decide(
         "layout",
         "transcript",
-        f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker "
-        f"markers {sorted(markers)} at line starts",
+        f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker markers {sorted(markers)} {where}",
     )
     d.decide(
         "transcript",
-        {"field": name, "markers": markers},
-        "speaker markers → roles: " + ", ".join(f"{k}→{v}" for k, v in markers.items()),
+        section,
+        "speaker markers → roles: "
+        + ", ".join(f"{k}→{v}" for k, v in markers.items())
+        + (f"; text before the first marker is the {grammar.preamble} prompt" if grammar and grammar.preamble else "")
+        + ("; adjacent segments of one role are one turn" if grammar and grammar.merge else ""),
         review=True,
     )
     if chosen and rejected:
@@ -116,13 +136,14 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
             {"rejected": rejected},
             f"preference pairs: {chosen!r} chosen, {rejected!r} rejected (recorded, never trained)",
         )
-    from adapters.turns import split_transcript
+    from adapters.rendered import split
 
+    anchored, ends = section.get("anchored", True), section.get("ends") or ()
     texts = [
         t
         for r in rows
         if isinstance(r.get(name), str)
-        for role, t in split_transcript(r[name], markers)
+        for role, t in split(r[name], markers, anchored, ends)
         if role == "assistant"
     ]
     detect_markers(d, texts)

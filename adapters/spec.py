@@ -88,10 +88,20 @@ class PreferenceSpec(SpecModel):
 
 
 class TranscriptSpec(SpecModel):
-    """A single text column holding a whole dialogue as `Human: ... Assistant: ...` segments."""
+    """A single text column holding a whole dialogue: `Human: ... Assistant: ...` segments, or a conversation
+    rendered by a public chat template (adapters/rendered.py names the grammars; the markers are literal)."""
 
     field: str
     markers: dict[str, Role] = Field(description="speaker marker (e.g. 'Human:') → role")
+    template: str | None = Field(None, description="the chat template family the markers come from (review aid)")
+    anchored: bool = Field(True, description="markers count only at the start of a line")
+    ends: list[str] = Field(default_factory=list, description="end-of-turn tokens stripped from each turn")
+    preamble: Role | None = Field(None, description="role of text before the first marker (None: it rejects the row)")
+    merge: bool = Field(False, description="adjacent segments of one role are one turn (Alpaca instruction + input)")
+
+
+# TranscriptSpec fields added after v2, hashed only when they differ from these defaults (no approval goes stale).
+TRANSCRIPT_DEFAULTS: dict[str, Any] = {"template": None, "anchored": True, "ends": [], "preamble": None, "merge": False}
 
 
 class GoldenExample(SpecModel):
@@ -174,6 +184,10 @@ class AdapterSpec(SpecModel):
                 data.pop(name, None)
         if isinstance(data.get("columns"), dict) and data["columns"].get("history") is None:
             data["columns"].pop("history", None)
+        if isinstance(data.get("transcript"), dict):
+            for key, default in TRANSCRIPT_DEFAULTS.items():
+                if data["transcript"].get(key) == default:
+                    data["transcript"].pop(key, None)
         return data
 
     def spec_hash(self) -> str:

@@ -8,10 +8,10 @@ become `parts`). Errors are raised as the caller's RowError type (passed in, no 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from adapters import media as media_mod
+from adapters import rendered
 from adapters.records import normalize_call
 from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec
@@ -37,18 +37,8 @@ END_TOKENS = ("<|endoftext|>", "</s>", "<|im_end|>", "<|eot_id|>", "<|end|>")
 
 
 def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:
-    """(role, text) segments of a transcript; markers count only at the start of a line."""
-    alternatives = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
-    rx = re.compile(rf"(?:^|\n)[ \t]*({alternatives})[ \t]?")
-    hits = list(rx.finditer(text))
-    out = []
-    for i, m in enumerate(hits):
-        end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
-        body = text[m.end() : end].strip()
-        for token in END_TOKENS:  # an end-of-turn token left in exported transcripts is not content
-            body = body.removesuffix(token).strip()
-        out.append((markers[m.group(1)], body))
-    return out
+    """(role, text) segments of a line-start-marker transcript (end-of-turn tokens stripped, preamble left out)."""
+    return [(role, body) for role, body in rendered.split(text, markers, True, END_TOKENS) if role]
 
 
 def _name(value: Any) -> str:
@@ -354,13 +344,24 @@ class TurnReader:
     def _transcript(self, text: Any, field: str) -> list[dict[str, Any]]:
         if not isinstance(text, str):
             raise self.error(field, f"transcript must be a string, got {_name(text)}")
-        markers: dict[str, str] = dict(self.spec.transcript.markers) if self.spec.transcript else {}
-        segments = split_transcript(text, markers)
+        t = self.spec.transcript
+        assert t is not None  # the spec validator requires `transcript` for this layout
+        try:
+            segments = rendered.turns_of(
+                text,
+                dict(t.markers),
+                anchored=t.anchored,
+                ends=t.ends or END_TOKENS,
+                preamble=t.preamble,
+                merge=t.merge,
+            )
+        except ValueError as exc:
+            raise self.error(field, str(exc)) from None
         if not segments:
             raise self.error(field, "no speaker markers found in the transcript")
         return [
-            self._turn(role, self.text(t, f"{field}#{i}"), None, None, None, f"{field}#{i}")
-            for i, (role, t) in enumerate(segments)
+            self._turn(role, self.text(body, f"{field}#{i}"), None, None, None, f"{field}#{i}")
+            for i, (role, body) in enumerate(segments)
         ]
 
     def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
