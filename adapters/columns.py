@@ -46,6 +46,8 @@ RESPONSE_NAMES = (
     "target",
     "assistant",
     "gpt",
+    "targets",
+    "outputs",
     "continuation",
     "chosen",
     "generation",
@@ -346,15 +348,18 @@ def _pair(texts: list[str], stats: dict[str, st.TextStats], order: list[str]) ->
     def response_score(k: str) -> float:
         return _name_score(k, RESPONSE_NAMES) + 0.3 * min(1.0, stats[k].mean_chars / 1500)
 
-    best = max(
-        ((p, r) for p in texts for r in texts if p != r),
+    # a task definition / instruction column states the task: it leads the prompt, it never answers it
+    pairs = [(p, r) for p in texts for r in texts if p != r and r.lower() not in INSTRUCTION_NAMES]
+    if not pairs:
+        return None, None, f"text columns {texts} all state the task: no column answers it"
+    p, r = max(
+        pairs,
         key=lambda pr: (
             prompt_score(pr[0])
             + response_score(pr[1])
             + (0.15 if stats[pr[1]].mean_chars > stats[pr[0]].mean_chars else 0.0)
         ),
     )
-    p, r = best
     named = _name_score(p, PROMPT_NAMES) and _name_score(r, RESPONSE_NAMES)
     answer_like = stats[r].mean_chars >= 1.3 * stats[p].mean_chars or stats[p].questions >= 0.3 * max(
         stats[p].strings, 1

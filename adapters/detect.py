@@ -19,6 +19,7 @@ from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.answers import detect_answer_columns, detect_label
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
+from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
@@ -407,6 +408,7 @@ def detect(
         _system_column(d, rows, skip)
     elif d.layout == "columns" and "system_field" not in d.fields:
         _system_column(d, rows, skip | set(d.fields["columns"]["prompt"]) | {d.fields["columns"].get("response")})
+    detect_system_tools(d, rows)
     return d
 
 

@@ -40,8 +40,9 @@ ADDED_FIELDS = {
     "parts_key",
     "completion_path",
     "pair_keys",
+    "tools_in_system",
 }
-TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json"]
+TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json", "pycall"]
 
 
 class SpecModel(BaseModel):
@@ -132,6 +133,7 @@ class AdapterSpec(SpecModel):
     tool_name_key: str | None = Field(None, description="tool turns: key naming the function")
     text_tool_calls: TextToolFormat | None = Field(None, description="tool calls written inside assistant text")
     tools_field: str | None = Field(None, description="column holding the tool declarations")
+    tools_in_system: bool | None = Field(None, description="tool declarations written as JSON in the system prompt")
     parts_key: str | None = Field(None, description="per-turn key holding media parts")
     completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
     pair_keys: list[str] | None = Field(

@@ -6,7 +6,7 @@ not JSON schema) whose Python type names are translated to JSON-schema types.
 
 Calls written inside assistant text are parsed here, never evaluated: hermes `<tool_call>{json}</tool_call>`,
 glaive `<functioncall> {json}`, SWE-smith / Qwen `<function=name><parameter=k>v</parameter></function>`,
-and a whole turn that is one JSON call object. Each parser returns (calls, text without the calls).
+a whole turn that is one JSON call object, and Python call code `[name(arg=value)]` (adapters/pycalls.py). Each parser returns (calls, text without the calls).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from adapters import pycalls
 from adapters.records import normalize_call
 from adapters.row_fields import RowError
 
@@ -167,6 +168,13 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
         args = m.group(2).strip()
         value = _loads(args, "Action Input") if args.startswith("{") else {"input": args}
         return [normalize_call({"name": m.group(1), "arguments": value}, f"{prefix}_0")], text[: m.start()].strip()
+    if fmt == "pycall":  # `[name(arg=value, ...)]`: Python call code, parsed by adapters/pycalls.py
+        if not pycalls.starts_like_calls(text):
+            return [], text
+        try:
+            return pycalls.as_tool_calls(text, prefix), ""
+        except (pycalls.PyCallError, ValueError) as exc:
+            raise ToolFormatError(f"call code: {exc}") from None
     if fmt == "json":
         stripped = text.strip()
         if not stripped.startswith(("{", "[")):
@@ -192,6 +200,9 @@ def detect_text_format(texts: list[str]) -> tuple[str | None, str]:
             calls += isinstance(v, dict) and isinstance(v.get("name"), str) and ("arguments" in v or "parameters" in v)
     if calls and calls >= 0.2 * len(texts):
         return "json", f"{calls} of {len(texts)} assistant turns are a bare JSON call {{name, arguments}}"
+    code = sum(pycalls.looks_like_calls(t) for t in texts if pycalls.starts_like_calls(t))
+    if code and code >= 0.2 * len(texts):
+        return "pycall", f"{code} of {len(texts)} assistant turns are Python call code `[name(arg=value)]`"
     return None, "no tool-call markup in assistant text"
 
 
