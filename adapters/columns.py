@@ -293,7 +293,9 @@ def _prompt_columns(
             continue
         stats = st.text_stats(filled)
         named = k.lower() in INSTRUCTION_NAMES + EXTRA_PROMPT_NAMES
-        if (named and stats.distinct >= 1) or (order.index(k) < before and stats.texty >= 0.15):
+        # by position only when it varies: one value on every row is metadata (a role name, a source), not text
+        varied = stats.distinct >= 2 or len(filled) < 3
+        if named or (order.index(k) < before and stats.texty >= 0.15 and varied):
             extra.append(k)
     head = [k for k in extra if k.lower() in INSTRUCTION_NAMES and prompt.lower() not in INSTRUCTION_NAMES]
     return [*head, prompt, *(k for k in extra if k not in head)]

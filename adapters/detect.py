@@ -21,6 +21,7 @@ from adapters.answers import detect_answer_columns, detect_label
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
 from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
+from adapters.numbered import detect_turn_columns
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
 
@@ -386,7 +387,11 @@ def detect(
             )
             if completion["encoded"]:
                 d.fields.setdefault("json_fields", []).append(completion["path"])
-    elif not detect_transcript(d, rows, skip) and not detect_columns(d, rows, skip):
+    elif (
+        not detect_turn_columns(d, rows, skip)
+        and not detect_transcript(d, rows, skip)
+        and not detect_columns(d, rows, skip)
+    ):
         lists = sorted(
             p for p, (_, _, kind) in st.turn_list_paths(rows).items() if kind == "dicts" and p.split(".")[0] not in skip
         )

@@ -41,6 +41,7 @@ ADDED_FIELDS = {
     "completion_path",
     "pair_keys",
     "tools_in_system",
+    "turn_columns",
 }
 TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json", "pycall"]
 
@@ -105,6 +106,20 @@ class TranscriptSpec(SpecModel):
 TRANSCRIPT_DEFAULTS: dict[str, Any] = {"template": None, "anchored": True, "ends": [], "preamble": None, "merge": False}
 
 
+class TurnColumn(SpecModel):
+    """One turn of a conversation spread over columns: its text column and its role (fixed or from a column)."""
+
+    field: str
+    role: Role | None = None
+    role_field: str | None = Field(None, description="column whose label (through role_map) gives the role")
+
+    @model_validator(mode="after")
+    def _one_role_source(self) -> TurnColumn:
+        if (self.role is None) == (self.role_field is None):
+            raise ValueError("a turn column needs exactly one of `role` and `role_field`")
+        return self
+
+
 class GoldenExample(SpecModel):
     """A raw row pinned with the canonical output it must keep producing (or the error it must raise)."""
 
@@ -117,7 +132,7 @@ class GoldenExample(SpecModel):
 class AdapterSpec(SpecModel):
     spec_version: int = SPEC_VERSION
     source: SourceSpec
-    layout: Literal["messages", "columns", "trajectory", "utterances", "transcript"]
+    layout: Literal["messages", "columns", "trajectory", "utterances", "transcript", "turn_columns"]
     category: str = "general"
     mode: Mode = "regenerate"
     # Turn-list layouts (messages: chat turns; trajectory: agent steps with flags / split keys).
@@ -143,6 +158,7 @@ class AdapterSpec(SpecModel):
         None, description="utterances layout: role of the first string; the rest alternate user/assistant"
     )
     transcript: TranscriptSpec | None = None
+    turn_columns: list[TurnColumn] | None = Field(None, description="turn_columns layout: turns in order")
     media: MediaSpec | None = None
     preference: PreferenceSpec | None = None
     label_field: str | None = Field(None, description="KTO-style label column: false = undesirable answer")
@@ -174,6 +190,9 @@ class AdapterSpec(SpecModel):
         elif self.layout == "transcript":
             if self.transcript is None:
                 raise ValueError("layout 'transcript' needs a `transcript` section (field, markers)")
+        elif self.layout == "turn_columns":
+            if not self.turn_columns:
+                raise ValueError("layout 'turn_columns' needs `turn_columns` (field and role of each turn)")
         elif not (self.messages_path and self.role_key and self.content_key):
             raise ValueError(f"layout '{self.layout}' needs messages_path, role_key and content_key")
         return self

@@ -83,6 +83,8 @@ class TurnReader:
         if layout == "transcript":
             field = self.spec.transcript.field if self.spec.transcript else ""
             return self._transcript(get_path(row, field), field)
+        if layout == "turn_columns":
+            return self._turn_columns(row)
         turns = self._turn_list(get_path(row, path), path)
         if self.spec.completion_path:  # TRL prompt-completion, LLaMA-Factory ranking: the answer lives apart
             turns += self._answer(get_path(row, self.spec.completion_path), self.spec.completion_path)
@@ -363,6 +365,30 @@ class TurnReader:
             self._turn(role, self.text(body, f"{field}#{i}"), None, None, None, f"{field}#{i}")
             for i, (role, body) in enumerate(segments)
         ]
+
+    def _turn_columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        """Turns spread over numbered columns: in order, until the first empty one; text after a gap is an error
+        (a conversation with a hole in it), never silently skipped."""
+        out: list[dict[str, Any]] = []
+        ended: str | None = None
+        for tc in self.spec.turn_columns or []:
+            value = get_path(row, tc.field)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                ended = ended or tc.field
+                continue
+            if ended:
+                raise self.error(tc.field, f"turn text after the empty turn column {ended!r}")
+            role: str | None = tc.role
+            if tc.role_field:
+                label = get_path(row, tc.role_field)
+                role = self.role_map.get(label) if isinstance(label, str) else None
+                if role is None:
+                    raise self.error(tc.role_field, f"unmapped role label {label!r}")
+            if role == "drop":
+                continue
+            text, parts = self.content(value, tc.field)
+            out.append(self._turn(str(role), text, None, None, parts, tc.field))
+        return out
 
     def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
 

@@ -183,6 +183,8 @@ def _first_diff(got: Any, want: Any, path: str = "") -> str:
 def _describe(spec: AdapterSpec) -> str:
     if spec.layout == "columns" and spec.columns:  # the spec validator requires them for this layout
         return f"{spec.columns.prompt}→{spec.columns.response}"
+    if spec.layout == "turn_columns" and spec.turn_columns:
+        return "→".join(f"{t.field}" for t in spec.turn_columns[:4]) + ("…" if len(spec.turn_columns) > 4 else "")
     if spec.layout == "transcript" and spec.transcript:
         return f"{spec.transcript.field} markers {sorted(spec.transcript.markers)}"
     return f"{spec.messages_path} role={spec.role_key} content={spec.content_key}"

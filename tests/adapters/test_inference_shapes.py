@@ -182,3 +182,42 @@ def test_chosen_and_rejected_turn_objects_beside_the_prompt_list():
     d = detect(rows)
     assert d.fields["completion_path"] == "chosen" and d.fields["preference"] == {"rejected": "rejected"}
     assert d.fields["role_map"] == {"human": "user", "gpt": "assistant"}
+
+
+def test_numbered_message_columns_are_one_conversation_in_number_order():
+    rows = [
+        {
+            "message_2": f"Use a binary search for list {i}; it halves the range on every step until it finds it.",
+            "message_1": f"How do I find item {i} in a sorted list quickly?",
+            "message_3": "And if the list is not sorted?" if i % 2 else None,
+            "message_4": "Then sort it first, or scan it once; a scan is linear in the list length." if i % 2 else None,
+        }
+        for i in range(6)
+    ]
+    d = detect(rows)
+    assert d.layout == "turn_columns"
+    assert [(t["field"], t["role"]) for t in d.fields["turn_columns"]] == [
+        ("message_1", "user"),
+        ("message_2", "assistant"),
+        ("message_3", "user"),
+        ("message_4", "assistant"),
+    ]
+    spec = _spec(layout="turn_columns", turn_columns=d.fields["turn_columns"])
+    rec = RowMapper(spec).apply(1, rows[1])[0]
+    assert [m.role for m in rec.messages] == ["user", "assistant", "user", "assistant"]
+    with pytest.raises(RowError, match="after the empty turn column"):
+        RowMapper(spec).apply(0, {**rows[0], "message_2": None, "message_3": "stray"})
+
+
+def test_numbered_options_that_read_alike_are_not_a_dialogue():
+    rows = [
+        {
+            "question": f"Which sorting algorithm is stable, case {i}?",
+            "option_1": "merge sort is stable",
+            "option_2": "heap sort is not stable",
+            "option_3": "quick sort is not stable",
+            "answer": "1",
+        }
+        for i in range(6)
+    ]
+    assert detect(rows).layout != "turn_columns"
