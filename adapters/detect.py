@@ -18,6 +18,7 @@ from adapters import media as media_mod
 from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.answers import detect_answer_columns, detect_label
+from adapters.candidates import detect_battle, detect_ranked, prompt_only
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
 from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
@@ -370,12 +371,16 @@ def detect(
     media_fields = _media(d, rows, features or {})
     tools = _tools_column(d, rows, media_fields)
     skip = media_fields | ({tools} if tools else set())
+    ranked = detect_ranked(d, rows, skip)  # candidate answers are not turns: read them before turn lists
+    skip |= {ranked} if ranked else set()
     cands = _turn_candidates(rows, skip)
     if cands:
         cand, rejected = _pick_pair(cands)
         completion = None if rejected else _completion(cands, cand)
         if completion is None and cand.get("kind") == "dicts" and _completion(cands, cands[-1]) is cand:
             cand, completion = cands[-1], cand  # the answers list scored first: start from the prompts
+        if not (rejected or ranked) and detect_battle(d, rows, cands):
+            cand = next(c for c in cands if c["path"] == d.fields["candidates"]["sides"][0])
         _turn_layout(d, cand, rejected, card_text)
         if completion is None and d.layout in ("messages", "trajectory"):
             detect_answer_columns(d, rows, cand)
@@ -406,6 +411,8 @@ def detect(
                 "from their values: undecided (write the spec, or --policy llm)",
                 review=True,
             )
+    if ranked and d.refusal == "plain_text":  # the prompt is the one text column; the answers are the candidates
+        prompt_only(d, rows, skip)
     if d.layout is not None:
         detect_label(d, rows)
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
