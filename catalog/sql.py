@@ -68,8 +68,9 @@ class Watch:
     DuckDB's interrupt() ends the statement at its next check (milliseconds, also mid-fetch); the
     error the statement then raises names why it stopped (QueryStopped), never "Interrupted!"."""
 
-    def __init__(self, timeout_s: float | None = None):
+    def __init__(self, timeout_s: float | None = None, stated_s: float | None = None):
         self.timeout_s = timeout_s
+        self.stated_s = stated_s if stated_s is not None else timeout_s  # the limit as the user knows it
         self.why: str | None = None
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
@@ -95,7 +96,7 @@ class Watch:
         with _LIVE_LOCK:
             _LIVE.add(self)
         if self.timeout_s is not None:
-            self._timer = threading.Timer(self.timeout_s, self.cancel, (f"time limit of {self.timeout_s:g} s",))
+            self._timer = threading.Timer(self.timeout_s, self.cancel, (f"time limit of {self.stated_s:g} s",))
             self._timer.daemon = True
             self._timer.start()
         try:

@@ -71,7 +71,7 @@ class SqlGate:
                 "retry in a few seconds",
             ) from None
         try:
-            watch = Watch(max(0.05, deadline - time.monotonic()))  # the time spent queueing is part of the limit
+            watch = Watch(max(0.05, deadline - time.monotonic()), timeout)  # queueing is part of the limit
 
             async def watch_client() -> None:
                 while True:
