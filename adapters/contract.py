@@ -19,6 +19,7 @@ from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
 from catalog import limits
+from catalog.untrusted import command, is_plain, label_word
 
 MAX_LISTED = 50
 MEDIA_MARK = re.compile(
@@ -222,8 +223,9 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
             _check(
                 "roles_mapped",
                 [
-                    f"unmapped role label {label!r} ({n} turns): map it with "
-                    f"`draftset adapters map {spec.source.repo_id} {label}=<system|user|assistant|tool|drop>`"
+                    f"unmapped role label {repr(label) if is_plain(label) else label_word(label)} ({n} turns): map it with `"
+                    + command("draftset", "adapters", "map", spec.source.repo_id, label_word(label) + "=ROLE")
+                    + "` (ROLE: system, user, assistant, tool or drop)"
                     for label, n in unmapped.items()
                 ],
                 f"all {len(roles)} role labels mapped: {dict(roles)}",
