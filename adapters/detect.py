@@ -29,23 +29,40 @@ from adapters.toolcalls import normalize_tools
 # The one list of target-model families (native detection) for find and proposal alike.
 TARGET_FAMILIES = ("kimi", "moonshot")
 MODEL_COLUMNS = ("model", "model_name", "generator", "source_model", "teacher")
-PLAIN_TEXT_FILES = (".txt", ".txt.gz", ".md")
+PLAIN_TEXT_FILES = (".md",)  # plain text beside `datasets`' own `text` builder (.txt in any compression)
+MEDIA_MODULES = ("imagefolder", "audiofolder", "videofolder")
 
 
 def _file_refusal(d: Detected, file_names: Iterable[str]) -> bool:
-    from adapters.files import file_format
+    """Refusals the file names alone decide, by what `datasets` would read them as (adapters/files.py)."""
+    from adapters.files import datasets_module, file_format
 
     names = [n for n in file_names if not n.lower().endswith(("readme.md", ".gitattributes"))]
     if not names:
         return False
-    if all(n.lower().endswith(PLAIN_TEXT_FILES) for n in names):
+    scripts = [n for n in names if n.lower().endswith(".py")]
+    if scripts:
+        d.refuse(
+            "loading_script", f"{', '.join(scripts[:3])}: code that builds the rows; never run (no trust_remote_code)"
+        )
+        return True
+    modules = {n: datasets_module(n) for n in names}
+    if all(m == "text" or n.lower().endswith(PLAIN_TEXT_FILES) for n, m in modules.items()):
         d.refuse("plain_text", f"data files are plain text: {', '.join(names[:3])}")
+        return True
+    if all(m in MEDIA_MODULES for m in modules.values()):
+        kinds = sorted({str(m) for m in modules.values()})
+        d.refuse("media", f"data files are media ({', '.join(kinds)}): {', '.join(names[:3])}")
         return True
     unknown = [n for n in names if file_format(n) is None]
     if len(unknown) == len(names):
         exts = sorted({"." + n.rsplit(".", 1)[-1] if "." in n else n for n in unknown})
+        read_as = sorted({m for n in unknown if (m := modules[n])})
         d.refuse(
-            "unsupported_file", f"{', '.join(exts)} ({len(unknown)} file(s)); readable: parquet, jsonl, json, csv, tsv"
+            "unsupported_file",
+            f"{', '.join(exts)} ({len(unknown)} file(s)"
+            + (f"; `datasets` reads them as {', '.join(read_as)}" if read_as else "")
+            + "); readable: parquet, arrow, json/jsonl, csv/tsv, in any compression fsspec reads",
         )
         return True
     return False
