@@ -50,13 +50,13 @@ MARKUP: tuple[Markup, ...] = (
     # A rendered transcript inside one turn: its own speaker headings.
     Markup(
         "alpaca_headings",
-        r"(?im)^[ \t]*#{2,4}[ \t]*(?:instruction|response|human|assistant)[ \t]*(?::|$)",
+        r"(?im:^[ \t]*#{2,4}[ \t]*(?:instruction|response|human|assistant)[ \t]*(?::|$))",
         "### Instruction/### Response or ### Human/### Assistant headings",
         SPEAKING,
     ),
     Markup(
         "speaker_prefix",
-        r"(?m)^[ \t]*(?:USER|ASSISTANT|SYSTEM|Human|Assistant|User|GPT|HUMAN)[ \t]*:",
+        r"(?m:^)[ \t]*(?:USER|ASSISTANT|SYSTEM|Human|Assistant|User|GPT|HUMAN)[ \t]*:",
         "speaker labels (USER:/ASSISTANT:) at a line start: a transcript left inside a turn",
         SPEAKING,
     ),
@@ -88,6 +88,21 @@ _COMPILED = tuple((m, re.compile(m.pattern)) for m in MARKUP)
 _TRIGGER = re.compile(r"[\[<#:◁]")
 
 
+# Speaker headings of rendered transcripts, which the entries above flag only at a line start.
+_SPEAKERS = r"(?:USER|ASSISTANT|SYSTEM|Human|Assistant|User|System|GPT|FUNCTION RESPONSE|FUNCTION CALL)[ \t]*:"
+_SPLIT = re.compile("|".join([r"\n", _SPEAKERS] + [f"(?:{m.pattern})" for m in MARKUP]))
+
+
+def fragments(text: str, min_chars: int = 8) -> list[str]:
+    """The text between markup, speaker headings and line breaks: what a parser of this text keeps."""
+    out = []
+    for piece in _SPLIT.split(text):
+        piece = (piece or "").strip()
+        if len(piece) >= min_chars:
+            out.append(piece)
+    return out
+
+
 def find_markup(text: str, role: str) -> list[tuple[Markup, str]]:
     """(entry, matched text) for each markup family found in one turn of `role`."""
     if not text or not _TRIGGER.search(text):
@@ -101,4 +116,4 @@ def find_markup(text: str, role: str) -> list[tuple[Markup, str]]:
     return out
 
 
-__all__ = ["MARKUP", "Markup", "find_markup"]
+__all__ = ["MARKUP", "Markup", "find_markup", "fragments"]
