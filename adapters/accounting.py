@@ -150,7 +150,7 @@ class Tracer:
         self.key_names = _key_names(spec)
 
     def apply(self, index: int, row: dict[str, Any]) -> list[list[Conversation] | None]:
-        out = []
+        out: list[list[Conversation] | None] = []
         for m in self.mappers:
             try:
                 out.append(m.apply(index, row))

@@ -24,40 +24,48 @@ class Markup:
     name: str  # stable: shown in contract details and counted by
     pattern: str  # a regular expression over one turn's content
     what: str  # why it is markup, for the one-line detail
+    hints: tuple[str, ...]  # literals a match must contain: a substring test first keeps the scan cheap
     roles: frozenset[str] = ALL_ROLES  # the turn roles in which finding it is a problem
 
 
 MARKUP: tuple[Markup, ...] = (
     # Chat-template control text: never content, whoever speaks.
-    Markup("llama2_inst", r"\[/?INST\]", "Llama-2 chat template [INST] tags"),
-    Markup("llama2_sys", r"<</?SYS>>", "Llama-2 chat template <<SYS>> tags"),
-    Markup("chatml", r"<\|im_(?:start|end|sep)\|>", "ChatML <|im_start|>/<|im_end|> tokens"),
+    Markup("llama2_inst", r"\[/?INST\]", "Llama-2 chat template [INST] tags", ("INST]",)),
+    Markup("llama2_sys", r"<</?SYS>>", "Llama-2 chat template <<SYS>> tags", ("SYS>>",)),
+    Markup("chatml", r"<\|im_(?:start|end|sep)\|>", "ChatML <|im_start|>/<|im_end|> tokens", ("<|im_",)),
     Markup(
         "llama3_header",
         r"<\|(?:start_header_id|end_header_id|eot_id|begin_of_text|eom_id|python_tag)\|>",
         "Llama-3 header tokens",
+        ("<|",),
     ),
-    Markup("gemma_turn", r"<(?:start|end)_of_turn>", "Gemma <start_of_turn> tokens"),
+    Markup("gemma_turn", r"<(?:start|end)_of_turn>", "Gemma <start_of_turn> tokens", ("_of_turn>",)),
     Markup(
         "role_tokens",
         r"<\|(?:user|assistant|system|end|endoftext|im_middle|channel|message|tool|observation)\|>",
         "role or end-of-turn special tokens (Zephyr, Phi, GLM, harmony, Kimi)",
+        ("<|",),
     ),
     Markup(
-        "mistral_tools", r"\[(?:AVAILABLE_TOOLS|/AVAILABLE_TOOLS|TOOL_RESULTS|/TOOL_RESULTS)\]", "Mistral tool tags"
+        "mistral_tools",
+        r"\[(?:AVAILABLE_TOOLS|/AVAILABLE_TOOLS|TOOL_RESULTS|/TOOL_RESULTS)\]",
+        "Mistral tool tags",
+        ("TOOL", "TOOLS]"),
     ),
-    Markup("sequence_tokens", r"^\s*<s>|</s>\s*$", "<s>/</s> sequence tokens at a turn's edge"),
+    Markup("sequence_tokens", r"^\s*<s>|</s>\s*$", "<s>/</s> sequence tokens at a turn's edge", ("<s>", "</s>")),
     # A rendered transcript inside one turn: its own speaker headings.
     Markup(
         "alpaca_headings",
         r"(?im:^[ \t]*#{2,4}[ \t]*(?:instruction|response|human|assistant)[ \t]*(?::|$))",
         "### Instruction/### Response or ### Human/### Assistant headings",
+        ("##",),
         SPEAKING,
     ),
     Markup(
         "speaker_prefix",
         r"(?m:^)[ \t]*(?:USER|ASSISTANT|SYSTEM|Human|Assistant|User|GPT|HUMAN)[ \t]*:",
         "speaker labels (USER:/ASSISTANT:) at a line start: a transcript left inside a turn",
+        ("USER", "ASSISTANT", "SYSTEM", "Human", "Assistant", "User", "GPT", "HUMAN"),
         SPEAKING,
     ),
     # Reasoning and answer wrappers: left inside an answer they were not split off.
@@ -65,12 +73,14 @@ MARKUP: tuple[Markup, ...] = (
         "reasoning_tags",
         r"</?(?:think|thinking|reasoning|thought)>|<\|(?:begin|end)_of_thought\|>|◁/?think▷",
         "reasoning tags (<think>, <|begin_of_thought|>, ◁think▷)",
+        ("think", "reasoning>", "thought", "◁"),
         ASSISTANT,
     ),
     Markup(
         "answer_tags",
         r"</?(?:answer|final_answer|solution)>|<\|(?:begin|end)_of_solution\|>",
         "answer wrapper tags (<answer>, <|begin_of_solution|>)",
+        ("answer>", "solution"),
         ASSISTANT,
     ),
     # Tool calls written in text and never parsed into structured calls.
@@ -79,17 +89,19 @@ MARKUP: tuple[Markup, ...] = (
         r"\[TOOL_CALLS\]|</?tool_call>|<\|tool_calls?_(?:section_)?begin\|>|<functioncall>|<function=|"
         r"<\|tool_call_begin\|>|(?m:^)\s*Action:\s*\S+\s*\n\s*Action Input:",
         "tool-call markup ([TOOL_CALLS], <tool_call>, <functioncall>, Action:/Action Input:)",
+        ("TOOL_CALLS", "tool_call", "<function", "Action Input:"),
         ASSISTANT,
     ),
 )
 
-_COMPILED = tuple((m, re.compile(m.pattern)) for m in MARKUP)
-# One cheap pre-filter: content without any of these characters cannot match any entry above.
-_TRIGGER = re.compile(r"[\[<#:◁]")
+# Per role, the entries that apply, compiled once: the per-turn scan does no filtering of its own.
+_BY_ROLE = {role: tuple((m, re.compile(m.pattern), m.hints) for m in MARKUP if role in m.roles) for role in ALL_ROLES}
 
 
 # Speaker headings of rendered transcripts, which the entries above flag only at a line start.
 _SPEAKERS = r"(?:USER|ASSISTANT|SYSTEM|Human|Assistant|User|System|GPT|FUNCTION RESPONSE|FUNCTION CALL)[ \t]*:"
+# A role name alone between template tokens (`<|im_start|>user`, `<|start_header_id|>user<|end_header_id|>`).
+_ROLE_WORD = re.compile(r"(?i)^(?:system|user|assistant|tool|human|gpt|model|function|ipython|observation)$")
 _SPLIT = re.compile("|".join([r"\n", _SPEAKERS] + [f"(?:{m.pattern})" for m in MARKUP]))
 
 
@@ -98,21 +110,23 @@ def fragments(text: str, min_chars: int = 8) -> list[str]:
     out = []
     for piece in _SPLIT.split(text):
         piece = (piece or "").strip()
-        if len(piece) >= min_chars:
+        if len(piece) >= min_chars and not _ROLE_WORD.match(piece):
             out.append(piece)
     return out
 
 
 def find_markup(text: str, role: str) -> list[tuple[Markup, str]]:
     """(entry, matched text) for each markup family found in one turn of `role`."""
-    if not text or not _TRIGGER.search(text):
-        return []
-    out = []
-    for entry, rx in _COMPILED:
-        if role in entry.roles:
-            hit = rx.search(text)
-            if hit:
-                out.append((entry, hit.group(0).strip()[:40]))
+    out: list[tuple[Markup, str]] = []
+    if not text:
+        return out
+    for entry, rx, hints in _BY_ROLE.get(role, ()):
+        for h in hints:  # a plain loop: this runs for every turn ingested
+            if h in text:
+                hit = rx.search(text)
+                if hit:
+                    out.append((entry, hit.group(0).strip()[:40]))
+                break
     return out
 
 

@@ -231,10 +231,11 @@ def _swapped(pairs: list[tuple[int, tuple[str, str]]], which: str) -> dict[str, 
 def dataset_problems(records: list[Conversation]) -> list[dict[str, Any]]:
     """Sample-wide problems: [{name, level, detail, rows}] (rows: example row indices)."""
     found: list[dict[str, Any]] = []
-    prompts = [
-        (r.source.row_index, next((m.content.strip() for m in r.messages if m.role == "user"), None)) for r in records
-    ]
-    prompts = [(i, p) for i, p in prompts if p]
+    prompts: list[tuple[int, str]] = []
+    for r in records:
+        first = next((m.content.strip() for m in r.messages if m.role == "user"), "")
+        if first:
+            prompts.append((r.source.row_index, first))
     if len(prompts) >= MIN_ROWS_FOR_PATTERNS:
         values = Counter(p for _, p in prompts)
         top, n_top = values.most_common(1)[0]
@@ -252,10 +253,13 @@ def dataset_problems(records: list[Conversation]) -> list[dict[str, Any]]:
             )
     exchanges = [(r.source.row_index, x) for r in records if (x := _exchanges(r))]
     views = [
-        _swapped([(i, x[0]) for i, x in exchanges], "first"),
-        _swapped([(i, x[-1]) for i, x in exchanges], "last"),
+        v
+        for v in (
+            _swapped([(i, x[0]) for i, x in exchanges], "first"),
+            _swapped([(i, x[-1]) for i, x in exchanges], "last"),
+        )
+        if v is not None
     ]
-    views = [v for v in views if v]
     if views:  # the swapped view wins over a mere warning
         found.append(max(views, key=lambda v: v["level"] == "error"))
     return found
