@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from adapters import media as media_mod
+from adapters.declarations import tools_in_text
 from adapters.records import RECORD_VERSION, Conversation
 from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
 from adapters.spec import AdapterSpec, PreferenceSpec
@@ -89,6 +90,8 @@ class RowMapper:
                 record["tools"] = normalize_tools(get_path(row, spec.tools_field))
             except ValueError as exc:
                 raise RowError(spec.tools_field, str(exc)) from None
+        elif spec.tools_in_system:  # declarations written as JSON in the system prompt (adapters/declarations.py)
+            record["tools"] = tools_in_text(next((m["content"] for m in messages if m["role"] == "system"), None))
         if spec.text_tool_calls:
             self._calls_from_text(spec.text_tool_calls, messages)
         if self.tools_possible:

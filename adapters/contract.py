@@ -22,10 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
 from adapters.apply import RowError, RowMapper, role_labels
-from adapters.plausibility import RECORD_CHECKS, WHY, dataset_problems, record_problems
+from adapters.plausibility import RECORD_CHECKS, WHY, dataset_problems, prompt_column_labels, record_problems
 from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
+from catalog.untrusted import command, is_plain, label_word
 
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
 DEFAULT_BAD_FRACTION = 0.01  # records failing a per-record check tolerated (quarantined) up to this share
@@ -183,8 +184,9 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
             _check(
                 "roles_mapped",
                 [
-                    f"unmapped role label {label!r} ({n} turns): map it with "
-                    f"`draftset adapters map {spec.source.repo_id} {label}=<system|user|assistant|tool|drop>`"
+                    f"unmapped role label {repr(label) if is_plain(label) else label_word(label)} ({n} turns): map it with `"
+                    + command("draftset", "adapters", "map", spec.source.repo_id, label_word(label) + "=ROLE")
+                    + "` (ROLE: system, user, assistant, tool or drop)"
                     for label, n in unmapped.items()
                 ],
                 f"all {len(roles)} role labels mapped: {dict(roles)}",
@@ -328,11 +330,13 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         # labels and preferences only decide what is trained: the view keeps every answer to look at
         native = RowMapper(spec.model_copy(update={"mode": "native", "label_field": None}))
         view = [c for r in raw if r.error is None for c in _quiet_apply(native, r)] or records
-    found = {p["name"]: p for p in dataset_problems(view)}
+    found = {p["name"]: p for p in dataset_problems(view) + prompt_column_labels(spec, raw)}
     out = []
     for name, ok in (
         ("prompt_label_like", "prompts vary like requests, not like a label column"),
+        ("prompt_column_label", "no prompt column is a one-word category label"),
         ("answer_shorter", "answers are not systematically shorter than their prompts"),
+        ("answer_repeated", "answers vary from row to row"),
     ):
         p = found.get(name)
         out.append(

@@ -17,8 +17,11 @@ from typing import Any
 from adapters import media as media_mod
 from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
+from adapters.answers import detect_answer_columns, detect_label
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
+from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
+from adapters.numbered import detect_turn_columns
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
 
@@ -374,6 +377,8 @@ def detect(
         if completion is None and cand.get("kind") == "dicts" and _completion(cands, cands[-1]) is cand:
             cand, completion = cands[-1], cand  # the answers list scored first: start from the prompts
         _turn_layout(d, cand, rejected, card_text)
+        if completion is None and d.layout in ("messages", "trajectory"):
+            detect_answer_columns(d, rows, cand)
         if completion is not None:
             d.decide(
                 "completion_path",
@@ -382,7 +387,11 @@ def detect(
             )
             if completion["encoded"]:
                 d.fields.setdefault("json_fields", []).append(completion["path"])
-    elif not detect_transcript(d, rows, skip) and not detect_columns(d, rows, skip):
+    elif (
+        not detect_turn_columns(d, rows, skip)
+        and not detect_transcript(d, rows, skip)
+        and not detect_columns(d, rows, skip)
+    ):
         lists = sorted(
             p for p, (_, _, kind) in st.turn_list_paths(rows).items() if kind == "dicts" and p.split(".")[0] not in skip
         )
@@ -397,11 +406,14 @@ def detect(
                 "from their values: undecided (write the spec, or --policy llm)",
                 review=True,
             )
+    if d.layout is not None:
+        detect_label(d, rows)
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
     if d.layout and d.layout != "columns":
         _system_column(d, rows, skip)
     elif d.layout == "columns" and "system_field" not in d.fields:
         _system_column(d, rows, skip | set(d.fields["columns"]["prompt"]) | {d.fields["columns"].get("response")})
+    detect_system_tools(d, rows)
     return d
 
 

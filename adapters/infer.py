@@ -27,7 +27,7 @@ from catalog.errors import DraftsetError
 from catalog.hub import HubClient
 from catalog.isolate import run_isolated
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
-from catalog.untrusted import check_card
+from catalog.untrusted import check_card, shell_word
 
 METADATA_CONFIGS = ("metadata", "meta", "raw")
 N_GOLDEN = 3
@@ -178,7 +178,7 @@ def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> No
         raise DraftsetError(
             f"refused {repo_id}: {exc}",
             hint="the card's YAML is hostile or broken; reject this dataset "
-            f"(draftset adapters reject {repo_id} --note ...)",
+            f"(draftset adapters reject {shell_word(repo_id)} --note ...)",
         ) from None
 
 

@@ -25,6 +25,7 @@ from catalog import limits
 MEDIA_MARK = re.compile(r"<(image|audio|video)>")
 DUPLICATE_MIN = 30  # chars: shorter turns repeat legitimately ("thanks", "continue")
 LABEL_MAX_CHARS = 30  # a prompt this short and repeated across rows is a label, not a request
+ANSWER_REPEAT_CHARS = 40  # an answer this long, the same on most rows, is a constant field, not an answer
 MIN_ROWS_FOR_PATTERNS = 8
 
 WHY: dict[str, str] = {
@@ -45,6 +46,8 @@ WHY: dict[str, str] = {
     "duplicate_turns": "the same text said by two speakers of one record is one field mapped twice",
     "prompt_label_like": "a prompt that is a short value repeated across rows is a metadata column, not a request",
     "answer_shorter": "answers shorter than their prompts, and phrased as questions, on most rows: columns swapped",
+    "answer_repeated": "one long answer on most rows is a constant field (a task definition) mapped as the answer",
+    "prompt_column_label": "a prompt column holding one-word category values is metadata joined into the request",
 }
 RECORD_CHECKS = (
     "content",
@@ -191,7 +194,9 @@ def record_problems(rec: Conversation) -> tuple[list[tuple[str, str]], list[str]
 # A request: a question (any script's question mark) or an English question word / imperative opening it.
 _QUESTION = re.compile(
     r"[?？]\s*$|^\s*(?:what|why|how|when|where|which|who|can|could|is|are|do|does|should|write|explain|describe|"
-    r"create|implement|give|list|summari[sz]e|generate|translate|fix|tell|show|find|compute|calculate|please)\b",
+    r"create|implement|give|list|summari[sz]e|generate|translate|fix|tell|show|find|compute|calculate|please|"
+    r"classify|identify|determine|in this task)\b"
+    r"|^\s*(?:请|解释|写|描述|识别|列出|给出|翻译|生成|计算|什么|为什么|如何|怎么|怎样|哪|説明|教えて|何|なぜ|どう)",
     re.I,
 )
 
@@ -207,24 +212,43 @@ def _exchanges(rec: Conversation) -> list[tuple[str, str]]:
 
 
 def _swapped(pairs: list[tuple[int, tuple[str, str]]], which: str) -> dict[str, Any] | None:
+    """Answers that read like requests where the prompts do not: the columns are exchanged. Answers only
+    shorter than their prompts are a warning (summaries and labels are short)."""
     if len(pairs) < MIN_ROWS_FOR_PATTERNS:
         return None
     shorter = [i for i, (p, a) in pairs if len(a.strip()) < len(p.strip())]
-    if len(shorter) < 0.7 * len(pairs):
-        return None
     asks_a = sum(bool(_QUESTION.search(a)) for _, (p, a) in pairs) / len(pairs)
     asks_p = sum(bool(_QUESTION.search(p)) for _, (p, a) in pairs) / len(pairs)
-    swapped = asks_a >= 0.3 and asks_a > asks_p
+    mostly_shorter = len(shorter) >= 0.7 * len(pairs)
+    swapped = (mostly_shorter and asks_a >= 0.3 and asks_a > asks_p) or (asks_a >= 0.5 and asks_p <= 0.1)
+    if not (mostly_shorter or swapped):
+        return None
     return {
         "name": "answer_shorter",
         "level": "error" if swapped else "warning",
         "detail": f"the {which} answer is shorter than its prompt in {len(shorter)}/{len(pairs)} rows"
         + (
-            f" and {asks_a:.0%} of those answers are questions ({asks_p:.0%} of prompts): prompt and answer look swapped"
+            f"; {asks_a:.0%} of answers read as requests ({asks_p:.0%} of prompts): prompt and answer look swapped"
             if swapped
             else " (fine for summaries or labels; wrong if the columns are swapped)"
         ),
-        "rows": shorter[:5],
+        "rows": (shorter or [i for i, _ in pairs])[:5],
+    }
+
+
+def _repeated_answer(pairs: list[tuple[int, tuple[str, str]]]) -> dict[str, Any] | None:
+    """One long answer on most rows: a constant column (a task definition, a template) mapped as the answer.
+    Short repeated answers are labels ("positive") and are fine."""
+    if len(pairs) < MIN_ROWS_FOR_PATTERNS:
+        return None
+    top, n = Counter(a.strip() for _, (_, a) in pairs).most_common(1)[0]
+    if len(top) < ANSWER_REPEAT_CHARS or n < 0.5 * len(pairs):
+        return None
+    return {
+        "name": "answer_repeated",
+        "level": "error",
+        "detail": f"{n}/{len(pairs)} rows give the same answer ({top[:50]!r}): a constant field mapped as the answer",
+        "rows": [i for i, (_, a) in pairs if a.strip() == top][:5],
     }
 
 
@@ -262,4 +286,34 @@ def dataset_problems(records: list[Conversation]) -> list[dict[str, Any]]:
     ]
     if views:  # the swapped view wins over a mere warning
         found.append(max(views, key=lambda v: v["level"] == "error"))
+    repeated = _repeated_answer([(i, x[0]) for i, x in exchanges])
+    if repeated:
+        found.append(repeated)
     return found
+
+
+def prompt_column_labels(spec: Any, raw: list[Any]) -> list[dict[str, Any]]:
+    """Column layouts joining several prompt columns: one whose values are single words from a handful of
+    values (a category, a label) is metadata joined into the request, not part of it."""
+    cols = spec.columns.prompt if spec.layout == "columns" and spec.columns else []
+    if len(cols) < 2:
+        return []
+    rows = [r.row for r in raw if r.error is None and isinstance(r.row, dict)]
+    for col in cols:
+        values = [v.strip() for r in rows if isinstance(v := r.get(col), str) and v.strip()]
+        if len(values) < MIN_ROWS_FOR_PATTERNS:
+            continue
+        distinct = Counter(values)
+        single = all(len(v.split()) == 1 and len(v) <= 24 for v in distinct)
+        if single and len(distinct) <= max(4, 0.3 * len(values)):
+            return [
+                {
+                    "name": "prompt_column_label",
+                    "level": "error",
+                    "detail": f"prompt column {col!r} holds {len(distinct)} one-word value(s) over {len(values)} rows "
+                    f"({', '.join(repr(v) for v, _ in distinct.most_common(3))}): a label, not part of the request; "
+                    "drop it from columns.prompt (and name it under `drop:`)",
+                    "rows": [],
+                }
+            ]
+    return []

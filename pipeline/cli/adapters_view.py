@@ -12,7 +12,7 @@ from rich.syntax import Syntax
 
 from adapters.contract import ContractResult
 from adapters.store import AdapterRecord
-from catalog.untrusted import clean_text
+from catalog.untrusted import clean_text, shell_word
 from pipeline.cli.common import console, literal, print_table, safe  # this module is only imported by commands that run
 
 
@@ -218,7 +218,7 @@ def print_show(record: AdapterRecord) -> None:
         literal(
             f"# reasons: {len(spec.reasons)} (table below); needs review: "
             f"{', '.join(spec.needs_review) or 'nothing'}; golden rows: {len(spec.golden)} (below); "
-            f"the full spec: draftset adapters edit {record.repo_id}"
+            f"the full spec: draftset adapters edit {shell_word(record.repo_id)}"
         )
     )
     print_reasons(record)
@@ -227,6 +227,6 @@ def print_show(record: AdapterRecord) -> None:
         print_contract(record.contract, record.repo_id, fields=False)
         if not record.contract_current:
             console.print(
-                f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(record.repo_id)}`[/]"
+                f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(shell_word(record.repo_id))}`[/]"
             )
     print_examples(record)

@@ -26,6 +26,7 @@ from catalog.home import Home
 from catalog.hub import HubClient, hub_errors
 from catalog.liveness import run_lock
 from catalog.shards import ParquetShardWriter, existing_ids
+from catalog.untrusted import shell_word
 from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.rows import to_row
 from pipeline.stage import StageRun
@@ -77,7 +78,7 @@ class IngestStage(Stage[IngestConfig]):
             f"{folder} holds shards from adapter spec {str(old_spec)[:12]} at revision "
             f"{str(old_revision)[:12]}, but the approved adapter is spec {config.spec_hash[:12]} at "
             f"{config.revision[:12]}",
-            hint=f"rebuild them: draftset ingest --repo {config.repo_id} --fresh",
+            hint=f"rebuild them: draftset ingest --repo {shell_word(config.repo_id)} --fresh",
         )
 
     def rows(self) -> Iterable[RawRow]:
