@@ -58,16 +58,20 @@ _CODE_LINE = re.compile(
     re.VERBOSE | re.MULTILINE,
 )
 _FENCE = re.compile(r"```")
-# Common command words of a POSIX shell session; a line counts only with an argument shaped like a flag,
-# a path, a pipe or a redirection, so English prose ("find the answer") does not.
+# A prompt line ("$ du -sh /var"), or a common command word of a POSIX shell session with an argument shaped
+# like a flag, a path, a pipe or a redirection, so English prose ("find the answer") does not count.
 _SHELL_LINE = re.compile(
-    r"""^\s*(?:\$\s+|>\s+)?(?:sudo\s+)?
+    r"""^\s*\$\s+[a-z][\w.-]*(?:\s+\S+)+\s*$
+    |^\s*(?:>\s+)?(?:sudo\s+)?
     (?:ls|cd|git|grep|rg|python3?|pip3?|cat|sed|awk|find|make|pytest|npm|npx|yarn|docker|curl|wget|echo|mkdir|
-       rm|cp|mv|chmod|chown|bash|sh|apt|apt-get|head|tail|tar|ssh|export|cargo|go|node|kubectl|touch|diff|wc)
+       rm|cp|mv|chmod|chown|bash|sh|apt|apt-get|head|tail|tar|ssh|export|cargo|go|node|kubectl|touch|diff|wc|
+       du|ps|kill|which|conda|uv|jq|ruff|mypy|systemctl|journalctl)
     (?:\s+\S+)*?\s+(?:-{1,2}[\w-]+|\S*/\S*|\S+\.\w{1,5}|\||&&|>{1,2}|2>&1)(?:\s+\S+)*\s*$""",
     re.VERBOSE | re.MULTILINE,
 )
-_TOOL_KEYS = {"tool_calls", "tool_call", "function_call", "function_calls", "tools", "functions", "tool_uses"}
+_CALL_KEYS = {"arguments", "parameters", "args", "input_schema"}
+CALL_SHAPE = "{name, arguments}"  # marker in a row's key set: some object had a name and arguments/parameters
+_TOOL_KEYS = {CALL_SHAPE, "tool_calls", "tool_call", "function_call", "function_calls", "tools", "functions", "tool_uses"}
 _TOOL_ROLES = {"tool", "function", "ipython", "observation", "tool_response", "tool_result"}
 _TOOL_TEXT = re.compile(
     r"<tool_call>|<function_?call>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>"
@@ -100,6 +104,8 @@ def _leaves(value: Any, depth: int = 0) -> tuple[list[str], set[str], list[list[
             strings.append(text)
         elif isinstance(item, dict):
             keys.update(str(k) for k in item)
+            if "name" in item and _CALL_KEYS & item.keys():  # a {name, arguments} call or a function schema
+                keys.add(CALL_SHAPE)
             stack.extend((v, d + 1) for v in item.values())
         elif isinstance(item, list):
             if len(item) >= 2 and all(isinstance(x, dict) for x in item):

@@ -32,7 +32,7 @@ from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief, Candidate
 
 REASON_CHARS = 120
-SAMPLE_CHARS = 300  # of one sampled row, per candidate the judge sees
+SAMPLE_CHARS = 240  # of one sampled row, per candidate the judge sees
 RETRIED = ("not_json", "schema", "http_status", "connection")  # worth one more request; a timeout is not
 ENDPOINT_DOWN = ("http_status", "connection", "timeout")
 
@@ -186,7 +186,7 @@ class LLMPolicy(HeuristicPolicy):
             return candidates  # nothing to judge, or this agent already fell back (the endpoint is dead)
         cat = BY_KEY[brief.category]
         ids = [c.repo_id for c in candidates]
-        listing = fence([_facts(c) for c in candidates], limit=400 * len(candidates))
+        listing = fence([_facts(c) for c in candidates], limit=800 * len(candidates))  # card + rows
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.JUDGE_SYSTEM},
             {
