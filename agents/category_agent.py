@@ -54,7 +54,7 @@ def to_inspect(brief: Brief, hits: list[dict[str, Any]], config: FindConfig) -> 
     whose id and tags share no whole word with the brief, those with a seed inside their id first, then by
     popularity: a terse or non-English card is found only by reading its rows, which needs it inspected."""
     ranked = sorted(hits, key=lambda h: _prefilter(brief, h), reverse=True)
-    explore = min(config.explore_slots, config.inspect_top)
+    explore = min(config.explore_slots, config.inspect_top // 4)  # a small inspect_top stays word-ranked
     by_words = ranked[: config.inspect_top - explore]
     rest = ranked[len(by_words) :]
     wordless = sorted(

@@ -59,7 +59,9 @@ class FindConfig(Strict):
         True, description="check the card's words against the sampled rows' content (off: card words only)"
     )
     explore_slots: int = Field(
-        2, ge=0, description="of inspect_top, hits inspected although their id/tags share no word with the brief"
+        2,
+        ge=0,
+        description="of inspect_top (a quarter at most), hits inspected though their id/tags share no word with the brief",
     )
     target_families: tuple[str, ...] = TARGET_FAMILIES  # the one list, shared with adapter proposal
     tool_result_chars: int = Field(4000, ge=200, description="llm policy: max chars of one tool result")

@@ -71,15 +71,33 @@ _SHELL_LINE = re.compile(
 )
 _CALL_KEYS = {"arguments", "parameters", "args", "input_schema"}
 CALL_SHAPE = "{name, arguments}"  # marker in a row's key set: some object had a name and arguments/parameters
-_TOOL_KEYS = {CALL_SHAPE, "tool_calls", "tool_call", "function_call", "function_calls", "tools", "functions", "tool_uses"}
+_TOOL_KEYS = {
+    CALL_SHAPE,
+    "tool_calls",
+    "tool_call",
+    "function_call",
+    "function_calls",
+    "tools",
+    "functions",
+    "tool_uses",
+}
 _TOOL_ROLES = {"tool", "function", "ipython", "observation", "tool_response", "tool_result"}
 _TOOL_TEXT = re.compile(
-    r"<tool_call>|<function_?call>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>"
+    r"<tool_call>|<function_?calls?>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>|<invoke name=|<\|python_tag\|>"
     r"|\"name\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments|parameters|args)\"\s*:"
     r"|\[\s*[a-zA-Z_]\w*\((?:\s*\w+\s*=[^()]*)?\)\s*(?:,\s*[a-zA-Z_]\w*\([^()]*\)\s*)*\]",
 )
+# ReAct-style tool use: an action line and an observation line in one row.
+_REACT_ACTION = re.compile(r"^\s*Action(?:\s+Input)?\s*:\s*\S", re.MULTILINE)
+_REACT_OBSERVATION = re.compile(r"^\s*Observation\s*:", re.MULTILINE)
+# A whole string that is one keyword-argument call, `get_weather(city="Oslo", days=3)` (a calls column).
+_CALL_LEAF = re.compile(r"\s*[a-zA-Z_][\w.]*\(\s*\w+\s*=\s*[^()]*\)\s*")
 _MATH = re.compile(r"\\(?:frac|sqrt|boxed|sum|int|cdot|times)\b|\$[^$\n]{1,80}\$|\b\d+(?:\.\d+)?\s*[-+*/×÷^=]\s*\d+")
-_STEP = re.compile(r"<think>|<\|begin_of_thought\|>|\bstep\s*\d+\b|let'?s think|\btherefore\b", re.IGNORECASE)
+_STEP = re.compile(
+    r"<think>|<thought>|<reasoning>|<\|begin_of_thought\|>|\bstep\s*\d+\b|step[- ]by[- ]step|let'?s think"
+    r"|\btherefore\b|\bhence\b|\bthus\b|the answer is|^####\s",
+    re.IGNORECASE | re.MULTILINE,
+)
 _LABEL_KEYS = ("role", "from", "speaker", "author", "sender", "type")
 
 
@@ -122,8 +140,9 @@ def _labels(turns: list[dict[str, Any]]) -> list[str]:
     return []
 
 
-def row_signals(row: dict[str, Any], answer_labels: set[str]) -> set[str]:
-    """The content kinds one row shows. answer_labels: role labels the detector maps to `assistant`."""
+def row_signals(row: dict[str, Any], answer_labels: set[str], answered: bool = False) -> set[str]:
+    """The content kinds one row shows. answer_labels: role labels the detector maps to `assistant`;
+    answered: the detector reads this row as a prompt with its answer (columns, rendered transcripts)."""
     strings, keys, lists = _leaves(row)
     budget, kept = MAX_ROW_CHARS, []
     for s in strings:
@@ -138,10 +157,16 @@ def row_signals(row: dict[str, Any], answer_labels: set[str]) -> set[str]:
     if _SHELL_LINE.search(text):
         found.add("shell")
     roles = [label for turns in lists for label in _labels(turns)]
-    if keys & _TOOL_KEYS or set(roles) & _TOOL_ROLES or _TOOL_TEXT.search(text):
+    if (
+        keys & _TOOL_KEYS
+        or set(roles) & _TOOL_ROLES
+        or _TOOL_TEXT.search(text)
+        or (_REACT_ACTION.search(text) and _REACT_OBSERVATION.search(text))
+        or any(_CALL_LEAF.fullmatch(s) for s in kept if len(s) < 2000)
+    ):
         found.add("tool_calls")
     answering = [sum(label in answer_labels for label in _labels(turns)) for turns in lists]
-    if any(answering):
+    if any(answering) or answered:
         found.add("exchange")
     if any(n >= 2 for n in answering):
         found.add("dialogue")
@@ -160,6 +185,27 @@ def _is_prose(text: str) -> bool:
         return False
     plain = sum(c.isalnum() or c.isspace() for c in text)
     return len(text.split()) >= 90 and plain / len(text) >= 0.8 and len(_CODE_LINE.findall(text)) <= 2
+
+
+def _answered(row: dict[str, Any], detected: Detected | None) -> bool:
+    """The detector reads this row as a prompt and its answer without a list of labelled turns: prompt and
+    response columns both filled, or a transcript rendered into one text column."""
+    if detected is None:
+        return False
+    fields = detected.fields
+    if fields.get("layout") == "columns":
+        cols = fields["columns"]
+        response = cols.get("response")
+        return any(_filled(row.get(c)) for c in cols.get("prompt") or []) and (
+            isinstance(response, str) and _filled(row.get(response))
+        )
+    transcript = fields.get("transcript")
+    field = transcript.get("field") if isinstance(transcript, dict) else None
+    return fields.get("layout") == "transcript" and isinstance(field, str) and _filled(row.get(field))
+
+
+def _filled(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip()) or isinstance(value, (list, dict)) and bool(value)
 
 
 def _opening(row: dict[str, Any], detected: Detected | None) -> str | None:
@@ -181,7 +227,7 @@ def _opening(row: dict[str, Any], detected: Detected | None) -> str | None:
                 break
     if not isinstance(text, str) or not text.strip():
         return None
-    return " ".join(re.findall(r"\w+", text.lower())[:3])
+    return " ".join(re.findall(r"\w+", text.lower())[:40])
 
 
 def signals(rows: list[dict[str, Any]], detected: Detected | None) -> dict[str, Any]:
@@ -190,8 +236,14 @@ def signals(rows: list[dict[str, Any]], detected: Detected | None) -> dict[str, 
     sample = [r for r in rows[:MAX_ROWS] if isinstance(r, dict)]
     role_map = (detected.fields.get("role_map") if detected is not None else None) or {}
     answers = {str(k).lower() for k, v in role_map.items() if v == "assistant"}
-    counts = Counter(kind for row in sample for kind in row_signals(row, answers))
-    openings = Counter(o for o in (_opening(r, detected) for r in sample) if o)
+    counts = Counter(kind for row in sample for kind in row_signals(row, answers, _answered(row, detected)))
+    prompts = [o.split() for o in (_opening(r, detected) for r in sample) if o]
+    # A preamble every prompt shares ("Below is an instruction that describes a task ...") is a template's
+    # wrapper, not the task: the opening is read after it.
+    shared = 0
+    while len(prompts) >= 3 and all(len(p) > shared + 1 for p in prompts) and len({p[shared] for p in prompts}) == 1:
+        shared += 1
+    openings = Counter(" ".join(p[shared : shared + 3]) for p in prompts)
     opening, repeats = openings.most_common(1)[0] if openings else ("", 0)
     n_prompts = sum(openings.values())
     # A mix: at least three prompts read and no one opening on more than half of them.
@@ -200,5 +252,10 @@ def signals(rows: list[dict[str, Any]], detected: Detected | None) -> dict[str, 
     return {
         "rows": len(sample),
         "counts": {k: counts.get(k, 0) for k in KINDS},
-        "opening": {"words": opening, "rows": repeats, "of": n_prompts},
+        "opening": {
+            "words": opening,
+            "rows": repeats,
+            "of": n_prompts,
+            "shared": " ".join(prompts[0][:shared]) if prompts else "",
+        },
     }

@@ -57,7 +57,9 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
             kinds = tuple(dict.fromkeys(k for t in contradicted for k in TERM_SENSES[t]))
             parts.append(f"the card's {', '.join(repr(t) for t in contradicted)} with no {_kinds(kinds)} in the rows")
         opening = signals["opening"]  # type: ignore[index]
-        if opening["of"] >= 3 and opening["rows"] == opening["of"]:
+        if len(opening.get("shared", "").split()) >= 3:
+            parts.append(f"every prompt opens {opening['shared']!r}")
+        elif opening["of"] >= 3 and opening["rows"] == opening["of"]:
             parts.append(f"every prompt opens {opening['words']!r}")
         return {
             **base,

@@ -62,6 +62,23 @@ def test_tool_calls_are_read_from_structure_and_json_text():
     assert _counts([call_centre])["tool_calls"] == 0
 
 
+def test_tool_use_in_react_text_or_a_calls_column_counts():
+    react = {"text": "Thought: look it up\nAction: search[Oslo weather]\nObservation: 4 C, rain\nAnswer: rain"}
+    column = {"query": "weather in Oslo?", "call": 'get_weather(city="Oslo", days=3)'}
+    assert _counts([react])["tool_calls"] == 1 and _counts([column])["tool_calls"] == 1
+    assert _counts([{"text": "Action: none taken yet. The board met on Monday."}])["tool_calls"] == 0
+
+
+def test_prompt_and_answer_columns_are_an_exchange_and_a_shared_preamble_is_not_the_task():
+    preamble = "Below is an instruction that describes a task. Write a response. "
+    rows = [{"instruction": preamble + task, "output": "Sure."} for task in ("Sum 2 and 3.", "Name a fish.", "Say hi.")]
+    found = signals(rows, detect(rows))
+    assert found["counts"]["exchange"] == 3 and found["counts"]["varied"] == 3
+    assert found["opening"]["shared"].startswith("below is an instruction")
+    same = signals(rows[:1] * 3, detect(rows[:1] * 3))
+    assert same["counts"]["varied"] == 0  # one prompt three times is not a mix
+
+
 def test_probe_reads_a_bounded_sample():
     rows = [_turns(("user", "x"), ("assistant", "$ ls -la /tmp"))] * 50
     found = signals(rows, detect(rows))
