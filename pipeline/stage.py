@@ -58,10 +58,18 @@ class StageRun:
     """Counts and bookkeeping for one run of one stage."""
 
     def __init__(
-        self, stage: str, config: StageConfig, out_dir: Path, catalog: Any | None = None, run_id: str | None = None
+        self,
+        stage: str,
+        config: StageConfig,
+        out_dir: Path,
+        catalog: Any | None = None,
+        run_id: str | None = None,
+        *,
+        compat: Mapping[str, Any] | None = None,
     ):
         self.stage = stage
         self.config = config
+        self.compat = compat  # what a later run must match to resume this output: recorded in config.json
         self.out_dir = Path(out_dir)
         self.catalog = catalog
         self.run_id = run_id or f"{stage}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -119,7 +127,10 @@ class StageRun:
         if self.catalog is not None:
             mark_interrupted(self.catalog)  # earlier runs whose process died stop showing as running
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.out_dir / "config.json", {"stage": self.stage, **self.config.model_dump(mode="json")})
+        recorded: dict[str, Any] = {"stage": self.stage, **self.config.model_dump(mode="json")}
+        if self.compat is not None:
+            recorded["compat"] = dict(self.compat)
+        write_json_atomic(self.out_dir / "config.json", recorded)
         self._record("running", None, finished=False)
         return self
 

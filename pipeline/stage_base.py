@@ -66,6 +66,13 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def recorded_compat(path: Path) -> dict[str, Any]:
+    """The settings a run recorded in its config.json: its `compat` (what resuming must match), else all."""
+    data = json.loads(Path(path).read_text())
+    compat = data.get("compat") if isinstance(data, dict) else None
+    return compat if isinstance(compat, dict) else data
+
+
 @dataclass
 class StageResult:
     run_id: str
@@ -89,11 +96,14 @@ class Stage(ABC, Generic[C]):
     result: StageResult  # set when a run ends well
     stage_run: StageRun  # the run in progress
 
-    def __init__(self, config: C, out_dir: Path, catalog: Any | None = None, *, fresh: bool = False):
+    def __init__(
+        self, config: C, out_dir: Path, catalog: Any | None = None, *, fresh: bool = False, rank_folder: bool = True
+    ):
+        """`rank_folder=False`: `out_dir` is used as given (a stage that places its torchrun ranks itself)."""
         if not isinstance(config, self.config_model):
             raise TypeError(f"{type(self).__name__} takes a {self.config_model.__name__}, not {type(config).__name__}")
         self.config = config
-        self.out_dir = rank_dir(Path(out_dir), *torchrun_rank())
+        self.out_dir = rank_dir(Path(out_dir), *torchrun_rank()) if rank_folder else Path(out_dir)
         self.work_dir = self.out_dir  # where this run writes (a staging folder for staged stages)
         self.catalog = catalog
         self.fresh = fresh
@@ -136,12 +146,12 @@ class Stage(ABC, Generic[C]):
 
     def previous_keys(self) -> list[tuple[Path, dict[str, Any]]]:
         """(folder, settings) of output already there: config.json (written when a run starts, so a killed
-        run's rows are covered too), else the manifest's config."""
+        run's rows are covered too; its `compat` when the stage recorded one), else the manifest's config."""
         if not self.has_output():
             return []
         before: dict[str, Any] | None = None
         if (self.out_dir / CONFIG).is_file():
-            before = json.loads((self.out_dir / CONFIG).read_text())
+            before = recorded_compat(self.out_dir / CONFIG)
         elif (manifest := read_manifest(self.out_dir)) is not None:
             before = manifest.get("config")
         return [(self.out_dir, before or {})]
@@ -165,6 +175,11 @@ class Stage(ABC, Generic[C]):
             if changed:
                 raise self.incompatible(folder, changed)
         return found
+
+    def clear(self) -> None:
+        """`fresh`: remove what an earlier run left (no ignore_errors: old files left would mix with new)."""
+        if self.out_dir.exists():
+            shutil.rmtree(self.out_dir)
 
     def already_done(self) -> set[str]:
         if self.resume_key is None:
@@ -194,14 +209,14 @@ class Stage(ABC, Generic[C]):
         if self.staged:
             self.work_dir = self.out_dir.parent / f".{self.out_dir.name}.building-{uuid.uuid4().hex[:8]}"
         else:
-            if self.fresh and self.out_dir.exists():  # no ignore_errors: old shards left would mix with new
-                shutil.rmtree(self.out_dir)
+            if self.fresh:
+                self.clear()
             self.done = self.already_done()
             self.check_compatible()
         try:
             self.upstream = [m for m in (self.upstream_manifest(p) for p in self.inputs()) if m is not None]
             self.prepare()
-            with StageRun(self.name, self.config, self.work_dir, self.catalog) as run:
+            with StageRun(self.name, self.config, self.work_dir, self.catalog, compat=self.compat_key()) as run:
                 self.stage_run = run
                 try:
                     yield run
