@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pipeline.capture.config import CaptureConfig
 from pipeline.capture.runtime import exit_on_error
-from pipeline.stage_file import add_field_arguments, parsed_settings
+from pipeline.stage import add_field_arguments, parsed_settings
 
 FLAGS: dict[str, str | tuple[str, str]] = {
     "layers": "HF hidden-state indices, comma separated",

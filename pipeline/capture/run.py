@@ -34,8 +34,7 @@ from pipeline.capture.rows import BuiltRow, read_build_rows
 from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
 from pipeline.capture.store import SHARD_GLOB, CaptureReader, ShardWriter
 from pipeline.model.tiktoken_convert import tokenizer_sha256
-from pipeline.stage import StageRun
-from pipeline.stage_base import CONFIG, Stage, recorded_compat
+from pipeline.stage import CONFIG, Stage, StageRun, recorded_compat
 
 if TYPE_CHECKING:
     import torch  # imported where it runs: the module stays importable without loading torch

@@ -10,7 +10,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.capture.config import CaptureConfig
 from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
-from pipeline.stage_file import stage_settings
+from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
 
 

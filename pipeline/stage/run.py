@@ -1,4 +1,4 @@
-"""The small base every stage stands on: strict config, counts, quarantine, the run record.
+"""One run of one stage and its accounting: counts, quarantine, config.json/stats.json, the run record.
 
     with StageRun("ingest", config, out_dir, catalog) as run:
         for row in rows:
@@ -9,7 +9,7 @@
 
 On exit the run writes `config.json` and `stats.json` beside the outputs, records a `stage_runs`
 row (when a catalog is given: the GPU capture/train hosts run without one), and raises `ZeroOutput`
-when it saw input but emitted nothing.
+when it saw input but emitted nothing. `Stage` (stage/base.py) opens one around each stage's work.
 """
 
 from __future__ import annotations
@@ -26,18 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from pydantic import BaseModel, ConfigDict
-
 from catalog.errors import DraftsetError, ZeroOutput
 from catalog.io import write_json_atomic
 from catalog.liveness import mark_interrupted, owner
-
-
-class StageConfig(BaseModel):
-    """Base for every stage's config: unknown keys and wrong types fail at load."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+from pipeline.stage.config import StageConfig
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
 
