@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import xxhash
 from datasketch import LeanMinHash, MinHash, MinHashLSH
 
-from pipeline.dedup.keys import shingles
+from pipeline.rows.keys import shingles
 
 
 def _hash32(data: bytes) -> int:

@@ -23,12 +23,11 @@ from catalog.home import Home
 from catalog.io import atomic_path
 from catalog.shards import iter_rows
 from pipeline.dedup.config import DedupConfig
-from pipeline.dedup.keys import hash_normalized, normalize
 from pipeline.dedup.near import NearIndex
-from pipeline.ingest.rows import from_row
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
+from pipeline.rows.codec import from_row
+from pipeline.rows.keys import hash_normalized, normalize
+from pipeline.stage import Stage, StageRun
 
 DECISIONS = pa.schema(
     [

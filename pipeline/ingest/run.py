@@ -28,10 +28,8 @@ from catalog.liveness import run_lock
 from catalog.shards import ParquetShardWriter, existing_ids
 from catalog.untrusted import shell_word
 from pipeline.ingest.config import IngestConfig
-from pipeline.ingest.rows import to_row
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
-from pipeline.stage_file import field_default
+from pipeline.rows.codec import to_row
+from pipeline.stage import Stage, StageRun, field_default
 
 
 @dataclass
