@@ -15,6 +15,7 @@ from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.names import require_known
+from catalog.untrusted import shell_word, split_assignment
 
 ROLE_TARGETS = typing.get_args(RoleTarget)
 
@@ -26,19 +27,19 @@ def approve(
     if force and not (note and note.strip()):
         raise DraftsetError(
             "--force needs --note saying why a failing contract is acceptable",
-            hint=f'draftset adapters approve {repo_id} --force --note "why"',
+            hint=f'draftset adapters approve {shell_word(repo_id)} --force --note "why"',
         )
     if not force:
         if not record.contract_current:
             raise DraftsetError(
                 f"no contract result for the current spec of {repo_id}",
-                hint=f"run the contract first: draftset adapters test {repo_id}",
+                hint=f"run the contract first: draftset adapters test {shell_word(repo_id)}",
             )
         found = verdict.of_record(record)  # the one verdict the CLI, API and page show
         if not found.passed:
             raise DraftsetError(
                 f"contract of {repo_id} fails: " + " | ".join(p.line() for p in found.errors),
-                hint=f"fix the spec (draftset adapters map/edit {repo_id}) and re-test, or "
+                hint=f"fix the spec (draftset adapters map/edit {shell_word(repo_id)}) and re-test, or "
                 f'approve anyway with --force --note "why"',
             )
         if found.review_open:  # inference asked a person to check these fields: approving skips that check
@@ -64,12 +65,14 @@ def mark_checked(catalog: Catalog, repo_id: str, fields: list[str], by: str) -> 
 
 def reject(catalog: Catalog, repo_id: str, by: str, note: str) -> store.AdapterRecord:
     if not note or not note.strip():
-        raise DraftsetError("reject needs --note saying why", hint=f'draftset adapters reject {repo_id} --note "why"')
+        raise DraftsetError(
+            "reject needs --note saying why", hint=f'draftset adapters reject {shell_word(repo_id)} --note "why"'
+        )
     return store.record_review(catalog, store.require(catalog, repo_id), "rejected", by, note)
 
 
 def parse_assignment(text: str) -> tuple[str, RoleTarget]:
-    label, sep, role = text.partition("=")
+    label, role, sep = split_assignment(text)  # a JSON-string label names a label with control characters
     if not sep or not label or role not in ROLE_TARGETS:
         raise DraftsetError(
             f"cannot read role mapping {text!r}",

@@ -20,6 +20,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.io import write_text_atomic
 from catalog.names import closest
+from catalog.untrusted import shell_word
 
 Status = Literal["proposed", "approved", "rejected", "stale"]
 
@@ -74,9 +75,11 @@ def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
         if near:  # a typo of a known id: point at it, never at proposing the typo
             raise DraftsetError(
                 f"no adapter for {repo_id}; did you mean {' or '.join(near)}?",
-                hint=f"draftset adapters show {near[0]}  (every adapter: draftset adapters list)",
+                hint=f"draftset adapters show {shell_word(near[0])}  (every adapter: draftset adapters list)",
             )
-        raise DraftsetError(f"no adapter for {repo_id}", hint=f"propose one: draftset adapters propose {repo_id}")
+        raise DraftsetError(
+            f"no adapter for {repo_id}", hint=f"propose one: draftset adapters propose {shell_word(repo_id)}"
+        )
     return record
 
 

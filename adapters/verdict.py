@@ -24,7 +24,7 @@ from typing import Any, Literal
 from adapters.contract import REFUSALS
 
 Kind = Literal["pass", "pass with warnings", "fail", "refused", "not run"]
-WARNING_LEVELS = {"warning", "warn"}
+WARNING_LEVELS = {"warning", "warn"}  # anything else that fails (error, fail) is an error
 INFO_LEVELS = {"info", "note"}  # reported by a check, never a reason to refuse (e.g. a field-accounting note)
 _COUNTED = re.compile(r"^(\d+) problem\(s\): (.*?)(?:; |\s\(\+\d+ more\)|$)")
 
@@ -108,7 +108,7 @@ class Verdict:
 
 
 def _severity(check: dict[str, Any]) -> str:
-    # `level` today; a `severity` key, when the contract grows one, says the same and wins.
+    # The stored check's `level` (error | warning); a stored `severity` (fail | warn), where present, wins.
     return str(check.get("severity") or check.get("level") or "error").lower()
 
 
@@ -117,7 +117,8 @@ def _problem(check: dict[str, Any], severity: Literal["error", "warning"]) -> Pr
     count = check.get("count")
     examples = check.get("examples")
     if isinstance(examples, list) and examples:
-        example = str(examples[0])
+        first = examples[0]
+        example = f"row {first.get('row_index')}: {first.get('detail', '')}" if isinstance(first, dict) else str(first)
     elif m := _COUNTED.match(detail):
         count, example = count or int(m.group(1)), m.group(2)
     else:
@@ -133,6 +134,8 @@ def verdict(contract: dict[str, Any] | None, needs_review: list[str] | None = No
     errors, warnings = [], []
     for c in contract.get("checks", []):
         if c.get("passed"):
+            if c.get("quarantined"):  # passed because its few bad rows are quarantined: said, as a warning
+                warnings.append(_problem(c, "warning"))
             continue
         level = _severity(c)
         if level in INFO_LEVELS:

@@ -13,7 +13,7 @@ from rich.syntax import Syntax
 from adapters import verdict
 from adapters.contract import ContractResult
 from adapters.store import AdapterRecord
-from catalog.untrusted import clean_text
+from catalog.untrusted import clean_text, shell_word
 from pipeline.cli.common import console, literal, print_table, safe  # this module is only imported by commands that run
 
 
@@ -68,22 +68,65 @@ def _result(check: dict[str, Any]) -> str:
 
 
 def print_contract(
-    result: ContractResult | dict[str, Any], repo_id: str, needs_review: list[str] | None = None
+    result: ContractResult | dict[str, Any], repo_id: str, needs_review: list[str] | None = None, fields: bool = True
 ) -> verdict.Verdict:
     data = result.to_json() if isinstance(result, ContractResult) else result
     found = verdict.verdict(data, needs_review)
+    if fields:
+        print_fields(data)
     _table(
         ["check", "result", "detail"],
         [[c["name"], _result(c), c["detail"]] for c in data["checks"]],
         title=f"contract of {repo_id}: {found.headline}",
     )
-    if data["quarantined"]:
+    print_problems(data)
+    if data["quarantined"] and not data.get("problems"):  # a result stored before the contract grouped them
         _table(
             ["cause", "rows", "example"],
             [[cause, f"{n:,}", example] for cause, n, example in verdict.rejected_by_cause(data)],
             title="rejected rows by cause (ingest quarantines these)",
         )
     return found
+
+
+def print_fields(result: ContractResult | dict[str, Any] | None) -> None:
+    """The field accounting: every raw field path, how much text it holds and where it went (or why not)."""
+    data = result.to_json() if isinstance(result, ContractResult) else result
+    fields = (data or {}).get("fields") or []
+    if not fields:
+        console.print(literal("field accounting: not computed (run `draftset adapters test REPO`)"))
+        return
+    status = {"unaccounted": "UNACCOUNTED", "carried": "carried"}
+    _table(
+        ["field", "rows", "avg chars", "median", "share", "went to", "status", "reason / example"],
+        [
+            [
+                f["path"],
+                f["rows"],
+                f"{f['mean_chars']:.0f}",
+                f"{f['median_chars']:.0f}",
+                f"{f['share']:.0%}",
+                ", ".join(f["where"][:4]),
+                status.get(f["status"], f["status"]),
+                f["reason"] or (repr(f["example"][:50]) if f["status"] == "unaccounted" else ""),
+            ]
+            for f in fields
+        ],
+        title=f"field accounting: {len(fields)} raw field(s), biggest text first "
+        f"({sum(f['status'] == 'unaccounted' for f in fields)} unaccounted)",
+    )
+
+
+def print_problems(result: ContractResult | dict[str, Any]) -> None:
+    """One line per cause (reject reason, failing or quarantining check) with its count and an example."""
+    data = result.to_json() if isinstance(result, ContractResult) else result
+    problems = data.get("problems") or []
+    if problems:
+        _table(
+            ["cause", "rows", "level", "example"],
+            [[p["cause"], p["count"], p["level"], p["example"][:110]] for p in problems],
+            title="problems, one line per cause",
+        )
 
 
 def print_role_counts(record: AdapterRecord) -> None:
@@ -173,6 +216,7 @@ def print_show(record: AdapterRecord) -> None:
     console.print(literal(f"verdict: {found.headline}"), style="bold")
     for blocker in found.blockers():
         console.print(literal(f"  {blocker}"), style="red" if not blocker.startswith("REVIEW") else "yellow")
+    print_fields(record.contract)  # first: what every raw field became, before how it was decided
     spec = record.spec
     data = spec.model_dump(mode="json", exclude={"reasons", "golden", "needs_review"}, exclude_none=True)
     console.print(Syntax(clean_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)), "yaml"))
@@ -180,16 +224,16 @@ def print_show(record: AdapterRecord) -> None:
         literal(
             f"# reasons: {len(spec.reasons)} (table below); needs review: "
             f"{', '.join(spec.needs_review) or 'nothing'}; golden rows: {len(spec.golden)} (below); "
-            f"the full spec: draftset adapters edit {record.repo_id}"
+            f"the full spec: draftset adapters edit {shell_word(record.repo_id)}"
         )
     )
     print_reasons(record)
     print_role_counts(record)
     if record.contract:
-        print_contract(record.contract, record.repo_id, spec.needs_review)
+        print_contract(record.contract, record.repo_id, spec.needs_review, fields=False)
         if not record.contract_current:
             console.print(
-                f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(record.repo_id)}`[/]"
+                f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(shell_word(record.repo_id))}`[/]"
             )
     print_examples(record)
     console.print(literal(f"verdict: {found.headline}"), style="bold")

@@ -139,17 +139,39 @@ def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[s
         "contract_current": record.contract_current,
         "contract_result": contract,
         "failing_rows": failing_rows(contract),
-        "rejected_by_cause": verdict.rejected_by_cause(contract or {}),
+        "rejected_by_cause": _rejected(contract),
         # Where every raw field went, when the contract carries that table (a list of rows, or a mapping).
         "accounting": _accounting(contract),
     }
 
 
+ACCOUNTING = {  # the contract's field accounting (adapters.accounting.FieldReport): column -> how to show it
+    "field": lambda f: f["path"],
+    "rows": lambda f: f["rows"],
+    "avg chars": lambda f: round(f["mean_chars"]),
+    "share of text": lambda f: f"{f['share']:.0%}",
+    "went to": lambda f: ", ".join(f["where"][:4]),
+    "status": lambda f: f["status"],
+    "reason / example": lambda f: f["reason"] or (repr(f["example"][:60]) if f["status"] == "unaccounted" else ""),
+}
+
+
 def _accounting(contract: dict[str, Any] | None) -> dict[str, Any] | None:
-    table = (contract or {}).get("field_accounting") or (contract or {}).get("accounting")
-    if isinstance(table, dict):
-        table = table.get("rows") or table.get("fields") or [{"field": k, "went to": v} for k, v in table.items()]
-    if not isinstance(table, list) or not table or not all(isinstance(r, dict) for r in table):
+    """Where every raw field went, as a table, when the contract result carries the accounting."""
+    fields = (contract or {}).get("fields") or []
+    if not fields:
         return None
-    columns = list(dict.fromkeys(k for r in table for k in r))
-    return {"columns": columns, "rows": [[r.get(c) for c in columns] for r in table]}
+    return {
+        "columns": list(ACCOUNTING),
+        "rows": [[show(f) for show in ACCOUNTING.values()] for f in fields],
+        "status": [f["status"] for f in fields],
+        "unaccounted": sum(f["status"] == "unaccounted" for f in fields),
+    }
+
+
+def _rejected(contract: dict[str, Any] | None) -> list[tuple[str, int, str]]:
+    """Rejected rows, one line per cause: the contract's own grouping, else (older results) grouped here."""
+    grouped = [p for p in (contract or {}).get("problems") or [] if p.get("level") == "quarantine"]
+    if grouped:
+        return [(p["cause"].removeprefix("rejected: "), int(p["count"]), p["example"]) for p in grouped]
+    return verdict.rejected_by_cause(contract or {})
