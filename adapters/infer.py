@@ -16,6 +16,7 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from adapters.accounting import proposed_drops
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.source import download, iter_raw_rows
@@ -375,6 +376,9 @@ def build_proposal(
         },
         where=f"proposed for {repo_id}",
     )
+    spec.drop = proposed_drops(spec, rows) or None  # unread metadata, by name; substantial text is left to fail
+    if spec.drop:
+        spec.reasons["drop"] = f"{len(spec.drop)} unread field(s) of metadata or short values, each with its reason"
     spec.golden = _pin_golden(spec, rows)
     return Proposal(
         spec=spec,

@@ -40,6 +40,8 @@ ADDED_FIELDS = {
     "parts_key",
     "completion_path",
     "pair_keys",
+    "drop",
+    "max_bad_fraction",
     "tools_in_system",
     "turn_columns",
     "candidates",
@@ -198,6 +200,12 @@ class AdapterSpec(SpecModel):
     )
     min_yield: float = Field(0.8, ge=0.0, le=100.0, description="contract: records per row at least")
     max_content_chars: int = Field(100_000, gt=0, description="a longer turn rejects the row (broken export)")
+    # Field accounting (adapters/accounting.py): raw fields left out of the records on purpose, by path
+    # (`meta.score`, `conversations[].id`; a path drops everything under it) → the reason ("ids", "metadata").
+    drop: dict[str, str] | None = Field(None, description="raw field path → why it is not carried")
+    max_bad_fraction: float | None = Field(
+        None, ge=0.0, le=1.0, description="rows failing a per-row check are quarantined up to this fraction (0.01)"
+    )
     # Review annotations (not hashed).
     reasons: dict[str, str] = Field(default_factory=dict)
     needs_review: list[str] = Field(default_factory=list)
