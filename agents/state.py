@@ -123,7 +123,7 @@ class Plan(Record):
     samples_existing: int
     existing_repos: list[str]
     items: list[PlanItem]
-    totals: dict[str, float | int]
+    totals: dict[str, float | int | str]  # str: the forecast line
 
 
 class FindState(TypedDict, total=False):

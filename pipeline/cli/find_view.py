@@ -139,6 +139,8 @@ def show_plan(plan: dict[str, Any]) -> None:
         f"{t['throughput_tok_s']:g} tok/s · hidden states at {t['bytes_per_token']:,} B/token"
     )
     console.print(f"[bold magenta]{headline(t)}[/]")
+    if t.get("forecast"):
+        console.print(f"forecast: {t['forecast']}", highlight=False, soft_wrap=True)
 
 
 def show_review(queries: list[str]) -> None:
