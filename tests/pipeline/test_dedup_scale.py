@@ -130,3 +130,25 @@ def test_tasks_resume_per_rank_and_counts_add_up(tmp_path):
     assert summed(counts) == {"rows": 33}  # every rank's counts, whichever run produced them
     assert all((tmp_path / f"runs-{r}").read_text() == "x" for r in completed)  # completed ranks not redone
     assert (tmp_path / "runs-1").read_text() == "xx"
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray", reason="ray is in the test extras (pyproject.toml)")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_the_same_stage_runs_on_a_local_ray_cluster(home, sources, local_ray):
+    """datatrove's Ray executor with the stage code unchanged: the same decisions as the local pool."""
+    _corpus(home, sources, n=120)
+    local, rows_local = _dedup(home, 2, "local")
+    counter = TokenCounter(None)
+    config = DedupConfig(repos=["lab-a/chat", "lab-b/chat"], length_unit=counter.method)
+    on_ray = run_dedup(Catalog(home), home, config, home / "ray", counter, workers=2, executor="ray")
+    rows_ray = pq.read_table(on_ray.decisions).to_pylist()
+    assert [(r["record_id"], r["reason"], r["duplicate_of"]) for r in rows_ray] == [
+        (r["record_id"], r["reason"], r["duplicate_of"]) for r in rows_local
+    ]
+    assert on_ray.manifest["executor"] == "ray" and on_ray.counts == local.counts
