@@ -62,8 +62,8 @@ def _prompts(home: Path) -> list[tuple[tuple[Any, ...], str, str, str]]:
     """(survivor order, id, normalized prompt, context) of every row, as the pre-change stage loaded them."""
     from catalog.home import Home
     from catalog.shards import iter_rows
-    from pipeline.dedup.keys import normalize
-    from pipeline.ingest.rows import from_row
+    from pipeline.rows.codec import from_row
+    from pipeline.rows.keys import normalize
 
     rows = []
     for raw in iter_rows([Home(home).normalized(r) for r in BENCH_REPOS]):
@@ -75,9 +75,9 @@ def _prompts(home: Path) -> list[tuple[tuple[Any, ...], str, str, str]]:
 
 
 def run_in_memory(home: Path, workers: int) -> set[str]:
-    from pipeline.dedup.keys import hash_normalized
     from pipeline.dedup.near import NearIndex
     from pipeline.model.lengths import TokenCounter
+    from pipeline.rows.keys import hash_normalized
 
     rows = _prompts(home)
     TokenCounter(None).count_many([r[3] for r in rows])
@@ -101,8 +101,8 @@ def run_datasets(home: Path, workers: int) -> set[str]:
 
     from catalog.home import Home
     from catalog.shards import shard_paths
-    from pipeline.dedup.keys import normalize, shingles
-    from pipeline.ingest.rows import from_row
+    from pipeline.rows.codec import from_row
+    from pipeline.rows.keys import normalize, shingles
 
     datasets.disable_progress_bars()
     files = [str(p) for r in BENCH_REPOS for p in shard_paths(Home(home).normalized(r))]

@@ -24,7 +24,7 @@ from adapters.records import Conversation, FunctionCall, Message, Source, ToolCa
 from catalog.home import Home
 from catalog.io import write_json_atomic
 from catalog.shards import ParquetShardWriter
-from pipeline.ingest.rows import to_row
+from pipeline.rows.codec import to_row
 
 FAMILIES = {  # repo → (mode, category, shape)
     "synth/alpaca-like": ("regenerate", "general chat", "single"),

@@ -16,8 +16,7 @@ from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
-from pipeline.stage import StageConfig, skipped_total
-from pipeline.stage_file import stage_settings
+from pipeline.stage import StageConfig, skipped_total, stage_settings
 
 
 def _threshold(model: type[StageConfig]) -> Any:

@@ -37,8 +37,7 @@ from pipeline.dedup.minhash import bands
 from pipeline.dedup.sketch import SketchTask
 from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import Executor, run_tasks, summed
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
+from pipeline.stage import Stage, StageRun
 
 DECISIONS = pa.schema(
     [

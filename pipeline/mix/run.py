@@ -29,9 +29,7 @@ from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
-from pipeline.stage_file import field_default
+from pipeline.stage import Stage, StageRun, field_default
 
 
 @dataclass
