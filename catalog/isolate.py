@@ -16,9 +16,30 @@ from catalog import limits
 from catalog.errors import DraftsetError
 
 
+def exit_with_parent(poll_s: float = 0.5) -> None:
+    """In a worker process: exit as soon as the process that started it is gone (even by kill -9).
+
+    A worker orphaned by a killed parent would otherwise live on under init, holding its memory; a
+    watcher thread is used rather than PR_SET_PDEATHSIG because that fires when the parent *thread*
+    that spawned us ends (a pool thread), not the parent process."""
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
     import resource
 
+    exit_with_parent()
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
     except (ValueError, OSError):
