@@ -93,13 +93,15 @@ def _left_behind() -> list[tuple[int, str]]:
             continue
         try:
             proc = Path("/proc") / entry
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            state, ppid = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:2]
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
             marked = needle in (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        # multiprocessing's resource tracker leaves when this process does (it reads our pipe's EOF).
-        if marked and state != "Z" and "resource_tracker" not in cmdline:
+        # multiprocessing's resource tracker and forkserver (our children; a forkserver's own children have
+        # the same command line) leave when this process does: they read our pipe's EOF.
+        helper = int(ppid) == os.getpid() and ("resource_tracker" in cmdline or "forkserver" in cmdline)
+        if marked and state != "Z" and not helper:
             found.append((int(entry), cmdline[:160]))
     return found
 
