@@ -16,7 +16,7 @@ from test_service_browser import browser, login, shots  # noqa: F401 - fixtures 
 from pipeline.settings import Settings
 
 WEIRD = "weird-roles/customer-support-chats"  # an unmapped label: the contract fails, turns are dropped
-SPLIT = "swegym-mini/openhands-trajectories-mini"  # passes, with the split a guess (an open REVIEW item)
+SPLIT = "swesmith-mini/swe-smith-trajectories-mini"  # passes, with the split a guess (an open REVIEW item)
 DESKTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
 
 
