@@ -132,7 +132,7 @@ def check_draft(draft_dir: Path, captures: Path, model_dir: Path | None = None, 
     )
     if model_dir is None and not (target_dir / "config.json").exists():
         return report
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     model = load_target(target_dir, torch.float32)
     samples = [reader.load(i) for i in train_ids]

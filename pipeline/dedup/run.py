@@ -24,10 +24,10 @@ from catalog.io import atomic_path
 from catalog.shards import iter_rows
 from pipeline.dedup.config import DedupConfig
 from pipeline.dedup.near import NearIndex
-from pipeline.model.lengths import TokenCounter
 from pipeline.rows.codec import from_row
 from pipeline.rows.keys import hash_normalized, normalize
 from pipeline.stage import Stage, StageRun
+from pipeline.target.lengths import TokenCounter
 
 DECISIONS = pa.schema(
     [

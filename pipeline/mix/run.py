@@ -28,8 +28,8 @@ from catalog.shards import ParquetShardWriter, iter_rows, read_table
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
-from pipeline.model.lengths import TokenCounter
 from pipeline.stage import Stage, StageRun, field_default
+from pipeline.target.lengths import TokenCounter
 
 
 @dataclass
