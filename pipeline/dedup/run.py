@@ -37,7 +37,7 @@ from pipeline.dedup.minhash import bands
 from pipeline.dedup.sketch import SketchTask
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 DECISIONS = pa.schema(
     [

@@ -29,7 +29,7 @@ from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.stage import Stage, StageRun, field_default
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 
 @dataclass

@@ -8,7 +8,6 @@ import asyncio
 import json
 
 import pytest
-from find_testkit import CAPS, answer, script, scripted_llm
 
 from adapters.detect import detect
 from agents.configuration import FindConfig
@@ -18,6 +17,7 @@ from agents.relevance import judge
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief
 from tests.fixtures.expected import RELEVANCE_FIXTURES
+from tests.kits.find import CAPS, answer, script, scripted_llm
 
 DISTRACTORS = {r for r, why in RELEVANCE_FIXTURES.items() if why.startswith("off-domain")}
 HIDDEN = set(RELEVANCE_FIXTURES) - DISTRACTORS

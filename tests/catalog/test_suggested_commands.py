@@ -22,7 +22,7 @@ from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.hub.errors import translate
 from catalog.untrusted import command, label_from_word, label_word, shell_word, split_assignment, sql_command
-from tests.adapters.adapter_helpers import make_spec
+from tests.kits.adapters import make_spec
 
 CANARY = "PWNED"
 # Shell metacharacters, both quote kinds, newlines, NUL, ANSI, and a label that looks like our JSON form.

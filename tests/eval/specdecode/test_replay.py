@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from draft_toy import TEMPLATE, VOCAB, make_target
 
 from eval.specdecode.replay import Interval, accept_length_interval, separation, tokens_to_separate, walk
+from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target
 
 MAX_NEW, STEPS = 24, 3
 
@@ -28,7 +28,7 @@ def _greedy_build(model_dir, build_dir, n_rows=40):
     from eval.specdecode.decode import greedy
     from eval.specdecode.runners import TargetRunner
     from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
-    from pipeline.target.load import load_target
+    from pipeline.targets.load import load_target
 
     model = load_target(model_dir, torch.float32)
     target = TargetRunner(model)
