@@ -23,6 +23,7 @@ from rich.progress import Progress
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.names import require_known
 from catalog.quota import allocate, take_quotas
 from catalog.shards import ParquetShardWriter, iter_rows, read_table
 from pipeline.dedup.run import DedupConfig, run_dedup
@@ -55,6 +56,10 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
     for s in config.source_quotas:  # planned sources with no row left still hold a quota
         category_of.setdefault(s, config.source_category.get(s) or "")
     available = {s: len(by_source.get(s, [])) for s in category_of}
+    for cat in config.category_weights:  # a typo would weigh nothing and give its category 0 records
+        require_known(
+            "category", cat, set(category_of.values()), where="--weight", hint="weigh the sources' categories"
+        )
     if config.plan_id is not None:
         total = config.samples if config.samples is not None else sum(config.source_quotas.values())
         target, taken = take_quotas(config.source_quotas, available, total)
