@@ -10,19 +10,18 @@ from adapters import store
 from adapters.spec import AdapterSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.untrusted import shell_word
 
 
 def require_approved(catalog: Catalog, repo_id: str, revision: str | None = None) -> AdapterSpec:
     """The approved spec for `repo_id` at `revision` (default: the spec's own pinned revision)."""
     record = store.require(catalog, repo_id)
-    review = (
-        f"draftset adapters show {repo_id} && draftset adapters test {repo_id} && "
-        f"draftset adapters approve {repo_id} --by NAME"
-    )
+    q = shell_word(repo_id)  # a pasted hint runs draftset and nothing else
+    review = f"draftset adapters show {q} && draftset adapters test {q} && draftset adapters approve {q} --by NAME"
     if record.status == "rejected":
         raise DraftsetError(
             f"adapter for {repo_id} was rejected by {record.reviewed_by}: {record.note or 'no note'}",
-            hint=f"fix it (draftset adapters edit {repo_id}), then {review}",
+            hint=f"fix it (draftset adapters edit {q}), then {review}",
         )
     if record.approved_spec_hash is None:
         raise DraftsetError(
@@ -39,6 +38,6 @@ def require_approved(catalog: Catalog, repo_id: str, revision: str | None = None
         raise DraftsetError(
             f"adapter for {repo_id} is stale: approved for revision {str(record.approved_revision)[:12]}, "
             f"dataset is at {wanted_revision[:12]}",
-            hint=f"re-propose for the new revision, then approve: draftset adapters propose {repo_id} && {review}",
+            hint=f"re-propose for the new revision, then approve: draftset adapters propose {q} && {review}",
         )
     return spec

@@ -16,6 +16,7 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from adapters.accounting import proposed_drops
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.source import download, iter_raw_rows
@@ -26,7 +27,7 @@ from catalog.errors import DraftsetError
 from catalog.hub import HubClient
 from catalog.isolate import run_isolated
 from catalog.limits import MAX_CARD_BYTES, LimitExceeded
-from catalog.untrusted import check_card
+from catalog.untrusted import check_card, shell_word
 
 METADATA_CONFIGS = ("metadata", "meta", "raw")
 N_GOLDEN = 3
@@ -84,7 +85,8 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
         except DraftsetError as exc:
             raise DraftsetError(
                 f"cannot list the configs/splits of {repo_id}: {exc}",
-                hint="check the dataset card's `configs:` and that its data files exist",
+                # a crash, the time or the memory limit blames the files, not the card
+                hint=exc.hint or "check the dataset card's `configs:` and that its data files exist",
             ) from None
 
 
@@ -177,7 +179,7 @@ def _check_card(repo_id: str, info: Any, endpoint: str, token: str | None) -> No
         raise DraftsetError(
             f"refused {repo_id}: {exc}",
             hint="the card's YAML is hostile or broken; reject this dataset "
-            f"(draftset adapters reject {repo_id} --note ...)",
+            f"(draftset adapters reject {shell_word(repo_id)} --note ...)",
         ) from None
 
 
@@ -348,6 +350,13 @@ def build_proposal(
     native_why = names_target(card, [row for _, row in rows], target_patterns)
     mode = "native" if native_why else "regenerate"
     d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
+    if mode == "native" and "candidates" in d.fields:  # which candidate the target wrote is not known
+        mode = "regenerate"
+        d.reasons["mode"] = (
+            f"{native_why}, but rows hold several candidate answers: the target regenerates (set candidates.policy: "
+            "best and mode: native to train the best-ranked or winning answer)"
+        )
+        d.needs_review.append("mode")
     if "label_field" in d.fields and mode == "native":
         d.fields["min_yield"] = 0.3
         d.reasons["min_yield"] = "labelled data: undesirable answers are refused row by row, so fewer rows yield"
@@ -368,6 +377,9 @@ def build_proposal(
         },
         where=f"proposed for {repo_id}",
     )
+    spec.drop = proposed_drops(spec, rows) or None  # unread metadata, by name; substantial text is left to fail
+    if spec.drop:
+        spec.reasons["drop"] = f"{len(spec.drop)} unread field(s) of metadata or short values, each with its reason"
     spec.golden = _pin_golden(spec, rows)
     return Proposal(
         spec=spec,

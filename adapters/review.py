@@ -14,6 +14,7 @@ from adapters.source import iter_raw_rows
 from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.untrusted import shell_word, split_assignment
 
 ROLE_TARGETS = typing.get_args(RoleTarget)
 
@@ -25,20 +26,20 @@ def approve(
     if force and not (note and note.strip()):
         raise DraftsetError(
             "--force needs --note saying why a failing contract is acceptable",
-            hint=f'draftset adapters approve {repo_id} --force --note "why"',
+            hint=f'draftset adapters approve {shell_word(repo_id)} --force --note "why"',
         )
     if not force:
         if not record.contract_current:
             raise DraftsetError(
                 f"no contract result for the current spec of {repo_id}",
-                hint=f"run the contract first: draftset adapters test {repo_id}",
+                hint=f"run the contract first: draftset adapters test {shell_word(repo_id)}",
             )
         if not record.contract_passed:
             assert record.contract is not None  # contract_current says there is one
             failed = [c["name"] + ": " + c["detail"] for c in record.contract["checks"] if not c["passed"]]
             raise DraftsetError(
                 f"contract of {repo_id} fails: " + " | ".join(failed),
-                hint=f"fix the spec (draftset adapters map/edit {repo_id}) and re-test, or "
+                hint=f"fix the spec (draftset adapters map/edit {shell_word(repo_id)}) and re-test, or "
                 f'approve anyway with --force --note "why"',
             )
     return store.record_review(catalog, record, "approved", by, note)
@@ -46,12 +47,14 @@ def approve(
 
 def reject(catalog: Catalog, repo_id: str, by: str, note: str) -> store.AdapterRecord:
     if not note or not note.strip():
-        raise DraftsetError("reject needs --note saying why", hint=f'draftset adapters reject {repo_id} --note "why"')
+        raise DraftsetError(
+            "reject needs --note saying why", hint=f'draftset adapters reject {shell_word(repo_id)} --note "why"'
+        )
     return store.record_review(catalog, store.require(catalog, repo_id), "rejected", by, note)
 
 
 def parse_assignment(text: str) -> tuple[str, RoleTarget]:
-    label, sep, role = text.partition("=")
+    label, role, sep = split_assignment(text)  # a JSON-string label names a label with control characters
     if not sep or not label or role not in ROLE_TARGETS:
         raise DraftsetError(
             f"cannot read role mapping {text!r}",

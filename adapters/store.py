@@ -19,6 +19,7 @@ from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.io import write_text_atomic
+from catalog.untrusted import shell_word
 
 Status = Literal["proposed", "approved", "rejected", "stale"]
 
@@ -68,7 +69,9 @@ def load(catalog: Catalog, repo_id: str) -> AdapterRecord | None:
 def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
     record = load(catalog, repo_id)
     if record is None:
-        raise DraftsetError(f"no adapter for {repo_id}", hint=f"propose one: draftset adapters propose {repo_id}")
+        raise DraftsetError(
+            f"no adapter for {repo_id}", hint=f"propose one: draftset adapters propose {shell_word(repo_id)}"
+        )
     return record
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from agents.state import AgentReport, Candidate, Plan
 from catalog import Catalog
 from catalog.db import upsert
+from catalog.untrusted import sql_command
 
 
 def _ts(epoch: float | None) -> datetime | None:
@@ -189,6 +190,9 @@ def _candidate_row(c: Candidate, run_id: str, now: datetime, first_seen: datetim
         "mode": c.mode,
         "est_yield": c.est_yield,
         "flags": c.flags,
+        "relevance": c.relevance.get("verdict"),
+        "relevance_evidence": c.relevance.get("evidence"),
+        "content_signals": {k: v for k, v in c.relevance.items() if k not in ("verdict", "evidence")} or None,
         "first_seen": first_seen or now,
         "last_seen": now,
         "last_run_id": run_id,
@@ -200,11 +204,20 @@ def review_queries(run_id: str, plan_id: str) -> list[str]:
     """The exact `draftset sql` commands to review a run (ids are ours, quoted safely)."""
     rid, pid = run_id.replace("'", "''"), plan_id.replace("'", "''")  # SQL string literals
     return [
-        f'draftset sql "SELECT category, status, started_at, finished_at, hub_calls, n_candidates, error '
-        f"FROM agent_runs WHERE run_id = '{rid}' ORDER BY started_at\"",
-        f'draftset sql "SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidate_status '
-        f"WHERE last_run_id = '{rid}' ORDER BY score DESC\"",
-        f"draftset sql \"SELECT repo_id, score_reasons FROM candidates WHERE last_run_id = '{rid}' "
-        f"AND status = 'irrelevant'\"",
-        f"draftset sql \"SELECT * FROM plan_items WHERE plan_id = '{pid}' ORDER BY est_samples DESC\"",
+        sql_command(
+            "SELECT category, status, started_at, finished_at, hub_calls, n_candidates, error "
+            f"FROM agent_runs WHERE run_id = '{rid}' ORDER BY started_at"
+        ),
+        sql_command(
+            "SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidate_status "
+            f"WHERE last_run_id = '{rid}' ORDER BY score DESC"
+        ),
+        sql_command(
+            "SELECT repo_id, category, status, relevance, relevance_evidence FROM candidate_status "
+            f"WHERE last_run_id = '{rid}' AND relevance IN ('off_domain', 'on_content')"
+        ),
+        sql_command(
+            f"SELECT repo_id, score_reasons FROM candidates WHERE last_run_id = '{rid}' AND status = 'irrelevant'"
+        ),
+        sql_command(f"SELECT * FROM plan_items WHERE plan_id = '{pid}' ORDER BY est_samples DESC"),
     ]

@@ -38,6 +38,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.hub import check_reachable
 from catalog.liveness import mark_interrupted, owner
+from catalog.untrusted import command, sql_command
 
 
 @dataclass
@@ -110,9 +111,9 @@ async def _plan_resume(
         raise DraftsetError(
             f"find run {run_id!r} already finished"
             + (f" ({len(failed)} agent(s) failed: {', '.join(failed)})" if failed else ""),
-            hint=f"draftset find --resume {run_id} --retry-failed"
+            hint=command("draftset", "find", "--resume", run_id, "--retry-failed")
             if failed
-            else f"draftset sql \"SELECT * FROM candidates WHERE last_run_id = '{run_id}'\"",
+            else sql_command(f"SELECT * FROM candidates WHERE last_run_id = '{run_id.replace(chr(39), chr(39) * 2)}'"),
         )
 
 

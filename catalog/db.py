@@ -172,11 +172,11 @@ class Catalog:
             )
         owner = _owner.owner_of(self.path)
         if owner is not None:
-            # A cursor of the service's instance; whatever it does is rolled back (the SQL path also
-            # refuses non-queries before they get here).
+            # A cursor of the service's instance in a read-only transaction: DuckDB's transaction
+            # manager refuses any write (DML inside a CTE included), whatever a parser check missed.
             cur = owner.con.cursor()
             try:
-                cur.execute("BEGIN TRANSACTION")
+                cur.execute("BEGIN TRANSACTION READ ONLY")
                 yield cur
             finally:
                 try:

@@ -37,3 +37,7 @@ class StageFailed(DraftsetError):
 
 class ZeroOutput(StageFailed):
     """A stage got non-empty input and produced nothing: always a bug, never a silent pass."""
+
+
+class QueryStopped(DraftsetError):
+    """A statement was stopped before it finished: its time limit, its client gone, or shutdown."""

@@ -1,9 +1,13 @@
 """`draftset sql`: read-only queries over the catalog, printed as a table, CSV or JSON.
 
 Three layers keep the review path read-only: the statement types are checked before anything runs
-(one clear message), the connection is opened read-only (DuckDB refuses writes to the catalog), and
-that connection has no file-system access (so COPY TO, ATTACH, EXPORT or read_csv cannot write or
-read files beside the catalog).
+(one clear message), the connection cannot write (a read-only connection, or inside the service a
+`BEGIN TRANSACTION READ ONLY` cursor, refused by DuckDB's transaction manager whatever the parser
+missed, e.g. DML inside a CTE), and that connection has no file-system access (so COPY TO, ATTACH,
+EXPORT or read_csv cannot write or read files beside the catalog).
+
+A `Watch` bounds one statement: a time limit, and `cancel()` from any thread (client gone, shutdown)
+both end it through DuckDB's `interrupt()`; `cancel_all()` stops every statement still running.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import csv
 import io
 import itertools
 import json
+import re
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -19,7 +25,7 @@ from typing import Any, Protocol
 import duckdb
 
 from catalog.db import Catalog, first_line
-from catalog.errors import CatalogReadOnly, DraftsetError
+from catalog.errors import CatalogReadOnly, DraftsetError, QueryStopped
 from catalog.untrusted import clean_text
 
 # SHOW, DESCRIBE, SUMMARIZE and FROM-first queries parse as SELECT.
@@ -56,15 +62,125 @@ def _check_text(query: str) -> None:
         ) from None
 
 
+class Watch:
+    """One statement's bounds: `timeout_s` (None: none) and `cancel(why)` from any thread.
+
+    DuckDB's interrupt() ends the statement at its next check (milliseconds, also mid-fetch); the
+    error the statement then raises names why it stopped (QueryStopped), never "Interrupted!"."""
+
+    def __init__(self, timeout_s: float | None = None, stated_s: float | None = None):
+        self.timeout_s = timeout_s
+        self.stated_s = stated_s if stated_s is not None else timeout_s  # the limit as the user knows it
+        self.why: str | None = None
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def cancel(self, why: str) -> None:
+        with self._lock:
+            if self.why is None:
+                self.why = why
+            con = self._con
+        if con is not None:
+            con.interrupt()
+
+    def check(self) -> None:
+        """Raise QueryStopped when cancelled (between batches: interrupt() only reaches a running call)."""
+        if self.why is not None:
+            raise _stopped(self)
+
+    @contextmanager
+    def running(self, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        with self._lock:
+            self._con = con
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        if self.timeout_s is not None:
+            self._timer = threading.Timer(self.timeout_s, self.cancel, (f"time limit of {self.stated_s:g} s",))
+            self._timer.daemon = True
+            self._timer.start()
+        try:
+            self.check()  # cancelled before it started (shutdown, a client gone while it queued)
+            yield
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+            with self._lock:
+                self._con = None
+
+
+_LIVE: set[Watch] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def cancel_all(why: str = "the service is shutting down") -> int:
+    """Interrupt every statement running under a Watch in this process; how many there were."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for watch in live:
+        watch.cancel(why)
+    return len(live)
+
+
+def _stopped(watch: Watch) -> QueryStopped:
+    why = watch.why or "cancelled"
+    hint = (
+        "narrow the query (a WHERE, a LIMIT, fewer joins), or ask an operator for a longer limit"
+        if why.startswith("time limit")
+        else None
+    )
+    return QueryStopped(f"query stopped: {why}", hint=hint)
+
+
+# Secrets a viewer's query may not read. Checked on the text (a filter by name) and on DuckDB's physical
+# plan (SELECT *, positional #3, COLUMNS(regex), query_table('users') all resolve to the column there);
+# table functions that take SQL as text or expose column statistics are refused outright.
+SECRET_COLUMNS = ("token_hash",)
+_SECRET_FUNCTIONS = re.compile(r"\b(query|query_table|pragma_storage_info|storage_info)\s*\(", re.I)
+
+
+def _check_secrets(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    text = query.lower()
+    named = next((c for c in SECRET_COLUMNS if c in text), None)
+    if named is None and _SECRET_FUNCTIONS.search(query):
+        named = _SECRET_FUNCTIONS.search(query).group(1)  # type: ignore[union-attr]
+    if named is None:
+        try:
+            plans = con.execute("EXPLAIN (FORMAT json) " + query).fetchall()
+        except duckdb.Error:
+            return  # the query itself reports its error
+        plan = " ".join(str(row[-1]) for row in plans).lower()
+        named = next((c for c in SECRET_COLUMNS if c in plan), None)
+    if named is not None:
+        raise CatalogReadOnly(
+            f"this query reads {named}, which only operators may read",
+            hint="select the columns you need by name (users: name, role, created_at, disabled_at)",
+        )
+
+
 @contextmanager
-def open_query(catalog: Catalog, query: str) -> Iterator[tuple[list[str], duckdb.DuckDBPyConnection | None]]:
+def open_query(
+    catalog: Catalog, query: str, watch: Watch | None = None, hide_secrets: bool = False
+) -> Iterator[tuple[list[str], duckdb.DuckDBPyConnection | None]]:
     """Run `query` read-only; yields (columns, cursor to fetch from) while the connection is open.
-    Rows are fetched by the caller in batches, so a 4M-row answer is never held in memory at once."""
+    Rows are fetched by the caller in batches, so a 4M-row answer is never held in memory at once.
+    `watch` bounds it (time limit, cancel); `hide_secrets` refuses reading SECRET_COLUMNS."""
     _check_text(query)
     check_read_only(query)
-    with catalog.reader() as con:
+    watch = watch or Watch()
+    with catalog.reader() as con, watch.running(con):
         try:
+            if hide_secrets:
+                _check_secrets(con, query)
             cur = con.execute(query)
+        except duckdb.InterruptException as exc:
+            raise _stopped(watch) from exc
+        except duckdb.TransactionException as exc:
+            if "read-only" in str(exc).lower():
+                raise CatalogReadOnly(f"draftset sql is read-only: {first_line(exc)}", hint=READ_ONLY_HINT) from exc
+            raise DraftsetError(f"query failed: {first_line(exc)}") from exc
         except (duckdb.InvalidInputException, duckdb.PermissionException) as exc:
             text = str(exc).lower()
             if "file system operations are disabled" in text:
@@ -82,7 +198,10 @@ def open_query(catalog: Catalog, query: str) -> Iterator[tuple[list[str], duckdb
         if cur.description is None:
             yield [], None
         else:
-            yield [d[0] for d in cur.description], cur
+            try:
+                yield [d[0] for d in cur.description], cur
+            except duckdb.InterruptException as exc:
+                raise _stopped(watch) from exc
 
 
 class RowSource(Protocol):
@@ -100,6 +219,8 @@ def iter_rows(cursor: RowSource | None, limit: int | None, batch: int = 2048) ->
         want = batch if limit is None else min(batch, limit - produced)
         try:
             rows = cursor.fetchmany(want)
+        except duckdb.InterruptException:
+            raise  # open_query names why it stopped
         except duckdb.Error as exc:
             raise DraftsetError(f"query failed while reading its rows: {first_line(exc)}") from exc
         if not rows:

@@ -6,12 +6,18 @@
 - `redact`: tokens and API keys cut out of any text we echo (an endpoint may echo the key in its 401).
 - `clean_text`: terminal escape sequences and control characters removed, so catalog or card text
   printed to a terminal cannot move the cursor, retitle the window or hide text.
+- `command`, `shell_word`, `label_word`/`label_from_word`: the one way a suggested command (a hint, a
+  `next:` line) embeds a value from a dataset, the Hub or an LLM: every such word is shell-quoted, so
+  pasting the suggestion runs draftset and nothing else; a role label that a terminal would mangle (NUL,
+  ANSI, newlines) is written as its JSON string, which `adapters map` reads back to the exact label.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 from typing import Any
 
 import yaml
@@ -158,3 +164,76 @@ def clean_text(text: str, keep_newlines: bool = True) -> str:
         text = text.replace("\n", " ")
     # A lone surrogate cannot be written to a UTF-8 terminal: show it as a replacement character.
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def is_plain(text: str) -> bool:
+    """Text a terminal shows as it is: no escape sequence, control character, bidi override or surrogate."""
+    return not (_ANSI.search(text) or _CONTROL.search(text) or "\n" in text or "\t" in text) and text == (
+        text.encode("utf-8", "replace").decode("utf-8")
+    )
+
+
+# -- suggested commands ------------------------------------------------------------------------
+class Verbatim(str):
+    """A word of a suggested command that we wrote (a placeholder such as ROLE, `--note "why"`): not quoted."""
+
+
+def shell_word(value: object) -> str:
+    """`value` as one shell word: pasted, it is that one argument, never code (shlex.quote). A value a
+    terminal would mangle is shown cleaned (it could not be typed back either); it still runs nothing."""
+    text = str(value)
+    if not is_plain(text):
+        text = clean_text(text, keep_newlines=False)
+    return shlex.quote(text)
+
+
+def command(*words: object) -> str:
+    """A suggested command line: every word quoted by shell_word unless it is Verbatim.
+
+    command("draftset", "adapters", "map", repo, label_word(label) + "=ROLE")"""
+    return " ".join(w if isinstance(w, Verbatim) else shell_word(w) for w in words)
+
+
+def label_word(label: str) -> str:
+    """How a command line names a role label: the label itself when a terminal shows it as it is,
+    else its JSON string ("\\u001b[31mred"), which is printable ASCII and which `label_from_word`
+    reads back exactly. A label that itself looks like a JSON string, or holds "=", is JSON too."""
+    if is_plain(label) and not label.startswith('"') and "=" not in label:
+        return label
+    return json.dumps(label, ensure_ascii=True)
+
+
+def label_from_word(word: str) -> str:
+    """The label a command-line word names (inverse of label_word)."""
+    if len(word) >= 2 and word.startswith('"') and word.endswith('"'):
+        try:
+            value = json.loads(word)
+        except ValueError:
+            return word
+        if isinstance(value, str):
+            return value
+    return word
+
+
+def split_assignment(text: str) -> tuple[str, str, bool]:
+    """(label, value, had "=") of a LABEL=VALUE word, LABEL written as label_word writes it."""
+    if text.startswith('"'):
+        try:
+            label, end = json.JSONDecoder().raw_decode(text)
+        except ValueError:
+            label, end = None, 0
+        if isinstance(label, str) and text[end : end + 1] == "=":
+            return label, text[end + 1 :], True
+    label, sep, value = text.partition("=")
+    return label, value, bool(sep)
+
+
+_DOUBLE_QUOTE_SAFE = re.compile(r'[^"$`\\!]*')
+
+
+def sql_command(query: str) -> str:
+    """`draftset sql "QUERY"`: double quotes (readable, SQL's single quotes inside) when nothing in the
+    query means anything to a shell inside double quotes, else shell_word's single-quoting."""
+    if is_plain(query) and _DOUBLE_QUOTE_SAFE.fullmatch(query):
+        return f'draftset sql "{query}"'
+    return command("draftset", "sql", query)

@@ -2,7 +2,7 @@
 
 Not `extra="forbid"` on purpose: a project's .env is shared with other tools (OPENAI_API_KEY, ...), and their
 keys must not stop draftset from starting. Wrong types still fail at load; the stage configs, which are
-draftset's own files, are strict (`extra="forbid"`, pipeline/stage.py).
+draftset's own files, are strict (`extra="forbid"`, pipeline/stage/config.py).
 
 Secrets are `SecretStr`: their repr is '**********', so a token never reaches a log or an error.
 """
@@ -36,6 +36,13 @@ class Settings(BaseSettings):
     # The team service (`draftset serve`): when set, sql/find/adapters test|approve|reject go through it.
     server_url: str | None = Field(None, validation_alias="DRAFTSET_SERVER")
     server_token: SecretStr | None = Field(None, validation_alias="DRAFTSET_TOKEN")
+    # What one request to the service may cost (pipeline/servers/service/sqlgate.py, app.py).
+    sql_timeout_s: float = Field(5.0, gt=0, validation_alias="DRAFTSET_SQL_TIMEOUT_S")  # a viewer's statement
+    sql_timeout_staff_s: float = Field(30.0, gt=0, validation_alias="DRAFTSET_SQL_TIMEOUT_STAFF_S")  # reviewers+
+    sql_max_bytes: int = Field(16 * 1024 * 1024, gt=0, validation_alias="DRAFTSET_SQL_MAX_BYTES")  # one answer
+    max_body_bytes: int = Field(1024 * 1024, gt=0, validation_alias="DRAFTSET_MAX_BODY_BYTES")  # one request body
+    # Behind a TLS-terminating reverse proxy: session cookies get the Secure flag (README: "Behind a proxy").
+    secure_cookies: bool = Field(False, validation_alias="DRAFTSET_SECURE_COOKIES")
 
     @property
     def viewer_base(self) -> str:

@@ -20,6 +20,7 @@ from contextlib import ContextDecorator
 
 from catalog.errors import DraftsetError
 from catalog.hub.probe import check_reachable, unreachable
+from catalog.untrusted import shell_word
 
 
 class HubRequestError(DraftsetError):
@@ -95,12 +96,12 @@ def translate(
             pinned = f"the pinned revision {revision}" if revision else "the pinned revision"
             return HubRequestError(
                 f"{pinned} of {repo} no longer exists on {endpoint} (the dataset changed since it was pinned)",
-                hint=f"re-propose the adapter for the current revision: draftset adapters propose {repo}",
+                hint=f"re-propose the adapter for the current revision: draftset adapters propose {shell_word(repo)}",
             )
         if kind == "entry":
             return HubRequestError(
                 f"file not found in {repo} on {endpoint}: {detail}",
-                hint=f"re-propose the adapter: draftset adapters propose {repo}",
+                hint=f"re-propose the adapter: draftset adapters propose {shell_word(repo)}",
             )
         if kind == "unreachable":
             return unreachable(endpoint, detail)

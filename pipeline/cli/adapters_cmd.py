@@ -13,6 +13,7 @@ from rich.progress import Progress
 
 from catalog.errors import DraftsetError
 from catalog.io import write_text_atomic
+from catalog.untrusted import shell_word
 from pipeline.cli.common import catalog, console, literal, safe, settings
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
@@ -275,7 +276,7 @@ def map_roles(
     console.print(
         safe(
             f"{repo_id}: role map now {record.spec.role_map}; status {record.status}; "
-            f"next: draftset adapters test {repo_id}"
+            f"next: draftset adapters test {shell_word(repo_id)}"
         ),
         highlight=False,
     )
@@ -295,18 +296,20 @@ def edit(repo_id: str = REPO) -> None:
     if subprocess.call([*shlex.split(editor), str(path)]) != 0:
         raise DraftsetError(
             f"editor {editor!r} exited with an error; the spec was not changed",
-            hint=f"your edits are kept in {path}; run `draftset adapters edit {repo_id}` again",
+            hint=f"your edits are kept in {path}; run `draftset adapters edit {shell_word(repo_id)}` again",
         )
     try:
         updated = review.accept_edit(cat, repo_id, path.read_text(encoding="utf-8"))
     except DraftsetError as exc:
-        exc.hint = f"your edits are kept in {path}; fix them and run `draftset adapters edit {repo_id}` again"
+        exc.hint = (
+            f"your edits are kept in {path}; fix them and run `draftset adapters edit {shell_word(repo_id)}` again"
+        )
         raise
     changed = updated.spec_hash != record.spec_hash
     console.print(
         safe(
             f"{repo_id}: {'spec changed' if changed else 'no change'}; status {updated.status}"
-            + (f"; next: draftset adapters test {repo_id}" if changed else "")
+            + (f"; next: draftset adapters test {shell_word(repo_id)}" if changed else "")
         ),
         highlight=False,
     )

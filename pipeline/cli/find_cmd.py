@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from agents.configuration import FindConfig
 from catalog.errors import DraftsetError
+from catalog.untrusted import shell_word
 from pipeline.cli.common import console, err_console, settings
 
 if TYPE_CHECKING:
@@ -136,11 +137,13 @@ def find(
     request = None if resume else FindRequest(domain=domain, samples=samples, config=cfg)
     run_id = resume or new_run_id()
     if not as_json:
-        err_console.print(f"run [bold]{run_id}[/] — if interrupted: draftset find --resume {run_id}", highlight=False)
+        err_console.print(
+            f"run [bold]{run_id}[/] — if interrupted: draftset find --resume {shell_word(run_id)}", highlight=False
+        )
     try:
         final = asyncio.run(_drive(_env(), request, resume, run_id, as_json, retry_failed))
     except KeyboardInterrupt:
-        raise DraftsetError(f"find {run_id} interrupted", hint=f"draftset find --resume {run_id}") from None
+        raise DraftsetError(f"find {run_id} interrupted", hint=f"draftset find --resume {shell_word(run_id)}") from None
     _report(final, as_json)
     if propose and not as_json:
         _propose_planned(final["state"]["plan"]["plan_id"], propose)
@@ -198,7 +201,7 @@ def _propose_planned(plan_id: str, top: int) -> None:
 
 def _report(final: dict[str, Any], as_json: bool) -> None:
     from agents.recording import review_queries
-    from pipeline.cli.find_view import show_candidates, show_plan, show_review
+    from pipeline.cli.find_view import show_candidates, show_plan, show_relevance, show_review
 
     state = final["state"]
     plan, summary = state["plan"], state["summary"]
@@ -220,6 +223,7 @@ def _report(final: dict[str, Any], as_json: bool) -> None:
         )
     else:
         show_candidates(state["candidates"])
+        show_relevance(state["candidates"])
         show_plan(plan)
         console.print(
             f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "

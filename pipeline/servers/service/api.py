@@ -77,13 +77,15 @@ class TestBody(Strict):
     rows: int = Field(500, ge=1, le=10_000)
 
 
+# /health and /api/me are async and touch no query slot: they answer on the event loop even while every
+# worker thread and statement slot is busy (authentication reads its in-memory table, auth.py).
 @router.get("/health")
-def health() -> dict[str, str]:
+async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
 @router.get("/api/me")
-def me(user: Viewer) -> dict[str, str]:
+async def me(user: Viewer) -> dict[str, str]:
     return {"name": user.name, "role": user.role}
 
 
@@ -92,6 +94,7 @@ def me(user: Viewer) -> dict[str, str]:
 def start_find(body: FindBody, request: Request, user: Operator) -> dict[str, str]:
     from pipeline.servers.service.work import start_find as start
 
+    service(request).rates.take(user, "find")
     job = start(service(request), body.domain, body.samples, body.policy, body.propose, user.name)
     return {"job_id": job.job_id}
 
@@ -161,12 +164,12 @@ async def job_events(job_id: str, request: Request, user: Viewer) -> StreamingRe
 
 # -- reading the catalog -----------------------------------------------------------------------------
 @router.post("/api/sql")
-def sql(body: SqlBody, request: Request, user: Viewer) -> Response:
-    """Read-only SQL (the CLI's guards); rows stream as one JSON document {columns, rows, truncated}."""
-    answer = queries.run_sql(service(request).catalog, body.query, body.limit)
-    if isinstance(answer, bytes):
-        return Response(answer, media_type="application/json")
-    return StreamingResponse(answer, media_type="application/json")
+async def sql(body: SqlBody, request: Request, user: Viewer) -> Response:
+    """Read-only SQL (the CLI's guards) under a time limit (DRAFTSET_SQL_TIMEOUT_S for viewers), capped by
+    rows and bytes: one JSON document {columns, rows, row_count, truncated, truncated_by}."""
+    s = service(request)
+    s.rates.take(user, "sql")
+    return await s.sql.run(request, user, body.query, body.limit)
 
 
 @router.get("/api/candidates")
@@ -222,6 +225,7 @@ def test_adapter(
 ) -> dict[str, str]:
     from pipeline.servers.service.work import start_test
 
+    service(request).rates.take(user, "test")
     job = start_test(service(request), f"{owner}/{name}", (body or TestBody()).rows, user.name)
     return {"job_id": job.job_id}
 

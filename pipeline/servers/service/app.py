@@ -15,14 +15,18 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 
 from catalog.db import Catalog
-from catalog.errors import CatalogBusy, DraftsetError
+from catalog.errors import CatalogBusy, DraftsetError, QueryStopped
 from catalog.owner import remove_service_file, write_service_file
+from catalog.sql import cancel_all
 from pipeline.servers.service.auth import ApiError, Auth
+from pipeline.servers.service.bodycap import BodyCap, BodyTooLarge, too_large_body
 from pipeline.servers.service.cache import Cache
 from pipeline.servers.service.context import Service
 from pipeline.servers.service.jobs import Jobs
+from pipeline.servers.service.sqlgate import SqlGate
 from pipeline.settings import Settings
 
 HERE = Path(__file__).parent
@@ -32,6 +36,8 @@ WORKER_THREADS = 8
 def _status_for(exc: DraftsetError) -> int:
     if isinstance(exc, CatalogBusy):
         return 503
+    if isinstance(exc, QueryStopped):
+        return 408 if "time limit" in str(exc) else 503
     return 404 if str(exc).startswith("no ") else 400
 
 
@@ -47,13 +53,15 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         # Few worker threads: request handlers mostly wait on the catalog's few query slots, and each
         # extra runnable thread takes GIL time from the event loop that answers everyone.
         anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
-        service = Service(settings, catalog, Auth(catalog), Jobs(catalog), Cache(catalog))
+        sql = SqlGate(catalog, settings.sql_timeout_s, settings.sql_timeout_staff_s, settings.sql_max_bytes)
+        service = Service(settings, catalog, Auth(catalog), Jobs(catalog), Cache(catalog), sql)
         app.state.service = service
         if url:
             write_service_file(settings.home, url)
         try:
             yield
         finally:
+            cancel_all()  # no statement outlives the service (server.py also does this at the signal)
             service.jobs.shutdown()
             remove_service_file(settings.home)
             catalog.release()
@@ -64,6 +72,7 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         lifespan=lifespan,
         description="Find, review and approve training data for EAGLE-3 drafts, as a team.",
     )
+    app.add_middleware(BodyCap, max_bytes=settings.max_body_bytes)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
     app.include_router(pages.router)
@@ -77,7 +86,21 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
             if exc.status == 401:
                 return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
             return pages.error_page(request, exc.status, exc.error, exc.next)
-        return JSONResponse({"error": exc.error, "next": exc.next}, status_code=exc.status)
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return JSONResponse({"error": exc.error, "next": exc.next}, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        """Starlette's own errors (404, 405, a body FastAPI could not parse, the body cap) as {error, next}."""
+        if isinstance(exc, BodyTooLarge):
+            return JSONResponse(too_large_body(exc.limit), status_code=413, headers={"Connection": "close"})
+        error, next_ = {
+            404: (f"no route {request.method} {request.url.path}", "see /docs for the routes"),
+            405: (f"{request.method} is not allowed on {request.url.path}", "see /docs for the routes"),
+        }.get(exc.status_code, (f"{exc.detail}", "see /openapi.json for the request shapes"))
+        if wants_html(request):
+            return pages.error_page(request, exc.status_code, error, next_)
+        return JSONResponse({"error": error, "next": next_}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(DraftsetError)
     async def draftset_error(request: Request, exc: DraftsetError) -> Response:

@@ -4,6 +4,11 @@ A session cookie holds a random session id, never the token; the session (user, 
 this process's memory, so a restart logs everyone out. Requests authenticated by cookie must carry the
 session's CSRF secret on every unsafe method (form field `csrf_token` or header `X-CSRF-Token`); bearer
 requests need none (a browser never attaches a bearer header on its own).
+
+Authentication never waits behind user queries: the active users are held in memory (token hash ->
+user) and reloaded only when the catalog changed (the owner's write generation; every write of the home
+goes through this process while it owns it) or, unowned, every 2 s; a reload runs on a thread of its
+own limiter, so neither a busy event loop nor busy query slots delay a token check.
 """
 
 from __future__ import annotations
@@ -14,10 +19,13 @@ import threading
 import time
 from dataclasses import dataclass
 
+import anyio
+import anyio.to_thread
 from fastapi import Request
 
 from catalog.db import Catalog
-from pipeline.servers.service.users import Role, User, user_for_token
+from catalog.owner import owner_of
+from pipeline.servers.service.users import TOKEN_PREFIX, Role, User, active_users, hash_token
 
 SESSION_COOKIE = "draftset_session"
 SESSION_TTL_S = 12 * 3600
@@ -27,9 +35,9 @@ _CACHE_TTL_S = 2.0  # token → user lookups are cached briefly; `users remove` 
 class ApiError(Exception):
     """An error answered as JSON {error, next} (or an error page for the HTML routes)."""
 
-    def __init__(self, status: int, error: str, next: str | None = None):
+    def __init__(self, status: int, error: str, next: str | None = None, retry_after: int | None = None):
         super().__init__(error)
-        self.status, self.error, self.next = status, error, next
+        self.status, self.error, self.next, self.retry_after = status, error, next, retry_after
 
 
 @dataclass
@@ -43,21 +51,48 @@ class Auth:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.sessions: dict[str, Session] = {}
-        self._tokens: dict[str, tuple[User | None, float]] = {}
+        self._users: dict[str, User] = {}  # token hash -> active user
+        self._loaded: tuple[int, float] | None = None  # (owner generation, monotonic time) of the load
         self._lock = threading.Lock()
+        self._limiter: anyio.CapacityLimiter | None = None
 
     # -- identities ---------------------------------------------------------------------------
-    def user_for(self, token: str) -> User | None:
-        now = time.monotonic()
-        hit = self._tokens.get(token)
-        if hit is not None and hit[1] > now:
-            return hit[0]
-        user = user_for_token(self.catalog, token)
+    def _fresh(self) -> bool:
+        if self._loaded is None:
+            return False
+        owner = owner_of(self.catalog.path)
+        if owner is not None:
+            return self._loaded[0] == owner.generation
+        return time.monotonic() - self._loaded[1] < _CACHE_TTL_S
+
+    def _reload(self) -> None:
+        owner = owner_of(self.catalog.path)
+        generation = owner.generation if owner is not None else -1  # read before: a write during the load reloads
+        users = active_users(self.catalog)
         with self._lock:
-            if len(self._tokens) > 1000:
-                self._tokens.clear()
-            self._tokens[token] = (user, now + _CACHE_TTL_S)
-        return user
+            self._users, self._loaded = users, (generation, time.monotonic())
+
+    def user_for(self, token: str) -> User | None:
+        """The active user holding `token` (a blocking reload when stale: for sync callers)."""
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        if not self._fresh():
+            self._reload()
+        return self._users.get(hash_token(token))
+
+    async def user_for_async(self, token: str) -> User | None:
+        """user_for, with any reload on the auth path's own thread (never on the event loop)."""
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        if not self._fresh():
+            if self._limiter is None:
+                self._limiter = anyio.CapacityLimiter(1)  # one reload at a time; the others then find it fresh
+            await anyio.to_thread.run_sync(self._reload_if_stale, limiter=self._limiter)
+        return self._users.get(hash_token(token))
+
+    def _reload_if_stale(self) -> None:
+        if not self._fresh():
+            self._reload()
 
     def login(self, token: str) -> tuple[str, Session] | None:
         user = self.user_for(token.strip())
@@ -83,7 +118,7 @@ class Auth:
         header = request.headers.get("authorization", "")
         if header:
             scheme, _, token = header.partition(" ")
-            user = self.user_for(token.strip()) if scheme.lower() == "bearer" else None
+            user = await self.user_for_async(token.strip()) if scheme.lower() == "bearer" else None
             if user is None:
                 raise ApiError(
                     401, "invalid or revoked token", "ask an operator for a token: draftset users add NAME --role ROLE"

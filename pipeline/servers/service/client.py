@@ -20,6 +20,7 @@ from catalog.errors import DraftsetError
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 MAX_ROWS = 100_000  # the API's per-request cap
+SQL_TIMEOUT_S = 90.0  # over any statement time limit the service sets (Settings.sql_timeout_staff_s: 30 s)
 
 
 class _Rows:
@@ -53,7 +54,13 @@ class Client:
 
     # -- the commands ------------------------------------------------------------------------------
     def sql(self, query: str, limit: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
-        data = self._call("POST", "/api/sql", json={"query": query, "limit": min(limit or MAX_ROWS, MAX_ROWS)})
+        # The service bounds the statement (408 at its time limit); the client waits a little longer than that.
+        data = self._call(
+            "POST",
+            "/api/sql",
+            json={"query": query, "limit": min(limit or MAX_ROWS, MAX_ROWS)},
+            timeout=httpx.Timeout(SQL_TIMEOUT_S, connect=5.0),
+        )
         return data["columns"], [tuple(r) for r in data["rows"]]
 
     @contextmanager

@@ -6,12 +6,14 @@ app that includes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from catalog.db import Catalog
 from pipeline.servers.service.auth import Auth
 from pipeline.servers.service.cache import Cache
 from pipeline.servers.service.jobs import Jobs
+from pipeline.servers.service.ratelimit import RateLimits
+from pipeline.servers.service.sqlgate import SqlGate
 from pipeline.settings import Settings
 
 
@@ -24,6 +26,8 @@ class Service:
     auth: Auth
     jobs: Jobs
     cache: Cache
+    sql: SqlGate
+    rates: RateLimits = field(default_factory=RateLimits)
 
     @property
     def hf_token(self) -> str | None:

@@ -1,20 +1,23 @@
 """Background jobs of the service: find runs (the LangGraph graph), adapter contract tests and ingest.
 
-Each job runs on a worker thread of its own pool (find has an event loop of its own there), records
+Each job runs on one of a few daemon worker threads (find has an event loop of its own there), records
 its progress events in memory for the SSE stream and the job page, and its status and result in the
 catalog's `service_jobs` table, so `GET /api/jobs/{id}` still answers after a restart. A job that was
-running when the service stopped is marked `interrupted` at the next start (find can be resumed with
-`draftset find --resume RUN_ID`: the graph's checkpoint survives).
+running when the service stopped is marked `interrupted` (at shutdown, or at the next start after a
+kill -9) with the line that says how to resume it: a find job's record carries its run id from the
+moment it is queued, and `draftset find --resume RUN_ID` continues from its last checkpoint. Daemon
+threads, not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so a running
+find kept a stopped service alive until it finished.
 """
 
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,6 +28,8 @@ from catalog.errors import DraftsetError
 if TYPE_CHECKING:
     from agents.run import FindEnv, FindRequest
 
+STOPPED = "the service stopped while this job ran"
+RESUME = "; resume it: draftset find --resume "
 MAX_EVENTS = 2000  # per job, for late SSE subscribers; a find run on the fixture Hub emits ~150
 
 
@@ -85,12 +90,20 @@ class Jobs:
         self.catalog = catalog
         self.jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="service-job")
+        self._queue: queue.Queue[tuple[Job, Callable[[Job], dict[str, Any]]] | None] = queue.Queue()
+        self._closing = False
+        self._threads = [
+            threading.Thread(target=self._worker, name=f"service-job-{i}", daemon=True) for i in range(workers)
+        ]
         with catalog.writer() as con:  # jobs of a previous service process can no longer be running
             con.execute(
-                "UPDATE service_jobs SET status = 'interrupted', finished_at = ? WHERE status IN ('queued', 'running')",
-                [datetime.now()],
+                "UPDATE service_jobs SET status = 'interrupted', finished_at = ?, "
+                "error = coalesce(error, ?) || coalesce(? || json_extract_string(params, '$.run_id'), '') "
+                "WHERE status IN ('queued', 'running')",
+                [datetime.now(), STOPPED, RESUME],
             )
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, kind: str, params: dict[str, Any], user: str, work: Callable[[Job], dict[str, Any]]) -> Job:
         job = Job(f"{kind}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}", kind, params, user)
@@ -98,8 +111,13 @@ class Jobs:
         with self._lock:
             self.jobs[job.job_id] = job
         self._save(job)
-        self._pool.submit(self._run, job, work)
+        self._queue.put((job, work))
         return job
+
+    def _worker(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if not self._closing:
+                self._run(*item)
 
     def get(self, job_id: str) -> Job | dict[str, Any] | None:
         """A live job, else the stored row of a past one (as a plain dict), else None."""
@@ -144,21 +162,33 @@ class Jobs:
         self.catalog.upsert("service_jobs", [_row(job)])
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop taking work; every job not done is recorded `interrupted` with how to resume it. Running
+        threads are daemons: they die with the process (a find resumes from its last checkpoint)."""
+        self._closing = True
+        for _ in self._threads:
+            self._queue.put(None)
+        for job in list(self.jobs.values()):
+            if not job.done:
+                run_id = job.params.get("run_id")
+                job.status, job.finished_at = "interrupted", datetime.now()
+                job.error = STOPPED + (RESUME + run_id if run_id else "")
+                job.hint = f"draftset find --resume {run_id}" if run_id else None
+                try:
+                    self._save(job)
+                except DraftsetError:
+                    pass
 
 
 # -- the work itself --------------------------------------------------------------------------------
 def find_work(
-    env: FindEnv, request: FindRequest, propose: int, propose_one: Callable[[str], Any]
+    env: FindEnv, request: FindRequest, propose: int, propose_one: Callable[[str], Any], run_id: str
 ) -> Callable[[Job], dict[str, Any]]:
-    """A find run through the LangGraph graph, then adapters proposed for the plan's top `propose` items."""
+    """A find run (`run_id`, named in the job's params from the start) through the LangGraph graph, then
+    adapters proposed for the plan's top `propose` items."""
 
     def work(job: Job) -> dict[str, Any]:
         from agents.planning import headline
-        from agents.run import new_run_id, stream_find
-
-        run_id = new_run_id()
-        job.params["run_id"] = run_id
+        from agents.run import stream_find
 
         async def drive() -> dict[str, Any]:
             final: dict[str, Any] = {}

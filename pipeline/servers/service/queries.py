@@ -1,16 +1,14 @@
-"""Catalog reads of the service: filtered candidates, a plan with its cost, and streamed read-only SQL."""
+"""Catalog reads of the service: filtered candidates, a plan with its cost, and bounded read-only SQL."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from catalog.db import Catalog
-from catalog.owner import read_slot
-from catalog.sql import iter_rows, open_query
+from catalog.sql import Watch, iter_rows, open_query
 
 BATCH = 500
 
@@ -70,43 +68,39 @@ def plan(catalog: Catalog, plan_id: str | None = None) -> dict[str, Any] | None:
     }
 
 
-def run_sql(catalog: Catalog, query: str, limit: int) -> bytes | Iterator[bytes]:
+def run_sql(catalog: Catalog, query: str, limit: int, max_bytes: int, watch: Watch, hide_secrets: bool) -> bytes:
     """Check and run `query` through the CLI's read-only path (catalog.sql.open_query: same guards, same
-    errors, raised before any byte is sent). The answer is `{"columns", "rows", "row_count", "truncated"}`:
-    as bytes when it fits in the first batch (the common case: one thread hop, no streaming overhead),
-    else streamed batch by batch."""
-    opened = open_query(catalog, query)
-    with read_slot(catalog.path):
-        columns, cur = opened.__enter__()
-    try:
-        with read_slot(catalog.path):
-            first = list(iter_rows(cur, min(BATCH, limit) + 1))
-    except BaseException:
-        opened.__exit__(None, None, None)
-        raise
-    head = orjson.dumps({"columns": columns})[:-1] + b', "rows": ['
-    if len(first) <= min(BATCH, limit):  # everything is here
-        opened.__exit__(None, None, None)
-        return head + _rows(first) + b'], "row_count": %d, "truncated": false}' % len(first)
-
-    def body() -> Iterator[bytes]:
-        batch, sent = first[: min(BATCH, limit)], 0
-        try:
-            yield head
-            while batch:
-                yield (b", " if sent else b"") + _rows(batch)
-                sent += len(batch)
-                if sent >= limit:
+    errors), bounded by `watch` (time limit, cancel) and capped at `limit` rows and about `max_bytes` of
+    JSON. The answer is `{"columns", "rows", "row_count", "truncated", "truncated_by"}`, built whole:
+    the caps bound it, and a statement that fails or is stopped mid-way answers one error, not half a
+    document."""
+    parts: list[bytes] = []
+    size, sent, truncated_by = 0, 0, None
+    with open_query(catalog, query, watch, hide_secrets) as (columns, cur):
+        while sent < limit:
+            watch.check()
+            batch = list(iter_rows(cur, min(BATCH, limit - sent)))
+            if not batch:
+                break
+            for row in batch:  # row by row so one huge cell cannot overshoot the byte cap by a batch
+                encoded = _rows([row])
+                if size + len(encoded) > max_bytes:
+                    truncated_by = "bytes"
                     break
-                with read_slot(catalog.path):  # the slot only while DuckDB works, not while the client reads
-                    batch = list(iter_rows(cur, min(BATCH, limit - sent)))
-            with read_slot(catalog.path):
-                truncated = sent >= limit and bool(list(iter_rows(cur, 1)))
-            yield b'], "row_count": %d, "truncated": %s}' % (sent, b"true" if truncated else b"false")
-        finally:
-            opened.__exit__(None, None, None)
-
-    return body()
+                parts.append(encoded)
+                size += len(encoded) + 2
+                sent += 1
+            if truncated_by:
+                break
+        if truncated_by is None and sent >= limit and list(iter_rows(cur, 1)):
+            truncated_by = "rows"
+    head = orjson.dumps({"columns": columns})[:-1] + b', "rows": ['
+    return (
+        head
+        + b", ".join(parts)
+        + b'], "row_count": %d, "truncated": %s, "truncated_by": %s}'
+        % (sent, b"true" if truncated_by else b"false", orjson.dumps(truncated_by))
+    )
 
 
 def _rows(rows: list[tuple]) -> bytes:

@@ -14,12 +14,21 @@ if TYPE_CHECKING:
 def _server(settings: Settings, url: str, log_level: str, access_log: bool) -> uvicorn.Server:
     import uvicorn
 
+    from catalog.sql import cancel_all
     from pipeline.servers.service.app import create_app
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but SIGTERM/SIGINT also interrupt every running statement at once: uvicorn's
+        graceful shutdown waits for open requests, and a statement might otherwise run for its whole limit."""
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            cancel_all()
 
     # The access log shows method, path and status only: tokens travel in headers and form bodies.
     # Keep-alive 30 s, not uvicorn's 5: a client's pooled connection idle for 5 s while other requests
     # were slow was closed just as the client reused it (ReadError under 50 readers in bench_service).
-    return uvicorn.Server(
+    return Server(
         uvicorn.Config(
             create_app(settings, url=url),
             log_level=log_level,

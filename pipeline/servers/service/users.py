@@ -69,6 +69,13 @@ def list_users(catalog: Catalog) -> list[dict]:
     return catalog.query("SELECT name, role, created_at, disabled_at FROM users ORDER BY name")
 
 
+def active_users(catalog: Catalog) -> dict[str, User]:
+    """Every active user by token hash (the service's authentication table, held in memory)."""
+    with catalog.reader() as con:  # not a query slot: authentication never waits behind user reads
+        rows = con.execute("SELECT token_hash, name, role FROM users WHERE disabled_at IS NULL").fetchall()
+    return {token_hash: User(name, role) for token_hash, name, role in rows}
+
+
 def user_for_token(catalog: Catalog, token: str) -> User | None:
     """The active user holding `token`, else None (compared by hash: the token never meets the database)."""
     if not token or not token.startswith(TOKEN_PREFIX):

@@ -48,7 +48,7 @@ def propose(service: Service, repo_id: str, rows: int = 500) -> Any:
 
 def start_find(service: Service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:
     from agents.configuration import FindConfig
-    from agents.run import FindRequest
+    from agents.run import FindRequest, new_run_id
     from catalog.hub import check_reachable
 
     check_reachable(service.settings.hf_endpoint)  # a dead Hub is a 400 now, not a failed job later
@@ -58,9 +58,10 @@ def start_find(service: Service, domain: str, samples: int, policy: str, top: in
             hint="start the service with DRAFTSET_LLM_BASE_URL set, or use policy heuristic",
         )
     request = FindRequest(domain=domain, samples=samples, config=FindConfig(policy=policy))
-    params = {"domain": domain, "samples": samples, "policy": policy, "propose": top}
+    run_id = new_run_id()  # in the job's record from the start: an interrupted job says what to resume
+    params = {"domain": domain, "samples": samples, "policy": policy, "propose": top, "run_id": run_id}
     return service.jobs.submit(
-        "find", params, user, find_work(_find_env(service), request, top, lambda repo: propose(service, repo))
+        "find", params, user, find_work(_find_env(service), request, top, lambda repo: propose(service, repo), run_id)
     )
 
 

@@ -114,8 +114,8 @@ def test_tokens_are_stored_only_as_hashes(service):
     raw = (service.home / "catalog.duckdb").read_bytes()
     for token in service.tokens.values():
         assert token.encode() not in raw
-    with service.api("viewer") as viewer:
-        users = viewer.post("/api/sql", json={"query": "SELECT name, token_hash FROM users ORDER BY name"}).json()
+    with service.api("operator") as operator:
+        users = operator.post("/api/sql", json={"query": "SELECT name, token_hash FROM users ORDER BY name"}).json()
     assert [u[0] for u in users["rows"]] == ["olga", "rita", "vera"]
     assert all(len(u[1]) == 64 and u[1] not in service.tokens.values() for u in users["rows"])
 
