@@ -15,7 +15,7 @@ from datasketch import MinHash
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.dedup.decide import clusters
-from pipeline.dedup.keys import hash_normalized, normalize
+from pipeline.rows.keys import hash_normalized, normalize
 from pipeline.dedup.minhash import shingle_hashes, signatures
 from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
