@@ -29,6 +29,7 @@ from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.model.lengths import TokenCounter
+from pipeline.parallel import Executor
 from pipeline.stage import Stage, StageRun, field_default
 
 
@@ -129,10 +130,11 @@ class MixStage(Stage[MixConfig]):
         overwrite: bool = False,
         progress: Progress | None = None,
         workers: int = 1,
+        executor: Executor = "local",
     ):
         super().__init__(config, out_dir, catalog, fresh=overwrite)
         self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
-        self.workers = workers
+        self.workers, self.executor = workers, executor
         # Planned sources never ingested keep their quota (passed on as a shortfall) but have no rows to read.
         self.repos = sorted(set(config.source_category) - set(targets.missing))
         self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
@@ -169,6 +171,7 @@ class MixStage(Stage[MixConfig]):
             self.counter,
             self.progress,
             workers=self.workers,
+            executor=self.executor,
         )
         self.upstream.append(self.dedup.manifest)
 
@@ -227,6 +230,7 @@ def run_mix(
     overwrite: bool = False,
     progress: Progress | None = None,
     workers: int = 1,
+    executor: Executor = "local",
 ) -> MixResult:
     final = Home(home).mix(name)
     targets = load_targets(catalog, home, plan_id, samples, weights)
@@ -254,6 +258,7 @@ def run_mix(
         overwrite=overwrite,
         progress=progress,
         workers=workers,
+        executor=executor,
     )
     result = stage.run()
     return MixResult(name, result.out_dir, result.manifest, reused=result.reused)
