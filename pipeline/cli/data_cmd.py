@@ -79,6 +79,8 @@ def ingest_cmd(
     oversample: float | None = field_option(
         IngestConfig, "oversample", min=1.0, help="With --plan: rows read per source = its quota x this."
     ),
+    workers: int = typer.Option(1, "--workers", min=1, help="Datasets ingested at once (worker processes)."),
+    executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
@@ -109,6 +111,8 @@ def ingest_cmd(
             progress=progress,
             plan_id=plan,
             all_rows=all_rows,
+            workers=workers,
+            executor=_executor(executor),
             **values,
         )
     total: dict[str, int] = {}
