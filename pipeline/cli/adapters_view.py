@@ -66,16 +66,22 @@ def _verdict(data: dict[str, Any]) -> str:
     return verdict.upper().replace("REFUSED: ", "REFUSED by name: ") if verdict.startswith("refused") else "FAILED"
 
 
+def _severity(check: dict[str, Any]) -> str:
+    """pass | warn | FAIL; a check that passed by quarantining a few rows warns (results stored before
+    severities were written read from `passed` and `level`)."""
+    severity = check.get("severity") or (
+        "pass" if check["passed"] else ("warn" if check.get("level") == "warning" else "fail")
+    )
+    return "FAIL" if severity == "fail" else severity
+
+
 def print_contract(result: ContractResult | dict[str, Any], repo_id: str, fields: bool = True) -> None:
     data = result.to_json() if isinstance(result, ContractResult) else result
     if fields:
         print_fields(data)
     _table(
         ["check", "result", "detail"],
-        [
-            [c["name"], "pass" if c["passed"] else ("warn" if c.get("level") == "warning" else "FAIL"), c["detail"]]
-            for c in data["checks"]
-        ],
+        [[c["name"], _severity(c), c["detail"]] for c in data["checks"]],
         title=f"contract of {repo_id}: {_verdict(data)} ({data['n_records']} records / {data['n_rows']} rows)",
     )
     print_problems(data)
