@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from adapters import media as media_mod
+from adapters.candidates import choose_answer
 from adapters.declarations import tools_in_text
 from adapters.records import RECORD_VERSION, Conversation
 from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
@@ -85,6 +86,10 @@ class RowMapper:
             messages = []  # the turn list carries its own system prompt: it wins over the column
         messages += turns
         record: dict[str, Any] = {}
+        if spec.candidates:  # several answers to one prompt: the named policy picks (adapters/candidates.py)
+            messages, loser = choose_answer(spec.candidates, row, messages, self.turns)
+            if loser:
+                record["preference"] = {"rejected": loser}
         if spec.tools_field:
             try:
                 record["tools"] = normalize_tools(get_path(row, spec.tools_field))

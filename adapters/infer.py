@@ -85,7 +85,8 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
         except DraftsetError as exc:
             raise DraftsetError(
                 f"cannot list the configs/splits of {repo_id}: {exc}",
-                hint="check the dataset card's `configs:` and that its data files exist",
+                # a crash, the time or the memory limit blames the files, not the card
+                hint=exc.hint or "check the dataset card's `configs:` and that its data files exist",
             ) from None
 
 
@@ -349,6 +350,13 @@ def build_proposal(
     native_why = names_target(card, [row for _, row in rows], target_patterns)
     mode = "native" if native_why else "regenerate"
     d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
+    if mode == "native" and "candidates" in d.fields:  # which candidate the target wrote is not known
+        mode = "regenerate"
+        d.reasons["mode"] = (
+            f"{native_why}, but rows hold several candidate answers: the target regenerates (set candidates.policy: "
+            "best and mode: native to train the best-ranked or winning answer)"
+        )
+        d.needs_review.append("mode")
     if "label_field" in d.fields and mode == "native":
         d.fields["min_yield"] = 0.3
         d.reasons["min_yield"] = "labelled data: undesirable answers are refused row by row, so fewer rows yield"

@@ -44,6 +44,7 @@ ADDED_FIELDS = {
     "max_bad_fraction",
     "tools_in_system",
     "turn_columns",
+    "candidates",
 }
 TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json", "pycall"]
 
@@ -122,6 +123,28 @@ class TurnColumn(SpecModel):
         return self
 
 
+class CandidatesSpec(SpecModel):
+    """Several candidate answers to one prompt (adapters/candidates.py). `policy`: regenerate = keep the prompt
+    only; best = the best-ranked / winning answer is trained, the worst / losing one recorded, never trained."""
+
+    policy: Literal["regenerate", "best"] = "regenerate"
+    field: str | None = Field(None, description="ranked: the column holding the list of candidates")
+    text_key: str | None = Field(None, description="ranked: key of a candidate's text (None: plain strings)")
+    score_key: str | None = Field(None, description="ranked: key of a candidate's score or rank")
+    higher_is_better: bool = True
+    sides: list[str] = Field(default_factory=list, description="battles: the two turn-list columns")
+    winner_field: str | None = None
+    winners: dict[str, int] = Field(default_factory=dict, description="winner label → side index; others: no winner")
+
+    @model_validator(mode="after")
+    def _ranked_or_battle(self) -> CandidatesSpec:
+        if bool(self.sides) == bool(self.field):
+            raise ValueError("candidates need either `field` (ranked answers) or `sides` (a battle)")
+        if self.sides and (len(self.sides) != 2 or not self.winner_field):
+            raise ValueError("a battle needs two `sides` and a `winner_field`")
+        return self
+
+
 class GoldenExample(SpecModel):
     """A raw row pinned with the canonical output it must keep producing (or the error it must raise)."""
 
@@ -161,6 +184,7 @@ class AdapterSpec(SpecModel):
     )
     transcript: TranscriptSpec | None = None
     turn_columns: list[TurnColumn] | None = Field(None, description="turn_columns layout: turns in order")
+    candidates: CandidatesSpec | None = None
     media: MediaSpec | None = None
     preference: PreferenceSpec | None = None
     label_field: str | None = Field(None, description="KTO-style label column: false = undesirable answer")

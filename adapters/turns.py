@@ -90,6 +90,14 @@ class TurnReader:
             turns += self._answer(get_path(row, self.spec.completion_path), self.spec.completion_path)
         return turns
 
+    def assistant(self, text: str, where: str) -> dict[str, Any]:
+        """One assistant turn from an answer's text (reasoning split off as for any assistant turn)."""
+        return self._turn("assistant", text, None, None, None, where)
+
+    def read_list(self, value: Any, path: str) -> list[dict[str, Any]]:
+        """A turn list at another path, read with this spec's keys and role map (the other side of a battle)."""
+        return self._turn_list(value, path)
+
     def _answer(self, value: Any, path: str) -> list[dict[str, Any]]:
         """The answer column of a turn-list prompt: a turn list, one turn object, or the answer's text."""
         if isinstance(value, dict):

@@ -164,7 +164,10 @@ def _judge(
 
 
 def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
-    native = RowMapper(spec.model_copy(update={"mode": "native"}))
+    update: dict[str, Any] = {"mode": "native"}
+    if spec.candidates:  # the truth of a candidates family is its `best` reading (the winner, the loser rejected)
+        update["candidates"] = spec.candidates.model_copy(update={"policy": "best"})
+    native = RowMapper(spec.model_copy(update=update))
     for r, t in zip(raw, truth):
         try:
             got = canonical(native.apply(r.row_index, r.row)[0])

@@ -221,3 +221,88 @@ def test_numbered_options_that_read_alike_are_not_a_dialogue():
         for i in range(6)
     ]
     assert detect(rows).layout != "turn_columns"
+
+
+def _ranked_rows():
+    return [
+        {
+            "instruction": f"How do I profile slow function number {i} in a Python service?",
+            "completions": [
+                {
+                    "response": f"Use cProfile on function {i} and sort the output by cumulative time.",
+                    "overall_score": 9,
+                },
+                {"response": "Guess.", "overall_score": 2},
+                {"response": f"Add timing logs around function {i} and compare the runs.", "overall_score": 6},
+            ],
+        }
+        for i in range(6)
+    ]
+
+
+def test_ranked_candidates_regenerate_by_default_and_best_never_trains_the_loser():
+    rows = _ranked_rows()
+    d = detect(rows)
+    assert d.fields["candidates"]["field"] == "completions" and d.fields["candidates"]["policy"] == "regenerate"
+    fields = {k: v for k, v in d.fields.items() if k in ("layout", "columns", "candidates")}
+    regen = RowMapper(_spec(**fields).model_copy(update={"mode": "regenerate"})).apply(0, rows[0])[0]
+    assert [m.role for m in regen.messages] == ["user"]
+    best = _spec(**{**fields, "candidates": {**fields["candidates"], "policy": "best"}})
+    rec = RowMapper(best).apply(0, rows[0])[0]
+    assert rec.messages[-1].content.startswith("Use cProfile") and rec.messages[-1].train is True
+    assert rec.preference is not None and rec.preference.rejected[0].content == "Guess."
+    assert all(m.train is False for m in rec.preference.rejected)
+    tie = {
+        **rows[0],
+        "completions": [{"response": "a b c", "overall_score": 5}, {"response": "d e f", "overall_score": 5}],
+    }
+    with pytest.raises(RowError, match="tie"):
+        RowMapper(best).apply(0, tie)
+
+
+def test_a_battle_without_a_winner_trains_nothing():
+    conv = lambda a: [{"role": "user", "content": "Why is my build slow?"}, {"role": "assistant", "content": a}]  # noqa: E731
+    rows = [
+        {
+            "conversation_a": conv(f"Cache the dependencies, run {i}."),
+            "conversation_b": conv("No idea."),
+            "winner": ["model_a", "model_b", "tie"][i % 3],
+        }
+        for i in range(6)
+    ]
+    d = detect(rows)
+    c = d.fields["candidates"]
+    assert c["sides"] == ["conversation_a", "conversation_b"] and c["winners"] == {"model_a": 0, "model_b": 1}
+    spec = _spec(
+        layout="messages",
+        messages_path="conversation_a",
+        role_key="role",
+        content_key="content",
+        role_map={"user": "user", "assistant": "assistant"},
+        candidates={**c, "policy": "best"},
+    )
+    won = RowMapper(spec).apply(1, rows[1])[0]
+    assert won.messages[-1].content == "No idea." and won.preference.rejected[0].train is False
+    with pytest.raises(RowError, match="without a winner"):
+        RowMapper(spec).apply(2, rows[2])
+
+
+def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decides():
+    """Fake LLM replies (ModelSpec objects, labelled as such): a right and a wrong template name."""
+    from adapters.contract import run_contract
+    from adapters.infer import build_proposal
+    from adapters.llm_spec import ModelSpec, _detected
+    from adapters.source import RawRow
+
+    rows = [
+        {"t": f"<s>[INST] Why does build {i} take so long on CI? [/INST] The cache for build {i} is cold. </s>"}
+        for i in range(6)
+    ]
+    raw = [RawRow(i, r, None) for i, r in enumerate(rows)]
+    for template, passes in (("llama2", True), ("chatml", False)):
+        reply = ModelSpec(layout="transcript", transcript_field="t", transcript_template=template, why="fake reply")
+        d = _detected(reply, "structure undecided", rows)
+        if not passes and not d.fields["transcript"]["markers"]:
+            d.fields["transcript"]["markers"] = {"<|im_start|>user": "user"}  # the wrong template finds nothing
+        spec = build_proposal(d, list(enumerate(rows)), SOURCE, "").spec
+        assert run_contract(spec, raw).passed is passes, template
