@@ -46,12 +46,16 @@ RESPONSE_NAMES = (
     "target",
     "assistant",
     "gpt",
+    "targets",
+    "outputs",
     "continuation",
     "chosen",
     "generation",
     "text_output",
 )
-EXTRA_PROMPT_NAMES = ("input", "context", "passage", "code", "document")
+EXTRA_PROMPT_NAMES = ("input", "inputs", "context", "passage", "code", "document", "question", "query")
+# Columns that state the task (Natural-Instructions `definition`, FLAN templates): they lead the prompt.
+INSTRUCTION_NAMES = ("instruction", "instructions", "definition", "task_definition", "task_description", "directive")
 LABEL_NAMES = ("label", "labels", "desirable", "is_desirable", "kto_label", "thumbs_up", "is_good", "preferred")
 SCORE_NAMES = {
     "chosen": ("chosen_score", "score_chosen", "chosen_rating", "rating_chosen"),
@@ -80,13 +84,23 @@ def _markers(text: str) -> list[str]:
 
 
 def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
+    from adapters.rendered import Grammar, best_grammar
+
     found: dict[str, tuple[dict[str, str], int, int]] = {}
+    grammars: dict[str, Grammar] = {}
     for name in dict.fromkeys(k for r in rows for k in r):
         values = [r[name] for r in rows if isinstance(r.get(name), str)]
         if name in skip or len(values) < 0.8 * len(rows) or not values:
             continue
         per_row = [_markers(v) for v in values]
         ok = [m for m in per_row if {_speaker(x) for x in m} >= {"user", "assistant"}]
+        # A public chat template first (its markers need not start a line), unless line-start speaker markers
+        # it does not know (glaive's `FUNCTION RESPONSE:`) would be swallowed into its turns.
+        rendered = best_grammar(values)
+        if rendered and rendered[2] >= 0.8 * len(values) and {x for m in ok for x in m} <= set(rendered[1]):
+            read_by, markers, n_ok = rendered
+            found[name], grammars[name] = (markers, n_ok, len(values)), read_by
+            continue
         if len(ok) >= 0.8 * len(values):
             counts = Counter(x for m in ok for x in m)
             found[name] = ({x: _speaker(x) or "user" for x in counts}, len(ok), len(values))
@@ -96,16 +110,26 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
     rejected = next((n for n in REJECTED if n in found), None)
     name = chosen if chosen and rejected else max(found, key=lambda n: found[n][1])
     markers, n_ok, total = found[name]
+    grammar = grammars.get(name)
+    section: dict[str, Any] = {"field": name, "markers": markers}
+    if grammar is not None:
+        section.update(template=grammar.name, anchored=grammar.anchored, ends=list(grammar.ends))
+        section.update(preamble=grammar.preamble, merge=grammar.merge)
+        where = f"rendered by the {grammar.name} chat template (adapters/rendered.py)"
+    else:
+        where = "at line starts"
     d.decide(
         "layout",
         "transcript",
-        f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker "
-        f"markers {sorted(markers)} at line starts",
+        f"column {name!r} holds whole dialogues: {n_ok}/{total} rows have speaker markers {sorted(markers)} {where}",
     )
     d.decide(
         "transcript",
-        {"field": name, "markers": markers},
-        "speaker markers → roles: " + ", ".join(f"{k}→{v}" for k, v in markers.items()),
+        section,
+        "speaker markers → roles: "
+        + ", ".join(f"{k}→{v}" for k, v in markers.items())
+        + (f"; text before the first marker is the {grammar.preamble} prompt" if grammar and grammar.preamble else "")
+        + ("; adjacent segments of one role are one turn" if grammar and grammar.merge else ""),
         review=True,
     )
     if chosen and rejected:
@@ -114,13 +138,14 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
             {"rejected": rejected},
             f"preference pairs: {chosen!r} chosen, {rejected!r} rejected (recorded, never trained)",
         )
-    from adapters.turns import split_transcript
+    from adapters.rendered import split
 
+    anchored, ends = section.get("anchored", True), section.get("ends") or ()
     texts = [
         t
         for r in rows
         if isinstance(r.get(name), str)
-        for role, t in split_transcript(r[name], markers)
+        for role, t in split(r[name], markers, anchored, ends)
         if role == "assistant"
     ]
     detect_markers(d, texts)
@@ -159,18 +184,20 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
         and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
     ]
-    # Short answers (`Paris`) read like labels by their values; an answer-named column of varied strings
-    # beside a prompt-like text column is still the answer (short-answer QA), never a label set.
-    if texts and any(_name_score(k, PROMPT_NAMES) for k in texts):
-        texts += [
-            k
-            for k in order
-            if k not in texts
-            and _name_score(k, RESPONSE_NAMES)
-            and stats[k].strings >= 0.9 * len(rows)
-            and stats[k].distinct >= 2
-            and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
-        ]
+    # Short answers (`Paris`) and one-word instructions (`hi`, `你好`) read like labels by their values; a
+    # prompt- or answer-named column of varied strings beside a text column of the other kind is still that
+    # side of the exchange (short-answer QA, identity sets), never a label set.
+    for names, other in ((RESPONSE_NAMES, PROMPT_NAMES), (PROMPT_NAMES, RESPONSE_NAMES)):
+        if texts and any(_name_score(k, other) for k in texts):
+            texts += [
+                k
+                for k in order
+                if k not in texts
+                and k.lower() in names
+                and stats[k].strings >= 0.9 * len(rows)
+                and stats[k].distinct >= 2
+                and not any(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
+            ]
     calls = [k for k in order if k not in texts and _calls_column([r.get(k) for r in rows])]
     if not texts:
         d.refuse("no_text", f"no column holds natural-language text among {order}")
@@ -207,14 +234,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
             d.refuse("no_dialogue", why)
             return False
         prompt, response = pair_prompt, pair_response
-    extra = [
-        k
-        for k in texts
-        if k not in (prompt, response, rejected)
-        and k.lower() in EXTRA_PROMPT_NAMES
-        and order.index(k) > order.index(prompt)
-    ]
-    prompt_cols = [prompt, *extra]
+    prompt_cols = _prompt_columns(rows, order, prompt, response, {rejected, *_system_names(order)})
     history = next((k for k in order if k not in texts and _exchanges([r.get(k) for r in rows])), None)
     if history:
         d.reasons["columns.history"] = (
@@ -246,6 +266,39 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         )
     detect_markers(d, [r[response] for r in rows if isinstance(r.get(response), str)])
     return True
+
+
+def _system_names(order: list[str]) -> list[str]:
+    from adapters.aliases import SYSTEM_COLUMNS
+
+    return [k for k in order if k.lower() in SYSTEM_COLUMNS]
+
+
+def _prompt_columns(
+    rows: list[dict[str, Any]], order: list[str], prompt: str, response: str, skip: set[str | None]
+) -> list[str]:
+    """Every column the prompt is made of: an instruction/definition/task column first, then the prompt, then
+    context columns (alpaca `input`, dolly `context`, Natural-Instructions `inputs`) in row order. A context
+    column is judged on its non-empty values, so an `input` that is empty on most rows is still joined where it
+    holds text, never dropped. Text columns after the answer are left to the contract's field accounting."""
+    before = order.index(response) if response in order else len(order)
+    extra = []
+    for k in order:
+        if k in (prompt, response) or k in skip:
+            continue
+        filled = [r[k] for r in rows if isinstance(r.get(k), str) and r[k].strip()]
+        if not filled or any(r.get(k) is not None and not isinstance(r.get(k), str) for r in rows):
+            continue
+        if any(st.decoded(v)[1] for v in filled):
+            continue
+        stats = st.text_stats(filled)
+        named = k.lower() in INSTRUCTION_NAMES + EXTRA_PROMPT_NAMES
+        # by position only when it varies: one value on every row is metadata (a role name, a source), not text
+        varied = stats.distinct >= 2 or len(filled) < 3
+        if named or (order.index(k) < before and stats.texty >= 0.15 and varied):
+            extra.append(k)
+    head = [k for k in extra if k.lower() in INSTRUCTION_NAMES and prompt.lower() not in INSTRUCTION_NAMES]
+    return [*head, prompt, *(k for k in extra if k not in head)]
 
 
 def _exchanges(values: list[Any]) -> bool:
@@ -297,15 +350,18 @@ def _pair(texts: list[str], stats: dict[str, st.TextStats], order: list[str]) ->
     def response_score(k: str) -> float:
         return _name_score(k, RESPONSE_NAMES) + 0.3 * min(1.0, stats[k].mean_chars / 1500)
 
-    best = max(
-        ((p, r) for p in texts for r in texts if p != r),
+    # a task definition / instruction column states the task: it leads the prompt, it never answers it
+    pairs = [(p, r) for p in texts for r in texts if p != r and r.lower() not in INSTRUCTION_NAMES]
+    if not pairs:
+        return None, None, f"text columns {texts} all state the task: no column answers it"
+    p, r = max(
+        pairs,
         key=lambda pr: (
             prompt_score(pr[0])
             + response_score(pr[1])
             + (0.15 if stats[pr[1]].mean_chars > stats[pr[0]].mean_chars else 0.0)
         ),
     )
-    p, r = best
     named = _name_score(p, PROMPT_NAMES) and _name_score(r, RESPONSE_NAMES)
     answer_like = stats[r].mean_chars >= 1.3 * stats[p].mean_chars or stats[p].questions >= 0.3 * max(
         stats[p].strings, 1

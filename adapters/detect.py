@@ -17,31 +17,52 @@ from typing import Any
 from adapters import media as media_mod
 from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
+from adapters.answers import detect_answer_columns, detect_label
+from adapters.candidates import detect_battle, detect_ranked, prompt_only
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
+from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
+from adapters.numbered import detect_turn_columns
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
 
 # The one list of target-model families (native detection) for find and proposal alike.
 TARGET_FAMILIES = ("kimi", "moonshot")
 MODEL_COLUMNS = ("model", "model_name", "generator", "source_model", "teacher")
-PLAIN_TEXT_FILES = (".txt", ".txt.gz", ".md")
+PLAIN_TEXT_FILES = (".md",)  # plain text beside `datasets`' own `text` builder (.txt in any compression)
+MEDIA_MODULES = ("imagefolder", "audiofolder", "videofolder")
 
 
 def _file_refusal(d: Detected, file_names: Iterable[str]) -> bool:
-    from adapters.files import file_format
+    """Refusals the file names alone decide, by what `datasets` would read them as (adapters/files.py)."""
+    from adapters.files import datasets_module, file_format
 
     names = [n for n in file_names if not n.lower().endswith(("readme.md", ".gitattributes"))]
     if not names:
         return False
-    if all(n.lower().endswith(PLAIN_TEXT_FILES) for n in names):
+    scripts = [n for n in names if n.lower().endswith(".py")]
+    if scripts:
+        d.refuse(
+            "loading_script", f"{', '.join(scripts[:3])}: code that builds the rows; never run (no trust_remote_code)"
+        )
+        return True
+    modules = {n: datasets_module(n) for n in names}
+    if all(m == "text" or n.lower().endswith(PLAIN_TEXT_FILES) for n, m in modules.items()):
         d.refuse("plain_text", f"data files are plain text: {', '.join(names[:3])}")
+        return True
+    if all(m in MEDIA_MODULES for m in modules.values()):
+        kinds = sorted({str(m) for m in modules.values()})
+        d.refuse("media", f"data files are media ({', '.join(kinds)}): {', '.join(names[:3])}")
         return True
     unknown = [n for n in names if file_format(n) is None]
     if len(unknown) == len(names):
         exts = sorted({"." + n.rsplit(".", 1)[-1] if "." in n else n for n in unknown})
+        read_as = sorted({m for n in unknown if (m := modules[n])})
         d.refuse(
-            "unsupported_file", f"{', '.join(exts)} ({len(unknown)} file(s)); readable: parquet, jsonl, json, csv, tsv"
+            "unsupported_file",
+            f"{', '.join(exts)} ({len(unknown)} file(s)"
+            + (f"; `datasets` reads them as {', '.join(read_as)}" if read_as else "")
+            + "); readable: parquet, arrow, json/jsonl, csv/tsv, in any compression fsspec reads",
         )
         return True
     return False
@@ -367,13 +388,19 @@ def detect(
     media_fields = _media(d, rows, features or {})
     tools = _tools_column(d, rows, media_fields)
     skip = media_fields | ({tools} if tools else set())
+    ranked = detect_ranked(d, rows, skip)  # candidate answers are not turns: read them before turn lists
+    skip |= {ranked} if ranked else set()
     cands = _turn_candidates(rows, skip)
     if cands:
         cand, rejected = _pick_pair(cands)
         completion = None if rejected else _completion(cands, cand)
         if completion is None and cand.get("kind") == "dicts" and _completion(cands, cands[-1]) is cand:
             cand, completion = cands[-1], cand  # the answers list scored first: start from the prompts
+        if not (rejected or ranked) and detect_battle(d, rows, cands):
+            cand = next(c for c in cands if c["path"] == d.fields["candidates"]["sides"][0])
         _turn_layout(d, cand, rejected, card_text)
+        if completion is None and d.layout in ("messages", "trajectory"):
+            detect_answer_columns(d, rows, cand)
         if completion is not None:
             d.decide(
                 "completion_path",
@@ -382,7 +409,11 @@ def detect(
             )
             if completion["encoded"]:
                 d.fields.setdefault("json_fields", []).append(completion["path"])
-    elif not detect_transcript(d, rows, skip) and not detect_columns(d, rows, skip):
+    elif (
+        not detect_turn_columns(d, rows, skip)
+        and not detect_transcript(d, rows, skip)
+        and not detect_columns(d, rows, skip)
+    ):
         lists = sorted(
             p for p, (_, _, kind) in st.turn_list_paths(rows).items() if kind == "dicts" and p.split(".")[0] not in skip
         )
@@ -397,11 +428,16 @@ def detect(
                 "from their values: undecided (write the spec, or --policy llm)",
                 review=True,
             )
+    if ranked and d.refusal == "plain_text":  # the prompt is the one text column; the answers are the candidates
+        prompt_only(d, rows, skip)
+    if d.layout is not None:
+        detect_label(d, rows)
     d.json_strings = json_string_fields(rows, d.fields.get("messages_path"))
     if d.layout and d.layout != "columns":
         _system_column(d, rows, skip)
     elif d.layout == "columns" and "system_field" not in d.fields:
         _system_column(d, rows, skip | set(d.fields["columns"]["prompt"]) | {d.fields["columns"].get("response")})
+    detect_system_tools(d, rows)
     return d
 
 

@@ -16,6 +16,7 @@ REFUSALS = {
     "no_dialogue": "text without a prompt and its answer",
     "no_text": "no text to train on",
     "unsupported_file": "unsupported file type",
+    "loading_script": "a dataset loading script (code, never run)",
 }
 
 

@@ -1,4 +1,6 @@
-"""Parse one local data file into rows: parquet, jsonl, json (array), csv/tsv, optionally gzipped.
+"""Parse one local data file into rows: parquet, Arrow, jsonl, json (array), csv/tsv, in any compression fsspec
+reads (gzip, bz2, xz, zstd, zip). Which files are data and which reader each takes comes from `datasets`' own
+extension table and fsspec's compression inference, not from a list kept here.
 
 Every reader yields `(row, error)` pairs and never raises for bad content: a malformed line, a
 non-object row, invalid UTF-8, a lone surrogate, a too-deep or huge-int row (the limits in
@@ -11,18 +13,21 @@ decoded on its own, so line numbers stay true and one bad byte loses one line.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
+import lzma
 import re
 import sys
 import zlib
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, cast
 
+import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
+from fsspec.utils import infer_compression
 
 from catalog import limits
 
@@ -45,7 +50,7 @@ class RowProblem(str):
 
 
 RowResult = tuple[dict[str, Any] | None, str | None]
-FORMATS = ("parquet", "jsonl", "json", "csv", "tsv")
+FORMATS = ("parquet", "arrow", "jsonl", "json", "csv", "tsv")
 # A single raw row above this is refused with a reason rather than loaded (a runaway row is almost
 # always a broken export, and ingest's length filter would drop it anyway).
 MAX_ROW_BYTES = limits.MAX_ROW_BYTES
@@ -54,33 +59,67 @@ PARQUET_BATCH_ROWS = 4096
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # long answers exceed csv's 128 KB default
 
 
+def compression(name: str) -> str | None:
+    """The compression of a data file as fsspec infers it from the name (gzip, bz2, xz, zstd, zip, ...)."""
+    return infer_compression(name)
+
+
+def _uncompressed(name: str) -> str:
+    return name.rsplit(".", 1)[0] if compression(name) else name
+
+
+@lru_cache(maxsize=1)
+def _extension_modules() -> dict[str, tuple[str, dict[str, Any]]]:
+    """`datasets`' own table of data-file extensions → packaged builder (json, csv, parquet, arrow, text,
+    imagefolder, webdataset, ...): the files we read are exactly those `load_dataset` reads, with no list of
+    our own to drift. Imported lazily: `datasets` is heavy and most callers never need it."""
+    from datasets.packaged_modules import _EXTENSION_TO_MODULE
+
+    return dict(_EXTENSION_TO_MODULE)
+
+
+def datasets_module(name: str) -> str | None:
+    """The `datasets` builder that reads this data file (compression suffix removed), or None."""
+    base = _uncompressed(name.rsplit("/", 1)[-1])
+    if "." not in base:
+        return None
+    ext = "." + base.rsplit(".", 1)[-1]
+    table = _extension_modules()
+    entry = table.get(ext) or table.get(ext.lower())
+    return entry[0] if entry else None
+
+
 def file_format(name: str) -> str | None:
-    """The reader for a data file name, or None when it is not a data file."""
-    base = name.lower().removesuffix(".gz")
-    for fmt, suffixes in (
-        ("parquet", (".parquet",)),
-        ("jsonl", (".jsonl", ".ndjson")),
-        ("json", (".json",)),
-        ("csv", (".csv",)),
-        ("tsv", (".tsv",)),
-    ):
-        if base.endswith(suffixes):
-            return fmt
+    """The reader for a data file name, or None when it is not a data file we read as rows."""
+    module = datasets_module(name)
+    base = _uncompressed(name).lower()
+    if module == "json":
+        return "jsonl" if base.endswith((".jsonl", ".ndjson")) else "json"
+    if module == "csv":
+        return "tsv" if base.endswith(".tsv") else "csv"
+    if module in ("parquet", "arrow"):
+        return module
     return None
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    return cast(IO[bytes], gzip.open(path, "rb")) if path.name.endswith(".gz") else open(path, "rb")
+    """The file's bytes, decompressed by fsspec when its name says it is compressed."""
+    kind = compression(path.name)
+    if kind is None:
+        return open(path, "rb")
+    stream = fsspec.open(str(path), "rb", compression=kind).open()
+    # some decompressors (zstd) read but cannot readline(size): a buffer gives every reader the same file API
+    return cast(IO[bytes], stream if isinstance(stream, io.BufferedIOBase) else io.BufferedReader(stream))
 
 
 # What a broken compressed stream or a vanishing file raises mid-read (gzip: EOFError/BadGzipFile/zlib.error).
-_READ_ERRORS = (OSError, EOFError, zlib.error)
+_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 
 
 def count_rows(path: Path, name: str) -> int:
     """Results `iter_file` yields for a file (parquet from its footer; others by a parse, the only
     reliable count). An unreadable parquet footer is one result: the one problem reported for it."""
-    if file_format(name) == "parquet":
+    if file_format(name) == "parquet" and compression(name) is None:
         try:
             return pq.ParquetFile(path).metadata.num_rows
         except Exception:
@@ -97,6 +136,7 @@ def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator
     fmt = file_format(name)
     readers = {
         "parquet": lambda: _parquet(path, name, wanted),
+        "arrow": lambda: _arrow(path, name),
         "jsonl": lambda: _jsonl(path, name),
         "json": lambda: _json(path, name),
         "csv": lambda: _csv(path, name, ","),
@@ -160,6 +200,25 @@ def _parquet(path: Path, name: str, wanted: set[int] | None) -> Iterator[RowResu
                     ),
                 )
         offset += n
+
+
+def _arrow(path: Path, name: str) -> Iterator[RowResult]:
+    """Arrow IPC, as `datasets` writes it (a stream) or as a file with a footer; batch by batch."""
+    with _open_binary(path) as fh:
+        data = pa.py_buffer(fh.read())
+    try:
+        batches: Any = pa.ipc.open_stream(data)
+    except pa.ArrowInvalid:
+        try:
+            ipc = pa.ipc.open_file(data)
+        except pa.ArrowInvalid as exc:
+            yield None, RowProblem.of(f"{name}: not a readable Arrow file ({_short(exc)})", "unreadable_file", name)
+            return
+        batches = (ipc.get_batch(i) for i in range(ipc.num_record_batches))
+    offset = 0
+    for batch in batches:
+        yield from _batch_rows(batch, name, offset)
+        offset += batch.num_rows
 
 
 def _batch_rows(batch: pa.RecordBatch, name: str, offset: int) -> Iterator[RowResult]:

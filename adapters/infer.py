@@ -16,6 +16,7 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from adapters.accounting import proposed_drops
 from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.source import download, iter_raw_rows
@@ -349,6 +350,13 @@ def build_proposal(
     native_why = names_target(card, [row for _, row in rows], target_patterns)
     mode = "native" if native_why else "regenerate"
     d.reasons["mode"] = native_why or "no mention of the target model family: the target regenerates answers"
+    if mode == "native" and "candidates" in d.fields:  # which candidate the target wrote is not known
+        mode = "regenerate"
+        d.reasons["mode"] = (
+            f"{native_why}, but rows hold several candidate answers: the target regenerates (set candidates.policy: "
+            "best and mode: native to train the best-ranked or winning answer)"
+        )
+        d.needs_review.append("mode")
     if "label_field" in d.fields and mode == "native":
         d.fields["min_yield"] = 0.3
         d.reasons["min_yield"] = "labelled data: undesirable answers are refused row by row, so fewer rows yield"
@@ -369,6 +377,9 @@ def build_proposal(
         },
         where=f"proposed for {repo_id}",
     )
+    spec.drop = proposed_drops(spec, rows) or None  # unread metadata, by name; substantial text is left to fail
+    if spec.drop:
+        spec.reasons["drop"] = f"{len(spec.drop)} unread field(s) of metadata or short values, each with its reason"
     spec.golden = _pin_golden(spec, rows)
     return Proposal(
         spec=spec,

@@ -40,8 +40,13 @@ ADDED_FIELDS = {
     "parts_key",
     "completion_path",
     "pair_keys",
+    "drop",
+    "max_bad_fraction",
+    "tools_in_system",
+    "turn_columns",
+    "candidates",
 }
-TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json"]
+TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json", "pycall"]
 
 
 class SpecModel(BaseModel):
@@ -88,10 +93,56 @@ class PreferenceSpec(SpecModel):
 
 
 class TranscriptSpec(SpecModel):
-    """A single text column holding a whole dialogue as `Human: ... Assistant: ...` segments."""
+    """A single text column holding a whole dialogue: `Human: ... Assistant: ...` segments, or a conversation
+    rendered by a public chat template (adapters/rendered.py names the grammars; the markers are literal)."""
 
     field: str
     markers: dict[str, Role] = Field(description="speaker marker (e.g. 'Human:') → role")
+    template: str | None = Field(None, description="the chat template family the markers come from (review aid)")
+    anchored: bool = Field(True, description="markers count only at the start of a line")
+    ends: list[str] = Field(default_factory=list, description="end-of-turn tokens stripped from each turn")
+    preamble: Role | None = Field(None, description="role of text before the first marker (None: it rejects the row)")
+    merge: bool = Field(False, description="adjacent segments of one role are one turn (Alpaca instruction + input)")
+
+
+# TranscriptSpec fields added after v2, hashed only when they differ from these defaults (no approval goes stale).
+TRANSCRIPT_DEFAULTS: dict[str, Any] = {"template": None, "anchored": True, "ends": [], "preamble": None, "merge": False}
+
+
+class TurnColumn(SpecModel):
+    """One turn of a conversation spread over columns: its text column and its role (fixed or from a column)."""
+
+    field: str
+    role: Role | None = None
+    role_field: str | None = Field(None, description="column whose label (through role_map) gives the role")
+
+    @model_validator(mode="after")
+    def _one_role_source(self) -> TurnColumn:
+        if (self.role is None) == (self.role_field is None):
+            raise ValueError("a turn column needs exactly one of `role` and `role_field`")
+        return self
+
+
+class CandidatesSpec(SpecModel):
+    """Several candidate answers to one prompt (adapters/candidates.py). `policy`: regenerate = keep the prompt
+    only; best = the best-ranked / winning answer is trained, the worst / losing one recorded, never trained."""
+
+    policy: Literal["regenerate", "best"] = "regenerate"
+    field: str | None = Field(None, description="ranked: the column holding the list of candidates")
+    text_key: str | None = Field(None, description="ranked: key of a candidate's text (None: plain strings)")
+    score_key: str | None = Field(None, description="ranked: key of a candidate's score or rank")
+    higher_is_better: bool = True
+    sides: list[str] = Field(default_factory=list, description="battles: the two turn-list columns")
+    winner_field: str | None = None
+    winners: dict[str, int] = Field(default_factory=dict, description="winner label → side index; others: no winner")
+
+    @model_validator(mode="after")
+    def _ranked_or_battle(self) -> CandidatesSpec:
+        if bool(self.sides) == bool(self.field):
+            raise ValueError("candidates need either `field` (ranked answers) or `sides` (a battle)")
+        if self.sides and (len(self.sides) != 2 or not self.winner_field):
+            raise ValueError("a battle needs two `sides` and a `winner_field`")
+        return self
 
 
 class GoldenExample(SpecModel):
@@ -106,7 +157,7 @@ class GoldenExample(SpecModel):
 class AdapterSpec(SpecModel):
     spec_version: int = SPEC_VERSION
     source: SourceSpec
-    layout: Literal["messages", "columns", "trajectory", "utterances", "transcript"]
+    layout: Literal["messages", "columns", "trajectory", "utterances", "transcript", "turn_columns"]
     category: str = "general"
     mode: Mode = "regenerate"
     # Turn-list layouts (messages: chat turns; trajectory: agent steps with flags / split keys).
@@ -122,6 +173,7 @@ class AdapterSpec(SpecModel):
     tool_name_key: str | None = Field(None, description="tool turns: key naming the function")
     text_tool_calls: TextToolFormat | None = Field(None, description="tool calls written inside assistant text")
     tools_field: str | None = Field(None, description="column holding the tool declarations")
+    tools_in_system: bool | None = Field(None, description="tool declarations written as JSON in the system prompt")
     parts_key: str | None = Field(None, description="per-turn key holding media parts")
     completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
     pair_keys: list[str] | None = Field(
@@ -131,6 +183,8 @@ class AdapterSpec(SpecModel):
         None, description="utterances layout: role of the first string; the rest alternate user/assistant"
     )
     transcript: TranscriptSpec | None = None
+    turn_columns: list[TurnColumn] | None = Field(None, description="turn_columns layout: turns in order")
+    candidates: CandidatesSpec | None = None
     media: MediaSpec | None = None
     preference: PreferenceSpec | None = None
     label_field: str | None = Field(None, description="KTO-style label column: false = undesirable answer")
@@ -146,6 +200,12 @@ class AdapterSpec(SpecModel):
     )
     min_yield: float = Field(0.8, ge=0.0, le=100.0, description="contract: records per row at least")
     max_content_chars: int = Field(100_000, gt=0, description="a longer turn rejects the row (broken export)")
+    # Field accounting (adapters/accounting.py): raw fields left out of the records on purpose, by path
+    # (`meta.score`, `conversations[].id`; a path drops everything under it) → the reason ("ids", "metadata").
+    drop: dict[str, str] | None = Field(None, description="raw field path → why it is not carried")
+    max_bad_fraction: float | None = Field(
+        None, ge=0.0, le=1.0, description="rows failing a per-row check are quarantined up to this fraction (0.01)"
+    )
     # Review annotations (not hashed).
     reasons: dict[str, str] = Field(default_factory=dict)
     needs_review: list[str] = Field(default_factory=list)
@@ -162,6 +222,9 @@ class AdapterSpec(SpecModel):
         elif self.layout == "transcript":
             if self.transcript is None:
                 raise ValueError("layout 'transcript' needs a `transcript` section (field, markers)")
+        elif self.layout == "turn_columns":
+            if not self.turn_columns:
+                raise ValueError("layout 'turn_columns' needs `turn_columns` (field and role of each turn)")
         elif not (self.messages_path and self.role_key and self.content_key):
             raise ValueError(f"layout '{self.layout}' needs messages_path, role_key and content_key")
         return self
@@ -174,6 +237,10 @@ class AdapterSpec(SpecModel):
                 data.pop(name, None)
         if isinstance(data.get("columns"), dict) and data["columns"].get("history") is None:
             data["columns"].pop("history", None)
+        if isinstance(data.get("transcript"), dict):
+            for key, default in TRANSCRIPT_DEFAULTS.items():
+                if data["transcript"].get(key) == default:
+                    data["transcript"].pop(key, None)
         return data
 
     def spec_hash(self) -> str:

@@ -19,6 +19,10 @@ from catalog import limits
 
 MAX_DEPTH = 3
 WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+# Scripts written without spaces between words (Han, kana, Thai): a run of them is many words, not one, and a
+# string in them with no space is prose, not an id. Counting ~2 characters a word keeps their statistics on
+# the scale of spaced languages, so no length or token threshold quietly assumes English. Hangul is spaced.
+SPACELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def decoded(value: Any) -> tuple[Any, bool]:
@@ -84,12 +88,14 @@ def text_stats(values: list[Any]) -> TextStats:
         if isinstance(v, str):
             s.strings += 1
             s.chars += len(v)
-            words = len(WORD.findall(v[:4000]))
+            head = v[:4000]
+            spaceless = len(SPACELESS.findall(head))
+            words = len(WORD.findall(SPACELESS.sub(" ", head) if spaceless else head)) + spaceless // 2
             s.words += words
             seen.add(v[:200])
             stripped = v.strip()
-            s.questions += stripped.endswith("?")
-            s.idlike += " " not in stripped and len(stripped) < 80
+            s.questions += stripped.endswith(("?", "？"))
+            s.idlike += " " not in stripped and len(stripped) < 80 and not spaceless
     s.distinct = len(seen)
     return s
 

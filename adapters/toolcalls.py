@@ -6,7 +6,7 @@ not JSON schema) whose Python type names are translated to JSON-schema types.
 
 Calls written inside assistant text are parsed here, never evaluated: hermes `<tool_call>{json}</tool_call>`,
 glaive `<functioncall> {json}`, SWE-smith / Qwen `<function=name><parameter=k>v</parameter></function>`,
-and a whole turn that is one JSON call object. Each parser returns (calls, text without the calls).
+a whole turn that is one JSON call object, and Python call code `[name(arg=value)]` (adapters/pycalls.py). Each parser returns (calls, text without the calls).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import json
 import re
 from typing import Any
 
+from adapters import pycalls
 from adapters.records import normalize_call
+from adapters.row_fields import RowError
 
 PY_TYPES = {
     "str": "string",
@@ -166,6 +168,13 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
         args = m.group(2).strip()
         value = _loads(args, "Action Input") if args.startswith("{") else {"input": args}
         return [normalize_call({"name": m.group(1), "arguments": value}, f"{prefix}_0")], text[: m.start()].strip()
+    if fmt == "pycall":  # `[name(arg=value, ...)]`: Python call code, parsed by adapters/pycalls.py
+        if not pycalls.starts_like_calls(text):
+            return [], text
+        try:
+            return pycalls.as_tool_calls(text, prefix), ""
+        except (pycalls.PyCallError, ValueError) as exc:
+            raise ToolFormatError(f"call code: {exc}") from None
     if fmt == "json":
         stripped = text.strip()
         if not stripped.startswith(("{", "[")):
@@ -191,19 +200,29 @@ def detect_text_format(texts: list[str]) -> tuple[str | None, str]:
             calls += isinstance(v, dict) and isinstance(v.get("name"), str) and ("arguments" in v or "parameters" in v)
     if calls and calls >= 0.2 * len(texts):
         return "json", f"{calls} of {len(texts)} assistant turns are a bare JSON call {{name, arguments}}"
+    code = sum(pycalls.looks_like_calls(t) for t in texts if pycalls.starts_like_calls(t))
+    if code and code >= 0.2 * len(texts):
+        return "pycall", f"{code} of {len(texts)} assistant turns are Python call code `[name(arg=value)]`"
     return None, "no tool-call markup in assistant text"
 
 
 def link_tool_turns(messages: list[dict[str, Any]]) -> None:
-    """Give each tool turn that lacks one the id (and name) of the oldest unanswered earlier call."""
+    """Give each tool turn that lacks one the id (and name) of the oldest unanswered earlier call.
+
+    A tool result before any call answers nothing (LLaMA-Factory drops such rows for breaking its role order):
+    the row is rejected by name, so it is quarantined and counted instead of training a chat no model could
+    have had."""
     pending: list[dict[str, Any]] = []
-    for m in messages:
+    called = False
+    for i, m in enumerate(messages):
         if m["role"] == "assistant" and m.get("tool_calls"):
-            pending = list(m["tool_calls"])
+            pending, called = list(m["tool_calls"]), True
         elif m["role"] == "tool":
             if m.get("tool_call_id"):
                 pending = [c for c in pending if c["id"] != m["tool_call_id"]]
                 continue
+            if not called:
+                raise RowError(f"messages[{i}]", "tool result with no earlier tool call")
             if pending:
                 call = pending.pop(0)
                 m["tool_call_id"] = call["id"]

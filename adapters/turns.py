@@ -8,10 +8,10 @@ become `parts`). Errors are raised as the caller's RowError type (passed in, no 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from adapters import media as media_mod
+from adapters import rendered
 from adapters.records import normalize_call
 from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec
@@ -37,18 +37,8 @@ END_TOKENS = ("<|endoftext|>", "</s>", "<|im_end|>", "<|eot_id|>", "<|end|>")
 
 
 def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:
-    """(role, text) segments of a transcript; markers count only at the start of a line."""
-    alternatives = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
-    rx = re.compile(rf"(?:^|\n)[ \t]*({alternatives})[ \t]?")
-    hits = list(rx.finditer(text))
-    out = []
-    for i, m in enumerate(hits):
-        end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
-        body = text[m.end() : end].strip()
-        for token in END_TOKENS:  # an end-of-turn token left in exported transcripts is not content
-            body = body.removesuffix(token).strip()
-        out.append((markers[m.group(1)], body))
-    return out
+    """(role, text) segments of a line-start-marker transcript (end-of-turn tokens stripped, preamble left out)."""
+    return [(role, body) for role, body in rendered.split(text, markers, True, END_TOKENS) if role]
 
 
 def _name(value: Any) -> str:
@@ -93,16 +83,38 @@ class TurnReader:
         if layout == "transcript":
             field = self.spec.transcript.field if self.spec.transcript else ""
             return self._transcript(get_path(row, field), field)
+        if layout == "turn_columns":
+            return self._turn_columns(row)
         turns = self._turn_list(get_path(row, path), path)
-        if self.spec.completion_path:  # TRL conversational prompt-completion: the answer turns live apart
-            turns += self._turn_list(get_path(row, self.spec.completion_path), self.spec.completion_path)
+        if self.spec.completion_path:  # TRL prompt-completion, LLaMA-Factory ranking: the answer lives apart
+            turns += self._answer(get_path(row, self.spec.completion_path), self.spec.completion_path)
         return turns
+
+    def assistant(self, text: str, where: str) -> dict[str, Any]:
+        """One assistant turn from an answer's text (reasoning split off as for any assistant turn)."""
+        return self._turn("assistant", text, None, None, None, where)
+
+    def read_list(self, value: Any, path: str) -> list[dict[str, Any]]:
+        """A turn list at another path, read with this spec's keys and role map (the other side of a battle)."""
+        return self._turn_list(value, path)
+
+    def _answer(self, value: Any, path: str) -> list[dict[str, Any]]:
+        """The answer column of a turn-list prompt: a turn list, one turn object, or the answer's text."""
+        if isinstance(value, dict):
+            return self._turn_list([value], path)
+        if isinstance(value, str):
+            return [self._turn("assistant", self.text(value, path), None, None, None, path)]
+        return self._turn_list(value, path)
 
     def read_other(
         self, row: dict[str, Any], path: str, chosen: list[dict[str, Any]] | None = None
     ) -> list[dict[str, Any]]:
         """The rejected side of a preference pair, read like the chosen side."""
         value = get_path(row, path)
+        if isinstance(value, dict) and self.spec.completion_path:  # one rejected turn object after the prompt
+            prompt = chosen or []
+            cut = max((i for i, m in enumerate(prompt) if m["role"] == "user"), default=-1)
+            return [*prompt[: cut + 1], *self._turn_list([value], path)]
         if isinstance(value, list):
             if self.spec.layout == "utterances":
                 return self._utterances(value, path)
@@ -342,14 +354,49 @@ class TurnReader:
     def _transcript(self, text: Any, field: str) -> list[dict[str, Any]]:
         if not isinstance(text, str):
             raise self.error(field, f"transcript must be a string, got {_name(text)}")
-        markers: dict[str, str] = dict(self.spec.transcript.markers) if self.spec.transcript else {}
-        segments = split_transcript(text, markers)
+        t = self.spec.transcript
+        assert t is not None  # the spec validator requires `transcript` for this layout
+        try:
+            segments = rendered.turns_of(
+                text,
+                dict(t.markers),
+                anchored=t.anchored,
+                ends=t.ends or END_TOKENS,
+                preamble=t.preamble,
+                merge=t.merge,
+            )
+        except ValueError as exc:
+            raise self.error(field, str(exc)) from None
         if not segments:
             raise self.error(field, "no speaker markers found in the transcript")
         return [
-            self._turn(role, self.text(t, f"{field}#{i}"), None, None, None, f"{field}#{i}")
-            for i, (role, t) in enumerate(segments)
+            self._turn(role, self.text(body, f"{field}#{i}"), None, None, None, f"{field}#{i}")
+            for i, (role, body) in enumerate(segments)
         ]
+
+    def _turn_columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        """Turns spread over numbered columns: in order, until the first empty one; text after a gap is an error
+        (a conversation with a hole in it), never silently skipped."""
+        out: list[dict[str, Any]] = []
+        ended: str | None = None
+        for tc in self.spec.turn_columns or []:
+            value = get_path(row, tc.field)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                ended = ended or tc.field
+                continue
+            if ended:
+                raise self.error(tc.field, f"turn text after the empty turn column {ended!r}")
+            role: str | None = tc.role
+            if tc.role_field:
+                label = get_path(row, tc.role_field)
+                role = self.role_map.get(label) if isinstance(label, str) else None
+                if role is None:
+                    raise self.error(tc.role_field, f"unmapped role label {label!r}")
+            if role == "drop":
+                continue
+            text, parts = self.content(value, tc.field)
+            out.append(self._turn(str(role), text, None, None, parts, tc.field))
+        return out
 
     def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
 

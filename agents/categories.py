@@ -143,3 +143,49 @@ def category_weights(domain: str) -> dict[str, float]:
             raw[key] += extra
     total = sum(raw.values())
     return {k: v / total for k, v in raw.items()}
+
+
+# What a category's rows must show, by content kind (agents/content.py): any one kind in some sampled rows
+# confirms the category; none in any row marks the dataset off-domain for it. Policy, like AFFINITY: it says
+# what each category's data *is*, never which datasets are which. `native` is judged by the model names the
+# rows carry (adapters.detect.names_target), so it has no content kinds of its own.
+CONTENT_EVIDENCE: dict[str, tuple[str, ...]] = {
+    "coding": ("code",),
+    "agentic": ("tool_calls", "shell"),
+    "reasoning": ("math", "stepwise"),
+    "chat": ("exchange",),
+    "standard": ("exchange",),
+    "review": ("code",),
+    "writing": ("long_prose",),
+    "native": (),
+    "multilang": ("code",),
+    "synthetic": ("varied",),
+}
+
+# The sense a domain or category word has in this project, as the content kinds that confirm it. A card that
+# uses some of these words while no sampled row shows any of their kinds uses them in another sense
+# ("insurance agent", "genetic code", "medical coding", a film's secret agent): the rows decide, not the word.
+_CODE = ("code",)
+_AGENT = ("tool_calls", "shell")
+TERM_SENSES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("code", "coding", "coder", "programming", "python", "rust", "typescript", "java"), _CODE),
+    **dict.fromkeys(("bug", "bugfix", "debug", "debugging", "review"), _CODE),
+    **dict.fromkeys(("agent", "agentic", "tool", "tools", "trajectory", "trajectories", "bash", "calling"), _AGENT),
+    "function": ("code", "tool_calls"),
+    **dict.fromkeys(("chat", "conversation", "conversations", "dialogue", "assistant"), ("exchange",)),
+    **dict.fromkeys(("math", "reasoning", "proof", "gsm8k"), ("math", "stepwise")),
+    **dict.fromkeys(("writing", "essay", "essays", "longform"), ("long_prose",)),
+}
+
+# How evidence reads in reasons and review.
+KIND_NAMES = {
+    "code": "code",
+    "shell": "shell commands",
+    "tool_calls": "tool calls",
+    "exchange": "a conversation with an assistant",
+    "dialogue": "several answering turns",
+    "math": "formulas",
+    "stepwise": "written-out reasoning",
+    "long_prose": "long prose",
+    "varied": "varied prompts",
+}

@@ -40,6 +40,32 @@ def _prefilter(brief: Brief, hit: dict[str, Any]) -> float:
     return len(words & doc) + min(hit["downloads"], 10**9) / 10**10
 
 
+def _id_hints(brief: Brief, hit: dict[str, Any]) -> int:
+    """Brief words found inside the repo id but not as whole words ("agents", "toolbelt", "coder"): how the
+    Hub's substring search matched an id that the word overlap cannot see."""
+    cat = BY_KEY[brief.category]
+    words = set(tokens(brief.domain)) | set(cat.keywords) | {q for q in cat.seed_queries if q.isalnum()}
+    id_tokens = set(tokens(hit["repo_id"]))
+    return sum(1 for w in words if w not in id_tokens and any(w in t for t in id_tokens))
+
+
+def to_inspect(brief: Brief, hits: list[dict[str, Any]], config: FindConfig) -> list[dict[str, Any]]:
+    """The hits worth Hub calls: the best by word overlap, plus `explore_slots` (of inspect_top) kept for hits
+    whose id and tags share no whole word with the brief, those with a seed inside their id first, then by
+    popularity: a terse or non-English card is found only by reading its rows, which needs it inspected."""
+    ranked = sorted(hits, key=lambda h: _prefilter(brief, h), reverse=True)
+    explore = min(config.explore_slots, config.inspect_top // 4)  # a small inspect_top stays word-ranked
+    by_words = ranked[: config.inspect_top - explore]
+    rest = ranked[len(by_words) :]
+    wordless = sorted(
+        (h for h in rest if _prefilter(brief, h) < 1),  # overlap 0: only the popularity tiebreak is left
+        key=lambda h: (_id_hints(brief, h), h["downloads"]),
+        reverse=True,
+    )
+    extra = (wordless + [h for h in rest if h not in wordless])[:explore]
+    return by_words + extra
+
+
 def report_from(
     meter: AgentCounts, status: str, candidates: Sequence[Candidate] = (), error: str | None = None
 ) -> AgentReport:
@@ -94,8 +120,7 @@ async def _search_and_inspect(
             for hit in await in_thread(ctx.hub.search, brief.category, query.search, query.tag):
                 hits.setdefault(hit["repo_id"], hit)
             progress("search", hits=len(hits))
-        ranked = sorted(hits.values(), key=lambda h: _prefilter(brief, h), reverse=True)
-        for hit in ranked[: config.inspect_top]:
+        for hit in to_inspect(brief, list(hits.values()), config):
             try:
                 facts = await in_thread(ctx.hub.inspect, brief.category, hit)
             except HubUnavailable as exc:  # one broken repo must not hide the agent's other finds

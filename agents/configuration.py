@@ -52,9 +52,17 @@ class FindConfig(Strict):
     capacity: Capacity = Capacity()
     search_limit: int = Field(30, ge=1, description="results asked per Hub search")
     max_queries: int = Field(8, ge=1, description="searches per agent")
-    inspect_top: int = Field(8, ge=1, description="hits per agent whose card/features/rows are read")
+    inspect_top: int = Field(12, ge=1, description="hits per agent whose card/features/rows are read")
     share_cap: float = Field(0.35, gt=0, le=1, description="max share of the new samples from one dataset")
     min_relevance: float = Field(0.05, ge=0, le=1, description="below this a candidate is marked irrelevant")
+    content_relevance: bool = Field(
+        True, description="check the card's words against the sampled rows' content (off: card words only)"
+    )
+    explore_slots: int = Field(
+        2,
+        ge=0,
+        description="of inspect_top (a quarter at most), hits inspected though their id/tags share no word with the brief",
+    )
     target_families: tuple[str, ...] = TARGET_FAMILIES  # the one list, shared with adapter proposal
     tool_result_chars: int = Field(4000, ge=200, description="llm policy: max chars of one tool result")
     llm_time_share: float = Field(

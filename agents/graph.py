@@ -20,6 +20,7 @@ from langgraph.types import Command, RetryPolicy, Send, TimeoutPolicy
 from agents.categories import CATEGORIES, category_weights
 from agents.category_agent import AgentContext, report_from, run_category_agent
 from agents.configuration import FindConfig
+from agents.forecast import measured_points
 from agents.planning import holdings, plan_mix
 from agents.recording import agent_totals, fallback_causes, record_run
 from agents.state import AgentInput, AgentReport, Brief, Candidate, FindState, Plan
@@ -122,6 +123,7 @@ async def plan_mix_node(state: FindState, config: RunnableConfig) -> dict:
         weights,
         FindConfig(**state["config"]),
         rt.has_token,
+        measured_points(rt.catalog),
     )
     return {"plan": result.model_dump()}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from adapters.detect import MODEL_COLUMNS, Detected, detect
 from adapters.trial import trial
+from agents import content
 
 NON_TEXT_TYPES = ("Image", "Audio", "Video")
 TURN_LAYOUTS = ("messages", "trajectory", "utterances", "transcript")
@@ -67,3 +68,16 @@ def non_text(
 def model_column_values(rows: list[dict[str, Any]]) -> list[str]:
     """Values of a model/generator column in the sampled rows (target-native evidence)."""
     return sorted({str(r[c]) for r in rows for c in MODEL_COLUMNS if isinstance(r.get(c), str)})
+
+
+def sampled(facts: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Features and rows of the config/split whose first rows were read (empty when none was)."""
+    first = next((c for c in facts["configs"] if c["rows"]), None)
+    return (first["features"], first["rows"]) if first else ({}, [])
+
+
+def content_counts(facts: dict[str, Any]) -> dict[str, str]:
+    """The content kinds the sampled rows show, as "k/n" (the llm policy's inspect tool shows it)."""
+    features, rows = sampled(facts)
+    found = content.signals(rows, detect_structure(features, rows, facts.get("card_text", ""))["detected"])
+    return {k: f"{v}/{found['rows']}" for k, v in found["counts"].items() if v}

@@ -17,11 +17,14 @@ import pyarrow.parquet as pq
 from rich.filesize import decimal
 
 from agents.configuration import FindConfig
+from agents.forecast import REFERENCE, Cost, Point, fit, line
 from agents.state import Candidate, Plan, PlanItem
 from catalog import Catalog
 from catalog.home import Home, flat_repo_name
 from catalog.quota import allocate
 
+FORECAST_STEPS = 3  # the serving default the forecast speaks for
+FORECAST_AL = 3.0  # a clear speedup: the field run broke even near AL 2.5 (eval/checks/estimate.py)
 UNPLANNABLE = {"no_license", "non_english", "non_text", "empty"}
 
 HELD_SQL = """
@@ -98,6 +101,7 @@ def plan_mix(
     weights: dict[str, float],
     config: FindConfig,
     has_token: bool,
+    points: list[Point] | None = None,
 ) -> Plan:
     cap_ = config.capacity
     chosen = sorted((c for c in candidates if plannable(c, held, has_token)), key=lambda c: -c.score)
@@ -136,6 +140,7 @@ def plan_mix(
         "bytes_per_token": cap_.hidden_state_bytes_per_token,
         "throughput_tok_s": cap_.throughput_tok_s,
     }
+    totals["forecast"] = forecast_line(points or [], samples + sum(held.values()), totals)
     return Plan(
         plan_id=plan_id,
         samples_requested=samples,
@@ -144,6 +149,23 @@ def plan_mix(
         items=items,
         totals=totals,
     )
+
+
+def forecast_line(points: list[Point], samples: int, totals: dict[str, Any]) -> str:
+    """What the plan's data should buy, from measured points (agents/forecast.py), or why it cannot say."""
+    steps = FORECAST_STEPS
+    f, source = fit(points, steps), ""
+    if f is None:
+        f, source = fit(REFERENCE, steps), "; SmolLM2-135M reference, not this target: run `draftset check pilot`"
+    planned = max(totals["samples_planned"], 1)
+    cost = Cost(
+        (totals["prompt_tokens"] + totals["response_tokens"]) / planned,
+        totals["response_tokens"] / planned,
+        totals["throughput_tok_s"],
+        totals["bytes_per_token"],
+    )
+    assert f is not None  # the reference has two sample counts
+    return line(f, samples, FORECAST_AL, cost, source)
 
 
 def human_bytes(n: float) -> str:

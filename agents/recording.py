@@ -190,6 +190,9 @@ def _candidate_row(c: Candidate, run_id: str, now: datetime, first_seen: datetim
         "mode": c.mode,
         "est_yield": c.est_yield,
         "flags": c.flags,
+        "relevance": c.relevance.get("verdict"),
+        "relevance_evidence": c.relevance.get("evidence"),
+        "content_signals": {k: v for k, v in c.relevance.items() if k not in ("verdict", "evidence")} or None,
         "first_seen": first_seen or now,
         "last_seen": now,
         "last_run_id": run_id,
@@ -208,6 +211,10 @@ def review_queries(run_id: str, plan_id: str) -> list[str]:
         sql_command(
             "SELECT repo_id, category, score, status, flags, mode, n_rows FROM candidate_status "
             f"WHERE last_run_id = '{rid}' ORDER BY score DESC"
+        ),
+        sql_command(
+            "SELECT repo_id, category, status, relevance, relevance_evidence FROM candidate_status "
+            f"WHERE last_run_id = '{rid}' AND relevance IN ('off_domain', 'on_content')"
         ),
         sql_command(
             f"SELECT repo_id, score_reasons FROM candidates WHERE last_run_id = '{rid}' AND status = 'irrelevant'"

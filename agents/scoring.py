@@ -1,8 +1,9 @@
 """Turn one inspected Hub repo into a scored `Candidate` with explicit reasons and flags.
 
 The score is a sum of named parts so every number a user sees has a reason beside it:
-relevance to domain and category, domain fit of the category, a usable conversation/prompt
-column, license, size, popularity and target-native data; flags subtract.
+relevance to domain and category (the card's words checked against the sampled rows' content,
+agents/relevance.py), domain fit of the category, a usable conversation/prompt column, license,
+size, popularity and target-native data; flags subtract.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 from typing import Any
 
 from adapters.detect import family_patterns, names_target
-from agents import inspection
+from agents import content, inspection, relevance
 from agents.categories import BY_KEY, category_weights, tokens
 from agents.configuration import FindConfig
 from agents.state import Candidate
@@ -59,17 +60,26 @@ def score_candidate(
     doc = set(tokens(" ".join([hit["repo_id"], pretty, " ".join(hit["tags"]), facts.get("card_text", "")[:4000]])))
     terms = (set(tokens(domain)) | set(cat.keywords)) - STOPWORDS
     matched = sorted(terms & doc)
-    relevance = min(1.0, len(matched) / 4)
-    part(0.35 * relevance, f"relevance: matches {', '.join(matched[:5]) or 'nothing'}")
-    weights = category_weights(domain)
-    part(0.15 * weights[category] / max(weights.values()), f"domain fit of {cat.title}")
+    card_relevance = min(1.0, len(matched) / 4)
 
     sampled = next((c for c in facts["configs"] if c["rows"]), None)
-    features = sampled["features"] if sampled else {}
-    rows = sampled["rows"] if sampled else []
+    features, rows = inspection.sampled(facts)
     structure = inspection.detect_structure(features, rows, facts.get("card_text", ""))
     detected = structure["detected"]
     stats = inspection.sample_stats(structure, rows)
+    signals = content.signals(rows, detected) if config.content_relevance else None
+    verdict = relevance.judge(category, matched, card_relevance, signals)
+    if config.content_relevance:
+        part(
+            0.35 * verdict["relevance"],
+            f"relevance: card matches {', '.join(matched[:5]) or 'nothing'}; {verdict['evidence']}",
+        )
+    else:
+        part(0.35 * card_relevance, f"relevance: matches {', '.join(matched[:5]) or 'nothing'}")
+    if verdict["verdict"] == "off_domain":
+        flags.append("off_domain")
+    weights = category_weights(domain)
+    part(0.15 * weights[category] / max(weights.values()), f"domain fit of {cat.title}")
     if structure["layout"] == "messages":
         part(0.15, f"conversation column {structure['field']!r}")
     elif structure["layout"] == "columns":
@@ -114,11 +124,13 @@ def score_candidate(
     else:
         mode = "regenerate"
 
+    kept_on_content = verdict["verdict"] == "on_content"
     irrelevant = (
         why_not_text is not None
         or "empty" in flags
-        or not matched
-        or relevance < config.min_relevance
+        or verdict["verdict"] == "off_domain"
+        or (not matched and not kept_on_content)
+        or (verdict["relevance"] if config.content_relevance else card_relevance) < config.min_relevance
         or (structure["layout"] == "none" and facts["access"] in ("ok", "error"))
     )
     if why_not_text:
@@ -144,6 +156,8 @@ def score_candidate(
         response_tokens=stats["response_chars"] / cpt,
         flags=flags,
         status="irrelevant" if irrelevant else "relevant",
+        relevance={k: verdict[k] for k in ("verdict", "evidence", "expected", "senses")}
+        | {"content": signals["counts"] if signals else None, "rows_read": signals["rows"] if signals else 0},
         schemas=[
             {
                 "config": c["config"],

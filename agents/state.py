@@ -49,6 +49,9 @@ class Candidate(Record):
     response_tokens: float = 0.0
     flags: list[str] = Field(default_factory=list)
     status: Literal["relevant", "irrelevant"] = "relevant"
+    # Why it is (ir)relevant from its content: {verdict, evidence, expected, senses, content, rows_read}
+    # (agents/relevance.py); empty for candidates scored before content was consulted.
+    relevance: dict[str, Any] = Field(default_factory=dict)
     schemas: list[dict[str, Any]] = Field(default_factory=list, description="config, split, features, sample_rows")
 
 
@@ -120,7 +123,7 @@ class Plan(Record):
     samples_existing: int
     existing_repos: list[str]
     items: list[PlanItem]
-    totals: dict[str, float | int]
+    totals: dict[str, float | int | str]  # str: the forecast line
 
 
 class FindState(TypedDict, total=False):

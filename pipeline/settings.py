@@ -2,7 +2,7 @@
 
 Not `extra="forbid"` on purpose: a project's .env is shared with other tools (OPENAI_API_KEY, ...), and their
 keys must not stop draftset from starting. Wrong types still fail at load; the stage configs, which are
-draftset's own files, are strict (`extra="forbid"`, pipeline/stage.py).
+draftset's own files, are strict (`extra="forbid"`, pipeline/stage/config.py).
 
 Secrets are `SecretStr`: their repr is '**********', so a token never reaches a log or an error.
 """

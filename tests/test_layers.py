@@ -43,4 +43,4 @@ def test_eval_registers_its_own_commands():
 
     root = get_command(app)
     assert {"report", "check"} <= set(root.commands)
-    assert set(root.commands["check"].commands) == {"draft", "accept-length", "serve", "estimate"}
+    assert set(root.commands["check"].commands) == {"draft", "accept-length", "serve", "estimate", "pilot"}

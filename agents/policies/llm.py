@@ -15,6 +15,7 @@ are data: verdicts about repos outside the list are ignored, nothing the model w
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -31,6 +32,7 @@ from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief, Candidate
 
 REASON_CHARS = 120
+SAMPLE_CHARS = 240  # of one sampled row, per candidate the judge sees
 RETRIED = ("not_json", "schema", "http_status", "connection")  # worth one more request; a timeout is not
 ENDPOINT_DOWN = ("http_status", "connection", "timeout")
 
@@ -184,7 +186,7 @@ class LLMPolicy(HeuristicPolicy):
             return candidates  # nothing to judge, or this agent already fell back (the endpoint is dead)
         cat = BY_KEY[brief.category]
         ids = [c.repo_id for c in candidates]
-        listing = fence([_facts(c) for c in candidates], limit=400 * len(candidates))
+        listing = fence([_facts(c) for c in candidates], limit=800 * len(candidates))  # card + rows
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.JUDGE_SYSTEM},
             {
@@ -275,26 +277,53 @@ class LLMPolicy(HeuristicPolicy):
 
     @staticmethod
     def _apply(candidate: Candidate, verdict: Verdict | None) -> Candidate:
+        """The model's verdict, made from the card and the sampled rows, moves the score and may settle
+        relevance both ways: below 0.15 the candidate is off-domain; at 0.6 or more a candidate the content
+        check alone marked off-domain (and nothing else disqualifies: text rows, a usable layout) is kept.
+        Either way the relevance evidence says the model decided, and what the content check had said."""
         if verdict is None:
             return candidate
         delta = round(0.2 * (verdict.relevance - 0.5), 4)
         reason = " ".join(verdict.reason.split())[:160]
+        status, flags = candidate.status, list(candidate.flags)
+        relevance = dict(candidate.relevance) | {"llm": {"relevance": verdict.relevance, "reason": reason}}
+        before = candidate.relevance.get("evidence", "no content check")
+        if verdict.relevance < 0.15:
+            status = "irrelevant"
+            if relevance.get("verdict") != "off_domain":
+                relevance |= {"verdict": "off_domain", "evidence": f"llm: off-domain ({reason}); content: {before}"}
+        elif (
+            verdict.relevance >= 0.6
+            and "off_domain" in flags
+            and not {"non_text", "empty"} & set(flags)
+            and candidate.est_yield > 0
+        ):
+            status = "relevant"
+            flags.remove("off_domain")
+            relevance |= {"verdict": "on_domain", "evidence": f"llm: relevant ({reason}); content: {before}"}
         return candidate.model_copy(
             update={
                 "score": round(candidate.score + delta, 4),
                 "reasons": candidate.reasons + [f"{delta:+.2f} llm: {reason}"],
-                "status": "irrelevant" if verdict.relevance < 0.15 else candidate.status,
+                "status": status,
+                "flags": flags,
+                "relevance": relevance,
             }
         )
 
 
 def _facts(c: Candidate) -> dict[str, Any]:
-    """What the judge sees of one candidate: short, so eight of them fit a small model's context."""
+    """What the judge sees of one candidate: short, so eight of them fit a small model's context. The rows are
+    evidence beside the card: the content kinds counted in the sampled rows, and the start of one row."""
     features = sorted({k for s in c.schemas[:1] for k in (s.get("features") or {})})[:8]
+    rows: list[Any] = next((s["sample_rows"] for s in c.schemas if s.get("sample_rows")), [])
+    counts = c.relevance.get("content") or {}
     return {
         "repo_id": c.repo_id,
         "tags": c.tags[:5],
         "rows": c.n_rows,
         "columns": features,
         "card": c.card_summary[:200],
+        "content": {k: f"{v}/{c.relevance.get('rows_read', 0)}" for k, v in counts.items() if v},
+        "sample_row": json.dumps(rows[0], ensure_ascii=False, default=str)[:SAMPLE_CHARS] if rows else None,
     }

@@ -16,6 +16,7 @@ import openai
 from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agents import inspection
 from agents.state import AgentCounts
 from agents.tools import BudgetExceeded, HubTools, HubUnavailable
 
@@ -144,6 +145,7 @@ class Toolbox:
             "access": facts["access"],
             "card_error": facts["card_error"],
             "card": _cut(facts["card_text"], 800),
+            "content": inspection.content_counts(facts),  # what the sampled rows show, beside the card
             "configs": [
                 {
                     "config": c["config"],

@@ -28,10 +28,10 @@ from rich.table import Table
 from adapters.apply import RowError, apply_row
 from adapters.source import iter_local_rows
 from adapters.spec import AdapterSpec
-from pipeline.dedup.keys import normalize, shingles
 from pipeline.dedup.near import NearIndex
-from pipeline.ingest.rows import to_row
 from pipeline.ingest.run import IngestConfig, ingest_rows
+from pipeline.rows.codec import to_row
+from pipeline.rows.keys import normalize, shingles
 from pipeline.stage import StageRun
 
 SPEC = AdapterSpec.from_data(

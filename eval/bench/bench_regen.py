@@ -38,10 +38,10 @@ from rich.table import Table
 
 from adapters.records import Conversation, Message, Source, record_id
 from catalog.home import Home
-from pipeline.ingest.rows import to_row
 from pipeline.regenerate.client import EndpointPool
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
 from pipeline.regenerate.run import run_regenerate
+from pipeline.rows.codec import from_row, to_row
 
 CONCURRENCY = 150
 console = Console(width=130)  # full row labels even when piped to a file
@@ -172,7 +172,7 @@ def _child(kind: str, url: str, home: Path, rows: int) -> None:
         whole_stage(url, rows, home, "big")
     else:  # the naive way: the whole mix and every conversation in memory at once
         table = [r for p in sorted((home / "data/mix/big").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
-        held = [Conversation.model_validate_json(r["conversation"]) for r in table]
+        held = [from_row(r) for r in table]
         assert len(held) == rows
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB on Linux -> MiB
 

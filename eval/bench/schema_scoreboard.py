@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.apply import RowError, RowMapper
-from adapters.contract import run_contract
+from adapters.contract import ContractResult, run_contract
 from adapters.detect import detect
 from adapters.files import file_format, iter_file
 from adapters.infer import AdapterRefused, build_proposal
@@ -51,6 +51,7 @@ class Outcome:
     seconds: float
     relevant: bool
     found_relevant: bool | None = None
+    contract_seconds: float = 0.0
 
 
 def _rows(folder: Path, files: list[str]) -> list[RawRow]:
@@ -123,7 +124,23 @@ def score_family(folder: Path) -> Outcome:
         )
     seconds = time.perf_counter() - start
     spec = proposal.spec
+    started = time.perf_counter()
     result = run_contract(spec, raw[:SAMPLE])
+    outcome = _judge(name, expect, meta, spec, raw, result, seconds)
+    outcome.contract_seconds = time.perf_counter() - started
+    return outcome
+
+
+def _judge(
+    name: str,
+    expect: str,
+    meta: dict[str, Any],
+    spec: AdapterSpec,
+    raw: list[RawRow],
+    result: ContractResult,
+    seconds: float,
+) -> Outcome:
+    """The outcome of a proposal whose contract ran: right, refused by name, loud or silently wrong."""
     if expect.startswith("refuse:"):
         wanted = expect.split(":", 1)[1]
         if result.verdict == f"refused: {wanted}":
@@ -147,7 +164,10 @@ def score_family(folder: Path) -> Outcome:
 
 
 def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
-    native = RowMapper(spec.model_copy(update={"mode": "native"}))
+    update: dict[str, Any] = {"mode": "native"}
+    if spec.candidates:  # the truth of a candidates family is its `best` reading (the winner, the loser rejected)
+        update["candidates"] = spec.candidates.model_copy(update={"policy": "best"})
+    native = RowMapper(spec.model_copy(update=update))
     for r, t in zip(raw, truth):
         try:
             got = canonical(native.apply(r.row_index, r.row)[0])
@@ -183,6 +203,8 @@ def _first_diff(got: Any, want: Any, path: str = "") -> str:
 def _describe(spec: AdapterSpec) -> str:
     if spec.layout == "columns" and spec.columns:  # the spec validator requires them for this layout
         return f"{spec.columns.prompt}→{spec.columns.response}"
+    if spec.layout == "turn_columns" and spec.turn_columns:
+        return "→".join(f"{t.field}" for t in spec.turn_columns[:4]) + ("…" if len(spec.turn_columns) > 4 else "")
     if spec.layout == "transcript" and spec.transcript:
         return f"{spec.transcript.field} markers {sorted(spec.transcript.markers)}"
     return f"{spec.messages_path} role={spec.role_key} content={spec.content_key}"
@@ -247,9 +269,11 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
     in_domain_kept = {o.family for o in outcomes if o.found_relevant and o.relevant}
     precision = len(in_domain_kept & truly) / len(kept) if kept else 1.0
     slowest = max(o.seconds for o in outcomes)
+    slowest_contract = max(o.contract_seconds for o in outcomes)
     print(
         f"\n{len(outcomes)} families: {counts['right']} right, {counts['refused']} refused by name, "
-        f"{counts['loud']} loud failures, {counts['WRONG']} silently wrong; slowest proposal {slowest:.2f} s"
+        f"{counts['loud']} loud failures, {counts['WRONG']} silently wrong; slowest proposal {slowest:.2f} s, "
+        f"slowest contract {slowest_contract:.2f} s"
     )
     missed = sorted(truly - kept)
     extra = sorted(kept - truly)
@@ -264,6 +288,7 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
         "recall": recall,
         "precision": precision,
         "slowest_s": slowest,
+        "slowest_contract_s": slowest_contract,
         "families": [o.__dict__ for o in outcomes],
     }
 

@@ -21,23 +21,43 @@ check_app = typer.Typer(
 @check_app.command("draft")
 def check_draft_cmd(
     draft: str = typer.Argument(..., help="exported draft name or directory"),
-    captures: str = typer.Option(..., help="capture name or dir (training and held-out samples)"),
+    captures: str = typer.Option(
+        ..., help="capture name or dir (training and held-out samples); a build for a draft trained online"
+    ),
     model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
     max_samples: int = typer.Option(64),
+    max_new_tokens: int = typer.Option(64, min=1, help="tokens per prompt the replayed decode makes"),
+    target_al: float = typer.Option(3.0, help="forecast: the accept length you want"),
 ) -> None:
-    """Per-step accuracy, expected accept length, and the same under wrong wirings."""
+    """Per-step accuracy, the accept length decoding would measure (held-out first), and wrong wirings."""
     from eval.checks.draft_check import check_draft
     from eval.specdecode import records
 
     draft_dir = resolve_named(draft, "drafts")
-    r = check_draft(draft_dir, resolve_named(captures, "captures"), model, max_samples)
+    r = check_draft(draft_dir, resolve_named(captures, "captures"), model, max_samples, max_new_tokens)
+    results = [w for w in [r.heldout, r.train] if w is not None] + r.wirings
     rows = [
-        [w.name, w.hf_ids, " ".join(f"{a:.3f}" for a in w.step_accuracy), f"{w.accept_length:.3f}"]
-        for w in [r.train, r.heldout, *r.wirings]
-        if w is not None
+        [
+            w.name,
+            w.hf_ids,
+            " ".join(f"{a:.3f}" for a in w.step_accuracy),
+            str(w.interval) if w.interval else f"{w.accept_length:.3f}",
+            " ".join(f"{a:.3f}" for a in w.step_acceptance),
+            f"{w.independent_al:.3f}",
+        ]
+        for w in results
     ]
-    print_table(["wiring", "HF taps", "accuracy per step", "expected AL"], rows, title="check draft")
+    print_table(
+        ["wiring", "HF taps", "accuracy per step", "expected AL (95%)", "acceptance per step", "1+ΣΠacc"],
+        rows,
+        title=f"check draft: decoding replayed on teacher-forced rows, {r.steps} steps, {max_new_tokens} tokens a "
+        f"prompt; wirings on {r.n_samples} {r.wirings_on} rows",
+    )
+    console.print(r.trust())
     console.print(r.verdict())
+    for name, line in r.separations():
+        if line != "separated":
+            console.print(f"  {name}: {line}")
     if r.wirings and r.target_dir is not None:  # wirings are only computed with the target at hand
         records.save(catalog(), records.estimate_rows(r, draft_dir, r.target_dir, r.steps, r.n_samples))
     measured = [e for e in records.load(catalog(), draft_dir) if e["method"] == "specdecode"]
@@ -65,15 +85,32 @@ def check_draft_cmd(
             highlight=False,
             soft_wrap=True,
         )
+    _print_forecast(records.train_samples(draft_dir), r.steps, target_al)
     if r.configured_is_best is False:
         raise typer.Exit(1)
+
+
+def _print_forecast(samples: int | None, steps: int, target_al: float) -> None:
+    """The data forecast from this home's measured points (or, labelled, the reference curve)."""
+    from agents.forecast import REFERENCE, fit, line, measured_points
+
+    points = measured_points(catalog())
+    source = ""
+    if fit(points, steps) is None:
+        points, source = REFERENCE, "; reference curve of SmolLM2-135M, another target: run `draftset check pilot`"
+    f = fit(points, steps)
+    if f is None or samples is None:
+        return
+    console.print(f"forecast: {line(f, samples, target_al, source=source)}", highlight=False, soft_wrap=True)
 
 
 @check_app.command("accept-length")
 def check_accept_length_cmd(
     draft: str = typer.Argument(..., help="exported draft name or directory"),
     captures: str = typer.Option(
-        ..., help="capture name or dir: prompts are its held-out samples, cut at the generation prompt"
+        ...,
+        help="capture name or dir (a build for a draft trained online): prompts are its held-out samples, "
+        "cut at the generation prompt",
     ),
     model: Path | None = typer.Option(None, help="target dir (default: the manifest's)"),
     steps: list[int] | None = typer.Option(None, help="draft tokens per round (repeatable; default: as trained)"),
@@ -102,13 +139,13 @@ def check_accept_length_cmd(
     )
     records.save(catalog(), records.specdecode_rows(m))
     print_table(
-        ["wiring", "HF taps", "steps", "accept length", "acceptance per step", "tok/s", "speedup", "ties"],
+        ["wiring", "HF taps", "steps", "accept length (95%)", "acceptance per step", "tok/s", "speedup", "ties"],
         [
             [
                 r.name,
                 r.hf_ids,
                 r.steps,
-                f"{r.accept_length:.3f}",
+                str(r.interval),
                 " ".join(f"{a:.3f}" for a in r.step_acceptance),
                 f"{r.tokens_per_s:.1f}",
                 f"{r.tokens_per_s / m.greedy_tokens_per_s:.2f}x",
@@ -119,6 +156,80 @@ def check_accept_length_cmd(
         title=f"speculative decoding on {m.device}: {m.n_prompts} held-out prompts, plain greedy "
         f"{m.greedy_tokens_per_s:.1f} tok/s ({m.greedy_tokens} tokens); output equals plain greedy",
     )
+    for name, k, line in m.separations():
+        if line != "separated":
+            console.print(f"{name} at {k} steps: {line}", highlight=False)
+
+
+@check_app.command("pilot")
+def check_pilot_cmd(
+    build: Path = typer.Argument(..., help="build dir: its rows are split into nested subsets"),
+    model: Path = typer.Option(..., help="the target dir (online training makes the taps with it)"),
+    out: Path = typer.Option(..., help="where the subsets' builds and drafts go"),
+    fractions: str = typer.Option("0.125,0.25,0.5", help="subset sizes as fractions of the training rows"),
+    budget_min: float | None = typer.Option(None, help="stop starting subsets that would not fit in this time"),
+    epochs: int = typer.Option(4),
+    lr: float = typer.Option(1e-3),
+    batch_tokens: int = typer.Option(8192),
+    ttt_steps: int = typer.Option(3),
+    steps: list[int] | None = typer.Option(None, help="draft tokens per round to measure (default: 3)"),
+    prompts: int = typer.Option(16, min=1, help="held-out prompts to decode (the same for every subset)"),
+    max_new_tokens: int = typer.Option(64, min=1),
+    target_al: float = typer.Option(3.0, help="forecast: the accept length you want"),
+    device: str = typer.Option("auto"),
+) -> None:
+    """Train on nested subsets of a build, measure each, record the points and print the forecast."""
+    from eval.forecast_pilot import run_pilot
+    from eval.specdecode import records
+    from pipeline.train.loop import TrainConfig, run_train
+
+    def train(sub: Path, draft_dir: Path) -> None:
+        run_train(
+            TrainConfig(
+                capture_dir=None,
+                build_dir=sub,
+                model_dir=model,
+                online=True,
+                out_dir=draft_dir,
+                epochs=epochs,
+                lr=lr,
+                batch_tokens=batch_tokens,
+                ttt_steps=ttt_steps,
+                device=device,
+                log_every=1000,
+            ),
+            catalog(),
+        )
+
+    steps = steps or [3]
+    pilot = run_pilot(
+        build,
+        model,
+        out,
+        [float(f) for f in fractions.split(",")],
+        budget_min * 60 if budget_min else None,
+        train,
+        steps,
+        prompts,
+        max_new_tokens,
+        device=device,
+        record=lambda m: records.save(catalog(), records.specdecode_rows(m)),
+    )
+    print_table(
+        ["fraction", "train samples", "steps", "accept length (95%)", "seconds"],
+        [
+            [f"{p.fraction:g}", f"{p.train_samples:,}", r.steps, str(r.interval), f"{p.seconds:.0f}"]
+            for p in pilot.points
+            for r in p.measurement.runs
+        ],
+        title=f"pilot on {build}: nested subsets, the same held-out prompts (recorded in draft_evals)",
+    )
+    for fraction, why in pilot.skipped:
+        console.print(f"[yellow]skipped[/] fraction {fraction:g}: {why}")
+    if pilot.points:
+        full = round(pilot.points[-1].train_samples / pilot.points[-1].fraction)
+        for k in steps:
+            _print_forecast(full, k, target_al)
 
 
 @check_app.command("serve")

@@ -1,7 +1,7 @@
 """`draftset check accept-length`: accept length measured by speculative decoding, per wiring and step count.
 
-Prompts are the held-out samples of the capture the draft was trained on (the split training used),
-cut at their first trainable token, i.e. at the generation boundary of the serving chat template.
+Prompts are the held-out samples of the capture (or, for a draft trained online, the build) the draft
+was trained on (the split training used), cut at their first trainable token, i.e. at the generation boundary of the serving chat template.
 Plain greedy decoding gives the reference output and the baseline speed; then, for each step count
 and for the configured wiring and every wrong one `check draft` knows, speculative decoding runs the
 same prompts. Its output must equal the reference token for token; a difference is allowed only where
@@ -20,11 +20,11 @@ import torch
 from catalog.errors import DraftsetError
 from eval.checks.draft_check import wrong_wirings
 from eval.specdecode.decode import Decoded, greedy, speculative, step_acceptance
+from eval.specdecode.replay import Interval, accept_length_interval, separation
 from eval.specdecode.runners import DraftRunner, TargetRunner
-from pipeline.capture.store import CaptureReader
+from eval.specdecode.samples import Samples, first_trainable
 from pipeline.model.runtime import single_thread
 from pipeline.stage import require
-from pipeline.train.data import split_ids
 from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.export import load_exported
 
@@ -42,6 +42,11 @@ class WiringRun:
     n_tokens: int
     seconds: float
     ties: int  # prompts whose output left the reference at a numerical tie
+    accepted: list[int] = field(default_factory=list)  # draft tokens accepted, per round
+
+    @property
+    def interval(self) -> Interval:
+        return accept_length_interval(self.accepted)
 
     @property
     def tokens_per_s(self) -> float:
@@ -62,18 +67,26 @@ class Measurement:
     def greedy_tokens_per_s(self) -> float:
         return self.greedy_tokens / self.greedy_seconds if self.greedy_seconds else 0.0
 
+    def separations(self) -> list[tuple[str, int, str]]:
+        """(wrong wiring, steps, 'separated' or why not) against the configured wiring at the same steps."""
+        first = {r.steps: r for r in self.runs if r.name == "configured"}
+        return [
+            (r.name, r.steps, separation(first[r.steps].interval, r.interval))
+            for r in self.runs
+            if r.name != "configured" and r.steps in first
+        ]
+
 
 def heldout_prompts(captures: Path, heldout_every: int, n: int) -> list[list[int]]:
     """Token prompts of up to n held-out samples (training samples only when nothing is held out)."""
-    reader = CaptureReader(captures)
-    require(bool(reader.ids()), f"no captured samples in {captures}", hint="pass --captures the draft's capture dir")
-    train, held = split_ids(reader, heldout_every)
+    source = Samples(captures)
+    train, held = source.split(heldout_every)
     prompts = []
     for sample_id in held or train:
-        s = reader.load(sample_id, fields=("input_ids", "loss_mask"))
-        trainable = s["loss_mask"].nonzero()
-        if len(trainable) and int(trainable[0]) > 0:
-            prompts.append(s["input_ids"][: int(trainable[0])].long().tolist())
+        s = source.load(sample_id, with_states=False)
+        boundary = first_trainable(s["loss_mask"])
+        if boundary > 0:
+            prompts.append(s["input_ids"][:boundary].long().tolist())
         if len(prompts) == n:
             break
     require(
@@ -127,6 +140,7 @@ def _run(
         sum(len(d.tokens) for d in decoded),
         sum(d.seconds for d in decoded),
         ties,
+        accepted,
     )
 
 

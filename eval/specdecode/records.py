@@ -1,7 +1,12 @@
-"""The `draft_evals` catalog table: measured (specdecode) and estimated (check draft) accept lengths."""
+"""The `draft_evals` catalog table: measured (specdecode) and estimated (check draft) accept lengths.
+
+Each row carries its 95% interval and the draft's training sample count, which makes measured rows the
+points of a data-scaling forecast (agents/forecast.py).
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,9 +19,19 @@ if TYPE_CHECKING:
     from eval.specdecode.evaluate import Measurement
 
 
+def train_samples(draft_dir: Path | str) -> int | None:
+    """Samples the draft trained on: its capture's (or online build's) samples less the held-out ones."""
+    resolved = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
+    if not resolved.exists():
+        return None  # a draft exported elsewhere: no forecast point, nothing else lost
+    r = json.loads(resolved.read_text())
+    return int(r["capture_manifest"]["n_samples"]) - len(r.get("heldout_ids") or [])
+
+
 def specdecode_rows(m: Measurement) -> list[dict]:
     """Rows for an eval.specdecode.evaluate.Measurement."""
     now = datetime.now()
+    samples = train_samples(m.draft)
     return [
         {
             "draft": m.draft,
@@ -34,6 +49,9 @@ def specdecode_rows(m: Measurement) -> list[dict]:
             "ties": r.ties,
             "device": m.device,
             "evaluated_at": now,
+            "train_samples": samples,
+            "al_low": r.interval.low,
+            "al_high": r.interval.high,
         }
         for r in m.runs
     ]
@@ -42,6 +60,7 @@ def specdecode_rows(m: Measurement) -> list[dict]:
 def estimate_rows(report: DraftReport, draft_dir: Path, target_dir: Path, steps: int, n_samples: int) -> list[dict]:
     """Rows for an eval.checks.draft_check.DraftReport (wirings recomputed with the target model)."""
     now = datetime.now()
+    samples = train_samples(draft_dir)
     return [
         {
             "draft": str(Path(draft_dir).resolve()),
@@ -59,6 +78,9 @@ def estimate_rows(report: DraftReport, draft_dir: Path, target_dir: Path, steps:
             "ties": None,
             "device": "cpu",
             "evaluated_at": now,
+            "train_samples": samples,
+            "al_low": w.interval.low if w.interval else None,
+            "al_high": w.interval.high if w.interval else None,
         }
         for w in report.wirings
     ]

@@ -118,7 +118,9 @@ class DraftRunner:
 
     def commit(self, states: list[torch.Tensor], next_tokens: list[int]) -> None:
         """Step 0 over positions whose aux the target just produced; next_tokens[i] = x[p_i + 1]."""
-        aux = torch.cat([states[j] for j in self.wiring], -1)[None].to(self.embed.dtype)
+        # bf16-rounded first: training only ever saw taps as captured (pipeline/capture/forward.py), and a
+        # bf16 server hands the draft bf16 taps too
+        aux = torch.cat([states[j] for j in self.wiring], -1)[None].to(torch.bfloat16).to(self.embed.dtype)
         start = self.committed
         pos = torch.arange(start, start + aux.shape[1], device=aux.device)
         tokens = torch.tensor(next_tokens, device=aux.device)

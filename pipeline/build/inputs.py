@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.stage_base import read_manifest
+from pipeline.stage import read_manifest
 
 Kind = Literal["regen", "mix"]
 Source = Literal["auto", Kind]

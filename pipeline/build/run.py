@@ -16,9 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
-from adapters.records import Conversation
 from catalog.home import Home
 from catalog.shards import ParquetShardWriter, shard_paths
 from pipeline.build.config import RECOMPUTED_AT_END, BuildConfig
@@ -35,9 +33,8 @@ from pipeline.build.render import (
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.model.template import RENDER_ERRORS
 from pipeline.model.tokenizer_load import load_chat_tokenizer
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
-from pipeline.stage_file import field_default
+from pipeline.rows.codec import BadRow, read_row
+from pipeline.stage import Stage, StageRun, field_default
 
 ROW_SCHEMA = pa.schema(
     [
@@ -82,9 +79,9 @@ def _convert(
         run.drop("invalid_conversation", where | {"field": "id"}, detail="row has no id")
         return []
     try:
-        conv = Conversation.model_validate_json(record["conversation"] or "")
-    except ValidationError as exc:
-        run.drop("invalid_conversation", where | {"field": "conversation"}, detail=str(exc)[:500])
+        conv = read_row(record)
+    except BadRow as bad:
+        run.drop("invalid_conversation", where | {"field": bad.field}, detail=str(bad)[:500])
         return []
     if inp.kind == "mix" and conv.mode == "regenerate":
         run.drop(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pipeline.capture.config import CaptureConfig
 from pipeline.capture.runtime import exit_on_error
-from pipeline.stage_file import add_field_arguments, parsed_settings
+from pipeline.stage import add_field_arguments, parsed_settings
 
 FLAGS: dict[str, str | tuple[str, str]] = {
     "layers": "HF hidden-state indices, comma separated",
@@ -28,11 +28,14 @@ def main() -> None:
     p.add_argument("model_dir", type=Path)
     p.add_argument("out_dir", type=Path)
     add_field_arguments(p, CaptureConfig, FLAGS)
+    p.add_argument("--fresh", action="store_true", help="discard what OUT already holds instead of resuming it")
     a = p.parse_args()
     from pipeline.capture.run import run_capture  # torch: only once the arguments are good
 
     values = parsed_settings(a, CaptureConfig, FLAGS)
-    m = run_capture(CaptureConfig(build_dir=a.build_dir, model_dir=a.model_dir, out_dir=a.out_dir, **values))
+    m = run_capture(
+        CaptureConfig(build_dir=a.build_dir, model_dir=a.model_dir, out_dir=a.out_dir, **values), fresh=a.fresh
+    )
     print(f"captured {m.n_samples} samples, {m.n_tokens} tokens, {m.file_bytes / 1e6:.1f} MB → {a.out_dir}")
 
 

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from catalog.errors import DraftsetError
-from pipeline.stage_base import rank_dir as rank_dir  # one rank-folder rule for every stage
-from pipeline.stage_base import torchrun_rank
+from pipeline.stage import rank_dir as rank_dir  # one rank-folder rule for every stage
+from pipeline.stage import torchrun_rank
 
 if TYPE_CHECKING:
     import torch

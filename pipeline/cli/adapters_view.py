@@ -66,8 +66,10 @@ def _verdict(data: dict[str, Any]) -> str:
     return verdict.upper().replace("REFUSED: ", "REFUSED by name: ") if verdict.startswith("refused") else "FAILED"
 
 
-def print_contract(result: ContractResult | dict[str, Any], repo_id: str) -> None:
+def print_contract(result: ContractResult | dict[str, Any], repo_id: str, fields: bool = True) -> None:
     data = result.to_json() if isinstance(result, ContractResult) else result
+    if fields:
+        print_fields(data)
     _table(
         ["check", "result", "detail"],
         [
@@ -76,11 +78,52 @@ def print_contract(result: ContractResult | dict[str, Any], repo_id: str) -> Non
         ],
         title=f"contract of {repo_id}: {_verdict(data)} ({data['n_records']} records / {data['n_rows']} rows)",
     )
+    print_problems(data)
     if data["quarantined"]:
         _table(
             ["row", "field", "reason"],
             [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
             title=f"rejected rows (first {min(10, len(data['quarantined']))}; ingest quarantines these)",
+        )
+
+
+def print_fields(result: ContractResult | dict[str, Any] | None) -> None:
+    """The field accounting: every raw field path, how much text it holds and where it went (or why not)."""
+    data = result.to_json() if isinstance(result, ContractResult) else result
+    fields = (data or {}).get("fields") or []
+    if not fields:
+        console.print(literal("field accounting: not computed (run `draftset adapters test REPO`)"))
+        return
+    status = {"unaccounted": "UNACCOUNTED", "carried": "carried"}
+    _table(
+        ["field", "rows", "avg chars", "median", "share", "went to", "status", "reason / example"],
+        [
+            [
+                f["path"],
+                f["rows"],
+                f"{f['mean_chars']:.0f}",
+                f"{f['median_chars']:.0f}",
+                f"{f['share']:.0%}",
+                ", ".join(f["where"][:4]),
+                status.get(f["status"], f["status"]),
+                f["reason"] or (repr(f["example"][:50]) if f["status"] == "unaccounted" else ""),
+            ]
+            for f in fields
+        ],
+        title=f"field accounting: {len(fields)} raw field(s), biggest text first "
+        f"({sum(f['status'] == 'unaccounted' for f in fields)} unaccounted)",
+    )
+
+
+def print_problems(result: ContractResult | dict[str, Any]) -> None:
+    """One line per cause (reject reason, failing or quarantining check) with its count and an example."""
+    data = result.to_json() if isinstance(result, ContractResult) else result
+    problems = data.get("problems") or []
+    if problems:
+        _table(
+            ["cause", "rows", "level", "example"],
+            [[p["cause"], p["count"], p["level"], p["example"][:110]] for p in problems],
+            title="problems, one line per cause",
         )
 
 
@@ -167,6 +210,7 @@ def print_show(record: AdapterRecord) -> None:
         ),
         highlight=False,
     )
+    print_fields(record.contract)  # first: what every raw field became, before how it was decided
     spec = record.spec
     data = spec.model_dump(mode="json", exclude={"reasons", "golden", "needs_review"}, exclude_none=True)
     console.print(Syntax(clean_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)), "yaml"))
@@ -180,7 +224,7 @@ def print_show(record: AdapterRecord) -> None:
     print_reasons(record)
     print_role_counts(record)
     if record.contract:
-        print_contract(record.contract, record.repo_id)
+        print_contract(record.contract, record.repo_id, fields=False)
         if not record.contract_current:
             console.print(
                 f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(shell_word(record.repo_id))}`[/]"

@@ -27,8 +27,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.untrusted import clean_text, redact
 from pipeline.settings import Settings
-from pipeline.stage import StageConfig
-from pipeline.stage_file import field_default
+from pipeline.stage import StageConfig, field_default
 
 # --config FILE on every stage command: the stage's config fields, under the flags given explicitly.
 CONFIG_OPTION = typer.Option(

@@ -10,7 +10,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.capture.config import CaptureConfig
 from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
-from pipeline.stage_file import stage_settings
+from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
 
 
@@ -39,6 +39,7 @@ def capture(
         help="under torchrun: one target tensor-parallel across the ranks "
         "(transformers tp_plan), for targets larger than one GPU",
     ),
+    fresh: bool = typer.Option(False, "--fresh", help="discard what --out already holds instead of resuming it"),
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
@@ -49,7 +50,7 @@ def capture(
     values = stage_settings(CaptureConfig, config_file, flags, settable=settable)
     build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
-    m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, **values), catalog())
+    m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, **values), catalog(), fresh=fresh)
     print_table(
         ["samples", "tokens", "loss tokens", "taps (HF j)", "SGLang ids", "bytes/token", "GB on disk", "dir"],
         [

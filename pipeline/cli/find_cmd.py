@@ -201,7 +201,7 @@ def _propose_planned(plan_id: str, top: int) -> None:
 
 def _report(final: dict[str, Any], as_json: bool) -> None:
     from agents.recording import review_queries
-    from pipeline.cli.find_view import show_candidates, show_plan, show_review
+    from pipeline.cli.find_view import show_candidates, show_plan, show_relevance, show_review
 
     state = final["state"]
     plan, summary = state["plan"], state["summary"]
@@ -223,6 +223,7 @@ def _report(final: dict[str, Any], as_json: bool) -> None:
         )
     else:
         show_candidates(state["candidates"])
+        show_relevance(state["candidates"])
         show_plan(plan)
         console.print(
             f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "

@@ -82,6 +82,21 @@ def show_candidates(candidates: list[dict[str, Any]]) -> None:
     )
 
 
+def show_relevance(candidates: list[dict[str, Any]]) -> None:
+    """The candidates whose content overruled their card: off-domain (the card's words in another sense) and
+    kept on content (a terse or non-English card), each with the evidence from its sampled rows."""
+    overruled = [c for c in candidates if (c.get("relevance") or {}).get("verdict") in ("off_domain", "on_content")]
+    if overruled:
+        print_table(
+            ("repo", "category", "relevance", "evidence from the sampled rows", "status"),
+            [
+                (c["repo_id"], c["category"], c["relevance"]["verdict"], c["relevance"]["evidence"], c["status"])
+                for c in overruled
+            ],
+            title="relevance from content (candidate_status.relevance, relevance_evidence)",
+        )
+
+
 def show_plan(plan: dict[str, Any]) -> None:
     items = plan["items"]
     print_table(
@@ -124,6 +139,8 @@ def show_plan(plan: dict[str, Any]) -> None:
         f"{t['throughput_tok_s']:g} tok/s · hidden states at {t['bytes_per_token']:,} B/token"
     )
     console.print(f"[bold magenta]{headline(t)}[/]")
+    if t.get("forecast"):
+        console.print(f"forecast: {t['forecast']}", highlight=False, soft_wrap=True)
 
 
 def show_review(queries: list[str]) -> None:

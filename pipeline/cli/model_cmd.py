@@ -9,7 +9,7 @@ import typer
 
 from pipeline.build.config import BuildConfig
 from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
-from pipeline.stage_file import stage_settings
+from pipeline.stage import stage_settings
 
 model_app = typer.Typer(
     help="Target models: the embedded toy (a tiny Llama with a Kimi-style chat template), "

@@ -15,4 +15,6 @@ class DedupConfig(StageConfig):
     ngram: int = 2  # word bigrams: one changed word in a 30-word prompt still scores ~0.88
     min_prompt_tokens: int = 1
     max_prompt_tokens: int = 16_384
+    # DuckDB's working memory for the decision; past it DuckDB spills to disk in the stage's folder.
+    memory_limit_mb: int = Field(1_024, ge=64)
     length_unit: str  # "tokenizer:<dir>" or "estimate:chars/4", resolved before the run

@@ -1,4 +1,5 @@
-"""Near-duplicate detection with MinHash LSH (datasketch) over word-bigram shingles of normalized prompts.
+"""Near-duplicate detection with MinHash LSH (datasketch) in memory: the reference the out-of-core stage
+(decide.py) is measured against in eval/bench/bench_dedup.py, on the same signatures (minhash.py).
 
 LSH only proposes candidates; each candidate is confirmed with the MinHash Jaccard estimate, so the
 similarity recorded for a dropped row is the measured one, not the LSH band guess.
@@ -8,15 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import xxhash
-from datasketch import LeanMinHash, MinHash, MinHashLSH
+from datasketch import LeanMinHash, MinHashLSH
 
-from pipeline.dedup.keys import shingles
-
-
-def _hash32(data: bytes) -> int:
-    # xxhash instead of datasketch's default sha1: ~10x faster, equally stable across runs.
-    return xxhash.xxh32_intdigest(data)
+from pipeline.dedup import minhash
 
 
 class NearIndex:
@@ -26,14 +21,16 @@ class NearIndex:
         self.threshold = threshold
         self.num_perm = num_perm
         self.ngram = ngram
-        self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+        self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=minhash.LSH_WEIGHTS)
         self._sigs: dict[str, LeanMinHash] = {}
 
     def signatures(self, normalized: Iterable[str]) -> list[LeanMinHash | None]:
         """MinHash of each normalized text; None for an empty text (nothing to compare)."""
-        sets = [shingles(t, self.ngram) for t in normalized]
-        gen = MinHash.generator((list(s) for s in sets if s), num_perm=self.num_perm, hashfunc=_hash32)
-        return [LeanMinHash(next(gen)) if s else None for s in sets]
+        texts = list(normalized)
+        sigs = minhash.signatures(texts, self.num_perm, self.ngram)
+        return [
+            LeanMinHash(seed=1, hashvalues=sig, scheme="affine32") if text else None for text, sig in zip(texts, sigs)
+        ]
 
     def match_or_add(self, key: str, sig: LeanMinHash | None) -> tuple[str, float] | None:
         """(kept key, similarity) when `sig` is within the threshold of an indexed text;

@@ -1,16 +1,24 @@
-"""The dedup stage: prompt-length filter, exact and near duplicates across all given sources.
+"""The dedup stage: prompt-length filter, exact and near duplicates across all given sources, out of core.
 
-Which row survives is decided by a fixed order, so the result never depends on read order:
-target-native rows first (their answers are worth most), then repo id, config, split, row index.
-Every row gets one decision (kept | exact | near | too_long | too_short) with the row it duplicates
-and the measured similarity, written to the `dedup` catalog table (queryable with `draftset sql`)
-and to `decisions.parquet` beside the stage's config and stats.
+Which row survives is decided by a fixed order, so the result never depends on read order or on how the
+work was split: target-native rows first (their answers are worth most), then repo id, config, split, row
+index. Every row gets one decision (kept | exact | near | too_long | too_short) with the row it duplicates
+and the measured similarity, written to the `dedup` catalog table (queryable with `draftset sql`) and to
+`decisions.parquet` beside the stage's config and stats.
+
+Two steps (README, "Curation at scale"): `sketch.SketchTask` turns each normalized shard into a keys file
+(hash, length, MinHash signature, LSH bands) on N workers through `pipeline.parallel` (datatrove's
+executors, so the same code runs on a Ray or Slurm cluster); `decide` then finds duplicates over the keys
+files in DuckDB, out of core. Memory is one batch per worker plus DuckDB's `memory_limit_mb`.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +27,17 @@ import pyarrow.parquet as pq
 from rich.progress import Progress
 
 from catalog import Catalog
+from catalog.errors import StageFailed
 from catalog.home import Home
-from catalog.io import atomic_path
-from catalog.shards import iter_rows
+from catalog.io import atomic_path, write_json_atomic
+from catalog.shards import shard_paths
+from pipeline.dedup import decide
 from pipeline.dedup.config import DedupConfig
-from pipeline.dedup.keys import hash_normalized, normalize
-from pipeline.dedup.near import NearIndex
-from pipeline.ingest.rows import from_row
+from pipeline.dedup.minhash import bands
+from pipeline.dedup.sketch import SketchTask
 from pipeline.model.lengths import TokenCounter
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
+from pipeline.parallel import Executor, run_tasks, summed
+from pipeline.stage import Stage, StageRun
 
 DECISIONS = pa.schema(
     [
@@ -53,60 +62,20 @@ _TABLE_COLUMNS = DECISIONS.names[:9]  # the `dedup` table's columns (0001_core.s
 @dataclass
 class DedupResult:
     run_id: str
-    kept_ids: set[str]
+    decisions: Path
     counts: dict[str, int]
     manifest: dict[str, Any] = field(default_factory=dict)
 
-
-@dataclass
-class _Row:
-    id: str
-    repo_id: str
-    config: str
-    split: str
-    row_index: int
-    category: str
-    mode: str
-    normalized: str
-    tokens: int
-
-    def order(self) -> tuple[Any, ...]:
-        return (self.mode != "native", self.repo_id, self.config, self.split, self.row_index, self.id)
-
-
-def _load(home: Path, repos: list[str], counter: TokenCounter, batch: int = 2_048) -> list[_Row]:
-    rows: list[_Row] = []
-    pending: list[tuple[dict[str, Any], str, str]] = []
-
-    def flush() -> None:
-        counts = counter.count_many([ctx for _, _, ctx in pending])
-        for (raw, norm, _), n in zip(pending, counts):
-            rows.append(
-                _Row(
-                    raw["id"],
-                    raw["repo_id"],
-                    raw["config"],
-                    raw["split"],
-                    raw["row_index"],
-                    raw["category"],
-                    raw["mode"],
-                    norm,
-                    n,
-                )
-            )
-        pending.clear()
-
-    for raw in iter_rows([Home(home).normalized(r) for r in repos]):
-        conv = from_row(raw)
-        pending.append((raw, normalize(conv.prompt_text()), conv.context_text()))
-        if len(pending) >= batch:
-            flush()
-    flush()
-    return rows
+    @cached_property
+    def kept_ids(self) -> set[str]:
+        """Ids of the kept rows (read from decisions.parquet when first asked for)."""
+        table = pq.read_table(self.decisions, columns=["record_id"], filters=[("kept", "=", True)])
+        return set(table.column("record_id").to_pylist())
 
 
 class DedupStage(Stage[DedupConfig]):
-    """Recomputes every decision on each run (no resume by id: a decision depends on all the other rows)."""
+    """Recomputes every decision on each run (a decision depends on all the other rows); an interrupted
+    run's finished keys files and tasks are reused when the inputs and settings are the same."""
 
     name = "dedup"
     config_model = DedupConfig
@@ -122,10 +91,12 @@ class DedupStage(Stage[DedupConfig]):
         home: Path,
         counter: TokenCounter,
         progress: Progress | None = None,
+        workers: int = 1,
+        executor: Executor = "local",
     ):
         super().__init__(config, out_dir, catalog)
         self.home, self.counter, self.progress = Path(home), counter, progress
-        self.kept: set[str] = set()
+        self.workers, self.executor = max(1, workers), executor
 
     def inputs(self) -> list[Path]:
         return [Home(self.home).normalized(r) for r in self.config.repos]
@@ -133,69 +104,120 @@ class DedupStage(Stage[DedupConfig]):
     def outputs(self) -> list[str]:
         return ["decisions.parquet"]
 
-    def rows(self) -> list[_Row]:
-        return sorted(_load(self.home, self.config.repos, self.counter), key=_Row.order)
+    def shards(self) -> list[Path]:
+        return [p for d in self.inputs() for p in shard_paths(d)]
 
-    def process(self, rows: Iterable[_Row], run: StageRun) -> dict[str, Any]:
-        config, counter, progress = self.config, self.counter, self.progress
-        rows = list(rows)
-        index = NearIndex(config.threshold, config.num_perm, config.ngram)
-        sigs = index.signatures(r.normalized for r in rows)
-        first_by_hash: dict[str, str] = {}
-        out: dict[str, list[Any]] = {name: [] for name in DECISIONS.names}
-        task = progress.add_task("dedup", total=len(rows)) if progress else None
-        for row, sig in zip(rows, sigs):
-            run.seen()
-            phash = hash_normalized(row.normalized)
-            dup_of, sim, reason = None, None, "kept"
-            if row.tokens < config.min_prompt_tokens:
-                reason = "too_short"
-            elif row.tokens > config.max_prompt_tokens:
-                reason = "too_long"
-            elif phash in first_by_hash:
-                reason, dup_of, sim = "exact", first_by_hash[phash], 1.0
-            elif (match := index.match_or_add(row.id, sig)) is not None:
-                reason, (dup_of, sim) = "near", match
-            if reason == "kept":
-                first_by_hash[phash] = row.id
-                run.emitted()
-            else:
+    def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
+        config = self.config
+        shards = self.shards()
+        n_bands, rows_per_band = bands(config.threshold, config.num_perm)
+        scratch = self.work_dir / "scratch"
+        keys_dir = scratch / "keys"
+        self._reuse_or_clear(scratch, shards)
+        keys_dir.mkdir(parents=True, exist_ok=True)
+        tasks = max(1, min(len(shards), 2 * self.workers))
+        task = SketchTask(
+            tuple(str(p) for p in shards),
+            str(keys_dir),
+            config.threshold,
+            config.num_perm,
+            config.ngram,
+            str(self.counter.tokenizer_dir) if self.counter.tokenizer_dir else None,
+        )
+        per_task = run_tasks(task, tasks, scratch / f"tasks-{tasks}", workers=self.workers, executor=self.executor)
+        sketched = summed(per_task)
+        target = self.work_dir / "decisions.parquet"
+        settings = decide.DecideSettings(
+            config.threshold,
+            config.min_prompt_tokens,
+            config.max_prompt_tokens,
+            n_bands,
+            config.num_perm,
+            memory_limit_mb=config.memory_limit_mb,
+            threads=self.workers,
+        )
+        con = decide.connect(scratch / "duck", settings)
+        try:
+            n_rows = 0
+            if shards:
+                decide.load(con, str(keys_dir / "keys-*.parquet"), settings)
+                decide.near_duplicates(con, settings)
+                n_rows = con.execute("SELECT count(*) FROM r").fetchone()[0]  # type: ignore[index]
+            expected = sketched.get("rows", 0) + sketched.get("rows_resumed", 0)
+            if n_rows != expected:  # the ranks' counts must add up to what the decision read
+                raise StageFailed(
+                    f"dedup read {n_rows} rows from the keys files, but its {tasks} tasks counted {expected}",
+                    stage=self.name,
+                    run_id=run.run_id,
+                    counts=run.counts,
+                    hint=f"delete {scratch} and run again (its keys files disagree with its task counts)",
+                )
+            with atomic_path(target) as tmp:
+                if shards:
+                    decide.write_decisions(con, tmp, run.run_id, self.counter.method)
+                else:
+                    pq.write_table(DECISIONS.empty_table(), tmp)
+        finally:
+            con.close()
+        kept = self._account(target, run)
+        _record(self.catalog, target)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return {
+            "repos": config.repos,
+            "length_unit": self.counter.method,
+            "kept": kept,
+            "shards": len(shards),
+            "tasks": tasks,
+            "workers": self.workers,
+            "executor": self.executor,
+            "bands": [n_bands, rows_per_band],
+        }
+
+    def _reuse_or_clear(self, scratch: Path, shards: list[Path]) -> None:
+        """Keep an interrupted run's keys files only for the very same inputs and settings."""
+        fingerprint = {
+            "shards": [[str(p), p.stat().st_size, p.stat().st_mtime_ns] for p in shards],
+            "config": self.config.model_dump(mode="json"),
+            "length_unit": self.counter.method,
+        }
+        marker = scratch / "inputs.json"
+        if marker.is_file() and json.loads(marker.read_text()) == fingerprint:
+            return
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        write_json_atomic(marker, fingerprint)
+
+    def _account(self, decisions: Path, run: StageRun) -> int:
+        """Counts and quarantine entries from the decisions, a batch at a time; returns the kept count."""
+        kept = 0
+        task = (
+            self.progress.add_task("dedup", total=pq.ParquetFile(decisions).metadata.num_rows)
+            if self.progress
+            else None
+        )
+        for batch in pq.ParquetFile(decisions).iter_batches(batch_size=8_192):
+            cols = batch.to_pydict()
+            n = batch.num_rows
+            run.seen(n)
+            for i in range(n):
+                if cols["kept"][i]:
+                    kept += 1
+                    continue
                 run.drop(
-                    reason,
+                    cols["reason"][i],
                     where={
-                        "record_id": row.id,
-                        "repo_id": row.repo_id,
-                        "row_index": row.row_index,
-                        "duplicate_of": dup_of,
-                        "similarity": sim,
-                        "prompt_tokens": row.tokens,
+                        "record_id": cols["record_id"][i],
+                        "repo_id": cols["repo_id"][i],
+                        "row_index": cols["row_index"][i],
+                        "duplicate_of": cols["duplicate_of"][i],
+                        "similarity": cols["similarity"][i],
+                        "prompt_tokens": cols["prompt_tokens"][i],
                     },
                 )
-            for name, value in zip(
-                DECISIONS.names,
-                (
-                    row.id,
-                    row.repo_id,
-                    row.row_index,
-                    phash,
-                    reason == "kept",
-                    dup_of,
-                    reason,
-                    sim,
-                    run.run_id,
-                    row.category,
-                    row.mode,
-                    row.tokens,
-                    counter.method,
-                ),
-            ):
-                out[name].append(value)
-            if progress and task is not None:
-                progress.advance(task)
-        decisions = pa.table(out, schema=DECISIONS)
-        _record(self.catalog, decisions, self.work_dir)
-        self.kept = {rid for rid, k in zip(out["record_id"], out["kept"]) if k}
-        return {"repos": config.repos, "length_unit": counter.method, "kept": len(self.kept)}
+            if self.progress and task is not None:
+                self.progress.advance(task, n)
+        run.emitted(kept)
+        return kept
 
 
 def run_dedup(
@@ -205,19 +227,20 @@ def run_dedup(
     out_dir: Path,
     counter: TokenCounter,
     progress: Progress | None = None,
+    *,
+    workers: int = 1,
+    executor: Executor = "local",
 ) -> DedupResult:
-    """Decide every row of `config.repos`; record the decisions; return the kept ids."""
-    stage = DedupStage(config, out_dir, catalog, home=home, counter=counter, progress=progress)
+    """Decide every row of `config.repos`; record the decisions; return where they are (and the kept ids)."""
+    stage = DedupStage(
+        config, out_dir, catalog, home=home, counter=counter, progress=progress, workers=workers, executor=executor
+    )
     result = stage.run()
-    return DedupResult(result.run_id, stage.kept, result.counts, result.manifest)
+    return DedupResult(result.run_id, result.out_dir / "decisions.parquet", result.counts, result.manifest)
 
 
-def _record(catalog: Catalog, decisions: pa.Table, out_dir: Path) -> None:
-    """decisions.parquet (atomic) and the `dedup` table (one bulk insert through Arrow)."""
-    with atomic_path(out_dir / "decisions.parquet") as tmp:
-        pq.write_table(decisions, tmp)
+def _record(catalog: Catalog, decisions: Path) -> None:
+    """The decisions into the `dedup` table: DuckDB reads the parquet file itself (no rows through Python)."""
     cols = ", ".join(_TABLE_COLUMNS)
     with catalog.writer() as con:
-        con.register("dedup_decisions", decisions.select(_TABLE_COLUMNS))
-        con.execute(f"INSERT OR REPLACE INTO dedup ({cols}) SELECT {cols} FROM dedup_decisions")
-        con.unregister("dedup_decisions")
+        con.execute(f"INSERT OR REPLACE INTO dedup ({cols}) SELECT {cols} FROM read_parquet(?)", [str(decisions)])

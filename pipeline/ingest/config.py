@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from pipeline.stage import StageConfig
 
 if TYPE_CHECKING:
@@ -20,6 +22,9 @@ class IngestConfig(StageConfig):
     category: str
     mode: str
     max_conversation_chars: int = 4_000_000
+    # Rows read per source = the plan's rows x this, so that enough survive dedup and the length filter.
+    oversample: float = Field(3.0, ge=1.0)
+    sample_seed: int = 0  # the seeded row-hash order the sample follows (pipeline/ingest/sample.py)
 
     @classmethod
     def for_spec(cls, spec: AdapterSpec, **settings: int) -> IngestConfig:

@@ -17,6 +17,7 @@ from rich.progress import Progress
 
 from adapters.apply import RowError, apply_row
 from adapters.gate import require_approved
+from adapters.plausibility import record_problems
 from adapters.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
 from catalog import Catalog
@@ -27,10 +28,9 @@ from catalog.liveness import run_lock
 from catalog.shards import ParquetShardWriter, existing_ids
 from catalog.untrusted import shell_word
 from pipeline.ingest.config import IngestConfig
-from pipeline.ingest.rows import to_row
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
-from pipeline.stage_file import field_default
+from pipeline.ingest.sample import RowSample, for_source, plan_quotas, sample_key
+from pipeline.rows.codec import to_row
+from pipeline.stage import Stage, StageRun, field_default, read_manifest
 
 
 @dataclass
@@ -65,9 +65,12 @@ class IngestStage(Stage[IngestConfig]):
         token: str | None,
         fresh: bool,
         progress: Progress | None,
+        rows_to_take: int | None = None,
+        n_rows: int | None = None,
     ):
         super().__init__(config, out_dir, catalog, fresh=fresh)
         self.spec, self.endpoint, self.token, self.progress = spec, endpoint, token, progress
+        self.rows_to_take, self.n_rows = rows_to_take, n_rows
 
     def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
         old = {k: before for k, before, _ in changed}
@@ -84,18 +87,33 @@ class IngestStage(Stage[IngestConfig]):
         return iter_raw_rows(self.spec, endpoint=self.endpoint, token=self.token)
 
     def process(self, rows: Iterable[RawRow], run: StageRun) -> dict[str, Any]:
+        config = self.config
+        before = None if self.fresh else read_manifest(self.out_dir)
+        sample = for_source(
+            self.rows_to_take, self.n_rows, config.oversample, config.sample_seed, (before or {}).get("sample")
+        )
         # hub_errors: the Hub failing mid-stream becomes a DraftsetError naming the dataset, not a traceback.
-        with hub_errors(self.endpoint, repo_id=self.config.repo_id, probe=False):
-            ingest_rows(
+        with hub_errors(self.endpoint, repo_id=config.repo_id, probe=False):
+            taken = ingest_rows(
                 self.spec,
                 rows,
                 self.work_dir,
                 run,
-                max_conversation_chars=self.config.max_conversation_chars,
+                max_conversation_chars=config.max_conversation_chars,
                 progress=self.progress,
                 done=self.done,
+                sample=sample,
             )
-        return {}
+        return {
+            "sample": {
+                "kind": sample.kind,
+                "seed": sample.seed,
+                "rate": max(sample.rate, sample.previous_rate),
+                "target": sample.target,
+                "available": sample.available,
+                "taken": sample.previous_taken + taken,
+            }
+        }
 
 
 def ingest_dataset(
@@ -108,15 +126,30 @@ def ingest_dataset(
     fresh: bool = False,
     max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
     progress: Progress | None = None,
+    rows_to_take: int | None = None,
+    n_rows: int | None = None,
+    oversample: float = field_default(IngestConfig, "oversample"),
+    sample_seed: int = field_default(IngestConfig, "sample_seed"),
 ) -> DatasetResult:
+    """Ingest one dataset: `rows_to_take` rows (x the oversampling factor, by row hash) or all of them (None)."""
     spec = require_approved(catalog, repo_id, hub_revision(repo_id, endpoint, token))
     config = IngestConfig.for_spec(spec, max_conversation_chars=max_conversation_chars)
+    config = config.model_copy(update={"oversample": oversample, "sample_seed": sample_seed})
     out = Home(home).normalized(repo_id)
     # One ingest per dataset at a time (an flock: released by the kernel if this process dies). Taken
     # before --fresh removes the folder, so a second ingest cannot delete the first one's shards.
     with run_lock(out.parent / f".{out.name}.lock", f"ingest of {repo_id}"):
         stage = IngestStage(
-            config, out, catalog, spec=spec, endpoint=endpoint, token=token, fresh=fresh, progress=progress
+            config,
+            out,
+            catalog,
+            spec=spec,
+            endpoint=endpoint,
+            token=token,
+            fresh=fresh,
+            progress=progress,
+            rows_to_take=rows_to_take,
+            n_rows=n_rows,
         )
         result = stage.run()
     # No write to find's candidates table: the ok stage_runs row is ingest's record, and the catalog view
@@ -133,16 +166,35 @@ def ingest_rows(
     max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
     progress: Progress | None = None,
     done: set[str] | None = None,
-) -> None:
-    """Raw rows → canonical shard rows in `out`, skipping ids already there; every reject quarantined."""
+    sample: RowSample | None = None,
+) -> int:
+    """Raw rows → canonical shard rows in `out`, skipping ids already there; every reject quarantined.
+
+    With a `sample`, rows outside it are counted and skipped before parsing, and the stream stops once its
+    target is taken. Returns the raw rows taken (mapped) by this call."""
     src = spec.source
     done = existing_ids(out) if done is None else done
     task = progress.add_task(src.repo_id, total=None) if progress else None
+    sample = sample or RowSample(None, None)
+    rate, previous_rate, seed = sample.rate, sample.previous_rate, sample.seed
+    hashed = sample.kind == "row_hash" or previous_rate > 0
+    taken = 0
     with ParquetShardWriter(out) as writer:
         for raw in raw_rows:
+            if sample.done(taken):
+                break  # a first-rows sample: the rest of the stream is never read
             run.seen()
             if progress and task is not None:
                 progress.advance(task)
+            if hashed:
+                key = sample_key(seed, src.repo_id, src.config, src.split, raw.row_index)
+                if key < previous_rate:
+                    run.skipped("already_ingested")
+                    continue
+                if key >= rate:
+                    run.skipped("not_sampled")
+                    continue
+            taken += 1
             where = {
                 "repo_id": src.repo_id,
                 "revision": src.revision,
@@ -159,6 +211,12 @@ def ingest_rows(
                 continue
             try:
                 conversations = apply_row(spec, raw.row_index, raw.row)
+                # the contract's per-record checks, on every record: a few implausible ones are quarantined
+                # here by name (the contract tolerated them within the spec's max_bad_fraction), never trained
+                flagged = [p for conv in conversations for p in record_problems(conv)[0]]
+                if flagged:
+                    run.drop(f"check_{flagged[0][0]}", where={**where, "field": "<record>"}, detail=flagged[0][1])
+                    continue
                 rows = [to_row(conv) for conv in conversations]
             except RowError as exc:
                 run.drop("row_error", where={**where, "field": exc.field}, detail=exc.reason)
@@ -184,6 +242,7 @@ def ingest_rows(
                 writer.write(row)
                 done.add(conv.id)
                 run.emitted()
+    return taken
 
 
 # Reader problems whose reason is just "the row is not what JSON/CSV promised" keep the historical
@@ -233,10 +292,18 @@ def ingest(
     fresh: bool = False,
     progress: Progress | None = None,
     max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
+    plan_id: str | None = None,
+    all_rows: bool = False,
+    oversample: float = field_default(IngestConfig, "oversample"),
+    sample_seed: int = field_default(IngestConfig, "sample_seed"),
 ) -> list[DatasetResult]:
-    """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on."""
+    """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on.
+
+    With `plan_id` (and not `all_rows`) each planned source is read up to its quota x `oversample`."""
+    quotas = plan_quotas(catalog, plan_id) if plan_id and not all_rows else {}
     results = []
     for repo_id in repos:
+        rows_to_take, n_rows = quotas.get(repo_id, (None, None))
         try:
             results.append(
                 ingest_dataset(
@@ -248,6 +315,10 @@ def ingest(
                     fresh=fresh,
                     max_conversation_chars=max_conversation_chars,
                     progress=progress,
+                    rows_to_take=rows_to_take,
+                    n_rows=n_rows,
+                    oversample=oversample,
+                    sample_seed=sample_seed,
                 )
             )
         except DraftsetError as exc:

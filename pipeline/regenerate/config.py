@@ -9,8 +9,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from catalog.errors import DraftsetError
 from pipeline.regenerate.sharding import Shard, parse_shard
-from pipeline.stage import StageConfig
-from pipeline.stage_file import read_config_file
+from pipeline.stage import StageConfig, read_config_file
 
 
 class Partition(StageConfig):

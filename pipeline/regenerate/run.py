@@ -13,13 +13,12 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from rich.console import Console
 
 from adapters.records import Conversation
@@ -37,8 +36,8 @@ from pipeline.regenerate.conversation import (
 from pipeline.regenerate.progress import RegenProgress
 from pipeline.regenerate.sharding import claim, sibling_dirs, write_mix_manifest
 from pipeline.regenerate.store import GENERATION_FILE, RegenStore, recover, totals
-from pipeline.stage import StageRun
-from pipeline.stage_base import Stage
+from pipeline.rows.codec import BadRow, read_row
+from pipeline.stage import AsyncStage, StageRun
 
 # What the producer hands a partition's workers: a row to answer, or None (no more rows).
 _Work = tuple[Conversation, dict[str, Any], Partition]
@@ -85,8 +84,17 @@ def run_regenerate(
     mix_dir = regen_dir(home, config.mix)
     out_dir = claim(mix_dir, config.shard, config.mix)
     with _exclusive(out_dir, config.mix):
-        job = _Regeneration(config, shards, out_dir, catalog, show_progress, console, Home(home).mix(config.mix))
-        result = asyncio.run(job.run())
+        stage = RegenStage(
+            config,
+            shards,
+            out_dir,
+            catalog,
+            mix_dir=Home(home).mix(config.mix),
+            show_progress=show_progress,
+            console=console,
+        )
+        done = asyncio.run(stage.run())
+    result = RegenResult(done.run_id, done.counts, done.manifest["totals"], stage.total, out_dir)
     if config.shard:
         result.mix_manifest = write_mix_manifest(mix_dir, config.shard, config.mix)
     return result
@@ -114,7 +122,7 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return next((e for e in leaves if isinstance(e, DraftsetError)), leaves[0])
 
 
-class RegenStage(Stage[RegenConfig]):
+class RegenStage(AsyncStage[RegenConfig]):
     """One output folder (a mix, or one shard of it): every input id ends in results, errors or skipped once.
 
     Resume by id over all three journals (`recover`); compatible on the sampling settings, across the
@@ -124,15 +132,31 @@ class RegenStage(Stage[RegenConfig]):
     config_model = RegenConfig
     resume_key = "id"
 
-    def __init__(self, config: RegenConfig, out_dir: Path, catalog: Any | None, *, siblings: list[Path], mix_dir: Path):
+    def __init__(
+        self,
+        config: RegenConfig,
+        shards: list[Path],
+        out_dir: Path,
+        catalog: Any | None,
+        *,
+        mix_dir: Path,
+        show_progress: bool = True,
+        console: Console | None = None,
+    ):
         super().__init__(config, out_dir, catalog)
-        self.siblings, self.mix_dir = siblings, mix_dir
+        self.shards, self.mix_dir = shards, mix_dir  # the input: the mix's manifest is forwarded in this run's
+        self.show_progress, self.console = show_progress, console
+        self.n_endpoints = len(config.endpoints)
+        self.owns = config.shard.owns if config.shard else None
+        self.siblings = sibling_dirs(out_dir.parent, config.shard)  # one split, one set of settings
+        self._measure = length_function(config.length_unit, config.tokenizer)
 
+    # -- what the base asks ----------------------------------------------------------------------
     def inputs(self) -> list[Path]:
         return [self.mix_dir]
 
-    def process(self, rows: Any, run: StageRun) -> dict[str, Any]:
-        raise NotImplementedError("regenerate drives its own async loop inside `running()`")
+    def rows(self) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+        return source.iter_rows(self.shards, self.config.max_rows, self.owns)
 
     def outputs(self) -> list[str]:
         return [p.name for p in sorted(self.out_dir.glob("results-*.parquet"))]
@@ -163,27 +187,9 @@ class RegenStage(Stage[RegenConfig]):
         write_json_atomic(self.out_dir / GENERATION_FILE, self.compat_key())  # what the rows here are made with
         return found
 
-
-class _Regeneration:
-    def __init__(
-        self,
-        config: RegenConfig,
-        shards: list[Path],
-        out_dir: Path,
-        catalog: Any | None,
-        show_progress: bool,
-        console: Console | None,
-        mix_dir: Path,
-    ):
-        self.config, self.shards, self.out_dir, self.catalog = config, shards, out_dir, catalog
-        self.mix_dir = mix_dir  # the input: its manifest is forwarded in this run's
-        self.show_progress, self.console = show_progress, console
-        self.n_endpoints = len(config.endpoints)
-        self.owns = config.shard.owns if config.shard else None
-        self.siblings = sibling_dirs(out_dir.parent, config.shard)  # one split, one set of settings
-        self._measure = length_function(config.length_unit, config.tokenizer)
-
-    async def run(self) -> RegenResult:
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """The endpoint pool, open for the whole run; the served model's name becomes part of the config."""
         workers_per_endpoint = sum(p.concurrency for p in self.config.partitions)
         api_key = os.environ.get(self.config.api_key_env) or "EMPTY"  # SGLang/dev server need none
         self.pool = EndpointPool(
@@ -196,54 +202,49 @@ class _Regeneration:
         try:
             model = await self.pool.check(self.config.model)
             self.config = self.config.model_copy(update={"model": model})
-            return await self._run_stage()
+            yield
         finally:
             await self.pool.aclose()
 
-    async def _run_stage(self) -> RegenResult:
+    async def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
         config = self.config
-        stage = RegenStage(config, self.out_dir, self.catalog, siblings=self.siblings, mix_dir=self.mix_dir)
         self.sampling_json = json.dumps(config.sampling(), sort_keys=True)
-        total = source.count_rows(self.shards, config.max_rows, self.owns)
-        with stage.running() as run:  # recovers the journals, checks the settings, then counts
-            self.done = stage.done
-            self.stage_run = run
-            self.progress = RegenProgress(
-                self.out_dir,
-                config.mix,
-                run.run_id,
-                total,
-                console=self.console,
-                show=self.show_progress,
-                shard=config.shard.label if config.shard else None,
-                endpoints=self.pool.endpoints,
-            )
-            state = "failed"
-            try:
-                with (
-                    RegenStore(self.out_dir, run.run_id, config.flush_rows, config.flush_seconds) as self.store,
-                    self.progress,
-                ):
-                    await self._pump()
-                state = "finished"
-            finally:
-                self.progress.tick(state, force=True)
-            on_disk = totals(self.out_dir)
-            stage.fields = {
-                "mix": config.mix,
-                "shard": config.shard.label if config.shard else None,
-                "input_rows": total,
-                "totals": on_disk,
-                "complete": sum(on_disk.values()) >= total,
-                "model": config.model,
-                "sampling": config.sampling(),
-                "endpoints": config.endpoints,
-                "results": stage.outputs(),
-            }
-        return RegenResult(run.run_id, dict(run.counts), on_disk, total, self.out_dir)
+        self.total = total = source.count_rows(self.shards, config.max_rows, self.owns)
+        self.progress = RegenProgress(
+            self.out_dir,
+            config.mix,
+            run.run_id,
+            total,
+            console=self.console,
+            show=self.show_progress,
+            shard=config.shard.label if config.shard else None,
+            endpoints=self.pool.endpoints,
+        )
+        state = "failed"
+        try:
+            with (
+                RegenStore(self.out_dir, run.run_id, config.flush_rows, config.flush_seconds) as self.store,
+                self.progress,
+            ):
+                await self._pump(rows)
+            state = "finished"
+        finally:
+            self.progress.tick(state, force=True)
+        on_disk = totals(self.out_dir)
+        return {
+            "mix": config.mix,
+            "shard": config.shard.label if config.shard else None,
+            "input_rows": total,
+            "totals": on_disk,
+            "complete": sum(on_disk.values()) >= total,
+            "model": config.model,
+            "sampling": config.sampling(),
+            "endpoints": config.endpoints,
+            "results": self.outputs(),
+        }
 
     # -- the pipeline ----------------------------------------------------------------------------
-    async def _pump(self) -> None:
+    async def _pump(self, rows: Iterable[tuple[Path, int, dict[str, Any]]]) -> None:
         queues: dict[str, _WorkQueue] = {
             p.name: asyncio.Queue(maxsize=2 * p.concurrency * self.n_endpoints) for p in self.config.partitions
         }
@@ -255,7 +256,7 @@ class _Regeneration:
                     for _ in range(p.concurrency * self.n_endpoints)
                 ]
                 ticker = group.create_task(self._ticker())
-                await self._produce(queues)
+                await self._produce(rows, queues)
                 for partition in self.config.partitions:
                     for _ in range(partition.concurrency * self.n_endpoints):
                         await queues[partition.name].put(None)
@@ -270,10 +271,10 @@ class _Regeneration:
             self.store.maybe_flush()
             await asyncio.sleep(0.5)
 
-    async def _produce(self, queues: dict[str, _WorkQueue]) -> None:
+    async def _produce(self, rows: Iterable[tuple[Path, int, dict[str, Any]]], queues: dict[str, _WorkQueue]) -> None:
         run = self.stage_run
         seen_now: set[str] = set()
-        for shard, number, row in source.iter_rows(self.shards, self.config.max_rows, self.owns):
+        for shard, number, row in rows:
             run.seen()
             row_id = row.get("id")
             where = {"id": row_id, "shard": shard.name, "row": number, "repo_id": row.get("repo_id")}
@@ -298,16 +299,10 @@ class _Regeneration:
 
     def _parse(self, row: dict[str, Any], where: dict[str, Any]) -> Conversation | None:
         try:
-            conversation = Conversation.model_validate_json(row["conversation"] or "")
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = "conversation." + ".".join(str(p) for p in first["loc"]) if first["loc"] else "conversation"
-            self._error(where, f"invalid {field}: {first['msg']}", 0, None)
+            return read_row(row)
+        except BadRow as bad:
+            self._error(where, str(bad), 0, None)
             return None
-        if row.get("mode") != conversation.mode:
-            self._error(where, f"mode column {row.get('mode')!r} != conversation.mode {conversation.mode!r}", 0, None)
-            return None
-        return conversation
 
     # -- outcomes --------------------------------------------------------------------------------
     def _error(self, where: dict[str, Any], reason: str, attempts: int, last_status: Any) -> None:

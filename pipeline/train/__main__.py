@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from pipeline.capture.runtime import exit_on_error
-from pipeline.stage_file import add_field_arguments, parsed_settings
+from pipeline.stage import add_field_arguments, parsed_settings
 from pipeline.train.config import TrainConfig
 
 FLAGS: dict[str, str | tuple[str, str]] = {

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -19,7 +20,7 @@ from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
-from pipeline.stage import StageRun
+from pipeline.stage import Stage, StageRun
 from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
@@ -98,121 +99,164 @@ def open_source(config: TrainConfig, device: torch.device, dtype: torch.dtype) -
     return OfflineSource(config.capture_dir)
 
 
-def run_train(config: TrainConfig, catalog: Catalog | None = None) -> Path:
-    rank, world = dist_info()
-    if config.tp:
-        # One target spans the ranks, so every rank runs every batch through it and gets the full taps; each
-        # trains the same draft on them (no DDP: identical data), and rank 0 saves. The draft's step costs a
-        # fraction of a large target's forward, so the repeats cost no wall time.
-        rank, world, tp_rank = 0, 1, rank
-    else:
-        tp_rank = 0
-    torch.manual_seed(config.seed)
-    device = pick_device(config.device)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    source = open_source(config, device, dtype)
-    manifest = source.manifest
-    train_ids, held_ids = split_ids(source, config.heldout_every)
-    lengths = source.lengths(train_ids)
-    max_length = manifest.max_length or max(lengths.values(), default=0)
-    target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
-    draft = build_draft(target_dir, manifest, source.vocab, max_length).to(device)
-    target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(device, dtype)
-    opt = torch.optim.AdamW([p for p in draft.parameters() if p.requires_grad], lr=config.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / config.warmup_steps) if config.warmup_steps else 1.0
-    )
-    train_dir = config.out_dir / "train"
-    log_path, state_path = train_dir / "train_log.jsonl", train_dir / CHECKPOINT / STATE
-    order = config.model_dump(mode="json")
-    pos = load_state(state_path, draft, opt, sched, order) if config.resume else Position()
-    if config.resume and rank == 0 and tp_rank == 0:
-        cut_log(log_path, pos.step)
-        print(f"resuming at step {pos.step} (epoch {pos.epoch}, batch {pos.next_batch})", flush=True)
-    model: torch.nn.Module = TTTObjective(draft)
-    if world > 1:  # gradients are all-reduced by DDP hooks because the objective runs through its forward
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
+class TrainStage(Stage[TrainConfig]):
+    """Training as a stage: counts, quarantine of bad samples, config/stats and a manifest in `<out>/train/`.
 
-    def rank_batches(epoch: int) -> list[list[str]]:
-        batches = token_batches(lengths, config.batch_tokens, config.seed, epoch)
-        return batches[: len(batches) // world * world][rank::world]  # DDP needs equal steps per rank
+    Resume is mid-epoch from `trainer_state.pt` (train/resume.py refuses other batch-order settings), not by
+    id, so the base's resume-by-id stays off. Under tensor parallelism every rank trains the same draft on
+    the same taps and only rank 0 keeps books (the others count in `train/rank<k>/`, without the catalog)."""
 
-    saving = [0.0]  # seconds spent writing states and checkpoints, kept out of the throughput figure
+    name = "train"
+    config_model = TrainConfig
 
-    def save(epoch: int, next_batch: int) -> None:
+    def __init__(self, config: TrainConfig, catalog: Catalog | None = None):
+        rank, world = dist_info()
+        if config.tp:
+            # One target spans the ranks, so every rank runs every batch through it and gets the full taps; each
+            # trains the same draft on them (no DDP: identical data), and rank 0 saves. The draft's step costs a
+            # fraction of a large target's forward, so the repeats cost no wall time.
+            rank, world, tp_rank = 0, 1, rank
+        else:
+            tp_rank = 0
+        self.rank, self.world, self.lead = rank, world, rank == 0 and tp_rank == 0  # lead: the rank that saves
+        self.train_dir = config.out_dir / "train"
+        bookkeeping = rank_dir(self.train_dir, rank, world) if tp_rank == 0 else self.train_dir / f"rank{tp_rank}"
+        super().__init__(config, bookkeeping, catalog if tp_rank == 0 else None, rank_folder=False)
+        torch.manual_seed(config.seed)
+        self.device = pick_device(config.device)
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        self.source = open_source(config, self.device, self.dtype)
+        self.manifest = manifest = self.source.manifest
+        self.train_ids, self.held_ids = split_ids(self.source, config.heldout_every)
+        self.lengths = self.source.lengths(self.train_ids)
+        max_length = manifest.max_length or max(self.lengths.values(), default=0)
+        target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
+        self.draft = build_draft(target_dir, manifest, self.source.vocab, max_length).to(self.device)
+        self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
+        self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lambda s: min(1.0, (s + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+        )
+        self.log_path, self.state_path = self.train_dir / "train_log.jsonl", self.train_dir / CHECKPOINT / STATE
+        self.order = config.model_dump(mode="json")
+        self.pos = (
+            load_state(self.state_path, self.draft, self.opt, self.sched, self.order) if config.resume else Position()
+        )
+        if config.resume and self.lead:
+            cut_log(self.log_path, self.pos.step)
+            print(f"resuming at step {self.pos.step} (epoch {self.pos.epoch}, batch {self.pos.next_batch})", flush=True)
+        self.model: torch.nn.Module = TTTObjective(self.draft)
+        if world > 1:  # gradients are all-reduced by DDP hooks because the objective runs through its forward
+            ids = [self.device] if self.device.type == "cuda" else None
+            self.model = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+        self.step = self.pos.step
+        self.saving = 0.0  # seconds spent writing states and checkpoints, kept out of the throughput figure
+
+    def inputs(self) -> list[Path]:
+        folder = self.config.build_dir if self.config.online else self.config.capture_dir
+        return [folder] if folder is not None else []
+
+    def outputs(self) -> list[str]:
+        ckpt = self.train_dir / CHECKPOINT
+        return sorted(f"{CHECKPOINT}/{p.name}" for p in ckpt.glob("*") if p.is_file()) if ckpt.is_dir() else []
+
+    def has_output(self) -> bool:
+        return False  # resumed from the saved state (ORDER_KEYS checked there), never merged by id
+
+    def rank_batches(self, epoch: int) -> list[list[str]]:
+        batches = token_batches(self.lengths, self.config.batch_tokens, self.config.seed, epoch)
+        return batches[: len(batches) // self.world * self.world][self.rank :: self.world]  # DDP: equal steps
+
+    def save(self, epoch: int, next_batch: int) -> None:
         t = time.perf_counter()
-        if rank == 0 and tp_rank == 0:
-            save_state(state_path, draft, opt, sched, Position(step, epoch, next_batch), order)
+        if self.lead:
+            pos = Position(self.step, epoch, next_batch)
+            save_state(self.state_path, self.draft, self.opt, self.sched, pos, self.order)
             if next_batch == 0:  # the exportable checkpoint too, so a crash loses at most one epoch of it
+                so_far = {"steps": self.step, "epoch": epoch}
                 save_checkpoint(
-                    train_dir / CHECKPOINT, draft, config, manifest, {"steps": step, "epoch": epoch}, held_ids
+                    self.train_dir / CHECKPOINT, self.draft, self.config, self.manifest, so_far, self.held_ids
                 )
-        saving[0] += time.perf_counter() - t
+        self.saving += time.perf_counter() - t
 
-    step, trained_tokens, t_loop = pos.step, 0, time.perf_counter()
-    done = lambda: bool(config.max_steps) and step >= (config.max_steps or 0)  # noqa: E731
-    bookkeeping = rank_dir(train_dir, rank, world) if tp_rank == 0 else train_dir / f"rank{tp_rank}"
-    with StageRun("train", config, bookkeeping, catalog if tp_rank == 0 else None) as run, progress() as bar:
-        run.seen(len(train_ids))
-        run.tally("heldout", len(held_ids))
+    def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
+        config, source, pos, device = self.config, self.source, self.pos, self.device
+        trained_tokens, t_loop = 0, time.perf_counter()
+        done = lambda: bool(config.max_steps) and self.step >= (config.max_steps or 0)  # noqa: E731
+        run.seen(len(self.train_ids))
+        run.tally("heldout", len(self.held_ids))
         for bad in source.bad:
             assert bad.problem is not None  # .bad holds the rows that have one
             run.drop(bad.problem, where={"id": bad.id, "row_index": bad.row_index, "field": bad.field})
         if pos.step:  # epoch-0 batches an earlier run trained: done, not lost
-            first = rank_batches(0)[: pos.next_batch if pos.epoch == 0 else None]
+            first = self.rank_batches(0)[: pos.next_batch if pos.epoch == 0 else None]
             run.skipped("already_trained", sum(len(ids) for ids in first))
-        task = bar.add_task("train", total=min(config.epochs * len(rank_batches(0)), config.max_steps or 10**12))
-        bar.advance(task, step)
-        for epoch in range(pos.epoch, config.epochs):
-            batches = rank_batches(epoch)
-            resume_at = (epoch + 1, 0)
-            for k in range(pos.next_batch if epoch == pos.epoch else 0, len(batches)):
-                ids = batches[k]
-                t0 = time.perf_counter()
-                batch, non_finite = source.batch(ids, device, dtype)
-                for bad_id in non_finite:
-                    run.drop("non_finite", where={"id": bad_id, "field": "hidden_states"})
-                loss, stats = train_step(
-                    model, draft, target, batch, opt, config.ttt_steps, config.grad_clip, sched=sched
-                )
-                step += 1
-                trained_tokens += sum(lengths[i] for i in ids)
-                if not torch.isfinite(loss):
-                    raise DraftsetError(
-                        f"training loss is {float(loss)} at step {step} (batch {ids[:3]}…)",
-                        hint="lower --lr; resume from the last good state with --resume",
-                    )
-                bar.advance(task)
-                if epoch == 0:
-                    run.emitted(len(ids) - len(non_finite))
-                if rank == 0 and tp_rank == 0 and (step % config.log_every == 0 or step == 1):
-                    _log(log_path, step, epoch, loss, stats, time.perf_counter() - t0, ids)
-                if config.save_every and step % config.save_every == 0:
-                    save(epoch, k + 1)
+        with progress() as bar:
+            total = min(config.epochs * len(self.rank_batches(0)), config.max_steps or 10**12)
+            task = bar.add_task("train", total=total)
+            bar.advance(task, self.step)
+            for epoch in range(pos.epoch, config.epochs):
+                batches = self.rank_batches(epoch)
+                resume_at = (epoch + 1, 0)
+                for k in range(pos.next_batch if epoch == pos.epoch else 0, len(batches)):
+                    ids = batches[k]
+                    t0 = time.perf_counter()
+                    batch, non_finite = source.batch(ids, device, self.dtype)
+                    for bad_id in non_finite:
+                        run.drop("non_finite", where={"id": bad_id, "field": "hidden_states"})
+                    loss, stats = train_step(
+                        self.model, self.draft, self.target, batch, self.opt, config.ttt_steps, config.grad_clip,
+                        sched=self.sched,
+                    )  # fmt: skip
+                    self.step += 1
+                    trained_tokens += sum(self.lengths[i] for i in ids)
+                    if not torch.isfinite(loss):
+                        raise DraftsetError(
+                            f"training loss is {float(loss)} at step {self.step} (batch {ids[:3]}…)",
+                            hint="lower --lr; resume from the last good state with --resume",
+                        )
+                    bar.advance(task)
+                    if epoch == 0:
+                        run.emitted(len(ids) - len(non_finite))
+                    if self.lead and (self.step % config.log_every == 0 or self.step == 1):
+                        _log(self.log_path, self.step, epoch, loss, stats, time.perf_counter() - t0, ids)
+                    if config.save_every and self.step % config.save_every == 0:
+                        self.save(epoch, k + 1)
+                    if done():
+                        resume_at = (epoch, k + 1)
+                        break
+                self.save(*resume_at)
                 if done():
-                    resume_at = (epoch, k + 1)
                     break
-            save(*resume_at)
-            if done():
-                break
         if device.type == "cuda":
             torch.cuda.synchronize()
-        loop_seconds = time.perf_counter() - t_loop - saving[0]  # batches (online: the target's forward) + steps
+        loop_seconds = time.perf_counter() - t_loop - self.saving  # batches (online: the target's forward) + steps
         # other ranks' share, the DDP remainder batch and batches past --max-steps: counted, not lost
-        run.tally("not_trained_here", len(train_ids) - run.counts["out"] - run.counts.get("skipped_already_trained", 0))
+        trained = run.counts["out"] + run.counts.get("skipped_already_trained", 0)
+        run.tally("not_trained_here", len(self.train_ids) - trained)
+
+        def evaluate_on(ids: list[str]) -> list[float]:
+            return evaluate(self.draft, self.target, source, ids[:64], config.ttt_steps, device, self.dtype)
+
         metrics = {
-            "train_step_accuracy": evaluate(draft, target, source, train_ids[:64], config.ttt_steps, device, dtype),
-            "heldout_step_accuracy": evaluate(draft, target, source, held_ids[:64], config.ttt_steps, device, dtype)
-            if held_ids
-            else None,
-            "steps": step,
+            "train_step_accuracy": evaluate_on(self.train_ids),
+            "heldout_step_accuracy": evaluate_on(self.held_ids) if self.held_ids else None,
+            "steps": self.step,
             "rank0_tokens": trained_tokens,
             "rank0_loop_seconds": round(loop_seconds, 3),
-            "rank0_save_seconds": round(saving[0], 3),
+            "rank0_save_seconds": round(self.saving, 3),
         }
-    ckpt = train_dir / CHECKPOINT
-    if rank == 0 and tp_rank == 0:
-        save_checkpoint(ckpt, draft, config, manifest, metrics, held_ids)
+        if self.lead:  # the final checkpoint, before the base writes the manifest that lists it
+            save_checkpoint(self.train_dir / CHECKPOINT, self.draft, config, self.manifest, metrics, self.held_ids)
+        return {"checkpoint": CHECKPOINT, "metrics": metrics}
+
+
+def run_train(config: TrainConfig, catalog: Catalog | None = None) -> Path:
+    """Train (or resume, with `config.resume`), then export the draft into `config.out_dir`."""
+    stage = TrainStage(config, catalog)
+    stage.run()
+    ckpt = stage.train_dir / CHECKPOINT
+    if stage.lead:
         from pipeline.train.export import export_draft
 
         export_draft(ckpt, config.out_dir)

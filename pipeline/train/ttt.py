@@ -44,6 +44,7 @@ class StepStats:
     loss: torch.Tensor  # scalar, differentiable
     correct: torch.Tensor  # scalar count (a tensor: no device sync inside the step loop)
     count: torch.Tensor
+    hits: torch.Tensor | None = None  # [B, L] bool: right and counted, per position (eval replays decoding on it)
 
 
 def collate(samples: list[dict]) -> Batch:
@@ -91,7 +92,7 @@ def ttt_steps(draft: Eagle3Draft, target: FrozenTarget, batch: Batch, steps: int
         loss = (ce * trainable).sum() / trainable.sum().clamp(min=1)
         with torch.no_grad():
             correct = (draft.to_target_ids(logits.argmax(-1)) == tok) & counted
-        stats.append(StepStats(loss, correct.sum(), counted.sum()))
+        stats.append(StepStats(loss, correct.sum(), counted.sum(), correct))
     return stats
 
 

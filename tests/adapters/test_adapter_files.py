@@ -139,3 +139,36 @@ def test_card_is_empty_only_when_the_repo_has_no_readme(hub_url):
     gone = source.model_copy(update={"revision": "0" * 40})
     with pytest.raises(DraftsetError, match="revision 0+ of"):  # an unreadable README is not an empty card
         _card_text(gone, ["README.md"], hub_url, None)
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_every_compression_fsspec_reads_gives_the_same_rows(tmp_path, suffix):
+    from tests.fixtures.schemas.make_corpus import encode
+
+    rows = [{"q": f"question {i}", "a": "答案" * i} for i in range(5)]
+    for inner in ("jsonl", "json", "csv", "tsv"):
+        name = f"part.{inner}{suffix}"
+        (tmp_path / name).write_bytes(encode(name, rows))
+        got = [r for r, err in files.iter_file(tmp_path / name, name)]
+        assert got == [{k: str(v) for k, v in r.items()} if inner in ("csv", "tsv") else r for r in rows], name
+        assert files.count_rows(tmp_path / name, name) == 5
+
+
+def test_arrow_streams_are_read_and_a_bad_one_is_one_problem(tmp_path):
+    from tests.fixtures.schemas.make_corpus import encode
+
+    (tmp_path / "d.arrow").write_bytes(encode("d.arrow", [{"x": "a b c"}, {"x": "d e f"}]))
+    assert [r for r, _ in files.iter_file(tmp_path / "d.arrow", "d.arrow")] == [{"x": "a b c"}, {"x": "d e f"}]
+    (tmp_path / "bad.arrow").write_bytes(b"not arrow at all")
+    [(row, err)] = list(files.iter_file(tmp_path / "bad.arrow", "bad.arrow"))
+    assert row is None and "bad.arrow" in err
+
+
+def test_formats_come_from_datasets_and_a_loading_script_is_refused_by_name():
+    from adapters.detect import detect
+
+    assert files.file_format("x.jsonl.zst") == "jsonl" and files.file_format("x.arrow") == "arrow"
+    assert files.file_format("x.tar") is None and files.datasets_module("x.tar") == "webdataset"
+    assert detect([{"a": 1}], file_names=["builder.py"]).refusal == "loading_script"
+    assert detect([{"a": 1}], file_names=["img/1.png", "img/2.jpg"]).refusal == "media"
+    assert detect([{"a": 1}], file_names=["corpus.txt.xz"]).refusal == "plain_text"

@@ -33,6 +33,7 @@ def test_ci_gate_fails_on_a_failing_contract_and_passes_when_fixed(hub_url, tmp_
     assert failing.returncode == 1, failing.stdout
     assert "1 failed, 1 passed" in failing.stdout and "'supervisor_note' (7 turns)" in failing.stdout
 
-    review.map_roles(cat, "weird-roles/customer-support-chats", ["supervisor_note=system"], "ci")
+    # drop, not system: the notes sit mid-conversation, where a system turn fails `system_position`
+    review.map_roles(cat, "weird-roles/customer-support-chats", ["supervisor_note=drop"], "ci")
     passing = _gate(cat.home, hub_url)
     assert passing.returncode == 0 and "2 passed" in passing.stdout, passing.stdout

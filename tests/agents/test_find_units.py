@@ -92,14 +92,22 @@ def _facts(rows, features=None, text="", n_rows=100):
     }
 
 
-CHAT = [{"messages": [{"role": "user", "content": "use the tool"}, {"role": "assistant", "content": "done"}]}] * 4
+# An agentic row: the answer is a shell command (content evidence for the agentic category, agents/content.py).
+CHAT = [
+    {
+        "messages": [
+            {"role": "user", "content": "use the tool"},
+            {"role": "assistant", "content": "$ git status --short"},
+        ]
+    }
+] * 4
 
 
 def test_score_relevant_agentic_candidate_has_reasons():
     c = score_candidate("agentic", "agentic coding", _hit(license="mit", language="en"), _facts(CHAT), CONFIG)
     assert c.status == "relevant" and c.flags == [] and c.est_yield == 1.0 and c.mode == "regenerate"
     assert any("conversation column 'messages'" in r for r in c.reasons)
-    assert any(r.startswith("+") and "relevance: matches agent" in r for r in c.reasons)
+    assert any(r.startswith("+") and "relevance: card matches agent" in r for r in c.reasons)
     assert c.score == pytest.approx(sum(float(r.split()[0]) for r in c.reasons), abs=0.03)
 
 

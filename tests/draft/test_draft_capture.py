@@ -93,6 +93,36 @@ def test_resume_by_id_and_bad_rows_quarantined(toy, tmp_path):
     assert sorted((tmp_path / "cap").glob("shard-*.safetensors")) == shards
 
 
+def test_rerun_with_other_taps_is_refused_by_name(toy, tmp_path):
+    """Resuming into a folder captured with another wiring would mix two tap sets under one manifest."""
+    build = make_build(tmp_path / "build", n_rows=4)
+    out = tmp_path / "cap"
+    first = run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=out, device="cpu"))
+    shards = sorted(out.glob("shard-*.safetensors"))
+    default = first.taps.aux
+    # the default taps spelled out are the same wiring: resumed, nothing recaptured
+    same = run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=out, device="cpu", layers=default))
+    assert same.taps.aux == default and sorted(out.glob("shard-*.safetensors")) == shards
+    other = [1, 3, 5]
+    with pytest.raises(DraftsetError) as err:
+        run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=out, device="cpu", layers=other))
+    message = str(err.value)
+    assert "\n" not in message and f"taps: {json.dumps(default)} -> {json.dumps(other)}" in message
+    assert "model" not in message.split("(")[1].split(")")[0]  # only what changed is named
+    assert "--fresh" in (err.value.hint or "")
+    assert sorted(out.glob("shard-*.safetensors")) == shards  # nothing was written
+    assert CaptureManifest.load(out).taps.aux == default
+    with pytest.raises(DraftsetError, match=r"dtype: float32 -> bfloat16"):
+        run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=out, device="cpu", dtype="bfloat16"))
+    # --fresh starts over with the new wiring
+    again = run_capture(
+        CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=out, device="cpu", layers=other), fresh=True
+    )
+    assert again.taps.aux == other and again.n_samples == 4
+    stage = json.loads((out / "manifest.json").read_text())
+    assert stage["stage"] == "capture" and stage["taps"] == other and stage["upstream"][0]["n_rows"] == 4
+
+
 def test_non_finite_samples_are_quarantined(toy, tmp_path):
     from safetensors.torch import load_file, save_file
 

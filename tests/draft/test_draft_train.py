@@ -134,3 +134,10 @@ def test_split_never_reports_trained_samples_as_heldout():
     assert split_ids(Ids(), 1) == (["a", "b", "c"], [])  # every id hashes to held-out
     train, held = split_ids(Ids(), 0)
     assert train == ["a", "b", "c"] and held == []
+
+
+def test_train_writes_its_manifest_through_the_stage_base(toy):
+    manifest = json.loads((toy.draft / "train" / "manifest.json").read_text())
+    assert manifest["stage"] == "train" and manifest["counts"]["out"] > 0
+    assert "checkpoint/draft.safetensors" in manifest["outputs"] and manifest["metrics"]["steps"] > 0
+    assert manifest["upstream"][0]["stage"] == "capture"  # the capture's own stage record, forwarded

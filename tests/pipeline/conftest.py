@@ -11,7 +11,7 @@ import pytest
 from adapters.records import Conversation, Message, Source, record_id
 from catalog.home import Home
 from catalog.shards import ParquetShardWriter
-from pipeline.ingest.rows import to_row
+from pipeline.rows.codec import to_row
 
 
 def make_conv(

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app
-from pipeline.dedup.keys import normalize, prompt_hash, shingles
 from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.model.lengths import ESTIMATE, TokenCounter
+from pipeline.rows.keys import normalize, prompt_hash, shingles
 
 
 def distinct_prompt(i: int, n_words: int = 40) -> str:

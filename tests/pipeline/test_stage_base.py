@@ -3,7 +3,9 @@ the `Stage` class: compatibility, resume by id, the manifest forwarding its upst
 
 from __future__ import annotations
 
+import asyncio
 import json
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,8 +16,7 @@ from catalog import Catalog
 from catalog.errors import DraftsetError, StageFailed, ZeroOutput
 from catalog.io import atomic_path, write_json_atomic
 from catalog.shards import ParquetShardWriter, iter_rows
-from pipeline.stage import StageConfig, StageRun
-from pipeline.stage_base import Stage
+from pipeline.stage import AsyncStage, Stage, StageConfig, StageRun
 
 
 class DemoConfig(StageConfig):
@@ -289,3 +290,48 @@ def test_staged_stage_swaps_into_place_reuses_identical_output_and_needs_fresh_t
     rebuilt = SnapshotStage(CopyConfig(source=str(src), suffix="?"), out, cat, fresh=True).run()
     assert not rebuilt.reused and _texts(out) == [("r0", "a?"), ("r1", "b?")]
     assert [r["status"] for r in _runs(cat)] == ["ok", "ok", "ok"]
+
+
+class AsyncCopyStage(AsyncStage[CopyConfig]):
+    """The copy as a coroutine; its session resolves a setting (as regenerate resolves the served model)."""
+
+    name = "acopy"
+    config_model = CopyConfig
+    resume_key = "id"
+
+    def inputs(self):
+        return [Path(self.config.source)]
+
+    def rows(self):
+        return iter_rows([Path(self.config.source)])
+
+    @asynccontextmanager
+    async def session(self):
+        self.config = self.config.model_copy(update={"suffix": "~"})  # e.g. the endpoint's model name
+        self.opened = True
+        yield
+        self.opened = False
+
+    async def process(self, rows, run):
+        assert self.opened
+        with ParquetShardWriter(self.work_dir, TEXT) as writer:
+            for row in rows:
+                await asyncio.sleep(0)
+                run.seen()
+                if row["id"] in self.done:
+                    run.skipped("already_written")
+                else:
+                    writer.write({"id": row["id"], "text": row["text"] + self.config.suffix})
+                    run.emitted()
+        return {"copied": run.counts["out"]}
+
+
+def test_async_stage_is_one_class_with_the_same_books(tmp_path):
+    src = _upstream(tmp_path, ["a", "b"])
+    stage = AsyncCopyStage(CopyConfig(source=str(src)), tmp_path / "out")
+    result = asyncio.run(stage.run())
+    assert result.counts["out"] == 2 and result.manifest["copied"] == 2 and not stage.opened
+    assert result.manifest["config"]["suffix"] == "~"  # what the session resolved is what was recorded
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["suffix"] == "~"
+    again = asyncio.run(AsyncCopyStage(CopyConfig(source=str(src)), tmp_path / "out").run())
+    assert again.counts == {"in": 2, "out": 0, "errors": 0, "skipped_already_written": 2}

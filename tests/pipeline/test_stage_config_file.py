@@ -11,7 +11,7 @@ from catalog.errors import DraftsetError
 from pipeline.build.config import BuildConfig
 from pipeline.dedup.config import DedupConfig
 from pipeline.mix.config import MixConfig
-from pipeline.stage_file import stage_settings
+from pipeline.stage import stage_settings
 from tests.pipeline.test_mix import SOURCES, _ingest
 
 
@@ -76,7 +76,7 @@ def test_python_m_entry_points_take_flags_and_config_from_the_model(tmp_path):
 
     from pipeline.capture.__main__ import FLAGS as CAPTURE_FLAGS
     from pipeline.capture.config import CaptureConfig
-    from pipeline.stage_file import add_field_arguments, parsed_settings
+    from pipeline.stage import add_field_arguments, parsed_settings
     from pipeline.train.__main__ import FLAGS as TRAIN_FLAGS
     from pipeline.train.config import TrainConfig
 

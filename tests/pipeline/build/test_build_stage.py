@@ -12,7 +12,7 @@ from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 from pipeline.build.run import run_build
-from pipeline.ingest.rows import to_row
+from pipeline.rows.codec import to_row
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from adapters.records import Conversation, Message, Source, record_id
-from pipeline.ingest.rows import to_row
+from pipeline.rows.codec import to_row
 
 
 def conversation(

@@ -1,4 +1,5 @@
-"""`Stage[C]`: the unit of work every catalog stage (ingest, dedup, mix, regenerate, build) is written as.
+"""`Stage[C]` / `AsyncStage[C]`: the unit of work every stage (ingest, dedup, mix, regenerate, build, capture,
+train) is written as.
 
 A stage declares what it is and what it does; the base owns everything around that:
 
@@ -13,7 +14,7 @@ A stage declares what it is and what it does; the base owns everything around th
         def rows(self): ...
         def process(self, rows, run): ...  # returns the stage's own manifest fields
 
-The base's `run()` (or `running()`, for a stage that drives its own loop, e.g. an async one): the output
+The base's `run()` (`await run()` for an `AsyncStage`, whose `process` is a coroutine): the output
 folder (`rank<k>/` under torchrun, a hidden staging folder swapped into place for `staged` stages), the
 compatibility check against what an earlier run left there, the ids already written (`self.done`), the
 `StageRun` (counts, quarantine, config.json, stats.json, the `stage_runs` row, `ZeroOutput`), and
@@ -23,12 +24,11 @@ compatibility check against what an earlier run left there, the ids already writ
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -36,34 +36,19 @@ from typing import Any, ClassVar, Generic, TypeVar
 from catalog.errors import DraftsetError, StageFailed
 from catalog.io import write_json_atomic
 from catalog.shards import existing_ids, shard_paths
-from pipeline.stage import StageConfig, StageRun
+from pipeline.stage.config import StageConfig
+from pipeline.stage.folders import (
+    CONFIG,
+    MANIFEST,
+    rank_dir,
+    read_manifest,
+    recorded_compat,
+    swap_into_place,
+    torchrun_rank,
+)
+from pipeline.stage.run import StageRun
 
 C = TypeVar("C", bound=StageConfig)
-
-MANIFEST = "manifest.json"
-CONFIG = "config.json"
-
-
-def torchrun_rank() -> tuple[int, int]:
-    """(rank, world_size) as torchrun sets them; (0, 1) outside torchrun. Starts no process group."""
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-
-
-def rank_dir(base: Path, rank: int, world: int) -> Path:
-    """Where a rank writes under torchrun: one `rank<k>` folder per rank; the folder itself when alone."""
-    return base if world == 1 else base / f"rank{rank}"
-
-
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    """What the stage that wrote `folder` recorded: its manifest.json, None when it has none."""
-    path = Path(folder) / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as exc:
-        raise DraftsetError(f"{path} is not valid JSON: {exc}", hint="re-run the stage that wrote it") from exc
-    return data if isinstance(data, dict) else None
 
 
 @dataclass
@@ -76,7 +61,9 @@ class StageResult:
     upstream: list[dict[str, Any]] = field(default_factory=list)
 
 
-class Stage(ABC, Generic[C]):
+class StageCore(ABC, Generic[C]):
+    """Everything around a stage's work; `Stage` (a function) and `AsyncStage` (a coroutine) add the work."""
+
     name: ClassVar[str]
     config_model: ClassVar[type[StageConfig]]
     resume_key: ClassVar[str | None] = None  # None: the stage recomputes everything (no resume by id)
@@ -89,11 +76,14 @@ class Stage(ABC, Generic[C]):
     result: StageResult  # set when a run ends well
     stage_run: StageRun  # the run in progress
 
-    def __init__(self, config: C, out_dir: Path, catalog: Any | None = None, *, fresh: bool = False):
+    def __init__(
+        self, config: C, out_dir: Path, catalog: Any | None = None, *, fresh: bool = False, rank_folder: bool = True
+    ):
+        """`rank_folder=False`: `out_dir` is used as given (a stage that places its torchrun ranks itself)."""
         if not isinstance(config, self.config_model):
             raise TypeError(f"{type(self).__name__} takes a {self.config_model.__name__}, not {type(config).__name__}")
         self.config = config
-        self.out_dir = rank_dir(Path(out_dir), *torchrun_rank())
+        self.out_dir = rank_dir(Path(out_dir), *torchrun_rank()) if rank_folder else Path(out_dir)
         self.work_dir = self.out_dir  # where this run writes (a staging folder for staged stages)
         self.catalog = catalog
         self.fresh = fresh
@@ -108,10 +98,6 @@ class Stage(ABC, Generic[C]):
 
     def rows(self) -> Iterable[Any]:
         return ()
-
-    @abstractmethod
-    def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
-        """Do the work, counting on `run`; skip ids in `self.done`; return the stage's manifest fields."""
 
     def prepare(self) -> None:
         """Work before this stage's own run starts (e.g. a sub-stage it runs first); may add to `self.upstream`."""
@@ -136,12 +122,12 @@ class Stage(ABC, Generic[C]):
 
     def previous_keys(self) -> list[tuple[Path, dict[str, Any]]]:
         """(folder, settings) of output already there: config.json (written when a run starts, so a killed
-        run's rows are covered too), else the manifest's config."""
+        run's rows are covered too; its `compat` when the stage recorded one), else the manifest's config."""
         if not self.has_output():
             return []
         before: dict[str, Any] | None = None
         if (self.out_dir / CONFIG).is_file():
-            before = json.loads((self.out_dir / CONFIG).read_text())
+            before = recorded_compat(self.out_dir / CONFIG)
         elif (manifest := read_manifest(self.out_dir)) is not None:
             before = manifest.get("config")
         return [(self.out_dir, before or {})]
@@ -166,6 +152,11 @@ class Stage(ABC, Generic[C]):
                 raise self.incompatible(folder, changed)
         return found
 
+    def clear(self) -> None:
+        """`fresh`: remove what an earlier run left (no ignore_errors: old files left would mix with new)."""
+        if self.out_dir.exists():
+            shutil.rmtree(self.out_dir)
+
     def already_done(self) -> set[str]:
         if self.resume_key is None:
             return set()
@@ -179,29 +170,21 @@ class Stage(ABC, Generic[C]):
         run.skipped("already_built", n)
 
     # -- the run ----------------------------------------------------------------------------------------
-    def run(self) -> StageResult:
-        if self.staged and (reused := self._reuse_if_complete()) is not None:
-            return reused
-        with self.running() as run:
-            self.fields = self.process(self.rows(), run)
-        return self.result
-
     @contextmanager
     def running(self) -> Iterator[StageRun]:
-        """Everything around `process`: for stages that drive their own loop (async) instead of `run()`.
-        Set `self.fields` inside; the manifest is written when the block ends well. (A staged stage's
-        reuse of identical complete output happens in `run()`.)"""
+        """Everything around the work: set `self.fields` inside; the manifest is written when the block ends
+        well. (A staged stage's reuse of identical complete output happens in `Stage.run()`.)"""
         if self.staged:
             self.work_dir = self.out_dir.parent / f".{self.out_dir.name}.building-{uuid.uuid4().hex[:8]}"
         else:
-            if self.fresh and self.out_dir.exists():  # no ignore_errors: old shards left would mix with new
-                shutil.rmtree(self.out_dir)
+            if self.fresh:
+                self.clear()
             self.done = self.already_done()
             self.check_compatible()
         try:
             self.upstream = [m for m in (self.upstream_manifest(p) for p in self.inputs()) if m is not None]
             self.prepare()
-            with StageRun(self.name, self.config, self.work_dir, self.catalog) as run:
+            with StageRun(self.name, self.config, self.work_dir, self.catalog, compat=self.compat_key()) as run:
                 self.stage_run = run
                 try:
                     yield run
@@ -215,7 +198,7 @@ class Stage(ABC, Generic[C]):
                     ) from exc
             manifest = self._write_manifest(run)
             if self.staged:
-                _swap_into_place(self.work_dir, self.out_dir)
+                swap_into_place(self.work_dir, self.out_dir)
                 self.work_dir = self.out_dir
         finally:
             if self.staged and self.work_dir != self.out_dir:
@@ -260,10 +243,38 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _swap_into_place(staging: Path, final: Path) -> None:
-    """Replace `final` by the finished staging folder (two renames, never a half output)."""
-    old = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
-    if final.exists():
-        final.rename(old)
-    staging.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
+class Stage(StageCore[C]):
+    """A stage whose work is one call: `stage.run()`."""
+
+    @abstractmethod
+    def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
+        """Do the work, counting on `run`; skip ids in `self.done`; return the stage's manifest fields."""
+
+    def run(self) -> StageResult:
+        if self.staged and (reused := self._reuse_if_complete()) is not None:
+            return reused
+        with self.running() as run:
+            self.fields = self.process(self.rows(), run)
+        return self.result
+
+
+class AsyncStage(StageCore[C]):
+    """A stage whose work is a coroutine (e.g. thousands of requests in flight): `await stage.run()`.
+
+    `session()` holds what the work needs open around the whole run (connections), entered before the output
+    folder is checked, so a setting it resolves (e.g. the served model's name) is part of the recorded config."""
+
+    @abstractmethod
+    async def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
+        """Do the work, counting on `run`; skip ids in `self.done`; return the stage's manifest fields."""
+
+    def session(self) -> AbstractAsyncContextManager[Any]:
+        return nullcontext()
+
+    async def run(self) -> StageResult:
+        if self.staged:
+            raise TypeError(f"{type(self).__name__}: an async stage appends by id; staging is for Stage")
+        async with self.session():
+            with self.running() as run:
+                self.fields = await self.process(self.rows(), run)
+        return self.result

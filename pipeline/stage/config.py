@@ -1,4 +1,5 @@
-"""A stage's settings from a file (`--config FILE` on every stage command), under the flags given explicitly.
+"""A stage's settings: the strict config model, and its values from a file (`--config FILE` on every stage
+command) under the flags given explicitly.
 
 Defaults live once, on the stage's config model (its Field defaults). The order is: model default, then the
 file, then every flag the user actually gave (a flag left out is None and shows the file's value through).
@@ -16,10 +17,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args, get_origin
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from catalog.errors import DraftsetError
-from pipeline.stage import StageConfig
+
+
+class StageConfig(BaseModel):
+    """Base for every stage's config: unknown keys and wrong types fail at load."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

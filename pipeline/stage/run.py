@@ -1,4 +1,4 @@
-"""The small base every stage stands on: strict config, counts, quarantine, the run record.
+"""One run of one stage and its accounting: counts, quarantine, config.json/stats.json, the run record.
 
     with StageRun("ingest", config, out_dir, catalog) as run:
         for row in rows:
@@ -9,7 +9,7 @@
 
 On exit the run writes `config.json` and `stats.json` beside the outputs, records a `stage_runs`
 row (when a catalog is given: the GPU capture/train hosts run without one), and raises `ZeroOutput`
-when it saw input but emitted nothing.
+when it saw input but emitted nothing. `Stage` (stage/base.py) opens one around each stage's work.
 """
 
 from __future__ import annotations
@@ -26,18 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from pydantic import BaseModel, ConfigDict
-
 from catalog.errors import DraftsetError, ZeroOutput
 from catalog.io import write_json_atomic
 from catalog.liveness import mark_interrupted, owner
-
-
-class StageConfig(BaseModel):
-    """Base for every stage's config: unknown keys and wrong types fail at load."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+from pipeline.stage.config import StageConfig
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -58,10 +50,18 @@ class StageRun:
     """Counts and bookkeeping for one run of one stage."""
 
     def __init__(
-        self, stage: str, config: StageConfig, out_dir: Path, catalog: Any | None = None, run_id: str | None = None
+        self,
+        stage: str,
+        config: StageConfig,
+        out_dir: Path,
+        catalog: Any | None = None,
+        run_id: str | None = None,
+        *,
+        compat: Mapping[str, Any] | None = None,
     ):
         self.stage = stage
         self.config = config
+        self.compat = compat  # what a later run must match to resume this output: recorded in config.json
         self.out_dir = Path(out_dir)
         self.catalog = catalog
         self.run_id = run_id or f"{stage}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -119,7 +119,10 @@ class StageRun:
         if self.catalog is not None:
             mark_interrupted(self.catalog)  # earlier runs whose process died stop showing as running
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.out_dir / "config.json", {"stage": self.stage, **self.config.model_dump(mode="json")})
+        recorded: dict[str, Any] = {"stage": self.stage, **self.config.model_dump(mode="json")}
+        if self.compat is not None:
+            recorded["compat"] = dict(self.compat)
+        write_json_atomic(self.out_dir / "config.json", recorded)
         self._record("running", None, finished=False)
         return self
 

@@ -1,0 +1,422 @@
+"""Mutation test of the adapter contract: corrupt each passing schema family the way real datasets are
+corrupt, re-run proposal and contract, and count how often the contract catches it.
+
+    .venv/bin/python -m eval.bench.mutation_kill [--corpus tests/fixtures/schema_corpus] [--only NAME] [--json OUT]
+
+For every family the scoreboard maps right, each corruption below is applied to its raw rows (turn lists
+decoded and re-encoded when the family stores them as JSON strings). The corrupted rows are detected,
+proposed and contract-tested exactly as the scoreboard does. Outcomes:
+
+    killed      proposal refused it or the contract failed (the failing checks are named)
+    equivalent  the contract passed and the records equal the family's truth in the spec's mode (nothing
+                that is trained changed: e.g. a wrapped answer in a regenerate-mode dataset, whose answers the
+                target rewrites; or inference adapted to the corruption)
+    SURVIVED    the contract passed and the records differ from the truth: silently wrong
+    n/a         the corruption does not apply to this family's shape
+
+Kill rate = killed / (killed + SURVIVED), per corruption and overall (goal: 100%). `add_metadata` is a
+control, not a corruption: metadata columns must pass (proposal drops them by name), so a kill there is a
+false alarm, reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.apply import RowMapper
+from adapters.contract import run_contract
+from adapters.detect import detect
+from adapters.infer import AdapterRefused, build_proposal
+from adapters.source import RawRow
+from adapters.spec import AdapterSpec, SourceSpec
+from adapters.turns import get_path
+from catalog.errors import DraftsetError
+from eval.bench.schema_scoreboard import DEFAULT_CORPUS, SAMPLE, _rows, canonical, score_family
+
+Row = dict[str, Any]
+LABELS = ("coding", "math", "general", "writing")
+
+
+# -- where the text lives in a family's raw rows (read from its right spec) ----------------------
+@dataclass
+class Shape:
+    spec: AdapterSpec
+
+    @property
+    def turn_list(self) -> bool:
+        return self.spec.layout in ("messages", "trajectory") and bool(self.spec.role_key and self.spec.content_key)
+
+    def labels(self, role: str) -> set[str]:
+        return {label for label, r in self.spec.role_map.items() if r == role}
+
+    def _paths(self) -> list[str]:
+        return [p for p in (self.spec.messages_path, self.spec.completion_path) if p]
+
+    def turns(self, row: Row) -> list[Row] | None:
+        """The row's turns, prompt and completion lists concatenated (TRL prompt-completion)."""
+        out: list[Row] = []
+        for path in self._paths():
+            value = get_path(row, path)
+            if isinstance(value, str) and path in self.spec.json_fields:
+                value = json.loads(value)
+            if not isinstance(value, list):
+                return None
+            out += copy.deepcopy(value)
+        return out
+
+    def with_turns(self, row: Row, turns: list[Row]) -> Row:
+        """Write turns back: the prompt list keeps its length, the completion list takes the rest."""
+        paths = self._paths()
+        sizes = [
+            len(get_path(row, p) if not isinstance(get_path(row, p), str) else json.loads(get_path(row, p)))
+            for p in paths
+        ]
+        if len(paths) == 1:
+            sizes = [len(turns)]
+        else:
+            sizes = [min(sizes[0], len(turns)), max(0, len(turns) - min(sizes[0], len(turns)))]
+        start = 0
+        for path, size in zip(paths, sizes):
+            encoded = isinstance(get_path(row, path), str)
+            part = turns[start : start + size]
+            row = _set(row, path, json.dumps(part, ensure_ascii=False) if encoded else part)
+            start += size
+        return row
+
+    def first_exchange(self, turns: list[Row]) -> tuple[int, int] | None:
+        """Indices of the first user turn and the assistant turn right after it (string contents only)."""
+        role_key, content_key = self.spec.role_key or "", self.spec.content_key or ""
+        users, assistants = self.labels("user"), self.labels("assistant")
+        for i, t in enumerate(turns[:-1]):
+            nxt = turns[i + 1]
+            if (
+                isinstance(t, dict)
+                and isinstance(nxt, dict)
+                and get_path(t, role_key) in users
+                and get_path(nxt, role_key) in assistants
+                and isinstance(get_path(t, content_key), str)
+                and isinstance(get_path(nxt, content_key), str)
+            ):
+                return i, i + 1
+        return None
+
+    def columns(self) -> tuple[str, str] | None:
+        cols = self.spec.columns
+        return (cols.prompt[0], cols.response) if cols and cols.response and "." not in cols.prompt[0] else None
+
+
+def _set(row: Row, path: str, value: Any) -> Row:
+    """A copy of `row` with the dotted `path` set."""
+    head, _, rest = path.partition(".")
+    out = dict(row)
+    out[head] = _set(out.get(head) or {}, rest, value) if rest else value
+    return out
+
+
+def _edit_exchange(shape: Shape, row: Row, edit: Callable[[str, str], tuple[str, str]]) -> Row | None:
+    """Apply edit(prompt, answer) → (prompt, answer) to the row's first exchange, whatever the layout."""
+    cols = shape.columns()
+    if cols:
+        p, a = row.get(cols[0]), row.get(cols[1])
+        if not (isinstance(p, str) and isinstance(a, str)):
+            return None
+        new_p, new_a = edit(p, a)
+        return {**row, cols[0]: new_p, cols[1]: new_a}
+    if not shape.turn_list:
+        return None
+    turns = shape.turns(row)
+    ex = shape.first_exchange(turns) if turns else None
+    if turns is None or ex is None:
+        return None
+    key = shape.spec.content_key or ""
+    u, a = ex
+    new_p, new_a = edit(get_path(turns[u], key), get_path(turns[a], key))
+    turns[u], turns[a] = _set(turns[u], key, new_p), _set(turns[a], key, new_a)
+    return shape.with_turns(row, turns)
+
+
+# -- the corruptions ---------------------------------------------------------------------------------
+def swap_prompt_answer(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The prompt and answer columns (or the first user/assistant texts) exchanged."""
+    return _edit_exchange(shape, row, lambda p, a: (a, p))
+
+
+def copy_prompt_to_answer(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The answer field holds the prompt again (an export that wrote one column twice)."""
+    return _edit_exchange(shape, row, lambda p, a: (p, p))
+
+
+def wrap_answers(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """Every answer wrapped in <answer> tags that the adapter does not know to strip."""
+    cols = shape.columns()
+    if cols:
+        a = row.get(cols[1])
+        return {**row, cols[1]: f"<answer>{a}</answer>"} if isinstance(a, str) else None
+    if not shape.turn_list:
+        return None
+    turns, key = shape.turns(row), shape.spec.content_key or ""
+    if turns is None:
+        return None
+    hit = False
+    for i, t in enumerate(turns):
+        if isinstance(t, dict) and get_path(t, shape.spec.role_key or "") in shape.labels("assistant"):
+            text = get_path(t, key)
+            if isinstance(text, str) and text.strip():
+                turns[i], hit = _set(t, key, f"<answer>{text}</answer>"), True
+    return shape.with_turns(row, turns) if hit else None
+
+
+def system_label(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The assistant's role label renamed to `system` (a second speaker labelled like a system role)."""
+    if not shape.turn_list:
+        return None
+    turns, role_key = shape.turns(row), shape.spec.role_key or ""
+    if turns is None or shape.first_exchange(turns) is None:
+        return None
+    assistants = shape.labels("assistant")
+    turns = [
+        _set(t, role_key, "system") if isinstance(t, dict) and get_path(t, role_key) in assistants else t for t in turns
+    ]
+    return shape.with_turns(row, turns)
+
+
+def rename_roles(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """User and assistant labels renamed to speaker_a / speaker_b (labels no table knows)."""
+    if not shape.turn_list:
+        return None
+    turns, role_key = shape.turns(row), shape.spec.role_key or ""
+    if turns is None or shape.first_exchange(turns) is None:
+        return None
+    names = {
+        **{label: "speaker_a" for label in shape.labels("user")},
+        **{x: "speaker_b" for x in shape.labels("assistant")},
+    }
+    turns = [
+        _set(t, role_key, names[get_path(t, role_key)]) if isinstance(t, dict) and get_path(t, role_key) in names else t
+        for t in turns
+    ]
+    return shape.with_turns(row, turns)
+
+
+def move_text(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The second half of the prompt moved into a new column `details` (text split over two fields)."""
+    moved: list[str] = []
+
+    def edit(p: str, a: str) -> tuple[str, str]:
+        words = p.split(" ")
+        cut = len(words) // 2
+        moved.append(" ".join(words[cut:]))
+        return " ".join(words[:cut]), a
+
+    out = _edit_exchange(shape, row, edit)
+    if out is None or len(moved[0]) < 8 or len(p_words := moved[0].split()) < 2 or not p_words:
+        return None
+    return {**out, "details": moved[0]}
+
+
+def label_prompt(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The prompt replaced by a short category label; the real request moved to a column `body`."""
+    moved: list[str] = []
+
+    def edit(p: str, a: str) -> tuple[str, str]:
+        moved.append(p)
+        return rng.choice(LABELS), a
+
+    out = _edit_exchange(shape, row, edit)
+    return None if out is None else {**out, "body": moved[0]}
+
+
+def drop_turn(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The first user turn (or the prompt column) removed: the answer now answers nothing."""
+    cols = shape.columns()
+    if cols:
+        return {k: v for k, v in row.items() if k != cols[0]} if cols[0] in row else None
+    if not shape.turn_list:
+        return None
+    turns = shape.turns(row)
+    ex = shape.first_exchange(turns) if turns else None
+    if turns is None or ex is None:
+        return None
+    del turns[ex[0]]
+    return shape.with_turns(row, turns)
+
+
+def add_metadata(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """Control: id, url, timestamp and score columns added. Nothing trained changes: must still pass."""
+    n = rng.randrange(10**9)
+    return {
+        **row,
+        "uid": f"{n:016x}",
+        "url": f"https://example.org/item/{n}",
+        "created_at": f"2024-0{1 + n % 9}-1{n % 10}T12:00:00Z",
+        "quality_score": round(rng.random(), 3),
+    }
+
+
+CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
+    "swap_prompt_answer": swap_prompt_answer,
+    "copy_prompt_to_answer": copy_prompt_to_answer,
+    "wrap_answers": wrap_answers,
+    "system_label": system_label,
+    "rename_roles": rename_roles,
+    "move_text": move_text,
+    "label_prompt": label_prompt,
+    "drop_turn": drop_turn,
+}
+CONTROLS = {"add_metadata": add_metadata}
+
+
+# -- running one mutation --------------------------------------------------------------------------
+@dataclass
+class Result:
+    family: str
+    mutation: str
+    outcome: str  # killed | equivalent | SURVIVED | n/a
+    detail: str
+    seconds: float = 0.0
+
+
+def _in_mode(truth: dict[str, Any], spec: AdapterSpec) -> list[dict[str, Any]]:
+    """The truth's messages as the spec's mode trains them (regenerate: the context up to the cut)."""
+    msgs = [dict(m) for m in truth["messages"]]
+    if spec.mode == "regenerate":
+        users = [i for i, m in enumerate(msgs) if m["role"] == "user"]
+        if users:
+            msgs = msgs[: (users[0] if spec.cut == "first_user" else users[-1]) + 1]
+        for m in msgs:
+            m.pop("train", None)
+    return msgs
+
+
+def _same_as_truth(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
+    """'' when every row maps to its truth in the spec's mode, else the first difference."""
+    mapper = RowMapper(spec)
+    for r, t in zip(raw, truth):
+        if t is None:
+            continue
+        try:
+            got = canonical(mapper.apply(r.row_index, r.row)[0])["messages"]
+        except Exception as exc:  # noqa: BLE001 - a row the adapter now rejects differs from its truth
+            return f"row {r.row_index} rejected: {str(exc)[:80]}"
+        if spec.mode == "regenerate":
+            for m in got:
+                m.pop("train", None)
+        want = [{k: (v.strip() if isinstance(v, str) else v) for k, v in m.items()} for m in _in_mode(t, spec)]
+        if got != want:
+            return f"row {r.row_index} differs from its truth"
+    return ""
+
+
+def mutate_family(folder: Path, name: str, fn: Callable[[Shape, Row, random.Random], Row | None]) -> Result:
+    meta = json.loads((folder / "family.json").read_text())
+    card = (folder / "README.md").read_text()
+    raw = _rows(folder, meta["files"])[:SAMPLE]
+    source = SourceSpec(
+        repo_id=f"corpus/{meta['name']}", revision="0" * 40, config="default", split="train", data_files=meta["files"]
+    )
+    base_rows = [(r.row_index, r.row) for r in raw if r.row is not None]
+    d0 = detect([row for _, row in base_rows], features=meta["features"], card_text=card, file_names=meta["files"])
+    shape = Shape(build_proposal(d0, base_rows, source, card).spec)
+    rng = random.Random(f"{meta['name']}/{name}")
+    mutated, truth, changed = [], [], 0
+    for r, t in zip(raw, meta["truth"]):
+        new = fn(shape, r.row, rng) if isinstance(r.row, dict) else None
+        changed += new is not None
+        mutated.append(RawRow(r.row_index, new if new is not None else r.row, r.error))
+        truth.append(t)
+    if changed < max(1, len(raw) // 2):
+        return Result(meta["name"], name, "n/a", f"applies to {changed}/{len(raw)} rows")
+    start = time.perf_counter()
+    rows = [(r.row_index, r.row) for r in mutated if r.row is not None]
+    d = detect([row for _, row in rows], features=meta["features"], card_text=card, file_names=meta["files"])
+    try:
+        spec = build_proposal(d, rows, source, card).spec
+    except AdapterRefused as exc:
+        return Result(meta["name"], name, "killed", f"proposal refused: {exc.verdict}", time.perf_counter() - start)
+    except DraftsetError as exc:
+        return Result(meta["name"], name, "killed", f"no proposal: {str(exc)[:80]}", time.perf_counter() - start)
+    result = run_contract(spec, mutated)
+    seconds = time.perf_counter() - start
+    if not result.passed:
+        return Result(meta["name"], name, "killed", ", ".join(c.name for c in result.failures()), seconds)
+    diff = _same_as_truth(spec, mutated, truth)
+    if not diff:
+        return Result(meta["name"], name, "equivalent", "records equal the truth in the spec's mode", seconds)
+    return Result(meta["name"], name, "SURVIVED", f"contract passed but {diff}", seconds)
+
+
+def passing_families(corpus: Path, only: list[str] | None = None) -> list[Path]:
+    folders = sorted(p for p in corpus.iterdir() if (p / "family.json").exists())
+    if only:
+        folders = [p for p in folders if p.name in only]
+    return [p for p in folders if score_family(p).outcome == "right"]
+
+
+def run(corpus: Path, only: list[str] | None = None, mutations: list[str] | None = None) -> list[Result]:
+    todo = {**CORRUPTIONS, **CONTROLS}
+    if mutations:
+        todo = {k: v for k, v in todo.items() if k in mutations}
+    return [mutate_family(folder, name, fn) for folder in passing_families(corpus, only) for name, fn in todo.items()]
+
+
+def report(results: list[Result], verbose: bool = True) -> dict[str, Any]:
+    per: dict[str, Counter[str]] = {}
+    for r in results:
+        per.setdefault(r.mutation, Counter())[r.outcome] += 1
+    if verbose:
+        for r in results:
+            if r.outcome in ("SURVIVED",) or (r.mutation in CONTROLS and r.outcome == "killed"):
+                print(f"  {r.outcome:<9} {r.mutation:<22} {r.family:<36} {r.detail[:110]}")
+    print(f"\n{'mutation':<22} {'killed':>6} {'survived':>8} {'equiv':>5} {'n/a':>4}  kill rate")
+    killed = survived = 0
+    rates = {}
+    for name in [*CORRUPTIONS, *CONTROLS]:
+        c = per.get(name)
+        if c is None:
+            continue
+        k, s = c["killed"], c["SURVIVED"]
+        rate = k / (k + s) if k + s else 1.0
+        if name in CORRUPTIONS:
+            killed, survived = killed + k, survived + s
+            rates[name] = rate
+        label = f"{rate:6.0%}" if name in CORRUPTIONS else f"control: {k} false alarm(s)"
+        print(f"{name:<22} {k:>6} {s:>8} {c['equivalent']:>5} {c['n/a']:>4}  {label}")
+    overall = killed / (killed + survived) if killed + survived else 1.0
+    false_alarms = sum(1 for r in results if r.mutation in CONTROLS and r.outcome == "killed")
+    print(
+        f"\noverall kill rate {overall:.1%} ({killed}/{killed + survived}); {false_alarms} false alarm(s) on controls"
+    )
+    return {
+        "overall": overall,
+        "killed": killed,
+        "survived": survived,
+        "rates": rates,
+        "false_alarms": false_alarms,
+        "survivors": [r.__dict__ for r in results if r.outcome == "SURVIVED"],
+        "results": [r.__dict__ for r in results],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--only", nargs="*", help="family names")
+    parser.add_argument("--mutation", nargs="*", help="mutation names")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args()
+    summary = report(run(args.corpus, args.only, args.mutation))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()

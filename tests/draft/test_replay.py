@@ -1,0 +1,129 @@
+"""The step-1 gap, pinned: decoding and the teacher-forced replay of it agree round for round.
+
+Rows are the toy target's own greedy output (as regenerated data is), the draft is trained online on
+them, and `check draft`'s replayed decode on its rows must give the same rounds as real speculative
+decoding on the same prompts: then step-1 acceptance below teacher-forced step-1 accuracy is the walk's
+selection (rounds start after rejections), not a harness mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from draft_toy import TEMPLATE, VOCAB, make_target
+
+from eval.specdecode.replay import Interval, accept_length_interval, separation, tokens_to_separate, walk
+
+MAX_NEW, STEPS = 24, 3
+
+
+def _greedy_build(model_dir, build_dir, n_rows=40):
+    """Prompts of 8 random tokens, answers by the target's greedy decoding (what regenerate makes)."""
+    import hashlib
+
+    from eval.specdecode.decode import greedy
+    from eval.specdecode.runners import TargetRunner
+    from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
+    from pipeline.model.load import load_target
+
+    model = load_target(model_dir, torch.float32)
+    target = TargetRunner(model)
+    g = torch.Generator().manual_seed(3)
+    rows = []
+    for i in range(n_rows):
+        prompt = torch.randint(3, VOCAB, (8,), generator=g).tolist()
+        answer = greedy(target, prompt, 40, None).tokens
+        ids = prompt + answer
+        rows.append({"id": f"g{i:03d}", "conversation_id": f"c{i}", "input_ids": ids, "loss_mask": [0] * 8 + [1] * 40})
+    build_dir.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), build_dir / "rows-00000.parquet")
+    counts = token_counts([build_dir / "rows-00000.parquet"], VOCAB)
+    save_vocab(build_dir / "vocab.safetensors", *draft_vocab(counts, 256), counts)
+    manifest = {
+        "model_dir": str(model_dir),
+        "chat_template_sha256": hashlib.sha256(TEMPLATE.encode()).hexdigest(),
+        "vocab_size": VOCAB,
+        "draft_vocab_size": 256,
+        "system_prompt": None,
+        "thinking": None,
+        "max_length": 48,
+        "n_rows": n_rows,
+        "n_tokens": 48 * n_rows,
+    }
+    (build_dir / "manifest.json").write_text(json.dumps(manifest))
+    return build_dir
+
+
+@pytest.fixture(scope="module")
+def online(tmp_path_factory):
+    from pipeline.train.loop import TrainConfig, run_train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("replay")
+    model = make_target(root / "model", seed=5)
+    model.joinpath("generation_config.json").unlink(missing_ok=True)  # no end-of-turn: every row is 40 tokens
+    build = _greedy_build(model, root / "build")
+    run_train(
+        TrainConfig(
+            capture_dir=None,
+            build_dir=build,
+            model_dir=model,
+            online=True,
+            layers=[2, 5, 7],
+            out_dir=root / "draft",
+            epochs=30,
+            lr=1e-2,
+            batch_tokens=512,
+            ttt_steps=STEPS,
+            heldout_every=0,  # a random toy target does not generalise: replay the rows it learned
+            log_every=1000,
+            device="cpu",
+        )
+    )
+    yield root / "draft", build, model
+    torch.set_num_threads(threads)
+
+
+def test_replayed_decode_is_the_measured_decode(online):
+    from eval.checks.draft_check import check_draft
+    from eval.specdecode.evaluate import measure
+
+    draft, build, model = online
+    report = check_draft(draft, build, model, max_samples=6, max_new=MAX_NEW)  # a build: taps recomputed
+    m = measure(draft, build, model, [STEPS], n_prompts=6, max_new=MAX_NEW, with_wrong=False, device="cpu")
+    held, [run] = report.headline, m.runs
+    assert report.heldout is None and held.exact and run.ties == 0
+    assert 1.2 < run.accept_length  # the draft learned something, so the rounds below are not all zeros
+    assert held.rounds == run.accepted  # round for round: the harness is the trained draft
+    assert held.step_acceptance == pytest.approx(run.step_acceptance)
+    # the product of teacher-forced accuracies counts every position once; decoding does not
+    assert held.independent_al != pytest.approx(run.accept_length, abs=1e-3)
+
+
+def test_walk_follows_the_leading_run_of_right_steps():
+    t, f = True, False
+    hits = [
+        torch.tensor([t, t, f, t, f, t, t, t, t, t]),
+        torch.tensor([f, t, f, f, f, t, f, t, t, f]),
+        torch.tensor([f, t, f, f, f, t, f, f, t, f]),
+    ]
+    assert walk(hits, 1, 11, None) == [3, 3, 1]  # rounds at t=1, 5, 9
+    assert walk(hits, 2, 11, None) == [0, 1, 3, 1]  # a rejection at t=2: the next round starts at t=3
+    assert walk(hits, 1, 11, 5) == [3]  # a 5-token decode is done after the round that made tokens 2..5
+
+
+def test_intervals_say_when_wirings_are_not_separated():
+    a = accept_length_interval([2, 3, 1, 2] * 10)
+    b = accept_length_interval([2, 3, 1, 1] * 10)
+    assert isinstance(a, Interval) and a.low < a.value < a.high and a.n_rounds == 40
+    assert a.overlaps(b)
+    line = separation(a, b)
+    need = tokens_to_separate(a, b)
+    assert line.startswith("not separated at this sample size") and need is not None and need > a.n_tokens
+    far = accept_length_interval([0] * 40)
+    assert separation(a, far) == "separated"
