@@ -125,6 +125,7 @@ OK_DETAIL = {
     "tool_links": "every tool turn answers an earlier call",
     "observations": "every tool result follows the step that called it",
     "preference": "no rejected answer is trained",
+    "preference_prompt": "both sides of every pair answer the same prompt",
     "label": "no answer labelled undesirable is trained",
     "media": "no media dropped unseen",
     "system_position": "system turns only open conversations",

@@ -85,7 +85,8 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
         except DraftsetError as exc:
             raise DraftsetError(
                 f"cannot list the configs/splits of {repo_id}: {exc}",
-                hint="check the dataset card's `configs:` and that its data files exist",
+                # a crash, the time or the memory limit blames the files, not the card
+                hint=exc.hint or "check the dataset card's `configs:` and that its data files exist",
             ) from None
 
 

@@ -20,7 +20,8 @@ Each signal is a fixed pattern over the row's own text and structure (no names o
 to a fixture), so the evidence a verdict cites can be checked by reading the rows. Hand-written regexes,
 because no library classifies "is there code in this string" cheaply and explainably.
 Rows are untrusted: JSON strings are decoded with json.loads only, nothing is evaluated. Work is bounded:
-at most MAX_ROWS rows, MAX_LEAF_CHARS per string and MAX_ROW_CHARS per row are read.
+at most MAX_ROWS rows, MAX_LEAF_CHARS per string and MAX_ROW_CHARS per row are read, and line-shaped patterns
+see only lines up to MAX_LINE_CHARS, so a hostile row cannot make the regexes work quadratically on a long line.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from adapters.detected import Detected
 MAX_ROWS = 8
 MAX_LEAF_CHARS = 6000
 MAX_ROW_CHARS = 24000
+MAX_LINE_CHARS = 400  # line-shaped patterns (code, shell, ReAct) read only lines this short: bounded regex work
 MAX_DEPTH = 8
 KINDS = ("code", "shell", "tool_calls", "exchange", "dialogue", "math", "stepwise", "long_prose", "varied")
 
@@ -117,18 +119,18 @@ def _leaves(value: Any, depth: int = 0) -> tuple[list[str], set[str], list[list[
                 try:
                     stack.append((json.loads(item), d + 1))
                     continue
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past the decoder's limit
                     pass
             strings.append(text)
         elif isinstance(item, dict):
             keys.update(str(k) for k in item)
             if "name" in item and _CALL_KEYS & item.keys():  # a {name, arguments} call or a function schema
                 keys.add(CALL_SHAPE)
-            stack.extend((v, d + 1) for v in item.values())
+            stack.extend((v, d + 1) for v in reversed(list(item.values())))  # read in row order
         elif isinstance(item, list):
             if len(item) >= 2 and all(isinstance(x, dict) for x in item):
                 lists.append(item)
-            stack.extend((v, d + 1) for v in item)
+            stack.extend((v, d + 1) for v in reversed(item))
     return strings, keys, lists
 
 
@@ -151,17 +153,18 @@ def row_signals(row: dict[str, Any], answer_labels: set[str], answered: bool = F
         kept.append(s[:budget])
         budget -= len(s)
     text = "\n".join(kept)
+    lines = _short_lines(text)
     found: set[str] = set()
-    if _FENCE.search(text) or len(set(m.group(0).strip() for m in _CODE_LINE.finditer(text))) >= 2:
+    if _FENCE.search(text) or len(set(m.group(0).strip() for m in _CODE_LINE.finditer(lines))) >= 2:
         found.add("code")
-    if _SHELL_LINE.search(text):
+    if _SHELL_LINE.search(lines):
         found.add("shell")
     roles = [label for turns in lists for label in _labels(turns)]
     if (
         keys & _TOOL_KEYS
         or set(roles) & _TOOL_ROLES
         or _TOOL_TEXT.search(text)
-        or (_REACT_ACTION.search(text) and _REACT_OBSERVATION.search(text))
+        or (_REACT_ACTION.search(lines) and _REACT_OBSERVATION.search(lines))
         or any(_CALL_LEAF.fullmatch(s) for s in kept if len(s) < 2000)
     ):
         found.add("tool_calls")
@@ -179,12 +182,16 @@ def row_signals(row: dict[str, Any], answer_labels: set[str], answered: bool = F
     return found
 
 
+def _short_lines(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if len(line) <= MAX_LINE_CHARS)
+
+
 def _is_prose(text: str) -> bool:
     """A long text in prose: 600+ characters and 90+ words, mostly letters and digits, few code-shaped lines."""
     if len(text) < 600:
         return False
     plain = sum(c.isalnum() or c.isspace() for c in text)
-    return len(text.split()) >= 90 and plain / len(text) >= 0.8 and len(_CODE_LINE.findall(text)) <= 2
+    return len(text.split()) >= 90 and plain / len(text) >= 0.8 and len(_CODE_LINE.findall(_short_lines(text))) <= 2
 
 
 def _answered(row: dict[str, Any], detected: Detected | None) -> bool:

@@ -7,17 +7,4 @@
 ALTER TABLE candidates ADD COLUMN IF NOT EXISTS relevance VARCHAR;
 ALTER TABLE candidates ADD COLUMN IF NOT EXISTS relevance_evidence VARCHAR;
 ALTER TABLE candidates ADD COLUMN IF NOT EXISTS content_signals JSON;
--- candidate_status is `c.*` of candidates: re-created so a view bound before the new columns shows them.
-CREATE OR REPLACE VIEW candidate_status AS
-SELECT c.* REPLACE (CASE WHEN i.repo_id IS NULL THEN c.status ELSE 'ingested' END AS status),
-       i.ingest_run_id,
-       i.ingested_at
-  FROM candidates c
-  LEFT JOIN (
-        SELECT json_extract_string(params, '$.repo_id') AS repo_id,
-               arg_max(run_id, finished_at)            AS ingest_run_id,
-               max(finished_at)                        AS ingested_at
-          FROM stage_runs
-         WHERE stage = 'ingest' AND status = 'ok'
-         GROUP BY 1
-  ) i USING (repo_id);
+-- candidate_status (0030) selects c.*, which DuckDB binds when queried: the view shows these columns as they are.

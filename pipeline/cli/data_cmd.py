@@ -31,6 +31,9 @@ def _min_tokens(model: type[StageConfig]) -> Any:
     return field_option(model, "min_prompt_tokens", min=0, help="Drop prompts shorter than this (too_short).")
 
 
+_WORKERS = typer.Option(1, "--workers", min=1, help="Local worker processes for dedup's per-shard pass.")
+
+
 def _progress() -> Progress:
     return Progress(
         SpinnerColumn(),
@@ -63,26 +66,41 @@ def ingest_cmd(
     max_conversation_chars: int | None = field_option(
         IngestConfig, "max_conversation_chars", min=1, help="Quarantine conversations longer than this (too_large)."
     ),
+    all_rows: bool = typer.Option(False, "--all", help="With --plan: read every row, not the plan's quota."),
+    oversample: float | None = field_option(
+        IngestConfig, "oversample", min=1.0, help="With --plan: rows read per source = its quota x this."
+    ),
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
 
     Shards go to data/normalized/<owner>__<name>/ and a re-run resumes by id.
-    Rejected rows go to quarantine.jsonl there, with row index, field and reason."""
+    Rejected rows go to quarantine.jsonl there, with row index, field and reason.
+    With --plan each source is read up to its quota x --oversample, a seeded row-hash sample (a larger
+    plan later tops it up); --all reads everything."""
     from pipeline.ingest.run import ingest, repos_to_ingest
 
     values = stage_settings(
         IngestConfig,
         config_file,
-        {"max_conversation_chars": max_conversation_chars},
-        settable=["max_conversation_chars"],
+        {"max_conversation_chars": max_conversation_chars, "oversample": oversample},
+        settable=["max_conversation_chars", "oversample", "sample_seed"],
     )
     cfg = settings()
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
     repos = repos_to_ingest(catalog(), plan, repo)
     with _progress() as progress:
         results = ingest(
-            catalog(), cfg.home, repos, endpoint=cfg.hf_endpoint, token=token, fresh=fresh, progress=progress, **values
+            catalog(),
+            cfg.home,
+            repos,
+            endpoint=cfg.hf_endpoint,
+            token=token,
+            fresh=fresh,
+            progress=progress,
+            plan_id=plan,
+            all_rows=all_rows,
+            **values,
         )
     total: dict[str, int] = {}
     rows = []
@@ -112,6 +130,7 @@ def dedup_cmd(
     max_prompt_tokens: int | None = _max_tokens(DedupConfig),
     min_prompt_tokens: int | None = _min_tokens(DedupConfig),
     tokenizer: Path | None = _TOKENIZER,
+    workers: int = _WORKERS,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
@@ -139,7 +158,7 @@ def dedup_cmd(
     counter = TokenCounter.resolve(tokenizer, home)
     config = DedupConfig(**values, length_unit=counter.method)
     with _progress() as progress:
-        result = run_dedup(catalog(), home, config, Home(home).dedup, counter, progress)
+        result = run_dedup(catalog(), home, config, Home(home).dedup, counter, progress, workers=workers)
     print_table(
         ["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
         [_counts_row("dedup", result.counts, "ok")],
@@ -163,6 +182,7 @@ def mix_cmd(
     min_prompt_tokens: int | None = _min_tokens(MixConfig),
     tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
+    workers: int = _WORKERS,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
@@ -198,6 +218,7 @@ def mix_cmd(
             tokenizer=tokenizer,
             overwrite=overwrite,
             progress=progress,
+            workers=workers,
             **values,
         )
     m = result.manifest

@@ -128,9 +128,11 @@ class MixStage(Stage[MixConfig]):
         targets: MixTargets,
         overwrite: bool = False,
         progress: Progress | None = None,
+        workers: int = 1,
     ):
         super().__init__(config, out_dir, catalog, fresh=overwrite)
         self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
+        self.workers = workers
         # Planned sources never ingested keep their quota (passed on as a shortfall) but have no rows to read.
         self.repos = sorted(set(config.source_category) - set(targets.missing))
         self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
@@ -166,6 +168,7 @@ class MixStage(Stage[MixConfig]):
             self.work_dir / "dedup",
             self.counter,
             self.progress,
+            workers=self.workers,
         )
         self.upstream.append(self.dedup.manifest)
 
@@ -223,6 +226,7 @@ def run_mix(
     tokenizer: Path | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
+    workers: int = 1,
 ) -> MixResult:
     final = Home(home).mix(name)
     targets = load_targets(catalog, home, plan_id, samples, weights)
@@ -241,7 +245,15 @@ def run_mix(
         length_unit=counter.method,
     )
     stage = MixStage(
-        config, final, catalog, home=home, counter=counter, targets=targets, overwrite=overwrite, progress=progress
+        config,
+        final,
+        catalog,
+        home=home,
+        counter=counter,
+        targets=targets,
+        overwrite=overwrite,
+        progress=progress,
+        workers=workers,
     )
     result = stage.run()
     return MixResult(name, result.out_dir, result.manifest, reused=result.reused)

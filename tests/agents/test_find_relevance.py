@@ -168,3 +168,29 @@ def test_llm_judge_sees_content_and_a_sample_row_and_settles_relevance_both_ways
     assert "off_domain" not in film2.flags
     assert (swe2.status, swe2.relevance["verdict"]) == ("irrelevant", "off_domain")
     assert swe2.relevance["llm"] == {"relevance": 0.05, "reason": "not agentic"}
+
+
+def test_a_catalog_from_before_the_relevance_columns_upgrades_and_its_view_shows_them(tmp_path, monkeypatch):
+    """A catalog migrated up to 0030 opens with 0031 applied, and candidate_status (c.*) shows the new columns."""
+    from catalog import Catalog, db
+
+    every = db.migrations()
+    monkeypatch.setattr(db, "migrations", lambda: [m for m in every if m[0] <= 30])
+    old = Catalog(tmp_path)
+    with old.writer() as con:
+        con.execute("INSERT INTO candidates (repo_id, status) VALUES ('o/old', 'relevant')")
+    monkeypatch.setattr(db, "migrations", lambda: every)
+    with Catalog(tmp_path).writer() as con:
+        con.execute("UPDATE candidates SET relevance = 'off_domain', relevance_evidence = 'e' WHERE repo_id = 'o/old'")
+    [row] = Catalog(tmp_path).query("SELECT repo_id, status, relevance, relevance_evidence FROM candidate_status")
+    assert row == {"repo_id": "o/old", "status": "relevant", "relevance": "off_domain", "relevance_evidence": "e"}
+
+
+def test_the_probe_is_bounded_on_hostile_rows():
+    """Text past the per-row budget, lines past the line limit and JSON nested past the decoder's limit are not
+    read (and do not raise): the probe's work has a ceiling whatever a row holds."""
+    late = {**{f"f{i}": "x " * 3_000 for i in range(5)}, "cmd": "$ ls -la /tmp"}  # after MAX_ROW_CHARS of filler
+    long_line = {"text": "$ ls -la /tmp " + "y" * 5_000}
+    nested = {"messages": "[" * 5_000 + "]" * 5_000}
+    assert _counts([late])["shell"] == 0 and _counts([long_line])["shell"] == 0
+    assert signals([nested], None)["rows"] == 1
