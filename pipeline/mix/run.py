@@ -31,9 +31,9 @@ from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
 from pipeline.mix.copy import CopyChosen, write_chosen
 from pipeline.mix.targets import MixTargets, load_targets
-from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun, field_default
+from pipeline.target.lengths import TokenCounter
 
 
 @dataclass
