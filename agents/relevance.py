@@ -7,6 +7,7 @@ Verdicts (stored in candidates.relevance, the evidence in candidates.relevance_e
   off_domain   rows were sampled and either none shows the category's content, or the card's words that have a
                sense here (agent, tool, code, coding, chat ...) are all contradicted by the rows: dropped
   not_sampled  no rows could be read (gated, no viewer, failed): the card alone decides, as before
+  card_only    the content check is off (FindConfig.content_relevance, the benchmark's "before"): card alone
 
 Relevance (0..1) is half card, half content when rows were read: the card's share of matched terms, and the
 share of sampled rows that show the category's content.
@@ -27,7 +28,16 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
     """{verdict, relevance, evidence, expected, senses, content} for one candidate.
     signals: agents.content.signals of the sampled rows, or None when content is not consulted."""
     expected = CONTENT_EVIDENCE[category]
-    n = signals["rows"] if signals else 0
+    if signals is None:
+        return {
+            "verdict": "card_only",
+            "relevance": card_relevance,
+            "evidence": "content not consulted: the card's words alone",
+            "expected": list(expected),
+            "senses": {},
+            "content": None,
+        }
+    n = signals["rows"]
     if not n:
         return {
             "verdict": "not_sampled",
@@ -37,7 +47,7 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
             "senses": {},
             "content": None,
         }
-    counts: dict[str, int] = signals["counts"]  # type: ignore[index]
+    counts: dict[str, int] = signals["counts"]
     shown = {k: counts[k] for k in expected if counts.get(k)}
     # Per sense-bearing word the card used: does any sampled row show what the word means here?
     senses = {t: any(counts.get(k) for k in TERM_SENSES[t]) for t in matched if t in TERM_SENSES}
@@ -56,7 +66,7 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
         if contradicted:
             kinds = tuple(dict.fromkeys(k for t in contradicted for k in TERM_SENSES[t]))
             parts.append(f"the card's {', '.join(repr(t) for t in contradicted)} with no {_kinds(kinds)} in the rows")
-        opening = signals["opening"]  # type: ignore[index]
+        opening = signals["opening"]
         if len(opening.get("shared", "").split()) >= 3:
             parts.append(f"every prompt opens {opening['shared']!r}")
         elif opening["of"] >= 3 and opening["rows"] == opening["of"]:

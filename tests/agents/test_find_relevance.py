@@ -101,7 +101,7 @@ def test_a_card_naming_nothing_is_kept_on_its_rows():
 
 
 def test_no_rows_leaves_the_card_to_decide():
-    assert judge("agentic", ["agent"], 0.25, None)["verdict"] == "not_sampled"
+    assert judge("agentic", ["agent"], 0.25, None)["verdict"] == "card_only"  # content check off
     assert judge("agentic", ["agent"], 0.25, {"rows": 0, "counts": {}, "opening": {}})["relevance"] == 0.25
 
 
@@ -120,7 +120,7 @@ def test_the_evidence_comes_from_the_rows_not_the_name(hub_url):
     kept = score_candidate("agentic", "agentic coding", hit, swapped, FindConfig())
     assert kept.status == "relevant" and kept.relevance["verdict"] == "on_domain", kept.reasons
     before = score_candidate("agentic", "agentic coding", hit, own, FindConfig(content_relevance=False))
-    assert before.status == "relevant" and before.relevance["verdict"] == "not_sampled"  # card words only
+    assert before.status == "relevant" and before.relevance["verdict"] == "card_only"  # card words only
 
 
 # -- find over the fixture Hub: stored and shown ---------------------------------------------------------------
