@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from adapters.detect import family_patterns, names_target
+from adapters.trial import summarise
 from agents import content, inspection, relevance
 from agents.categories import BY_KEY, category_weights, tokens
 from agents.configuration import FindConfig
@@ -66,8 +67,9 @@ def score_candidate(
     features, rows = inspection.sampled(facts)
     structure = inspection.detect_structure(features, rows, facts.get("card_text", ""))
     detected = structure["detected"]
-    stats = inspection.sample_stats(structure, rows)
-    signals = content.signals(rows, detected) if config.content_relevance else None
+    records = inspection.sample_records(structure, rows)
+    stats = summarise(records)
+    signals = content.signals(rows, detected, records) if config.content_relevance else None
     verdict = relevance.judge(category, matched, card_relevance, signals)
     if config.content_relevance:
         part(
