@@ -96,6 +96,18 @@ def test_card_words_in_another_sense_are_off_domain_with_the_evidence():
     assert "'agent', 'tool'" in v["evidence"] and v["senses"] == {"agent": False, "tool": False}
 
 
+def test_one_incidental_line_does_not_make_a_dataset_agentic():
+    rows = [{"prompt": f"Scene {i}", "completion": "INT. SAFEHOUSE - NIGHT\nHe waits."} for i in range(7)]
+    rows.append({"prompt": "Scene 7", "completion": "The hacker types:\n$ ls -la /vault"})
+    v = judge("agentic", ["agent", "tools"], 0.5, signals(rows, detect(rows)))
+    assert v["verdict"] == "off_domain" and "1/8 sampled rows show tool calls or shell commands" in v["evidence"]
+
+
+def test_a_native_card_naming_nothing_is_not_kept():
+    rows = [_turns(("user", "hi"), ("assistant", "hello"))] * 4
+    assert judge("native", [], 0.0, signals(rows, detect(rows)))["verdict"] == "unmatched"
+
+
 def test_a_card_naming_nothing_is_kept_on_its_rows():
     rows = [_turns(("user", f"fix {i}"), ("assistant", "$ pytest -x tests/")) for i in range(8)]
     v = judge("agentic", [], 0.0, signals(rows, detect(rows)))
