@@ -6,10 +6,12 @@ and a relevant dataset can have a one-line or non-English card. So relevance als
 sampled rows, the kinds of content a category's data must contain (agents/categories.py, CONTENT_EVIDENCE):
 
   code        programming code: a fenced block, or two or more lines shaped like code in any common language
-  shell       shell command lines (a command word with flags, paths or pipes), anywhere in a row
-  tool_calls  structured tool use: tool-call keys, tool/function roles, {name, arguments} objects, function
-              schemas, tool-call tags or Python-style call lists
-  exchange    a conversation: a list of labelled turns with an answering (assistant-mapped) turn in it
+  shell       shell command lines ("$ " prompts, a command word with flags, paths or pipes) or a shell code block
+  tool_calls  tool use: tool-call keys, tool/function roles, {name, arguments} objects, function schemas, typed
+              tool blocks, tool-call tags, Python-style calls, ReAct action/observation lines, or tool turns in
+              the adapter's mapping of the row
+  exchange    a conversation: labelled turns with an answering (assistant-mapped) turn, prompt and answer
+              columns, or a row the adapter maps to a record with a prompt
   dialogue    a multi-turn exchange: at least two answering turns in one row
   math        formulas: LaTeX, or several arithmetic expressions
   stepwise    written-out reasoning: thought tags or step markers

@@ -71,13 +71,10 @@ def score_candidate(
     stats = summarise(records)
     signals = content.signals(rows, detected, records) if config.content_relevance else None
     verdict = relevance.judge(category, matched, card_relevance, signals)
-    if config.content_relevance:
-        part(
-            0.35 * verdict["relevance"],
-            f"relevance: card matches {', '.join(matched[:5]) or 'nothing'}; {verdict['evidence']}",
-        )
-    else:
-        part(0.35 * card_relevance, f"relevance: matches {', '.join(matched[:5]) or 'nothing'}")
+    part(
+        0.35 * verdict["relevance"],
+        f"relevance: card matches {', '.join(matched[:5]) or 'nothing'}; {verdict['evidence']}",
+    )
     if verdict["verdict"] == "off_domain":
         flags.append("off_domain")
     weights = category_weights(domain)
@@ -132,7 +129,7 @@ def score_candidate(
         or "empty" in flags
         or verdict["verdict"] == "off_domain"
         or (not matched and not kept_on_content)
-        or (verdict["relevance"] if config.content_relevance else card_relevance) < config.min_relevance
+        or verdict["relevance"] < config.min_relevance
         or (structure["layout"] == "none" and facts["access"] in ("ok", "error"))
     )
     if why_not_text:
