@@ -51,7 +51,7 @@ def init_toy_cmd(
         hidden_size=hidden_size,
         vocab_size=vocab_size,
     )
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("training toy target", total=max(train_steps, 1))
         info = init_toy(
             out_dir,
@@ -209,8 +209,10 @@ def build_cmd(
 
     from catalog.home import Home
     from pipeline.build.run import run_build
+    from pipeline.cli import known
     from pipeline.cli.common import catalog, settings
 
+    known.check_mix(mix, ("mix", "regen"))
     flags = {
         "max_length": max_length,
         "per_turn": per_turn,
@@ -223,7 +225,7 @@ def build_cmd(
     # thinking left unset: build inherits the mode the regeneration used
     values = stage_settings(BuildConfig, config_file, flags, settable=[*flags, "rows_per_shard"], unset=["thinking"])
     home = settings().home
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"building {mix}", total=None)
         result = run_build(
             home,
