@@ -306,3 +306,19 @@ def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decid
             d.fields["transcript"]["markers"] = {"<|im_start|>user": "user"}  # the wrong template finds nothing
         spec = build_proposal(d, list(enumerate(rows)), SOURCE, "").spec
         assert run_contract(spec, raw).passed is passes, template
+
+
+def test_battle_sides_that_answer_different_prompts_are_rejected():
+    spec = _spec(
+        layout="messages",
+        messages_path="a",
+        role_key="role",
+        content_key="content",
+        role_map={"user": "user", "assistant": "assistant"},
+        mode="regenerate",
+        candidates={"sides": ["a", "b"], "winner_field": "winner", "winners": {"model_a": 0, "model_b": 1}},
+    )
+    a = [{"role": "user", "content": "Why is CI slow?"}, {"role": "assistant", "content": "Cold caches."}]
+    b = [{"role": "user", "content": "Cold caches."}, {"role": "assistant", "content": "Why is CI slow?"}]
+    with pytest.raises(RowError, match="misaligned"):
+        RowMapper(spec).apply(0, {"a": a, "b": b, "winner": "model_a"})
