@@ -268,3 +268,20 @@ def test_every_mappable_public_shape_reads_as_a_conversation():
         if signals(rows, d, trial_records(d, rows))["counts"]["exchange"] == 0:
             missing.append(family.name)
     assert checked >= 40 and not missing, (checked, missing)
+
+
+def test_the_llm_inspect_tool_shows_the_content_counts(hub_url):
+    """Under --policy llm the model's inspect_dataset result carries what the rows show beside the card."""
+    from agents.policies.llm_tools import Toolbox
+    from agents.tools import HubTools
+
+    hub = HubTools(hub_url, hub_url + "/viewer", FindConfig(), cache_dir=None)
+    meter = AgentCounts(category="agentic")
+
+    async def in_thread(fn, *args):
+        return fn(*args)
+
+    box = Toolbox(hub, "agentic", meter, 4000, in_thread, lambda *a, **k: None)
+    asyncio.run(box.call("search_hub", json.dumps({"query": "toolbelt"})))
+    result = asyncio.run(box.call("inspect_dataset", json.dumps({"repo_id": "devlogs/toolbelt-sessions"})))
+    assert '"content": {' in result and '"shell": "8/8"' in result, result[:400]
