@@ -5,8 +5,15 @@ spec.py       AdapterSpec (data, never code; YAML/JSON; spec_hash)
 detect.py     the one schema detector (find and proposal), named refusals, target families
   structure.py  value statistics: turn lists, speaker and text keys, prompt- and answer-like text
   roles.py      role maps (aliases as priors, unknown labels by structure) and per-turn fields
-  columns.py    single-turn columns by content, transcripts
+  columns.py    single-turn columns by content (instruction/definition columns lead the prompt), transcripts
+  rendered.py   public chat templates as data (ChatML, Llama-2/3, Gemma, Alpaca, Vicuna, ...) → turns
+  numbered.py   conversations over numbered or paired columns (message_1..N, question_i/answer_i)
+  answers.py    answers beside a prompt turn list (chosen/rejected turn objects), KTO labels
+  candidates.py several candidate answers (ranked, battles) under a named policy
   toolcalls.py  tool declarations and calls in every common shape, calls written in text
+  pycalls.py    tool calls written as Python call code, parsed with ast (never evaluated)
+  declarations.py tool declarations written as JSON inside a system prompt
+files.py      data files as `datasets` reads them (its extension table, fsspec compression), row by row
   media.py      media values → parts
 trial.py      a detection applied to its own sample (find's yield and sizes)
 infer.py      propose_adapter / build_proposal: pin revision, config/split, detect, golden rows

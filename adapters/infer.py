@@ -85,7 +85,8 @@ def _config_splits(repo_id: str, revision: str, viewer_base: str, token: str | N
         except DraftsetError as exc:
             raise DraftsetError(
                 f"cannot list the configs/splits of {repo_id}: {exc}",
-                hint="check the dataset card's `configs:` and that its data files exist",
+                # a crash, the time or the memory limit blames the files, not the card
+                hint=exc.hint or "check the dataset card's `configs:` and that its data files exist",
             ) from None
 
 
@@ -376,7 +377,9 @@ def build_proposal(
         },
         where=f"proposed for {repo_id}",
     )
-    spec.drop = proposed_drops(spec, rows) or None  # unread metadata, by name; substantial text is left to fail
+    # unread metadata, by name, beside detection's own decisions (candidates under policy regenerate); substantial
+    # text is left to fail
+    spec.drop = {**(spec.drop or {}), **proposed_drops(spec, rows)} or None
     if spec.drop:
         spec.reasons["drop"] = f"{len(spec.drop)} unread field(s) of metadata or short values, each with its reason"
     spec.golden = _pin_golden(spec, rows)

@@ -18,11 +18,22 @@ from adapters.spec import RoleTarget
 MAX_SAMPLE_CHARS = 6000
 
 
+TemplateName = Literal[
+    "chatml", "llama3", "llama2", "gemma", "zephyr", "alpaca", "vicuna", "guanaco", "human-assistant"
+]
+
+
+class ModelTurnColumn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    field: str
+    role: Literal["system", "user", "assistant", "tool"]
+
+
 class ModelSpec(BaseModel):
     """The reading fields a model may propose (a subset of AdapterSpec; source, mode, category stay ours)."""
 
     model_config = ConfigDict(extra="forbid")
-    layout: Literal["messages", "columns", "utterances", "transcript"]
+    layout: Literal["messages", "columns", "utterances", "transcript", "turn_columns"]
     messages_path: str | None = Field(None, description="dotted path to the list of turns")
     role_key: str | None = Field(None, description="key of the speaker inside each turn")
     content_key: str | None = Field(None, description="key (dotted) of the text inside each turn")
@@ -32,6 +43,12 @@ class ModelSpec(BaseModel):
     first_role: Literal["user", "system", "assistant"] | None = None
     transcript_field: str | None = None
     transcript_markers: dict[str, Literal["system", "user", "assistant", "tool"]] = Field(default_factory=dict)
+    transcript_template: TemplateName | None = Field(
+        None, description="transcript layout: the public chat template the text was rendered with, if any"
+    )
+    turn_columns: list[ModelTurnColumn] = Field(
+        default_factory=list, description="turn_columns layout: each turn's text column and role, in order"
+    )
     system_field: str | None = None
     why: str = Field(description="one sentence: what in the rows shows this reading")
 
@@ -43,14 +60,37 @@ SYSTEM = (
 )
 
 
-def _detected(spec: ModelSpec, why_structure: str) -> Detected:
+def _transcript(spec: ModelSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A named template's grammar (adapters/rendered.py) with the markers that occur in the rows; else the
+    model's own markers."""
+    from adapters.rendered import BY_NAME, literal_markers
+
+    section: dict[str, Any] = {"field": spec.transcript_field, "markers": spec.transcript_markers}
+    grammar = BY_NAME.get(spec.transcript_template or "")
+    if grammar is not None and spec.transcript_field:
+        texts = [r[spec.transcript_field] for r in rows if isinstance(r.get(spec.transcript_field), str)]
+        section.update(
+            markers=literal_markers(grammar, texts) or spec.transcript_markers,
+            template=grammar.name,
+            anchored=grammar.anchored,
+            ends=list(grammar.ends),
+            preamble=grammar.preamble,
+            merge=grammar.merge,
+        )
+    return section
+
+
+def _detected(spec: ModelSpec, why_structure: str, rows: list[dict[str, Any]] | None = None) -> Detected:
+    rows = rows or []
     d = Detected()
     note = f"proposed by the model ({spec.why[:200]}); structure could not decide: {why_structure[:200]}"
     fields: dict[str, Any] = {"layout": spec.layout}
     if spec.layout == "columns":
         fields["columns"] = {"prompt": spec.prompt_columns, "response": spec.response_column}
     elif spec.layout == "transcript":
-        fields["transcript"] = {"field": spec.transcript_field, "markers": spec.transcript_markers}
+        fields["transcript"] = _transcript(spec, rows)
+    elif spec.layout == "turn_columns":
+        fields["turn_columns"] = [t.model_dump() for t in spec.turn_columns]
     else:
         fields.update(
             {
@@ -87,7 +127,7 @@ def propose_with_llm(rows: list[dict[str, Any]], why_structure: str, *, client: 
             ],
         )
         content = completion.choices[0].message.content if completion.choices else None
-        return _detected(ModelSpec.model_validate_json(content or ""), why_structure)
+        return _detected(ModelSpec.model_validate_json(content or ""), why_structure, rows)
     except (ValidationError, ValueError):
         return None
     except Exception as exc:  # openai.APIError and transport errors: the structural answer stands

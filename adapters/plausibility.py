@@ -37,6 +37,7 @@ WHY: dict[str, str] = {
     "media": "a media placeholder without its media part would be trained as text",
     "preference": "the rejected side of a preference pair must never be trained",
     "label": "an answer labelled undesirable must never be trained",
+    "preference_prompt": "a preference pair is two answers to one prompt; sides with different prompts are misaligned",
     "regenerate_cut": "regeneration needs a context that ends on a user turn",
     "native_trainable": "native data must end on a trainable assistant turn",
     "system_position": "a system prompt opens a conversation; a `system` turn later is a mis-mapped speaker",
@@ -57,6 +58,7 @@ RECORD_CHECKS = (
     "observations",
     "media",
     "preference",
+    "preference_prompt",
     "label",
     "regenerate_cut",
     "native_trainable",
@@ -183,6 +185,10 @@ def record_problems(rec: Conversation) -> tuple[list[tuple[str, str]], list[str]
         out.append(("native_trainable", "does not end on a trainable assistant turn"))
     if rec.preference and any(m.train for m in rec.preference.rejected):
         out.append(("preference", "trains a rejected answer"))
+    if rec.preference and any(m.role in ("user", "system") for m in rec.preference.rejected):
+        # the rejected side keeps only what follows the shared prompt: a user turn there means the two
+        # sides were asked different things (misaligned columns), not two answers to one prompt
+        out.append(("preference_prompt", "the chosen and rejected sides differ before the answer"))
     if rec.label is False and any(m.train for m in rec.messages):
         out.append(("label", "trains an answer labelled undesirable"))
     _sequence(rec, out)
@@ -212,15 +218,18 @@ def _exchanges(rec: Conversation) -> list[tuple[str, str]]:
 
 
 def _swapped(pairs: list[tuple[int, tuple[str, str]]], which: str) -> dict[str, Any] | None:
-    """Answers that read like requests where the prompts do not: the columns are exchanged. Answers only
-    shorter than their prompts are a warning (summaries and labels are short)."""
+    """Answers shorter than their prompts that read like requests where the prompts do not: the columns are
+    exchanged. Answers only shorter than their prompts are a warning (summaries and labels are short)."""
     if len(pairs) < MIN_ROWS_FOR_PATTERNS:
         return None
     shorter = [i for i, (p, a) in pairs if len(a.strip()) < len(p.strip())]
     asks_a = sum(bool(_QUESTION.search(a)) for _, (p, a) in pairs) / len(pairs)
     asks_p = sum(bool(_QUESTION.search(p)) for _, (p, a) in pairs) / len(pairs)
     mostly_shorter = len(shorter) >= 0.7 * len(pairs)
-    swapped = (mostly_shorter and asks_a >= 0.3 and asks_a > asks_p) or (asks_a >= 0.5 and asks_p <= 0.1)
+    swapped = mostly_shorter and asks_a >= 0.3 and asks_a > asks_p
+    if which == "first":  # whatever the lengths: nearly every opening answer a request, no prompt one. Not on
+        # the last exchange, where agents end on a question ("Anything else I can help with?") to a "thanks"
+        swapped = swapped or (asks_a >= 0.7 and asks_p <= 0.1)
     if not (mostly_shorter or swapped):
         return None
     return {
@@ -264,7 +273,10 @@ def dataset_problems(records: list[Conversation]) -> list[dict[str, Any]]:
         values = Counter(p for _, p in prompts)
         top, n_top = values.most_common(1)[0]
         short = median(len(p) for _, p in prompts) <= LABEL_MAX_CHARS
-        label = short and (len(values) <= 0.3 * len(prompts) or n_top >= 0.2 * len(prompts))
+        # a label: short values from a tiny vocabulary that do not read as requests ("coding", "math");
+        # short requests repeated in a demo file ("你是谁？", "hi") are not
+        asks = sum(bool(_QUESTION.search(p)) for _, p in prompts) / len(prompts)
+        label = short and len(values) <= max(5, 0.1 * len(prompts)) and asks < 0.5
         if label or n_top >= 0.5 * len(prompts):  # one prompt on most rows, whatever its length: not requests
             found.append(
                 {
@@ -292,6 +304,9 @@ def dataset_problems(records: list[Conversation]) -> list[dict[str, Any]]:
     return found
 
 
+_LABEL_TOKEN = re.compile(r"^[\w\-]{1,24}$")  # one word in any script, no punctuation ("coding", "写作")
+
+
 def prompt_column_labels(spec: Any, raw: list[Any]) -> list[dict[str, Any]]:
     """Column layouts joining several prompt columns: one whose values are single words from a handful of
     values (a category, a label) is metadata joined into the request, not part of it."""
@@ -304,7 +319,7 @@ def prompt_column_labels(spec: Any, raw: list[Any]) -> list[dict[str, Any]]:
         if len(values) < MIN_ROWS_FOR_PATTERNS:
             continue
         distinct = Counter(values)
-        single = all(len(v.split()) == 1 and len(v) <= 24 for v in distinct)
+        single = all(_LABEL_TOKEN.match(v) for v in distinct)
         if single and len(distinct) <= max(4, 0.3 * len(values)):
             return [
                 {

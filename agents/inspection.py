@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.detect import MODEL_COLUMNS, Detected, detect
+from adapters.detect import Detected, detect
 from adapters.records import Conversation
 from adapters.trial import summarise, trial_records
 from agents import content
@@ -69,11 +69,6 @@ def non_text(
     if rows and all(isinstance(v, (int, float, bool)) or v is None for v in rows[0].values()):
         return "numeric columns only"
     return None
-
-
-def model_column_values(rows: list[dict[str, Any]]) -> list[str]:
-    """Values of a model/generator column in the sampled rows (target-native evidence)."""
-    return sorted({str(r[c]) for r in rows for c in MODEL_COLUMNS if isinstance(r.get(c), str)})
 
 
 def sampled(facts: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

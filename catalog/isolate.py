@@ -1,4 +1,5 @@
-"""Run one call on untrusted data in a spawned child process with memory and time limits.
+"""Run one call on untrusted data in a child process with memory and time limits (`run_isolated`), or
+stream a generator's items out of one (`stream_isolated`: untrusted data files, decoded under the cap).
 
 For library calls that may crash the interpreter (libarrow segfaults on hostile JSON) or eat the
 machine's memory: the child dies, the caller gets one `DraftsetError`. Spawned, not forked, so the
@@ -9,16 +10,38 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from catalog import limits
 from catalog.errors import DraftsetError
 
 
+def exit_with_parent(poll_s: float = 0.5) -> None:
+    """In a worker process: exit as soon as the process that started it is gone (even by kill -9).
+
+    A worker orphaned by a killed parent would otherwise live on under init, holding its memory; a
+    watcher thread is used rather than PR_SET_PDEATHSIG because that fires when the parent *thread*
+    that spawned us ends (a pool thread), not the parent process."""
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
     import resource
 
+    exit_with_parent()
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
     except (ValueError, OSError):
@@ -62,5 +85,131 @@ def run_isolated(
         if proc.is_alive():
             proc.kill()
     if status == "error":
+        if str(value).startswith("MemoryError"):
+            raise DraftsetError(
+                f"{what} ran out of its {memory // 2**20:,} MiB memory limit",
+                hint="the dataset's files decode to more than the limit (a compression bomb?); reject the dataset",
+            )
         raise DraftsetError(f"{what} failed: {value}")
     return value
+
+
+# -- streaming: a generator's items from a capped child, chunk by chunk ------------------------------
+CHUNK_ITEMS = 256
+CHUNK_BYTES = 4 * 1024 * 1024  # pickled bytes per message: what the parent holds of one child at once
+
+
+class OverBudget(DraftsetError):
+    """The child's items passed `max_bytes` (pickled): `total` bytes so far."""
+
+    def __init__(self, message: str, total: int):
+        super().__init__(message)
+        self.total = total
+
+
+class ChildDied(DraftsetError):
+    """The child ended without finishing (a signal, the memory limit): `why` says which."""
+
+    def __init__(self, message: str, why: str, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.why = why
+
+
+_CONTEXT: Any = None
+_CONTEXT_GUARD = threading.Lock()
+
+
+def _context(preload: tuple[str, ...]) -> Any:
+    """A forkserver context: each child forks from one single-threaded server that imported `preload`
+    once (pyarrow: a second), so a child costs milliseconds, and never inherits this process's threads."""
+    global _CONTEXT
+    with _CONTEXT_GUARD:
+        if _CONTEXT is None:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(list(preload))
+            _CONTEXT = ctx
+        return _CONTEXT
+
+
+def _stream_child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, max_bytes: int | None) -> None:
+    import pickle
+    import resource
+
+    exit_with_parent()
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    except (ValueError, OSError):
+        pass
+    try:
+        chunk: list[bytes] = []
+        size = total = 0
+        for item in fn(*args):
+            data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            total += len(data)
+            if max_bytes is not None and total > max_bytes:
+                conn.send(("items", chunk))
+                conn.send(("over", total))
+                return
+            chunk.append(data)
+            size += len(data)
+            if len(chunk) >= CHUNK_ITEMS or size >= CHUNK_BYTES:
+                conn.send(("items", chunk))
+                chunk, size = [], 0
+        conn.send(("items", chunk))
+        conn.send(("done", None))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
+        conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+    finally:
+        conn.close()
+
+
+def stream_isolated(
+    fn: Callable[..., Iterator[Any]],
+    *args: Any,
+    what: str,
+    idle_timeout_s: float = limits.MAX_REQUEST_S,
+    memory: int = limits.MAX_WORKER_MEMORY,
+    preload: tuple[str, ...] = (),
+    max_bytes: int | None = None,
+) -> Iterator[Any]:
+    """The items of the generator fn(*args), run in a child capped at `memory` of address space, in
+    chunks of at most CHUNK_ITEMS items / CHUNK_BYTES bytes. A child silent for `idle_timeout_s` is
+    killed (DraftsetError); a child that dies is ChildDied; items past `max_bytes` in all are OverBudget;
+    its own error is a DraftsetError. Closing the generator early (a limit reached) kills the child."""
+    import pickle
+
+    ctx = _context(preload)
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_stream_child, args=(child, fn, args, memory, max_bytes), daemon=True)
+    proc.start()
+    child.close()
+    finished = False
+    try:
+        while True:
+            if not parent.poll(idle_timeout_s):
+                raise DraftsetError(f"{what} made no progress for {idle_timeout_s:g} s", hint="the data may be hostile")
+            try:
+                kind, payload = parent.recv()
+            except EOFError:
+                proc.join(5)
+                code = proc.exitcode
+                why = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
+                raise ChildDied(f"{what} crashed ({why})", why) from None
+            if kind == "items":
+                for data in payload:
+                    yield pickle.loads(data)
+            elif kind == "done":
+                finished = True
+                return
+            elif kind == "over":
+                raise OverBudget(f"{what} gave more than {max_bytes:,} bytes", payload)
+            else:
+                raise DraftsetError(f"{what} failed: {payload}")
+    finally:
+        parent.close()
+        if finished:  # it is exiting on its own: not waited for (multiprocessing reaps it at the next start)
+            proc.join(0)
+        else:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(5)

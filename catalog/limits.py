@@ -13,6 +13,8 @@ Why each limit exists:
 - card YAML: a 414-byte alias bomb expands to gigabytes; aliases are allowed only while the expanded
   document stays small, and deep nesting is refused before PyYAML's recursive constructor sees it.
 - request time / response bytes: what one request to the local Hub may cost.
+- decoded bytes per file: a 1.3 KB parquet file of dictionary pages decodes to ~10 GB; a file may give at
+  most MAX_DECODED_RATIO times its size (adapters/capped.py), decoded in a worker capped at MAX_WORKER_MEMORY.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ MAX_YAML_DEPTH = 64  # nesting of that YAML
 MAX_REQUEST_S = 30.0  # one local-Hub request that reads a data file (parquet/JSON work)
 MAX_RESPONSE_ROWS_BYTES = 16 * 1024 * 1024  # rows the local Hub's viewer returns in one answer
 MAX_WORKER_MEMORY = 2 * 1024**3  # address space of the process that parses one untrusted file
+# Decoded rows one data file may give, as a multiple of its size on disk (with a floor for small files):
+# text compresses 3-10x, dictionary-heavy columns ~20x; a decompression bomb is 1,000x and more.
+MAX_DECODED_RATIO = 100
+MIN_DECODED_BUDGET = 256 * 1024**2
 
 
 class LimitExceeded(DraftsetError):

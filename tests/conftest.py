@@ -76,3 +76,56 @@ def pytest_collection_modifyitems(config, items):
         runs_cli = "subprocess" in getattr(getattr(item, "module", None), "__dict__", {})
         if uses_server or runs_cli:
             item.add_marker(pytest.mark.integration)
+
+
+# -- no process the suite started outlives it ---------------------------------------------------------
+# Every process the suite starts inherits this mark (subprocesses, spawned workers, their orphans under init
+# too), so at the end any process still carrying it was left behind: the session fails and names it.
+LEAK_MARK = "DRAFTSET_TEST_SESSION"
+os.environ[LEAK_MARK] = f"{os.getpid()}-{_free_port()}"
+
+
+def _left_behind() -> list[tuple[int, str]]:
+    needle = f"{LEAK_MARK}={os.environ[LEAK_MARK]}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            proc = Path("/proc") / entry
+            state, ppid = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            marked = needle in (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        # multiprocessing's resource tracker and forkserver (our children; a forkserver's own children have
+        # the same command line) leave when this process does: they read our pipe's EOF.
+        helper = int(ppid) == os.getpid() and ("resource_tracker" in cmdline or "forkserver" in cmdline)
+        if marked and state != "Z" and not helper:
+            found.append((int(entry), cmdline[:160]))
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import sys
+    import time
+
+    if not Path("/proc").is_dir():
+        return
+    isolated = sys.modules.get("pipeline.servers.localhub.isolated")
+    if isolated is not None:  # the viewer's pool belongs to this process; it ends with it
+        isolated.READER.close()
+    deadline = time.monotonic() + 10
+    while (left := _left_behind()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if left:
+        lines = "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in left)
+        session.config.get_terminal_writer().line(
+            f"\nprocesses the suite started are still running:\n{lines}", red=True
+        )
+        for pid, _ in left:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        session.exitstatus = 1

@@ -9,14 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.shards import iter_rows
-from pipeline.model.lengths import TokenCounter
 from pipeline.rows.codec import from_row
 from pipeline.stage import skipped_total
+from pipeline.target.lengths import TokenCounter
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
 
@@ -36,6 +38,8 @@ class ReportData:
     no_response: int = 0  # regenerate prompts: the target answers them later
     dedup: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # repo -> reason -> n
     ingest: dict[str, dict[str, int]] = field(default_factory=dict)  # repo -> counts
+    ingest_sample: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> what ingest read (sample.py)
+    dup_scope: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # repo -> within/across
 
     @property
     def n_rows(self) -> int:
@@ -51,6 +55,31 @@ class ReportData:
         rows_in = counts.get("in", 0)
         produced = counts.get("out", 0) + skipped_total(counts)
         return produced / rows_in if rows_in else None
+
+    def scale_table(self) -> tuple[str, list[str], list[list[object]]]:
+        """Per source: rows it has, rows ingest read and mapped, what it left unread or unsampled, and the
+        duplicates dedup removed from it, of a row of the same source (within) or of another (across)."""
+        header = ["source", "available", "read", "mapped", "not sampled", "unread", "sample", "dups within"]
+        rows: list[list[object]] = []
+        for repo in sorted(set(self.ingest) | set(self.dup_scope)):
+            counts, sample = self.ingest.get(repo, {}), self.ingest_sample.get(repo, {})
+            scope: Counter = self.dup_scope.get(repo, Counter())
+            available, read = sample.get("available"), counts.get("in", 0)
+            kind = sample.get("kind", "all")
+            rows.append(
+                [
+                    repo,
+                    "?" if available is None else available,
+                    read,
+                    sample.get("taken", read),
+                    counts.get("skipped_not_sampled", 0),
+                    "?" if available is None else max(0, available - read),
+                    kind if kind != "row_hash" else f"row hash, rate {sample.get('rate', 1):.3g}",
+                    scope["within"],
+                    scope["across"],
+                ]
+            )
+        return ("Scale: what was read, and duplicates by scope", [*header, "dups across"], rows)
 
 
 def percentile(values: list[int], q: float) -> int | str:
@@ -93,10 +122,23 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
     measure()
     decisions = folder / "dedup" / "decisions.parquet"
     if decisions.is_file():
-        for rec in pq.read_table(decisions, columns=["repo_id", "reason"]).to_pylist():
+        table = pq.read_table(decisions, columns=["record_id", "repo_id", "reason", "duplicate_of"])
+        for rec in table.select(["repo_id", "reason"]).to_pylist():
             data.dedup[rec["repo_id"]][rec["reason"]] += 1
+        _dup_scope(data, table)
     for repo in data.manifest.get("sources", {}):
         stats = Home(home).normalized(repo) / "stats.json"
         if stats.is_file():
             data.ingest[repo] = json.loads(stats.read_text()).get("counts", {})
+        manifest = Home(home).normalized(repo) / "manifest.json"
+        if manifest.is_file():
+            data.ingest_sample[repo] = json.loads(manifest.read_text()).get("sample") or {}
     return data
+
+
+def _dup_scope(data: ReportData, decisions: pa.Table) -> None:
+    """Exact and near duplicates by whether the row they duplicate is of the same source."""
+    survivors = decisions.select(["record_id", "repo_id"]).rename_columns(["duplicate_of", "of_repo"])
+    dups = decisions.filter(pc.field("duplicate_of").is_valid()).join(survivors, "duplicate_of")
+    for rec in dups.select(["repo_id", "of_repo"]).to_pylist():
+        data.dup_scope[rec["repo_id"]]["within" if rec["repo_id"] == rec["of_repo"] else "across"] += 1

@@ -55,6 +55,7 @@ def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]
         ("Categories", ["category", "weight", "target", "available", "in mix"], cat_rows),
         ("Modes", ["mode", "records"], [[m, n] for m, n in sorted(data.by_mode.items())]),
         (f"Lengths ({data.length_unit})", ["side", "records", "p50", "p90", "max"], lengths),
+        data.scale_table(),
     ]
 
 

@@ -55,7 +55,12 @@ def serve(
     console.print(f"Serving {n_repos} dataset repo(s) from {directory} at {url} (Ctrl-C to stop)")
     console.print(f"  export HF_ENDPOINT={url}", highlight=False)
     console.print(f"  [dim]viewer endpoints: {url}/viewer/{{is-valid,splits,first-rows,info,size}}[/]", highlight=False)
-    server.run(sockets=[sock])
+    from pipeline.servers.localhub.isolated import READER
+
+    try:
+        server.run(sockets=[sock])  # returns on SIGTERM and Ctrl-C (uvicorn's handlers), raises on a failure
+    finally:
+        READER.close()  # its viewer workers never outlive it
 
 
 @hub_app.command("check")

@@ -285,3 +285,24 @@ def test_a_battle_without_a_winner_trains_nothing():
     assert won.messages[-1].content == "No idea." and won.preference.rejected[0].train is False
     with pytest.raises(RowError, match="without a winner"):
         RowMapper(spec).apply(2, rows[2])
+
+
+def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decides():
+    """Fake LLM replies (ModelSpec objects, labelled as such): a right and a wrong template name."""
+    from adapters.contract import run_contract
+    from adapters.infer import build_proposal
+    from adapters.llm_spec import ModelSpec, _detected
+    from adapters.source import RawRow
+
+    rows = [
+        {"t": f"<s>[INST] Why does build {i} take so long on CI? [/INST] The cache for build {i} is cold. </s>"}
+        for i in range(6)
+    ]
+    raw = [RawRow(i, r, None) for i, r in enumerate(rows)]
+    for template, passes in (("llama2", True), ("chatml", False)):
+        reply = ModelSpec(layout="transcript", transcript_field="t", transcript_template=template, why="fake reply")
+        d = _detected(reply, "structure undecided", rows)
+        if not passes and not d.fields["transcript"]["markers"]:
+            d.fields["transcript"]["markers"] = {"<|im_start|>user": "user"}  # the wrong template finds nothing
+        spec = build_proposal(d, list(enumerate(rows)), SOURCE, "").spec
+        assert run_contract(spec, raw).passed is passes, template

@@ -19,7 +19,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from pipeline.servers.localhub import shapes
-from pipeline.servers.localhub.repo import RepoScan
+from pipeline.servers.localhub.repo import RepoScan, servable
 from pipeline.servers.localhub.store import HubStore
 
 MAX_PAGE = 1000  # the Hub's largest page; `limit` smaller than this is the page size
@@ -175,10 +175,14 @@ def resolve(request: Request) -> Response:
         raise HubError(
             404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}", {"X-Repo-Commit": scan.sha}
         )
-    # The file may have been swapped for a symlink since the scan: serve only a regular file whose real
-    # path is still inside the repo folder.
+    # The file may have been swapped for a symlink, a hard link or a FIFO since the scan: serve only a
+    # servable file (one name, regular) whose real path is still inside the repo folder.
     real = os.path.realpath(entry.abspath)
-    if real != str(entry.abspath) or not os.path.isfile(real):
+    try:
+        st = os.lstat(real)
+    except OSError:
+        st = None
+    if real != str(entry.abspath) or st is None or not servable(st):
         raise HubError(
             404, "EntryNotFound", f"{path} does not exist in dataset {scan.repo_id}", {"X-Repo-Commit": scan.sha}
         )

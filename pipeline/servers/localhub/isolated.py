@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from catalog import limits
+from catalog.isolate import exit_with_parent
 
 WORKERS = 2
 CACHE_ENTRIES = 128
@@ -31,9 +32,11 @@ class ReadFailed(Exception):
 
 
 def _limit_worker() -> None:
-    """Runs in each worker before any job: cap its address space so a hostile file cannot take the host."""
+    """Runs in each worker before any job: cap its address space so a hostile file cannot take the host,
+    and end with the server however it ends (kill -9 included)."""
     import resource
 
+    exit_with_parent()
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         cap = limits.MAX_WORKER_MEMORY
@@ -121,10 +124,17 @@ class IsolatedReader:
         return result
 
     def close(self) -> None:
+        """Stop the workers now: every shutdown path of the Hub calls this (server.py, hub serve). The
+        executor's own shutdown only asks idle workers to leave; a busy one would run on, so kill them."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
+            processes = list(getattr(pool, "_processes", {}).values())  # private map, no public API
             pool.shutdown(wait=False, cancel_futures=True)
+            for proc in processes:
+                proc.kill()
+            for proc in processes:
+                proc.join(5)
 
 
 READER = IsolatedReader()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,8 +104,16 @@ def _as_int(value: Any) -> int:
         return 0
 
 
+def servable(st: os.stat_result) -> bool:
+    """A file the Hub may serve: a regular file with one name. A hard link is a second name for a file
+    that may live outside the served folder (the symlink checks cannot see it); FIFOs, sockets and
+    devices are not files (a FIFO blocks the reader forever)."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
 def iter_files(repo_dir: Path) -> list[tuple[str, os.stat_result]]:
-    """Regular files under a repo, sorted; dot-entries (.git, .cache) and symlinks are never served."""
+    """Servable files under a repo, sorted; dot-entries (.git, .cache), symlinks, hard links and special
+    files are never served."""
     found: list[tuple[str, os.stat_result]] = []
     stack = [(str(repo_dir), "")]
     while stack:  # os.scandir by hand (plain strings): the hot path of every listing
@@ -113,10 +122,10 @@ def iter_files(repo_dir: Path) -> list[tuple[str, os.stat_result]]:
             for entry in entries:
                 if entry.name.startswith(".") or entry.is_symlink():
                     continue
-                if entry.is_dir():
+                if entry.is_dir(follow_symlinks=False):
                     stack.append((entry.path, f"{prefix}{entry.name}/"))
-                elif entry.is_file():
-                    found.append((prefix + entry.name, entry.stat()))
+                elif servable(st := entry.stat(follow_symlinks=False)):
+                    found.append((prefix + entry.name, st))
     found.sort(key=lambda item: item[0])
     return found
 

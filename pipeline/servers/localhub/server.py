@@ -102,7 +102,14 @@ class RunningServer:
         self.thread.join(timeout=timeout_s)
 
 
-RunningHub = RunningServer  # the local Hub's handle keeps its name
+class RunningHub(RunningServer):
+    """The local Hub on a thread: stopping it also ends its viewer worker processes."""
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        try:
+            super().stop(timeout_s)
+        finally:
+            viewer.READER.close()
 
 
 def start_in_thread(
@@ -133,6 +140,7 @@ def serve_in_thread(
 ) -> RunningHub:
     """Start the local Hub in a daemon thread; returns once it accepts connections.
     `app_options` go to build_app (cache, page_size, listing_ttl)."""
-    return start_in_thread(
+    running = start_in_thread(
         lambda: create_server(root, **app_options), host, port, name="the local Hub", startup_timeout=startup_timeout
     )
+    return RunningHub(running.url, running.server, running.thread)

@@ -37,6 +37,9 @@ def hostile(tmp_path_factory):
     (good / "README.md").write_text("---\nlicense: mit\n---\n# good\n")
     (good / "data" / "train.jsonl").write_text(json.dumps({"q": "hello"}) + "\n")
     (good / "data" / "link.jsonl").symlink_to(outside / "secrets" / "passwd")  # file-level symlink
+    os.link(outside / "secrets" / "passwd", good / "data" / "hard.jsonl")  # a hard link: a second name
+    os.mkfifo(good / "data" / "pipe.jsonl")  # a FIFO: reading it would block forever
+    (good / "data" / "swap.jsonl").write_text("{}\n")  # swapped for a hard link after the scan (below)
     deep = root / "lab" / "deep"
     (deep / "data").mkdir(parents=True)
     (deep / "README.md").write_text("# deep\n")
@@ -46,6 +49,7 @@ def hostile(tmp_path_factory):
     (bomb / "README.md").write_text(BOMB)
     (bomb / "data" / "train.jsonl").write_text(json.dumps({"q": "x"}) + "\n")
     running = serve_in_thread(root)
+    ROOTS[running.url] = root
     yield running.url
     running.stop()
 
@@ -65,6 +69,30 @@ def test_symlinks_at_any_level_never_leave_the_root(hostile):
         assert resp.status_code == 404 and "root:x" not in resp.text, path
     listed = {d["id"] for d in httpx.get(f"{hostile}/api/datasets", timeout=30).json()}
     assert listed == {"lab/good", "lab/deep", "lab/bomb"}
+
+
+def test_hard_links_and_special_files_are_never_served(hostile, tmp_path):
+    tree = httpx.get(f"{hostile}/api/datasets/lab/good/tree/main/data", timeout=30).json()
+    assert {e["path"] for e in tree} == {"data/train.jsonl", "data/swap.jsonl"}
+    for name in ("hard.jsonl", "pipe.jsonl"):
+        resp = httpx.get(f"{hostile}/datasets/lab/good/resolve/main/data/{name}", timeout=30)
+        assert resp.status_code == 404 and "root:x" not in resp.text, name
+    # Listed as a regular file, then replaced by a hard link to a secret: the download re-checks.
+    root = hostile_root(hostile)
+    swap = root / "lab" / "good" / "data" / "swap.jsonl"
+    secret = tmp_path / "secret"
+    secret.write_text("root:x:0:0\n")
+    swap.unlink()
+    os.link(secret, swap)
+    resp = httpx.get(f"{hostile}/datasets/lab/good/resolve/main/data/swap.jsonl", timeout=30)
+    assert resp.status_code == 404 and "root:x" not in resp.text
+
+
+def hostile_root(url: str):
+    return ROOTS[url]
+
+
+ROOTS: dict = {}
 
 
 def test_deep_jsonl_row_is_an_error_response_not_a_segfault(hostile):

@@ -1,0 +1,115 @@
+"""Data files decoded only where memory is capped: `iter_file` and `count_rows` of adapters/files.py,
+run in a child process for every format whose decoded size the file does not bound.
+
+A 1.3 KB parquet file of dictionary pages decodes to ~10 GB, a gzip stream to any size, and a JSON array
+file is parsed whole: for those (parquet, .gz, .json) the readers run in a forkserver child under the
+address-space cap of catalog/limits.py (MAX_WORKER_MEMORY), and rows come back in chunks bounded by
+bytes (catalog/isolate.py). A file that needs more than the cap is one named refusal with its size on
+disk (reason `file_over_limit`), and the rest of the dataset is read. Plain JSONL/CSV/TSV are read here:
+their readers already bound each row (MAX_ROW_BYTES) and never hold more than one row.
+
+Wrapping, not rewriting: the readers stay adapters/files.py's, so every format rule lives in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from adapters import files
+from adapters.files import RowProblem, RowResult
+from catalog import limits
+from catalog.errors import DraftsetError
+from catalog.isolate import ChildDied, OverBudget, stream_isolated
+
+# Rows per parquet batch inside the child: small, so one batch of huge (dictionary-expanded) cells stays
+# under the cap while the rows before it come back (files.py reads 4,096 rows a batch in-process).
+CHILD_PARQUET_BATCH_ROWS = 64
+_MEMORY_WORDS = ("MemoryError", "out of memory", "Cannot allocate", "malloc of size", "bad_alloc")
+
+
+def decoded_in_child(name: str) -> bool:
+    """Formats whose decoded size the file does not bound: read only under the memory cap."""
+    lower = name.lower()
+    return lower.endswith(".gz") or files.file_format(name) in ("parquet", "json")
+
+
+def _disk_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def decoded_budget(path: Path) -> int:
+    """Bytes of decoded rows the file may give (limits.MAX_DECODED_RATIO times its size, with a floor)."""
+    return max(limits.MIN_DECODED_BUDGET, limits.MAX_DECODED_RATIO * _disk_size(path))
+
+
+def _refusal(name: str, path: Path, line: int | None, why: str | None = None) -> RowProblem:
+    why = why or f"decoding it needs more than the {limits.MAX_WORKER_MEMORY // 2**20:,} MiB memory limit"
+    return RowProblem.of(
+        f"{name}: refused: {why} ({_disk_size(path):,} bytes on disk); the rest of the dataset is read",
+        "file_over_limit",
+        name,
+        line,
+    )
+
+
+def _read_in_child(path: str, name: str, wanted: set[int] | None) -> Iterator[RowResult]:
+    files.PARQUET_BATCH_ROWS = CHILD_PARQUET_BATCH_ROWS  # this process only (a forked child)
+    for row, error in files.iter_file(Path(path), name, wanted):
+        if error is not None and any(w in error for w in _MEMORY_WORDS):
+            yield None, _refusal(name, Path(path), getattr(error, "line", None))
+            return  # the file is over the limit: what follows would fail the same way
+        yield row, error
+
+
+def _count_in_child(path: str, name: str) -> Iterator[int]:
+    yield files.count_rows(Path(path), name)
+
+
+def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator[RowResult]:
+    """files.iter_file, decoded under the memory cap when the format needs it (same results)."""
+    if not decoded_in_child(name):
+        yield from files.iter_file(path, name, wanted)
+        return
+    produced = 0
+    try:
+        for result in stream_isolated(
+            _read_in_child,
+            str(path),
+            name,
+            wanted,
+            what=f"reading {name}",
+            preload=("adapters.files",),
+            max_bytes=decoded_budget(path),
+        ):
+            produced += 1
+            yield result
+    except OverBudget as exc:
+        why = f"it decodes to more than {exc.total:,} bytes (over {limits.MAX_DECODED_RATIO}x its size: a bomb?)"
+        yield None, _refusal(name, path, produced + 1, why)
+    except ChildDied as exc:
+        why = f"decoding it ended the capped reader ({exc.why}; memory limit {limits.MAX_WORKER_MEMORY // 2**20:,} MiB)"
+        yield None, _refusal(name, path, produced + 1, why)
+    except DraftsetError as exc:  # a silent or failing child: the file ends with one problem, like files.py
+        yield (
+            None,
+            RowProblem.of(
+                f"{name}: reading stopped after {produced} rows ({exc})", "unreadable_file", name, produced + 1
+            ),
+        )
+
+
+def count_rows(path: Path, name: str) -> int:
+    """files.count_rows under the memory cap when the format needs it; a file the child cannot count is
+    one result (the refusal iter_file then gives)."""
+    if not decoded_in_child(name):
+        return files.count_rows(path, name)
+    try:
+        return sum(
+            stream_isolated(_count_in_child, str(path), name, what=f"counting {name}", preload=("adapters.files",))
+        )
+    except DraftsetError:
+        return 1

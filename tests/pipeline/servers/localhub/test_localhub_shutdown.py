@@ -1,0 +1,107 @@
+"""The local Hub's viewer workers never outlive it: SIGTERM, SIGINT, kill -9 of the server, and stopping a
+Hub on a thread all leave no process behind (found by a marker in their environment, so orphans that
+init adopted are found too)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pipeline.servers.localhub import serve_in_thread
+from pipeline.servers.localhub.isolated import READER
+
+ROOT = Path(__file__).resolve().parents[4]
+MARK = "DRAFTSET_LEAK_MARK"
+
+
+@pytest.fixture()
+def hub_dir(tmp_path) -> Path:
+    data = tmp_path / "hub" / "lab" / "plain" / "data"
+    data.mkdir(parents=True)
+    (data / "train.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    return tmp_path / "hub"
+
+
+def marked(value: str) -> list[int]:
+    """Live (not zombie) processes whose environment carries MARK=value."""
+    found = []
+    needle = f"{MARK}={value}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _gone(value: str, timeout_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := marked(value)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _first_rows(url: str) -> None:
+    resp = httpx.get(
+        f"{url}/viewer/first-rows", params={"dataset": "lab/plain", "config": "default", "split": "train"}, timeout=120
+    )
+    assert resp.status_code == 200, resp.text
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_a_stopped_hub_leaves_no_viewer_worker(hub_dir, how):
+    from pipeline.servers.localhub.server import free_port
+
+    value = uuid.uuid4().hex
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(hub_dir), "--port", str(port), "-q"],
+        cwd=ROOT,
+        env={**os.environ, MARK: value},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url + "/api/datasets", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        _first_rows(url)  # spawns the viewer's worker processes
+        assert len(marked(value)) >= 2  # the server and at least one worker
+        proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=30)
+        assert _gone(value) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in marked(value):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_stopping_a_hub_on_a_thread_ends_its_workers(hub_dir):
+    running = serve_in_thread(hub_dir)
+    try:
+        _first_rows(running.url)
+        workers = list(getattr(READER._pool, "_processes", {}).values())
+        assert workers and all(p.is_alive() for p in workers)
+    finally:
+        running.stop()
+    assert not any(p.is_alive() for p in workers)
