@@ -28,7 +28,7 @@ def _greedy_build(model_dir, build_dir, n_rows=40):
     from eval.specdecode.decode import greedy
     from eval.specdecode.runners import TargetRunner
     from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     model = load_target(model_dir, torch.float32)
     target = TargetRunner(model)
@@ -127,3 +127,54 @@ def test_intervals_say_when_wirings_are_not_separated():
     assert line.startswith("not separated at this sample size") and need is not None and need > a.n_tokens
     far = accept_length_interval([0] * 40)
     assert separation(a, far) == "separated"
+
+
+def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
+    from agents.forecast import fit, measured_points
+    from catalog import Catalog
+    from eval.forecast_pilot import nested, run_pilot
+    from eval.specdecode import records
+    from pipeline.train.loop import TrainConfig, run_train
+
+    _, build, model = online
+    held, rest = nested([f"g{i:03d}" for i in range(40)], 4)
+    assert held and set(held).isdisjoint(rest) and sorted(held + rest) == [f"g{i:03d}" for i in range(40)]
+
+    def train(sub, draft_dir):
+        cfg = TrainConfig(
+            capture_dir=None,
+            build_dir=sub,
+            model_dir=model,
+            online=True,
+            layers=[2, 5, 7],
+            out_dir=draft_dir,
+            epochs=2,
+            lr=1e-2,
+            batch_tokens=512,
+            ttt_steps=2,
+            heldout_every=4,
+            log_every=1000,
+            device="cpu",
+        )
+        run_train(cfg)
+
+    catalog = Catalog(home)
+    pilot = run_pilot(
+        build,
+        model,
+        tmp_path / "pilot",
+        [0.25, 0.5, 1.0],
+        None,
+        train,
+        [2],
+        2,
+        6,
+        heldout_every=4,
+        device="cpu",
+        record=lambda m: records.save(catalog, records.specdecode_rows(m)),
+    )
+    sizes = [p.train_samples for p in pilot.points]
+    assert sizes == sorted(sizes) and len(set(sizes)) == 3 and not pilot.skipped
+    points = measured_points(catalog)
+    assert sorted(p.samples for p in points) == sizes and all(p.steps == 2 and p.se > 0 for p in points)
+    assert fit(points, steps=2) is not None
