@@ -127,3 +127,16 @@ def count_rows(path: Path, name: str) -> int:
     except DraftsetError:
         return 1
     return 1 if n < 0 else n
+
+
+def unmatched_data_files(repo_files: list[str], resolved: list[str]) -> str | None:
+    """A data file whose name holds a control character (a newline, an escape) matches no `datasets` pattern
+    and would be left out without a word: the reason line naming such files (JSON-escaped), or None."""
+    from catalog.untrusted import is_plain, label_word
+
+    skipped = [n for n in repo_files if files.file_format(n) and n not in resolved and not is_plain(n)]
+    if not skipped:
+        return None
+    return f"left out {len(skipped)} data file(s) whose name holds a control character (rename them): " + ", ".join(
+        label_word(n) for n in skipped
+    )
