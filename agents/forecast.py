@@ -3,8 +3,9 @@
 Model: AL = a + b·ln(samples), weighted least squares with each point's standard error (from its
 bootstrap interval); with three or more points the residual scatter widens the band when it exceeds
 the points' own errors. Chain accept length lies in [1, steps + 1], so predictions are clipped there
-and say so at the ceiling. Predictions outside the measured range of sample counts say they extrapolate: a log-linear
-fit bends nowhere, while real curves saturate, so an extrapolated "samples needed" is a lower bound.
+and say so at the ceiling. Predictions outside the measured range of sample counts say they
+extrapolate: a log-linear fit bends nowhere, while real curves saturate, so an extrapolated "samples
+needed" is a lower bound.
 
 Points come from `draft_evals` (measured by `check accept-length`, with the draft's training sample
 count), e.g. from `draftset check pilot` on nested subsets of one mix. Pure arithmetic here (numpy), so
