@@ -88,9 +88,15 @@ def print_reasons(record: AdapterRecord) -> None:
 
 
 def _result(check: dict[str, Any]) -> str:
-    if check["passed"]:
-        return "pass"
+    if check["passed"]:  # a check that passed by quarantining a few rows within the tolerance warns
+        return "warning" if check.get("severity") == "warn" else "pass"
     return "warning" if str(check.get("severity") or check.get("level")) in verdict.WARNING_LEVELS else "FAIL"
+
+
+def _sample(data: dict[str, Any]) -> str:
+    if "n_records" not in data:  # a result stored before the contract counted them
+        return ""
+    return f" ({data['n_records']:,} records / {data['n_rows']:,} rows)"
 
 
 def print_contract(
@@ -103,7 +109,7 @@ def print_contract(
     _table(
         ["check", "result", "detail"],
         [[c["name"], _result(c), c["detail"]] for c in data["checks"]],
-        title=f"contract of {repo_id}: {found.headline}",
+        title=f"contract of {repo_id}: {found.headline}{_sample(data)}",
     )
     print_problems(data)
     if data["quarantined"] and not data.get("problems"):  # a result stored before the contract grouped them

@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +27,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.names import closest
 from catalog.untrusted import clean_text, redact
-from pipeline.settings import Settings
+from pipeline.settings import settings
 from pipeline.stage import StageConfig, field_default
 
 # --config FILE on every stage command: the stage's config fields, under the flags given explicitly.
@@ -72,11 +71,6 @@ TOKENIZER_OPTION = typer.Option(
 # a terminal keeps its own width, and COLUMNS still wins when set.
 console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240)
 err_console = Console(stderr=True, soft_wrap=True)
-
-
-@lru_cache(maxsize=1)
-def settings() -> Settings:
-    return Settings()
 
 
 def catalog() -> Catalog:

@@ -80,6 +80,9 @@ async def _drive(
     final: dict[str, Any] = {}
     with nullcontext() if quiet else AgentProgress() as progress:
         async for event in stream_find(env, request, resume=resume, run_id=run_id, retry_failed=retry_failed):
+            if event.get("stage") == "resume" and not quiet:  # what the resume will redo, before it does it
+                for line in event["redo"]:
+                    err_console.print(f"resume {run_id}: {line}", highlight=False)
             if progress is not None:
                 progress.update(event)
             final = event

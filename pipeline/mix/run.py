@@ -11,6 +11,7 @@ either the previous complete mix or the new complete one. Re-running with the sa
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,16 +22,18 @@ from typing import Any
 from rich.progress import Progress
 
 from catalog import Catalog
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, StageFailed
 from catalog.home import Home
 from catalog.names import require_known
 from catalog.quota import allocate, take_quotas
-from catalog.shards import ParquetShardWriter, iter_rows, read_table
+from catalog.shards import read_table, shard_paths
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
+from pipeline.mix.copy import CopyChosen, write_chosen
 from pipeline.mix.targets import MixTargets, load_targets
-from pipeline.model.lengths import TokenCounter
+from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun, field_default
+from pipeline.targets.lengths import TokenCounter
 
 
 @dataclass
@@ -134,10 +137,11 @@ class MixStage(Stage[MixConfig]):
         overwrite: bool = False,
         progress: Progress | None = None,
         workers: int = 1,
+        executor: Executor = "local",
     ):
         super().__init__(config, out_dir, catalog, fresh=overwrite)
         self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
-        self.workers = workers
+        self.workers, self.executor = workers, executor
         # Planned sources never ingested keep their quota (passed on as a shortfall) but have no rows to read.
         self.repos = sorted(set(config.source_category) - set(targets.missing))
         self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
@@ -174,6 +178,7 @@ class MixStage(Stage[MixConfig]):
             self.counter,
             self.progress,
             workers=self.workers,
+            executor=self.executor,
         )
         self.upstream.append(self.dedup.manifest)
 
@@ -185,11 +190,25 @@ class MixStage(Stage[MixConfig]):
         run.seen(len(candidates))
         chosen, plan = select(config, candidates)
         run.tally("not_selected", len(candidates) - len(chosen))
-        with ParquetShardWriter(self.work_dir) as writer:
-            for row in iter_rows(dirs):
-                if row["id"] in chosen:
-                    writer.write(row)
-                    run.emitted()
+        scratch = self.work_dir / ".select"
+        scratch.mkdir(parents=True, exist_ok=True)
+        write_chosen(scratch / "chosen.parquet", chosen)
+        shards = [p for d in dirs for p in shard_paths(d)]
+        task = CopyChosen(tuple(map(str, shards)), str(scratch / "chosen.parquet"), str(self.work_dir))
+        tasks = max(1, min(len(shards), 2 * self.workers))
+        copied = summed(run_tasks(task, tasks, scratch / "tasks", workers=self.workers, executor=self.executor)).get(
+            "rows", 0
+        )
+        shutil.rmtree(scratch)
+        if copied != len(chosen):  # every chosen id is in exactly one input shard
+            raise StageFailed(
+                f"mix {config.name!r} copied {copied} rows but chose {len(chosen)}",
+                stage=self.name,
+                run_id=run.run_id,
+                counts=run.counts,
+                hint="an input shard changed while the mix ran; re-run it",
+            )
+        run.emitted(copied)
         revisions = {r["repo_id"]: r["revision"] for r in meta}
         ingested = Counter(r["repo_id"] for r in meta)
         for repo, entry in plan["sources"].items():
@@ -210,7 +229,7 @@ class MixStage(Stage[MixConfig]):
             "mix_run_id": run.run_id,
             "missing_sources": self.targets.missing,
             "unplanned_sources": self.targets.unplanned,
-            "shards": [p.name for p in writer.written],
+            "shards": [p.name for p in shard_paths(self.work_dir)],
             "created_at": datetime.now(UTC).isoformat(),
             **plan,
         }
@@ -232,6 +251,7 @@ def run_mix(
     overwrite: bool = False,
     progress: Progress | None = None,
     workers: int = 1,
+    executor: Executor = "local",
 ) -> MixResult:
     final = Home(home).mix(name)
     targets = load_targets(catalog, home, plan_id, samples, weights)
@@ -259,6 +279,7 @@ def run_mix(
         overwrite=overwrite,
         progress=progress,
         workers=workers,
+        executor=executor,
     )
     result = stage.run()
     return MixResult(name, result.out_dir, result.manifest, reused=result.reused)

@@ -17,7 +17,9 @@ NESTED = [
                 {"actor": "client", "payload": {"text": f"How do I fix bug {i} in the parser?"}},
                 {
                     "actor": "helper",
-                    "payload": {"text": f"Start by reproducing it with a small input, then bisect the change {i}."},
+                    "payload": {
+                        "text": f"Start by reproducing it, then bisect:\n$ pytest -x -k parser_{i}\n$ git bisect start"
+                    },
                 },
             ]
         }

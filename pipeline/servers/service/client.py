@@ -148,7 +148,7 @@ class Client:
 
 def remote() -> Client | None:
     """A client when DRAFTSET_SERVER is set (then DRAFTSET_TOKEN must be too), else None."""
-    from pipeline.cli.common import settings
+    from pipeline.settings import settings
 
     s = settings()
     if not s.server_url:
