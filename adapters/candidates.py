@@ -28,6 +28,7 @@ SCORE_KEYS = ("overall_score", "score", "rating", "reward", "fine-grained_score"
 LOWER_IS_BETTER = ("rank", "ranking")
 TEXT_KEYS = ("response", "answer", "text", "completion", "output", "content")
 WINNER_FIELDS = ("winner", "preference", "preferred", "label", "choice")
+REGENERATED = "candidate answers: policy regenerate, the target answers the prompt (none is trained)"
 SIDE = re.compile(r"^(?P<stem>.+?)[_\-](?P<side>a|b|1|2|A|B)$")
 
 
@@ -71,15 +72,16 @@ def _battle(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     label = st.get(row, c.winner_field or "")
     side = c.winners.get(str(label)) if label is not None else None
+    sides = [reader.read_list(st.get(row, path), path) for path in c.sides]
+    asked = [[m["content"].strip() for m in turns if m["role"] == "user"] for turns in sides]
+    if asked[0] != asked[1]:  # a battle is two answers to one prompt; different user turns: misaligned sides
+        raise RowError(c.sides[1], "the two sides of the battle answer different user turns (misaligned sides)")
     if c.policy == "regenerate":  # the prompt only; the winner's side (else the first) gives earlier context
-        if side is None or side == 0:
-            return messages, None
-        return [*_head(messages), *reader.read_list(st.get(row, c.sides[side]), c.sides[side])], None
+        return [*_head(messages, sides[side or 0]), *sides[side or 0]], None
     if side is None:
         raise RowError(c.winner_field or "<winner>", f"battle without a winner ({label!r}): no answer to train")
-    head = _head(messages)
-    won = reader.read_list(st.get(row, c.sides[side]), c.sides[side])
-    lost = reader.read_list(st.get(row, c.sides[1 - side]), c.sides[1 - side])
+    won, lost = sides[side], sides[1 - side]
+    head = _head(messages, won)
     shared = 0
     while shared < min(len(won), len(lost)) and won[shared]["role"] == lost[shared]["role"] == "user":
         shared += 1
@@ -87,8 +89,10 @@ def _battle(
     return [*head, *won], (rejected or None)
 
 
-def _head(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A system prompt given beside the sides (a column), kept in front of whichever side is read."""
+def _head(messages: list[dict[str, Any]], side: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A system prompt given beside the sides (a column), kept in front of a side that has none of its own."""
+    if side and side[0]["role"] == "system":
+        return []
     return [m for m in messages[:1] if m["role"] == "system"]
 
 
@@ -140,6 +144,7 @@ def detect_ranked(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> st
             "record the worst as rejected, never trained",
             review=True,
         )
+        d.decide("drop", {name: REGENERATED}, f"{name!r} is not carried under policy regenerate")
         return name
     return None
 
@@ -175,6 +180,7 @@ def detect_battle(d: Detected, rows: list[dict[str, Any]], cands: list[dict[str,
             "loser as rejected, never trained",
             review=True,
         )
+        d.decide("drop", {b: REGENERATED}, f"{b!r}, the other side, is not carried under policy regenerate")
         return True
     return False
 

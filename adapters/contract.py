@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
 from adapters.apply import RowError, RowMapper, role_labels
@@ -29,6 +29,7 @@ from adapters.spec import AdapterSpec
 from catalog.untrusted import command, is_plain, label_word
 
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
+PATTERN_ROWS = 300  # rows the sample-wide patterns (swapped columns, repeated prompts) are judged on
 DEFAULT_BAD_FRACTION = 0.01  # records failing a per-record check tolerated (quarantined) up to this share
 
 
@@ -44,9 +45,16 @@ class Check(BaseModel):
     examples: list[dict[str, Any]] = Field(default_factory=list)  # [{row_index, detail}] (a few)
     quarantined: bool = False  # passed because its rows are quarantined within the tolerance
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        # `severity` is derived, stored for readers of the JSON; a stored result reads back without it
+        return {k: v for k, v in data.items() if k != "severity"} if isinstance(data, dict) else data
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
-    def severity(self) -> str:
-        """`fail` | `warn` | `pass`: what a one-verdict reader needs."""
+    def severity(self) -> Literal["pass", "warn", "fail"]:
+        """`fail` | `warn` | `pass`: what a one-verdict reader needs (a quarantining check warns)."""
         if self.passed:
             return "warn" if self.quarantined else "pass"
         return "fail" if self.level == "error" else "warn"
@@ -185,9 +193,10 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
             _check(
                 "roles_mapped",
                 [
-                    f"unmapped role label {repr(label) if is_plain(label) else label_word(label)} ({n} turns): map it with `"
+                    # the command comes last, unwrapped: a label may hold backticks, so no delimiter is safe
+                    f"unmapped role label {repr(label) if is_plain(label) else label_word(label)} ({n} turns); "
+                    "map it (ROLE: system, user, assistant, tool or drop) with: "
                     + command("draftset", "adapters", "map", spec.source.repo_id, label_word(label) + "=ROLE")
-                    + "` (ROLE: system, user, assistant, tool or drop)"
                     for label, n in unmapped.items()
                 ],
                 f"all {len(roles)} role labels mapped: {dict(roles)}",
@@ -330,7 +339,8 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
     if spec.mode == "regenerate":
         # labels and preferences only decide what is trained: the view keeps every answer to look at
         native = RowMapper(spec.model_copy(update={"mode": "native", "label_field": None}))
-        view = [c for r in raw if r.error is None for c in _quiet_apply(native, r)] or records
+        # a pattern over many rows shows in a few hundred: the view need not re-apply the whole sample
+        view = [c for r in raw[:PATTERN_ROWS] if r.error is None for c in _quiet_apply(native, r)] or records
     found = {p["name"]: p for p in dataset_problems(view) + prompt_column_labels(spec, raw)}
     out = []
     for name, ok in (

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.cli import known
 from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, safe, settings
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
@@ -52,6 +53,7 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,  # piped output gets the tables, not a bar's leftovers
     )
 
 
@@ -99,6 +101,11 @@ def ingest_cmd(
     )
     cfg = settings()
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
+    known.check_plan(plan)
+    if repo:  # ingest needs an adapter: a name that has none is a typo or a step skipped
+        known.check_repos(
+            repo, known.adapter_repos(), "dataset", "--repo", "propose one: draftset adapters propose OWNER/NAME"
+        )
     repos = repos_to_ingest(catalog(), plan, repo)
     with _progress() as progress:
         results = ingest(
@@ -152,7 +159,7 @@ def dedup_cmd(
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.run import run_dedup
-    from pipeline.model.lengths import TokenCounter
+    from pipeline.targets.lengths import TokenCounter
 
     values = stage_settings(
         DedupConfig,
@@ -166,7 +173,16 @@ def dedup_cmd(
         settable=["repos", "threshold", "num_perm", "ngram", "min_prompt_tokens", "max_prompt_tokens"],
     )
     home = settings().home
-    values["repos"] = list(values.get("repos") or Home(home).normalized_repos())
+    ingested = Home(home).normalized_repos()
+    if values.get("repos"):
+        known.check_repos(
+            values["repos"],
+            ingested,
+            "ingested dataset",
+            "--repo",
+            "ingest it first: draftset ingest --repo OWNER/NAME",
+        )
+    values["repos"] = list(values.get("repos") or ingested)
     if not values["repos"]:
         raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
     counter = TokenCounter.resolve(tokenizer, home)
@@ -223,6 +239,7 @@ def mix_cmd(
         settable=["plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens"],
     )
     weights = _weights(weight or [])
+    known.check_plan(values.get("plan_id"))
     if weights and values.get("plan_id"):
         raise typer.BadParameter("give --plan or --weight, not both", param_hint="--weight")
 

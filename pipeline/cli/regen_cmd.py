@@ -64,6 +64,7 @@ def regenerate_cmd(
     data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
     (watch it from another terminal with `draftset status`). With --shard I/N they go to
     data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are."""
+    from pipeline.cli import known
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
 
@@ -98,6 +99,7 @@ def regenerate_cmd(
         timeout_s=timeout,
         backoff_s=backoff,
     )
+    known.check_mix(mix)  # after the config's own checks (a bad partition) have spoken
     result = run_regenerate(config, cfg.home, catalog(), show_progress=progress, console=console)
     counts = result.counts
     rows = [[k, v] for k, v in sorted(counts.items()) if v]

@@ -36,9 +36,9 @@ from pipeline.dedup import decide
 from pipeline.dedup.config import DedupConfig
 from pipeline.dedup.minhash import bands
 from pipeline.dedup.sketch import SketchTask
-from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun
+from pipeline.targets.lengths import TokenCounter
 
 DECISIONS = pa.schema(
     [

@@ -24,15 +24,16 @@ from rich.progress import Progress
 from catalog import Catalog
 from catalog.errors import DraftsetError, StageFailed
 from catalog.home import Home
+from catalog.names import require_known
 from catalog.quota import allocate, take_quotas
 from catalog.shards import read_table, shard_paths
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
 from pipeline.mix.copy import CopyChosen, write_chosen
 from pipeline.mix.targets import MixTargets, load_targets
-from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun, field_default
+from pipeline.targets.lengths import TokenCounter
 
 
 @dataclass
@@ -58,6 +59,10 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
     for s in config.source_quotas:  # planned sources with no row left still hold a quota
         category_of.setdefault(s, config.source_category.get(s) or "")
     available = {s: len(by_source.get(s, [])) for s in category_of}
+    for cat in config.category_weights:  # a typo would weigh nothing and give its category 0 records
+        require_known(
+            "category", cat, set(category_of.values()), where="--weight", hint="weigh the sources' categories"
+        )
     if config.plan_id is not None:
         total = config.samples if config.samples is not None else sum(config.source_quotas.values())
         target, taken = take_quotas(config.source_quotas, available, total)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
-from find_testkit import CAPS, answer, script, scripted_llm
 
 from adapters.detect import detect
 from agents.configuration import FindConfig
@@ -18,6 +19,7 @@ from agents.relevance import judge
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief
 from tests.fixtures.expected import RELEVANCE_FIXTURES
+from tests.kits.find import CAPS, answer, script, scripted_llm
 
 DISTRACTORS = {r for r, why in RELEVANCE_FIXTURES.items() if why.startswith("off-domain")}
 HIDDEN = set(RELEVANCE_FIXTURES) - DISTRACTORS
@@ -94,6 +96,18 @@ def test_card_words_in_another_sense_are_off_domain_with_the_evidence():
     assert "'agent', 'tool'" in v["evidence"] and v["senses"] == {"agent": False, "tool": False}
 
 
+def test_one_incidental_line_does_not_make_a_dataset_agentic():
+    rows = [{"prompt": f"Scene {i}", "completion": "INT. SAFEHOUSE - NIGHT\nHe waits."} for i in range(7)]
+    rows.append({"prompt": "Scene 7", "completion": "The hacker types:\n$ ls -la /vault"})
+    v = judge("agentic", ["agent", "tools"], 0.5, signals(rows, detect(rows)))
+    assert v["verdict"] == "off_domain" and "1/8 sampled rows show tool calls or shell commands" in v["evidence"]
+
+
+def test_a_native_card_naming_nothing_is_not_kept():
+    rows = [_turns(("user", "hi"), ("assistant", "hello"))] * 4
+    assert judge("native", [], 0.0, signals(rows, detect(rows)))["verdict"] == "unmatched"
+
+
 def test_a_card_naming_nothing_is_kept_on_its_rows():
     rows = [_turns(("user", f"fix {i}"), ("assistant", "$ pytest -x tests/")) for i in range(8)]
     v = judge("agentic", [], 0.0, signals(rows, detect(rows)))
@@ -101,7 +115,7 @@ def test_a_card_naming_nothing_is_kept_on_its_rows():
 
 
 def test_no_rows_leaves_the_card_to_decide():
-    assert judge("agentic", ["agent"], 0.25, None)["verdict"] == "not_sampled"
+    assert judge("agentic", ["agent"], 0.25, None)["verdict"] == "card_only"  # content check off
     assert judge("agentic", ["agent"], 0.25, {"rows": 0, "counts": {}, "opening": {}})["relevance"] == 0.25
 
 
@@ -114,13 +128,13 @@ def test_the_evidence_comes_from_the_rows_not_the_name(hub_url):
     hit = next(h for h in hub.search("agentic", "insurance-agent") if h["repo_id"].endswith("insurance-agent-calls"))
     own = hub.inspect("agentic", hit)
     tools_hit = next(h for h in hub.search("agentic", "tool-use-multiturn"))
-    swapped = json.loads(json.dumps(own))
+    swapped = {k: v for k, v in own.items() if k != "content"}  # the probe's answer goes with the rows
     swapped["configs"] = hub.inspect("agentic", tools_hit)["configs"]
     assert score_candidate("agentic", "agentic coding", hit, own, FindConfig()).status == "irrelevant"
     kept = score_candidate("agentic", "agentic coding", hit, swapped, FindConfig())
     assert kept.status == "relevant" and kept.relevance["verdict"] == "on_domain", kept.reasons
     before = score_candidate("agentic", "agentic coding", hit, own, FindConfig(content_relevance=False))
-    assert before.status == "relevant" and before.relevance["verdict"] == "not_sampled"  # card words only
+    assert before.status == "relevant" and before.relevance["verdict"] == "card_only"  # card words only
 
 
 # -- find over the fixture Hub: stored and shown ---------------------------------------------------------------
@@ -159,7 +173,7 @@ def test_llm_judge_sees_content_and_a_sample_row_and_settles_relevance_both_ways
     seen: list[dict] = []
     replies = [answer((film.repo_id, 0.9, "scripts are fine"), (swe.repo_id, 0.05, "not agentic"))]  # FAKE
     policy = LLMPolicy(FindConfig(policy="llm"), scripted_llm(script(replies, seen)), "m", CAPS)
-    brief = Brief(category="agentic", weight=0.3, quota=100, domain="agentic coding")
+    brief = Brief(category="agentic", weight=0.3, domain="agentic coding")
     film2, swe2 = asyncio.run(policy.judge(brief, [film, swe], AgentCounts(category="agentic")))
     prompt = seen[0]["messages"][1]["content"]
     assert '"sample_row"' in prompt and "INT." in prompt and '"content"' in prompt and "shell" in prompt
@@ -194,3 +208,80 @@ def test_the_probe_is_bounded_on_hostile_rows():
     nested = {"messages": "[" * 5_000 + "]" * 5_000}
     assert _counts([late])["shell"] == 0 and _counts([long_line])["shell"] == 0
     assert signals([nested], None)["rows"] == 1
+
+
+# -- beyond the fixture Hub: the schema corpus's public shapes (tests/fixtures/schema_corpus) --------------------
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "schema_corpus"
+
+
+def _corpus_rows(family: Path) -> tuple[dict, list[dict]]:
+    meta = json.loads((family / "family.json").read_text())
+    path = family / meta["files"][0] if meta.get("files") else family
+    if path.suffix == ".parquet":
+        rows = pq.read_table(path).slice(0, 10).to_pylist()
+    elif path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines()[:10]]
+    elif path.suffix == ".json":
+        rows = json.loads(path.read_text())[:10]
+    else:
+        rows = []  # compressed, archives, loading scripts: not this test's subject
+    return meta, [r for r in rows if isinstance(r, dict)]
+
+
+def _truth_has_tools(meta: dict) -> bool:
+    records = [r for r in meta.get("truth") or [] if isinstance(r, dict)]
+    return any(
+        r.get("tools") or any(m.get("tool_calls") or m.get("role") == "tool" for m in r.get("messages", []))
+        for r in records
+    )
+
+
+def test_tool_use_in_every_public_tool_shape_is_seen_from_the_raw_rows():
+    """Every corpus family whose true records carry tools (OpenAI, legacy functions, Anthropic blocks, Hermes
+    tags, glaive text, pythonic calls, ReAct, SWE tool JSON/XML ...) shows tool calls or shell commands in its
+    raw rows, without the adapter's help: the families were written for the schema work, not for this probe."""
+    families = [f for f in sorted(CORPUS.iterdir()) if (f / "family.json").exists()]
+    seen = {}
+    for family in families:
+        meta, rows = _corpus_rows(family)
+        if rows and _truth_has_tools(meta):
+            counts = signals(rows, detect(rows))["counts"]
+            seen[family.name] = counts["tool_calls"] + counts["shell"]
+    assert len(seen) >= 8, sorted(seen)
+    assert all(seen.values()), {k: v for k, v in seen.items() if not v}
+
+
+def test_every_mappable_public_shape_reads_as_a_conversation():
+    """With the adapter's mapping of the rows (find's path), every corpus family the adapters map shows an
+    exchange: numbered columns, utterance lists and rendered transcripts included."""
+    from adapters.trial import trial_records
+
+    missing, checked = [], 0
+    for family in sorted(CORPUS.iterdir()):
+        if not (family / "family.json").exists():
+            continue
+        meta, rows = _corpus_rows(family)
+        if not rows or meta.get("expect") != "map":
+            continue
+        d = detect(rows)
+        checked += 1
+        if signals(rows, d, trial_records(d, rows))["counts"]["exchange"] == 0:
+            missing.append(family.name)
+    assert checked >= 40 and not missing, (checked, missing)
+
+
+def test_the_llm_inspect_tool_shows_the_content_counts(hub_url):
+    """Under --policy llm the model's inspect_dataset result carries what the rows show beside the card."""
+    from agents.policies.llm_tools import Toolbox
+    from agents.tools import HubTools
+
+    hub = HubTools(hub_url, hub_url + "/viewer", FindConfig(), cache_dir=None)
+    meter = AgentCounts(category="agentic")
+
+    async def in_thread(fn, *args):
+        return fn(*args)
+
+    box = Toolbox(hub, "agentic", meter, 4000, in_thread, lambda *a, **k: None)
+    asyncio.run(box.call("search_hub", json.dumps({"query": "toolbelt"})))
+    result = asyncio.run(box.call("inspect_dataset", json.dumps({"repo_id": "devlogs/toolbelt-sessions"})))
+    assert '"content": {' in result and '"shell": "8/8"' in result, result[:400]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
@@ -63,7 +63,8 @@ def _safe_next(path: str | None) -> str:
 def login_form(request: Request, next: str = "/", failed: int = 0) -> HTMLResponse:
     token = secrets.token_urlsafe(24)
     response = render(request, "login.html", None, login_csrf=token, next=_safe_next(next), failed=failed)
-    response.set_cookie(LOGIN_CSRF, token, httponly=True, samesite="strict", max_age=3600)
+    secure = _service(request).settings.secure_cookies  # behind a TLS proxy: DRAFTSET_SECURE_COOKIES=1
+    response.set_cookie(LOGIN_CSRF, token, httponly=True, samesite="strict", max_age=3600, secure=secure)
     return response
 
 
@@ -79,7 +80,8 @@ def login(
         return RedirectResponse(f"/login?failed=1&next={quote(_safe_next(next))}", status_code=303)
     sid, _ = found
     response = RedirectResponse(_safe_next(next), status_code=303)
-    response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict", max_age=SESSION_TTL_S)
+    secure = _service(request).settings.secure_cookies
+    response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict", max_age=SESSION_TTL_S, secure=secure)
     response.delete_cookie(LOGIN_CSRF)
     return response
 
@@ -172,7 +174,7 @@ async def adapters_page(request: Request) -> HTMLResponse:
 
 
 @router.get("/adapters/{owner}/{name}")
-async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, done: str = "") -> HTMLResponse:
+async def adapter_page(request: Request, owner: str, name: str, rows: int = 20, done: str = "") -> HTMLResponse:
     user = await _user(request)
     s = _service(request)
     data = await run_in_threadpool(
@@ -190,13 +192,21 @@ async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, d
 
 @router.post("/adapters/{owner}/{name}/{action}")
 async def adapter_action(
-    request: Request, owner: str, name: str, action: str, note: str = Form(""), force: str = Form("")
+    request: Request,
+    owner: str,
+    name: str,
+    action: str,
+    note: str = Form(""),
+    force: str = Form(""),
+    checked: Annotated[list[str] | None, Form()] = None,  # open REVIEW items the reviewer ticked as checked
 ) -> RedirectResponse:
     from pipeline.servers.service.work import start_test
 
     user = await _user(request, "reviewer")
     repo_id, cat = f"{owner}/{name}", _service(request).catalog
     if action == "approve":
+        if checked:
+            await run_in_threadpool(review.mark_checked, cat, repo_id, checked, user.name)
         await run_in_threadpool(review.approve, cat, repo_id, user.name, note or None, force == "on")
     elif action == "reject":
         await run_in_threadpool(review.reject, cat, repo_id, user.name, note)
