@@ -128,7 +128,7 @@ def test_the_evidence_comes_from_the_rows_not_the_name(hub_url):
     hit = next(h for h in hub.search("agentic", "insurance-agent") if h["repo_id"].endswith("insurance-agent-calls"))
     own = hub.inspect("agentic", hit)
     tools_hit = next(h for h in hub.search("agentic", "tool-use-multiturn"))
-    swapped = json.loads(json.dumps(own))
+    swapped = {k: v for k, v in own.items() if k != "content"}  # the probe's answer goes with the rows
     swapped["configs"] = hub.inspect("agentic", tools_hit)["configs"]
     assert score_candidate("agentic", "agentic coding", hit, own, FindConfig()).status == "irrelevant"
     kept = score_candidate("agentic", "agentic coding", hit, swapped, FindConfig())
@@ -268,3 +268,20 @@ def test_every_mappable_public_shape_reads_as_a_conversation():
         if signals(rows, d, trial_records(d, rows))["counts"]["exchange"] == 0:
             missing.append(family.name)
     assert checked >= 40 and not missing, (checked, missing)
+
+
+def test_the_llm_inspect_tool_shows_the_content_counts(hub_url):
+    """Under --policy llm the model's inspect_dataset result carries what the rows show beside the card."""
+    from agents.policies.llm_tools import Toolbox
+    from agents.tools import HubTools
+
+    hub = HubTools(hub_url, hub_url + "/viewer", FindConfig(), cache_dir=None)
+    meter = AgentCounts(category="agentic")
+
+    async def in_thread(fn, *args):
+        return fn(*args)
+
+    box = Toolbox(hub, "agentic", meter, 4000, in_thread, lambda *a, **k: None)
+    asyncio.run(box.call("search_hub", json.dumps({"query": "toolbelt"})))
+    result = asyncio.run(box.call("inspect_dataset", json.dumps({"repo_id": "devlogs/toolbelt-sessions"})))
+    assert '"content": {' in result and '"shell": "8/8"' in result, result[:400]
