@@ -8,7 +8,7 @@ import typer
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, settings
+from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, safe, settings
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
 
 
@@ -169,7 +169,16 @@ def status_cmd(
     mark_interrupted(catalog())  # runs whose process died read `interrupted`, not `running`
     runs = recent_stage_runs(home, limit)
     if runs is None:
-        console.print("[yellow]catalog busy[/]: a stage is writing it; run `draftset status` again for stage runs")
+        from catalog.owner import running_service
+
+        service = running_service(home)
+        holder = (  # name the real holder: the team service, or else a stage of this home
+            f"draftset serve (pid {service['pid']}) at {service['url']} holds it; stage runs: "
+            f'draftset sql "SELECT * FROM stage_runs ORDER BY started_at DESC LIMIT {limit}" with DRAFTSET_SERVER set'
+            if service
+            else "a stage is writing it; run `draftset status` again for stage runs"
+        )
+        console.print(f"[yellow]catalog busy[/]: {safe(holder)}", highlight=False)
     elif runs:
         print_table(
             ["run_id", "stage", "status", "counts", "started", "finished"],

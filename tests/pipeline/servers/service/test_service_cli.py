@@ -74,6 +74,9 @@ def test_without_the_server_the_cli_gets_one_busy_line_at_once(served):
     lines = done.stderr.strip().splitlines()
     assert "catalog is busy: draftset serve" in lines[0] and f"DRAFTSET_SERVER={url}" in done.stderr
     assert cli("sql", "SELECT 1", role=None).returncode == 1
+    status = cli("status")  # read-only and useful while the service runs: it names who holds the catalog
+    assert "Traceback" not in status.stderr, status.stderr
+    assert "a stage is writing" not in status.stdout and "holds it" in status.stdout + status.stderr
 
 
 def test_cli_goes_through_the_service_with_a_token(served):
