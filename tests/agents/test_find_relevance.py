@@ -173,7 +173,7 @@ def test_llm_judge_sees_content_and_a_sample_row_and_settles_relevance_both_ways
     seen: list[dict] = []
     replies = [answer((film.repo_id, 0.9, "scripts are fine"), (swe.repo_id, 0.05, "not agentic"))]  # FAKE
     policy = LLMPolicy(FindConfig(policy="llm"), scripted_llm(script(replies, seen)), "m", CAPS)
-    brief = Brief(category="agentic", weight=0.3, quota=100, domain="agentic coding")
+    brief = Brief(category="agentic", weight=0.3, domain="agentic coding")
     film2, swe2 = asyncio.run(policy.judge(brief, [film, swe], AgentCounts(category="agentic")))
     prompt = seen[0]["messages"][1]["content"]
     assert '"sample_row"' in prompt and "INT." in prompt and '"content"' in prompt and "shell" in prompt
