@@ -15,7 +15,7 @@ from adapters.trial import summarise, trial_records
 from agents import content
 
 NON_TEXT_TYPES = ("Image", "Audio", "Video")
-TURN_LAYOUTS = ("messages", "trajectory", "utterances", "transcript")
+TURN_LAYOUTS = ("messages", "trajectory", "utterances", "transcript", "turn_columns")
 
 
 def detect_structure(features: dict[str, Any], rows: list[dict[str, Any]], card_text: str = "") -> dict[str, Any]:
@@ -23,7 +23,11 @@ def detect_structure(features: dict[str, Any], rows: list[dict[str, Any]], card_
     it reads and the full detection (stored in the catalog's `schemas` table for proposal to start from)."""
     d = detect(rows, features=features, card_text=card_text)
     if d.layout in TURN_LAYOUTS:
-        field = d.fields.get("messages_path") or (d.fields.get("transcript") or {}).get("field")
+        field = (
+            d.fields.get("messages_path")
+            or (d.fields.get("transcript") or {}).get("field")
+            or next((t["field"] for t in d.fields.get("turn_columns") or []), None)
+        )
         return {"layout": "messages", "field": field, "detected": d}
     if d.layout == "columns":
         return {

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from find_testkit import CAPS, answer, script, scripted_llm
 
 from adapters.detect import detect
 from agents.configuration import FindConfig
@@ -20,6 +19,7 @@ from agents.policies.llm import LLMPolicy
 from agents.relevance import judge
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief
+from tests.kits.find import CAPS, answer, script, scripted_llm
 
 
 def _turns(*pairs: tuple[str, str]) -> dict:
