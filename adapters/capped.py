@@ -13,6 +13,7 @@ Wrapping, not rewriting: the readers stay adapters/files.py's, so every format r
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,8 +66,20 @@ def _read_in_child(path: str, name: str, wanted: set[int] | None) -> Iterator[Ro
         yield row, error
 
 
-def _count_in_child(path: str, name: str) -> Iterator[int]:
-    yield files.count_rows(Path(path), name)
+def _count_in_child(path: str, name: str, budget: int) -> Iterator[int]:
+    """The row count; a text file is parsed to count it, under the same decoded-bytes budget as reading
+    (-1: over it, so the file counts as the one refusal that reading it gives)."""
+    if files.file_format(name) == "parquet":
+        yield files.count_rows(Path(path), name)  # from the footer
+        return
+    n = decoded = 0
+    for row, error in files.iter_file(Path(path), name):
+        decoded += len(pickle.dumps(row if row is not None else error, protocol=pickle.HIGHEST_PROTOCOL))
+        if decoded > budget:
+            yield -1
+            return
+        n += 1
+    yield n
 
 
 def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator[RowResult]:
@@ -108,8 +121,22 @@ def count_rows(path: Path, name: str) -> int:
     if not decoded_in_child(name):
         return files.count_rows(path, name)
     try:
-        return sum(
-            stream_isolated(_count_in_child, str(path), name, what=f"counting {name}", preload=("adapters.files",))
+        (n,) = stream_isolated(
+            _count_in_child, str(path), name, decoded_budget(path), what=f"counting {name}", preload=("adapters.files",)
         )
     except DraftsetError:
         return 1
+    return 1 if n < 0 else n
+
+
+def unmatched_data_files(repo_files: list[str], resolved: list[str]) -> str | None:
+    """A data file whose name holds a control character (a newline, an escape) matches no `datasets` pattern
+    and would be left out without a word: the reason line naming such files (JSON-escaped), or None."""
+    from catalog.untrusted import is_plain, label_word
+
+    skipped = [n for n in repo_files if files.file_format(n) and n not in resolved and not is_plain(n)]
+    if not skipped:
+        return None
+    return f"left out {len(skipped)} data file(s) whose name holds a control character (rename them): " + ", ".join(
+        label_word(n) for n in skipped
+    )

@@ -193,9 +193,10 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
             _check(
                 "roles_mapped",
                 [
-                    f"unmapped role label {repr(label) if is_plain(label) else label_word(label)} ({n} turns): map it with `"
+                    # the command comes last, unwrapped: a label may hold backticks, so no delimiter is safe
+                    f"unmapped role label {repr(label) if is_plain(label) else label_word(label)} ({n} turns); "
+                    "map it (ROLE: system, user, assistant, tool or drop) with: "
                     + command("draftset", "adapters", "map", spec.source.repo_id, label_word(label) + "=ROLE")
-                    + "` (ROLE: system, user, assistant, tool or drop)"
                     for label, n in unmapped.items()
                 ],
                 f"all {len(roles)} role labels mapped: {dict(roles)}",

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from adapters.accounting import proposed_drops
 from adapters.apply import RowError, RowMapper
+from adapters.capped import unmatched_data_files
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
@@ -238,6 +239,9 @@ def propose_adapter(
     d.reasons["source.revision"] = f"pinned to the current revision {info.sha[:12]}"
     d.reasons["source.config"], d.reasons["source.split"] = config_why, split_why
     d.reasons["source.data_files"] = f"{len(files)} file(s) as `datasets` resolves {config}/{split}"
+    if skipped := unmatched_data_files([f.rfilename for f in info.siblings or []], files):  # never silently
+        d.reasons["source.data_files"] += f"; {skipped}"
+        d.needs_review.append("source.data_files")
     d.reasons["sample"] = why_rows
     d.needs_review += [f for f, g in (("source.config", config_guess), ("source.split", split_guess)) if g]
     return build_proposal(d, rows, source, card, catalog=catalog, category=category, target_patterns=target_patterns)

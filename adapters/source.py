@@ -71,7 +71,8 @@ def _rows(paths: Iterable[tuple[str, Path]], wanted: set[int] | None, limit: int
         offset = index
         local_wanted = None if wanted is None else {i - offset for i in wanted if i >= offset}
         for row, error in iter_file(path, name, local_wanted):
-            if wanted is None or index in wanted:
+            # a refused file is reported even when sampling skips its position: it is the file's one result
+            if wanted is None or index in wanted or getattr(error, "reason", None) == "file_over_limit":
                 if limit is not None and produced >= limit:
                     return
                 yield RawRow(index, row, error)

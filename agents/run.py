@@ -10,7 +10,10 @@ write lost) runs the steps after the agents again. `retry_failed` re-runs every 
 report (failed or never finished), then merges, ranks, plans and records again.
 
 The run's search_runs row is written as `running` (with its owner process) when it starts, so a find
-whose process died reads `interrupted` (catalog/liveness.py), not nothing at all.
+whose process died reads `interrupted` (catalog/liveness.py), not nothing at all. The request itself is
+checkpointed before anything slow (the LLM probe, the first agent), so a run killed at any point has a
+checkpoint to resume; LangGraph then checkpoints after every node (agents, merge, rank, plan, record).
+`resume_plan` says what a resume will redo before it does it (the first event of a resumed run).
 """
 
 from __future__ import annotations
@@ -90,22 +93,37 @@ def _mark_running(catalog: Catalog, run_id: str, values: dict[str, Any]) -> None
     )
 
 
+AFTER_AGENTS = ["merge", "rank", "plan_mix", "record", "summary"]
+
+
 async def _plan_resume(
     graph: Any, cfg: RunnableConfig, saved: Any, run_id: str, catalog: Catalog, retry_failed: bool
-) -> None:
-    """Rewind the checkpoint so that astream(None) does what the resume needs; raise when nothing is left."""
+) -> list[str]:
+    """Rewind the checkpoint so that astream(None) does what the resume needs, and say what that is (one
+    line each); raise when nothing is left."""
     latest = {r["category"]: r for r in saved.values.get("reports", [])}  # a retry's report wins
     ok = {c for c, r in latest.items() if r["status"] == "ok"}
     briefs = (await plan_node(saved.values))["briefs"]
     todo = [b for b in briefs if b["category"] not in ok]
+    done_line = f"agents done: {len(ok)} of {len(briefs)}"
     if retry_failed and todo:
         # as if `plan` had just produced only these briefs: fan_out sends them, then merge → record.
         await graph.aupdate_state(cfg, {"briefs": todo}, as_node="plan")
-    elif saved.next:
-        return  # interrupted mid-graph: LangGraph continues from the checkpoint
+        return [done_line, f"will run again: {', '.join(b['category'] for b in todo)}; then {' → '.join(AFTER_AGENTS)}"]
+    elif saved.next:  # interrupted mid-graph: LangGraph continues from the checkpoint
+        pending = [n for n in saved.next if n != "category_agent"]
+        if "__start__" in saved.next or "plan" in saved.next or not latest:
+            return ["nothing finished yet (stopped before the first agent): will run every step"]
+        waiting = [b["category"] for b in todo]
+        lines = [done_line]
+        if waiting:
+            lines.append(f"will run: {', '.join(waiting)} (finished agents are not repeated)")
+        lines.append(f"then: {' → '.join(pending or AFTER_AGENTS)}")
+        return lines
     elif not _recorded(catalog, run_id):
         # Finished in the checkpoint, but the catalog has no record of it: run merge → record again.
         await graph.aupdate_state(cfg, None, as_node="category_agent")
+        return [done_line, f"the catalog has no record of the run: will redo {' → '.join(AFTER_AGENTS)}"]
     else:
         failed = sorted(set(latest) - ok)
         raise DraftsetError(
@@ -143,7 +161,7 @@ async def stream_find(
                     hint="use the run id `draftset find` printed when it started (runs that "
                     'finished are listed by: draftset sql "SELECT run_id FROM search_runs")',
                 )
-            await _plan_resume(
+            redo = await _plan_resume(
                 build_graph(FindConfig()).compile(checkpointer=saver),
                 cfg,
                 saved,
@@ -151,6 +169,7 @@ async def stream_find(
                 Catalog(env.home),
                 retry_failed,
             )
+            yield {"stage": "resume", "run_id": run_id, "redo": redo}
             _mark_running(Catalog(env.home), run_id, saved.values)
             config, graph_input = FindConfig(**saved.values["config"]), None
         else:
@@ -165,6 +184,10 @@ async def stream_find(
                 "reports": [],
             }
             _mark_running(Catalog(env.home), run_id, graph_input)
+            # The request is checkpointed now, before the LLM probe or any agent: killed from here on,
+            # the run can be resumed (astream(None) starts from this checkpoint, as --resume does).
+            await build_graph(config).compile(checkpointer=saver).aupdate_state(cfg, graph_input, as_node="__start__")
+            graph_input = None
         cfg["max_concurrency"] = config.max_concurrency
         hub = hub or HubTools(
             env.endpoint, env.viewer_base, config, token=env.token, cache_dir=Home(env.home).hub_cache

@@ -237,3 +237,24 @@ def sql_command(query: str) -> str:
     if is_plain(query) and _DOUBLE_QUOTE_SAFE.fullmatch(query):
         return f'draftset sql "{query}"'
     return command("draftset", "sql", query)
+
+
+def suggested_commands(text: str) -> list[str]:
+    """The command lines a hint or check detail suggests: from each `draftset ` to the end of its command,
+    which is a backtick, '), ', '; ', ' (' or a closing ')' outside quotes, or the end of the text. The scan
+    honours shell quoting, so a quoted value holding any of those stays inside its command (tests, probes)."""
+    found, i = [], 0
+    while (start := text.find("draftset ", i)) >= 0:
+        quote, j = None, start
+        while j < len(text):
+            ch = text[j]
+            if quote:
+                quote = None if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "`" or text.startswith(("), ", "; ", " (", ")"), j):
+                break
+            j += 1
+        found.append(text[start:j].rstrip(" ,."))
+        i = j
+    return found

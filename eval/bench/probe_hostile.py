@@ -1,4 +1,5 @@
-"""Replay hostile datasets, hostile cards and faults against draftset: `python -m eval.bench.probe_hostile`.
+"""Replay hostile datasets, hostile cards and faults against draftset: `python -m eval.bench.probe_hostile`
+(`--only service`: issue 21's attacks on the service and the local Hub alone, from eval/bench/probe_service.py).
 
 Issue 11's 29 attacks (the ones that held and the fourteen that broke) plus new ones. Everything runs as
 users run it: the local Hub as a separate `draftset hub serve` process (so a segfault would show as a
@@ -649,6 +650,10 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
 
 def main() -> int:
+    """All attacks; `--only service` runs issue 21's service and Hub attacks alone (eval/bench/probe_service.py)."""
+    from eval.bench.probe_service import run_service_attacks
+
+    only_service = sys.argv[1:] == ["--only", "service"]
     with tempfile.TemporaryDirectory(prefix="draftset-probe-") as tmp:
         p = Probe(Path(tmp))
         p.hub_dir.mkdir()
@@ -660,7 +665,9 @@ def main() -> int:
         p.start_hub()
         assert p.proc is not None
         try:
-            run(p)
+            if not only_service:
+                run(p)
+            run_service_attacks(p)
         finally:
             p.proc.terminate()
             p.proc.wait(timeout=30)

@@ -147,7 +147,7 @@ def main() -> None:
         err_console.print("[bold red]error:[/] aborted", highlight=False)
         sys.exit(1)
     except DraftsetError as exc:
-        _fail(str(exc), exc.hint)
+        _fail(str(exc) or type(exc).__name__, exc.hint)  # never a `next:` line without its error line
     except BrokenPipeError:  # `draftset sql ... | head`: the reader left; nothing to report
         sys.stderr.close()
         sys.exit(0)

@@ -98,3 +98,12 @@ def _segfault():
 def test_a_crashing_reader_is_one_error_naming_the_signal():
     with pytest.raises(ChildDied, match="SIGSEGV"):
         list(stream_isolated(_segfault, what="reading x"))
+
+
+def test_a_data_file_whose_name_holds_a_newline_is_named_not_skipped_silently():
+    note = capped.unmatched_data_files(
+        ["README.md", "data/train.jsonl", "data/tr\nain2.jsonl", "data/\x1b[2Jx.parquet"], ["data/train.jsonl"]
+    )
+    assert note is not None and "left out 2 data file(s)" in note
+    assert '"data/tr\\nain2.jsonl"' in note and "\x1b" not in note and "\n" not in note
+    assert capped.unmatched_data_files(["data/a.jsonl", "data/b.jsonl"], ["data/a.jsonl"]) is None  # a config choice

@@ -21,8 +21,16 @@ from agents.recording import review_queries
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.hub.errors import translate
-from catalog.untrusted import command, label_from_word, label_word, shell_word, split_assignment, sql_command
-from tests.adapters.adapter_helpers import make_spec
+from catalog.untrusted import (
+    command,
+    label_from_word,
+    label_word,
+    shell_word,
+    split_assignment,
+    sql_command,
+    suggested_commands,
+)
+from tests.kits.adapters import make_spec
 
 CANARY = "PWNED"
 # Shell metacharacters, both quote kinds, newlines, NUL, ANSI, and a label that looks like our JSON form.
@@ -45,26 +53,6 @@ RECORDER = """#!/bin/sh
 for a in "$@"; do printf '%s\\037' "$a"; done >> "$RECORD"
 printf '\\036' >> "$RECORD"
 """
-
-
-def _commands(hint: str) -> list[str]:
-    """The command lines a hint suggests: from each `draftset` to the end of its command, where the end is a
-    backtick, '), ', '; ' or ' (' outside quotes, or the end of the text (the scan honours the quoting)."""
-    found, i = [], 0
-    while (start := hint.find("draftset ", i)) >= 0:
-        quote, j = None, start
-        while j < len(hint):
-            ch = hint[j]
-            if quote:
-                quote = None if ch == quote else quote
-            elif ch in "'\"":
-                quote = ch
-            elif ch == "`" or hint.startswith(("), ", "; ", " (", ")"), j):
-                break
-            j += 1
-        found.append(hint[start:j].rstrip(" ,."))
-        i = j
-    return found
 
 
 def _run_in_sandbox(tmp_path: Path, line: str) -> list[list[str]]:
@@ -120,8 +108,8 @@ def _hints(cat: Catalog, hostile: str) -> list[str]:
 def test_every_suggested_command_runs_draftset_and_nothing_else(tmp_path, hostile):
     cat = Catalog(tmp_path / "home")
     hints = _hints(cat, hostile)
-    lines = [line for hint in hints for line in _commands(hint)]
-    assert all(_commands(hint) for hint in hints)
+    lines = [line for hint in hints for line in suggested_commands(hint)]
+    assert all(suggested_commands(hint) for hint in hints)
     calls = _run_in_sandbox(tmp_path, "\n".join(lines))  # one shell runs them all, in order
     assert len(calls) == sum(line.count("draftset ") for line in lines), calls
     plain = [hostile] if "\x00" not in hostile and "\x1b" not in hostile and "\n" not in hostile else []
@@ -138,7 +126,7 @@ def test_the_label_a_hint_names_is_the_label_its_command_maps(tmp_path, label):
     assert not check.passed
     detail = check.detail
     assert label_word(label) in detail  # the label shown is the word the command carries
-    (line,) = [c for c in _commands(detail) if " map " in c]
+    (line,) = [c for c in suggested_commands(detail) if " map " in c]
     (argv,) = _run_in_sandbox(tmp_path, line.replace("=ROLE", "=system"))
     assert argv[:3] == ["adapters", "map", "lab/data"]
     mapped, role, _ = split_assignment(argv[3])

@@ -63,7 +63,8 @@ def _safe_next(path: str | None) -> str:
 def login_form(request: Request, next: str = "/", failed: int = 0) -> HTMLResponse:
     token = secrets.token_urlsafe(24)
     response = render(request, "login.html", None, login_csrf=token, next=_safe_next(next), failed=failed)
-    response.set_cookie(LOGIN_CSRF, token, httponly=True, samesite="strict", max_age=3600)
+    secure = _service(request).settings.secure_cookies  # behind a TLS proxy: DRAFTSET_SECURE_COOKIES=1
+    response.set_cookie(LOGIN_CSRF, token, httponly=True, samesite="strict", max_age=3600, secure=secure)
     return response
 
 
@@ -79,7 +80,8 @@ def login(
         return RedirectResponse(f"/login?failed=1&next={quote(_safe_next(next))}", status_code=303)
     sid, _ = found
     response = RedirectResponse(_safe_next(next), status_code=303)
-    response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict", max_age=SESSION_TTL_S)
+    secure = _service(request).settings.secure_cookies
+    response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict", max_age=SESSION_TTL_S, secure=secure)
     response.delete_cookie(LOGIN_CSRF)
     return response
 

@@ -227,3 +227,27 @@ def test_sigterm_stops_the_service_within_seconds_with_its_statement_cancelled(t
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_session_cookies_are_secure_behind_tls(tmp_path, secure):
+    from pipeline.servers.service.server import serve_in_thread
+
+    home = tmp_path / "home"
+    tokens = add_users(home)
+    running = serve_in_thread(Settings(DRAFTSET_HOME=str(home), DRAFTSET_SECURE_COOKIES=secure))
+    try:
+        with httpx.Client(base_url=running.url, timeout=30) as browser:
+            form = browser.get("/login")
+            assert ("secure" in form.headers["set-cookie"].lower()) is secure
+            # a client keeps a Secure cookie for https only: send it back by hand, as the TLS proxy would
+            csrf = form.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+            login = browser.post(
+                "/login",
+                data={"token": tokens["reviewer"], "csrf_token": csrf},
+                headers={"cookie": f"draftset_login_csrf={csrf}"},
+            )
+            session = next(c for c in login.headers.get_list("set-cookie") if c.startswith("draftset_session="))
+            assert ("; secure" in session.lower()) is secure and "httponly" in session.lower()
+    finally:
+        running.stop()
