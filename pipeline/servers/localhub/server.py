@@ -102,14 +102,23 @@ class RunningServer:
         self.thread.join(timeout=timeout_s)
 
 
+_RUNNING_HUBS: set[int] = set()  # Hubs on threads of this process: they share one viewer worker pool
+_HUBS_GUARD = threading.Lock()
+
+
 class RunningHub(RunningServer):
-    """The local Hub on a thread: stopping it also ends its viewer worker processes."""
+    """The local Hub on a thread: stopping the last one in the process also ends the viewer's workers
+    (one pool serves them all; it stays warm while another Hub still runs)."""
 
     def stop(self, timeout_s: float = 30.0) -> None:
         try:
             super().stop(timeout_s)
         finally:
-            viewer.READER.close()
+            with _HUBS_GUARD:
+                _RUNNING_HUBS.discard(id(self))
+                last = not _RUNNING_HUBS
+            if last:
+                viewer.READER.close()
 
 
 def start_in_thread(
@@ -143,4 +152,7 @@ def serve_in_thread(
     running = start_in_thread(
         lambda: create_server(root, **app_options), host, port, name="the local Hub", startup_timeout=startup_timeout
     )
-    return RunningHub(running.url, running.server, running.thread)
+    hub = RunningHub(running.url, running.server, running.thread)
+    with _HUBS_GUARD:
+        _RUNNING_HUBS.add(id(hub))
+    return hub
