@@ -155,4 +155,18 @@ def serve_in_thread(
     hub = RunningHub(running.url, running.server, running.thread)
     with _HUBS_GUARD:
         _RUNNING_HUBS.add(id(hub))
+    warm_viewer()
     return hub
+
+
+def warm_viewer() -> None:
+    """Start the viewer's workers in the background now (spawning imports pyarrow: seconds on a busy host),
+    so the first /viewer request does not pay for it inside its time limit."""
+
+    def warm() -> None:
+        try:
+            viewer.READER.warm()
+        except Exception:  # noqa: BLE001 - the Hub stopped while warming, or spawning failed: the first request retries
+            pass
+
+    threading.Thread(target=warm, name="viewer-warm", daemon=True).start()
