@@ -34,6 +34,8 @@ from adapters.row_fields import decode_json_field
 from adapters.spec import AdapterSpec
 
 PROBES_PER_PATH = 4  # traced rows per field path: enough to see where it goes, flat cost per dataset
+DROP_ROWS = 200  # rows a proposal looks at to name metadata: a field seen only later is left to the contract
+SHAPE_ROWS = 200  # rows per path whose values are judged for shape (words, distinct values)
 MAX_PATHS = 300  # a row whose keys are data (a dict used as a map) would otherwise explode
 SUBSTANTIAL_MEDIAN = 40  # chars: a field whose median value is this long holds text, not a label
 SUBSTANTIAL_SHARE = 0.05  # ... or this share of all the rows' text, with values at least SHORT long
@@ -71,7 +73,7 @@ class _Stat:
     traced: int = 0
     covered: list[float] = field(default_factory=list)
     samples: list[str] = field(default_factory=list)  # the longest value of the first rows that had it
-    distinct: set[int] = field(default_factory=set)  # hashes of per-row values (capped): labels repeat, text does not
+    distinct: set[int] = field(default_factory=set)  # hashes of per-row values: labels repeat, text does not
     words: list[int] = field(default_factory=list)
 
 
@@ -84,19 +86,25 @@ def _kind(value: Any) -> str:
     return "text" if isinstance(value, str) else "boolean" if isinstance(value, bool) else "number"
 
 
-def leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(path, leaf) of every non-empty string, number and boolean; lists are `[]` in the path."""
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            yield from leaves(sub, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(value, list):
-        for sub in value:
-            yield from leaves(sub, f"{prefix}[]")
-    elif isinstance(value, str):
-        if value.strip():
-            yield prefix, value
-    elif isinstance(value, (bool, int, float)):
-        yield prefix, value
+def leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(path, leaf) of every non-empty string, number and boolean; lists are `[]` in the path.
+
+    An explicit stack, not recursion: long agent trajectories have tens of thousands of leaves per sample."""
+    out: list[tuple[str, Any]] = []
+    stack: list[tuple[str, Any]] = [(prefix, value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), sub) for k, sub in reversed(v.items()))
+        elif isinstance(v, list):
+            inner = f"{path}[]"
+            stack.extend((inner, sub) for sub in reversed(v))
+        elif isinstance(v, str):
+            if v.strip():
+                out.append((path, v))
+        elif isinstance(v, (bool, int, float)):
+            out.append((path, v))
+    return out
 
 
 def _split(path: str) -> list[str]:
@@ -281,7 +289,7 @@ def account(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> list[FieldReport]
         kinds: dict[str, str] = {}
         examples: dict[str, str] = {}
         values: dict[str, list[str]] = {}
-        for path, value in leaves(row):
+        for path, value in leaves(row):  # one walk per row: the probes below reuse `values`
             if path not in stats and len(stats) >= MAX_PATHS:
                 continue
             size = len(value) if isinstance(value, str) else 0
@@ -298,10 +306,9 @@ def account(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> list[FieldReport]
             total_chars += size
             if path in examples and len(st.samples) < 5:
                 st.samples.append(examples[path])
-            if path in values:
+            if path in values and len(st.words) < SHAPE_ROWS:  # a value's shape needs a few hundred rows
                 joined = "\n".join(values[path])
-                if len(st.distinct) < 1000:
-                    st.distinct.add(hash(joined))
+                st.distinct.add(hash(joined))
                 st.words.append(_words(joined))
         todo = [p for p in per_path if stats[p].probes < PROBES_PER_PATH]
         if not todo:
@@ -320,7 +327,7 @@ def account(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> list[FieldReport]
             where = tracer.destinations(path, pid, base, tracer.apply(index, probed_row))
             st.traced += 1
             if where & {UNREAD, STRUCTURE} and st.kind == "text":
-                text = "\n".join(v for p, v in leaves(row) if p == path and isinstance(v, str))
+                text = "\n".join(values.get(path, []))
                 if STRUCTURE in where:
                     where = {f"{d} (parsed)" for d in _parsed_into(text, base)} or where
                 elif len(text) >= DUPLICATE_MIN:
@@ -376,7 +383,7 @@ def _reports(spec: AdapterSpec, stats: dict[str, _Stat], total_chars: int) -> li
 
 def _distinct_prose(st: _Stat, median_chars: float) -> bool:
     """Short but real text: a few words, different on most rows (a moved half-sentence), not a label column."""
-    many = len(st.distinct) >= 0.5 * st.rows if st.rows < 1000 else True
+    many = len(st.distinct) >= 0.5 * len(st.words)
     return median_chars >= SHORT and bool(st.words) and median(st.words) >= 3 and many and st.rows >= 3
 
 
@@ -445,7 +452,7 @@ def proposed_drops(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> dict[str, 
 
     Substantial unread text is never dropped here: it fails the contract so a person decides."""
     drops = {}
-    for r in account(spec, rows):
+    for r in account(spec, rows[:DROP_ROWS]):
         if r.status != "minor":
             continue
         why = metadata_reason(r.path, r.samples)

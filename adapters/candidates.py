@@ -72,15 +72,16 @@ def _battle(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     label = st.get(row, c.winner_field or "")
     side = c.winners.get(str(label)) if label is not None else None
+    sides = [reader.read_list(st.get(row, path), path) for path in c.sides]
+    asked = [[m["content"].strip() for m in turns if m["role"] == "user"] for turns in sides]
+    if asked[0] != asked[1]:  # a battle is two answers to one prompt; different user turns: misaligned sides
+        raise RowError(c.sides[1], "the two sides of the battle answer different user turns (misaligned sides)")
     if c.policy == "regenerate":  # the prompt only; the winner's side (else the first) gives earlier context
-        if side is None or side == 0:
-            return messages, None
-        return [*_head(messages), *reader.read_list(st.get(row, c.sides[side]), c.sides[side])], None
+        return [*_head(messages, sides[side or 0]), *sides[side or 0]], None
     if side is None:
         raise RowError(c.winner_field or "<winner>", f"battle without a winner ({label!r}): no answer to train")
-    head = _head(messages)
-    won = reader.read_list(st.get(row, c.sides[side]), c.sides[side])
-    lost = reader.read_list(st.get(row, c.sides[1 - side]), c.sides[1 - side])
+    won, lost = sides[side], sides[1 - side]
+    head = _head(messages, won)
     shared = 0
     while shared < min(len(won), len(lost)) and won[shared]["role"] == lost[shared]["role"] == "user":
         shared += 1
@@ -88,8 +89,10 @@ def _battle(
     return [*head, *won], (rejected or None)
 
 
-def _head(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A system prompt given beside the sides (a column), kept in front of whichever side is read."""
+def _head(messages: list[dict[str, Any]], side: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A system prompt given beside the sides (a column), kept in front of a side that has none of its own."""
+    if side and side[0]["role"] == "system":
+        return []
     return [m for m in messages[:1] if m["role"] == "system"]
 
 

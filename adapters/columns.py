@@ -277,7 +277,7 @@ def _system_names(order: list[str]) -> list[str]:
 def _prompt_columns(
     rows: list[dict[str, Any]], order: list[str], prompt: str, response: str, skip: set[str | None]
 ) -> list[str]:
-    """Every column the prompt is made of: an instruction/definition/task column first, then the prompt, then
+    """Every column the prompt is made of: an instruction/definition/task column first, then the prompt and the
     context columns (alpaca `input`, dolly `context`, Natural-Instructions `inputs`) in row order. A context
     column is judged on its non-empty values, so an `input` that is empty on most rows is still joined where it
     holds text, never dropped. Text columns after the answer are left to the contract's field accounting."""
@@ -298,7 +298,10 @@ def _prompt_columns(
         if named or (order.index(k) < before and stats.texty >= 0.15 and varied):
             extra.append(k)
     head = [k for k in extra if k.lower() in INSTRUCTION_NAMES and prompt.lower() not in INSTRUCTION_NAMES]
-    return [*head, prompt, *(k for k in extra if k not in head)]
+    if prompt.lower() in INSTRUCTION_NAMES:
+        head = [prompt]
+    # the rest in row order: a request split over two columns reads in the order the columns were written
+    return [*head, *(k for k in order if (k == prompt or k in extra) and k not in head)]
 
 
 def _exchanges(values: list[Any]) -> bool:

@@ -29,6 +29,7 @@ from adapters.spec import AdapterSpec
 from catalog.untrusted import command, is_plain, label_word
 
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
+PATTERN_ROWS = 300  # rows the sample-wide patterns (swapped columns, repeated prompts) are judged on
 DEFAULT_BAD_FRACTION = 0.01  # records failing a per-record check tolerated (quarantined) up to this share
 
 
@@ -338,7 +339,8 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
     if spec.mode == "regenerate":
         # labels and preferences only decide what is trained: the view keeps every answer to look at
         native = RowMapper(spec.model_copy(update={"mode": "native", "label_field": None}))
-        view = [c for r in raw if r.error is None for c in _quiet_apply(native, r)] or records
+        # a pattern over many rows shows in a few hundred: the view need not re-apply the whole sample
+        view = [c for r in raw[:PATTERN_ROWS] if r.error is None for c in _quiet_apply(native, r)] or records
     found = {p["name"]: p for p in dataset_problems(view) + prompt_column_labels(spec, raw)}
     out = []
     for name, ok in (

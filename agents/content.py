@@ -105,6 +105,7 @@ _STEP = re.compile(
     r"|\btherefore\b|\bhence\b|\bthus\b|the answer is|^####\s",
     re.IGNORECASE | re.MULTILINE,
 )
+_SYMBOL = re.compile(r"[^\w\s]")  # neither a letter, a digit nor space: prose has few
 _LABEL_KEYS = ("role", "from", "speaker", "author", "sender", "type")
 
 
@@ -195,8 +196,9 @@ def _is_prose(text: str) -> bool:
     """A long text in prose: 600+ characters and 90+ words, mostly letters and digits, few code-shaped lines."""
     if len(text) < 600:
         return False
-    plain = sum(c.isalnum() or c.isspace() for c in text)
-    return len(text.split()) >= 90 and plain / len(text) >= 0.8 and len(_CODE_LINE.findall(_short_lines(text))) <= 2
+    if len(text.split()) < 90 or len(_SYMBOL.findall(text)) > 0.2 * len(text):
+        return False
+    return len(_CODE_LINE.findall(_short_lines(text))) <= 2
 
 
 def _is_exchange(rec: Conversation | None) -> bool:

@@ -2,9 +2,10 @@
 
 Model: AL = a + b·ln(samples), weighted least squares with each point's standard error (from its
 bootstrap interval); with three or more points the residual scatter widens the band when it exceeds
-the points' own errors. Chain accept length cannot pass steps + 1, so predictions are capped there and
-say so. Predictions outside the measured range of sample counts say they extrapolate: a log-linear
-fit bends nowhere, while real curves saturate, so an extrapolated "samples needed" is a lower bound.
+the points' own errors. Chain accept length lies in [1, steps + 1], so predictions are clipped there
+and say so at the ceiling. Predictions outside the measured range of sample counts say they
+extrapolate: a log-linear fit bends nowhere, while real curves saturate, so an extrapolated "samples
+needed" is a lower bound.
 
 Points come from `draft_evals` (measured by `check accept-length`, with the draft's training sample
 count), e.g. from `draftset check pilot` on nested subsets of one mix. Pure arithmetic here (numpy), so
@@ -58,11 +59,12 @@ class Fit:
     n_points: int
 
     def predict(self, samples: float) -> tuple[float, float]:
-        """(expected accept length, 95% half-width) at `samples`, capped at the chain's ceiling steps + 1."""
+        """(expected accept length, 95% half-width) at `samples`, within [1, steps + 1]: a round yields at
+        least the target's own token and at most every proposal plus it."""
         x = np.array([1.0, math.log(samples)])
         mean = float(x @ np.array([self.a, self.b]))
         half = Z * math.sqrt(max(float(x @ self.cov @ x), 0.0))
-        return min(mean, self.steps + 1.0), half
+        return min(max(mean, 1.0), self.steps + 1.0), half
 
     @property
     def gains(self) -> bool:

@@ -15,7 +15,7 @@ from adapters.trial import summarise, trial_records
 from agents import content
 
 NON_TEXT_TYPES = ("Image", "Audio", "Video")
-TURN_LAYOUTS = ("messages", "trajectory", "utterances", "transcript")
+TURN_LAYOUTS = ("messages", "trajectory", "utterances", "transcript", "turn_columns")
 
 
 def detect_structure(features: dict[str, Any], rows: list[dict[str, Any]], card_text: str = "") -> dict[str, Any]:
@@ -23,7 +23,11 @@ def detect_structure(features: dict[str, Any], rows: list[dict[str, Any]], card_
     it reads and the full detection (stored in the catalog's `schemas` table for proposal to start from)."""
     d = detect(rows, features=features, card_text=card_text)
     if d.layout in TURN_LAYOUTS:
-        field = d.fields.get("messages_path") or (d.fields.get("transcript") or {}).get("field")
+        field = (
+            d.fields.get("messages_path")
+            or (d.fields.get("transcript") or {}).get("field")
+            or next((t["field"] for t in d.fields.get("turn_columns") or []), None)
+        )
         return {"layout": "messages", "field": field, "detected": d}
     if d.layout == "columns":
         return {
@@ -77,9 +81,18 @@ def sampled(facts: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]
     return (first["features"], first["rows"]) if first else ({}, [])
 
 
+def content_of(facts: dict[str, Any]) -> dict[str, Any]:
+    """The sampled rows' content signals (agents/content.py), computed once per facts: HubTools computes them
+    when a revision is first inspected in a run, so the agents scoring the same repo share them. Never written
+    to the disk cache, so a newer probe never reads an older one's answer."""
+    if "content" not in facts:
+        features, rows = sampled(facts)
+        structure = detect_structure(features, rows, facts.get("card_text", ""))
+        facts["content"] = content.signals(rows, structure["detected"], sample_records(structure, rows))
+    return facts["content"]
+
+
 def content_counts(facts: dict[str, Any]) -> dict[str, str]:
     """The content kinds the sampled rows show, as "k/n" (the llm policy's inspect tool shows it)."""
-    features, rows = sampled(facts)
-    structure = detect_structure(features, rows, facts.get("card_text", ""))
-    found = content.signals(rows, structure["detected"], sample_records(structure, rows))
+    found = content_of(facts)
     return {k: f"{v}/{found['rows']}" for k, v in found["counts"].items() if v}

@@ -13,7 +13,7 @@ from typing import Any
 
 from adapters.detect import family_patterns, names_target
 from adapters.trial import summarise
-from agents import content, inspection, relevance
+from agents import inspection, relevance
 from agents.categories import BY_KEY, category_weights, tokens
 from agents.configuration import FindConfig
 from agents.state import Candidate
@@ -69,7 +69,7 @@ def score_candidate(
     detected = structure["detected"]
     records = inspection.sample_records(structure, rows)
     stats = summarise(records)
-    signals = content.signals(rows, detected, records) if config.content_relevance else None
+    signals = inspection.content_of(facts) if config.content_relevance else None
     verdict = relevance.judge(category, matched, card_relevance, signals)
     part(
         0.35 * verdict["relevance"],

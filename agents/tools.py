@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import httpx
 from huggingface_hub.errors import HfHubHTTPError
 
+from agents import inspection
 from agents.configuration import FindConfig
 from agents.state import AgentCounts
 from catalog.hub import HubClient, is_transient, status_of
@@ -147,6 +148,9 @@ class HubTools:
                 facts = json.loads(path.read_text())
             else:
                 facts = self._fetch(category, hit, path)
+            facts.pop("content", None)  # computed by this probe, never taken from a cache file
+            if self.config.content_relevance:
+                inspection.content_of(facts)  # once per revision and run: the copies agents get carry it
             self._inspected[key] = facts
             return facts
 

@@ -251,7 +251,7 @@ def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tup
                 lambda: console.print(
                     "[dim]On the toy target the wirings tie and the check says so: a one-layer draft as wide as this\n"
                     "8-layer, width-64 target can rebuild its predictions from the tokens alone, so the taps add nothing.\n"
-                    "On a target whose predictions need depth (tests/draft uses one) the configured wiring wins clearly.[/]"
+                    "On a target whose predictions need depth (tests/pipeline/train uses one) the configured wiring wins clearly.[/]"
                 ),
                 run(
                     "check",

@@ -52,15 +52,23 @@ def hub_url() -> str:
     running.stop()
 
 
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory):
+    """The toy target, built rows, capture and trained draft, once per session (tests/kits/draft_toy.py)."""
+    from tests.kits.draft_toy import train_toy
+
+    yield from train_toy(tmp_path_factory.mktemp("toy"))
+
+
 @pytest.fixture()
 def home(tmp_path, monkeypatch) -> Path:
     """A fresh DRAFTSET_HOME for one test."""
     path = tmp_path / "home"
     path.mkdir()
     monkeypatch.setenv("DRAFTSET_HOME", str(path))
-    from pipeline.cli import common
+    from pipeline.settings import settings
 
-    common.settings.cache_clear()
+    settings.cache_clear()
     return path
 
 

@@ -38,7 +38,7 @@ def test_no_import_runs_back_up():
 
 
 # pipeline/ inside: the stages (and the rooms they stand on) below the shell, the servers beside it.
-STAGE_ROOMS = ["stage", "rows", "target", "model", "ingest", "dedup", "mix", "regenerate", "build", "capture", "train"]
+STAGE_ROOMS = ["stage", "rows", "targets", "model", "ingest", "dedup", "mix", "regenerate", "build", "capture", "train"]
 SHELL = ("agents", "pipeline.cli", "pipeline.servers", "pipeline.demo", "pipeline.demo_real", "eval")
 
 

@@ -13,7 +13,8 @@ whole process tree, sampled every 50 ms):
 - `datasets+datasketch`: the usual notebook way, `Dataset.from_parquet` → `map` (normalize + MinHash,
   datasketch) → `MinHashLSH` query/insert, at --baseline-rows.
 
-For each: wall seconds, CPU seconds of the whole process tree (from wait4: the machine is shared, so
+For each: wall seconds, CPU seconds of the whole process tree, CPU seconds of the near-dedup work alone
+(MinHash, LSH and the decision, without parsing the canonical records: the stage reports it per phase) (from wait4: the machine is shared, so
 rows per CPU-second is the per-core throughput that contention does not distort), peak RSS, recall and
 precision of the planted duplicates. Medians over --repeats. The stage's figures are projected to
 --project rows at its CPU-seconds per row (its memory is bounded; the table marks projections).
@@ -42,20 +43,21 @@ BENCH_REPOS = ["synth/agentic", "synth/alpaca-like", "synth/native-chat", "synth
 
 
 # -- the variants (run in a child process) -----------------------------------------------------------------
-def run_stage(home: Path, workers: int) -> set[str]:
+def run_stage(home: Path, workers: int) -> tuple[set[str], float]:
     import pyarrow.parquet as pq
 
     from catalog import Catalog
     from pipeline.dedup.config import DedupConfig
     from pipeline.dedup.run import run_dedup
-    from pipeline.target.lengths import TokenCounter
+    from pipeline.targets.lengths import TokenCounter
 
     counter = TokenCounter(None)
     config = DedupConfig(repos=BENCH_REPOS, length_unit=counter.method)
     out = Path(tempfile.mkdtemp(dir=home, prefix="dedup-"))
     result = run_dedup(Catalog(out), home, config, out / "dedup", counter, workers=workers)
     table = pq.read_table(result.decisions, columns=["record_id"], filters=[("kept", "=", False)])
-    return set(table.column("record_id").to_pylist())
+    cpu = result.manifest["cpu_s"]
+    return set(table.column("record_id").to_pylist()), cpu["minhash"] + cpu["decide"]
 
 
 def _prompts(home: Path) -> list[tuple[tuple[Any, ...], str, str, str]]:
@@ -74,13 +76,14 @@ def _prompts(home: Path) -> list[tuple[tuple[Any, ...], str, str, str]]:
     return rows
 
 
-def run_in_memory(home: Path, workers: int) -> set[str]:
+def run_in_memory(home: Path, workers: int) -> tuple[set[str], float]:
     from pipeline.dedup.near import NearIndex
     from pipeline.rows.keys import hash_normalized
-    from pipeline.target.lengths import TokenCounter
+    from pipeline.targets.lengths import TokenCounter
 
     rows = _prompts(home)
     TokenCounter(None).count_many([r[3] for r in rows])
+    t0 = time.process_time()  # the near-dedup work: normalize (in _prompts, not counted), MinHash, LSH
     index = NearIndex(0.8, 128, 2)
     sigs = index.signatures(r[2] for r in rows)
     first: dict[str, str] = {}
@@ -91,10 +94,10 @@ def run_in_memory(home: Path, workers: int) -> set[str]:
             dropped.add(rid)
         else:
             first[h] = rid
-    return dropped
+    return dropped, time.process_time() - t0
 
 
-def run_datasets(home: Path, workers: int) -> set[str]:
+def run_datasets(home: Path, workers: int) -> tuple[set[str], float | None]:
     import datasets
     import xxhash
     from datasketch import LeanMinHash, MinHash, MinHashLSH
@@ -128,7 +131,7 @@ def run_datasets(home: Path, workers: int) -> set[str]:
         else:
             lsh.insert(rid, m)
             sigs[rid] = m
-    return dropped
+    return dropped, None  # parse, MinHash and LSH are interleaved in `map`: only the total is measured
 
 
 VARIANTS = {"stage": run_stage, "in-memory": run_in_memory, "datasets+datasketch": run_datasets}
@@ -136,9 +139,9 @@ VARIANTS = {"stage": run_stage, "in-memory": run_in_memory, "datasets+datasketch
 
 def child(variant: str, corpus: Path, workers: int) -> None:
     t0 = time.perf_counter()
-    dropped = VARIANTS[variant](corpus, workers)
+    dropped, near_cpu = VARIANTS[variant](corpus, workers)
     seconds = time.perf_counter() - t0
-    print(json.dumps({"seconds": seconds, **scores(corpus / "planted.json", dropped)}))
+    print(json.dumps({"seconds": seconds, "near_cpu_s": near_cpu, **scores(corpus / "planted.json", dropped)}))
 
 
 # -- the parent: corpus, children, table -------------------------------------------------------------------
@@ -188,7 +191,8 @@ def main() -> None:
     runs += [("stage", 1, args.baseline_rows), ("in-memory", 1, args.baseline_rows)]
     runs += [("datasets+datasketch", 1, args.baseline_rows)]
     table = Table(title=f"dedup, {os.cpu_count()} cores shared (medians of {args.repeats})")
-    cols = ("variant", "workers", "rows", "wall s", "CPU s", "rows/CPU-s", "peak MB", "recall", "precision")
+    cols = ["variant", "workers", "rows", "wall s", "CPU s", "rows/CPU-s", "near-dedup rows/CPU-s", "peak MB"]
+    cols += ["recall", "precision"]
     for col in cols:
         table.add_column(col, justify="right" if col != "variant" else "left")
     cpu_per_row: dict[int, float] = {}
@@ -209,6 +213,9 @@ def main() -> None:
             f"{med['seconds']:.1f}",
             f"{med['cpu_s']:.1f}",
             f"{rows / med['cpu_s']:,.0f}",
+            "-"
+            if not results[0]["near_cpu_s"]
+            else f"{rows / statistics.median(r['near_cpu_s'] for r in results):,.0f}",
             f"{med['peak_mb']:,.0f}",
             f"{med['recall']:.4f}",
             f"{med['precision']:.4f}",
@@ -221,6 +228,7 @@ def main() -> None:
             f"{args.project:,}",
             f"{per_row * args.project / workers:,.0f}",
             f"{per_row * args.project:,.0f}",
+            "",
             "",
             "bounded",
             "",

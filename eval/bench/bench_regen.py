@@ -2,7 +2,7 @@
 
     .venv/bin/python -m eval.bench.bench_regen [--requests 5000] [--repeats 3] [--memory-rows 100000]
 
-Against the instant-reply server (eval/bench/fake_openai.py) in a SEPARATE process, at concurrency 150:
+Against the instant-reply server (tests/kits/fake_openai.py) in a SEPARATE process, at concurrency 150:
 sustained requests/s and client CPU per request (process_time of the client / requests) for
   - naive: the sync openai client in a ThreadPoolExecutor(150), as SpecForge's regenerator does,
   - one AsyncOpenAI client with a single 150-connection pool,
@@ -61,7 +61,7 @@ def _typed_messages(i: int) -> list[ChatCompletionMessageParam]:
 
 
 def start_server(port: int) -> subprocess.Popen:
-    server = subprocess.Popen([sys.executable, "-m", "eval.bench.fake_openai", "--port", str(port)])
+    server = subprocess.Popen([sys.executable, "-m", "tests.kits.fake_openai", "--port", str(port)])
     for _ in range(200):
         try:
             httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1).raise_for_status()

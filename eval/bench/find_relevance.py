@@ -1,6 +1,7 @@
 """Benchmark find's relevance: precision and recall of the kept set (status relevant or planned) against labelled
 relevance over the fixture Hub, card words only (the previous behaviour) vs card words checked against the
-sampled rows' content, in the same run; with find's wall time (medians) and the content probe's own cost.
+sampled rows' content, in the same run; with find's wall and CPU time (medians; CPU is find's own process, the
+local Hub runs in another, so it is the figure a shared machine disturbs least) and the content probe's own cost.
 
     .venv/bin/python -m eval.bench.find_relevance [--repeats 3]
 
@@ -55,21 +56,22 @@ def _repos(hub: Path) -> set[str]:
     return {f"{owner.name}/{repo.name}" for owner in hub.iterdir() if owner.is_dir() for repo in owner.iterdir()}
 
 
-def _find(url: str, home: Path, config: FindConfig) -> tuple[float, dict[str, str], int]:
+def _find(url: str, home: Path, config: FindConfig) -> tuple[float, dict[str, str], int, float]:
     from agents.run import FindEnv, FindRequest, run_find  # after HF_HOME is set: read at import
     from catalog import Catalog
 
     env = FindEnv(home=home, endpoint=url, viewer_base=url + "/viewer")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     final = asyncio.run(run_find(env, FindRequest(DOMAIN, 100_000, config)))
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0  # cpu: find's own (the Hub is a subprocess)
     rows = Catalog(home).query("SELECT repo_id, status FROM candidates")
-    return wall, {r["repo_id"]: r["status"] for r in rows}, final["state"]["summary"]["hub_calls"]
+    return wall, {r["repo_id"]: r["status"] for r in rows}, final["state"]["summary"]["hub_calls"], cpu
 
 
 def _probe_cost(home: Path) -> tuple[float, int]:
     """Median milliseconds of the content probe per candidate, over the rows find stored in its catalog."""
     from adapters.detected import Detected
+    from adapters.trial import trial_records
     from agents import content
     from catalog import Catalog
 
@@ -82,8 +84,9 @@ def _probe_cost(home: Path) -> tuple[float, int]:
     times = []
     for rows, detected in samples:
         rows, d = json.loads(rows), Detected.from_json(json.loads(detected))
+        records = trial_records(d, rows)  # scoring maps the rows anyway (trial yield): not the probe's cost
         t0 = time.perf_counter()
-        content.signals(rows, d)
+        content.signals(rows, d, records)
         times.append((time.perf_counter() - t0) * 1000)
     return (statistics.median(times) if times else 0.0), len(times)
 
@@ -102,7 +105,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     relevant = _repos(FIXTURE_HUB) - set(NOT_RELEVANT)
-    results: dict[str, list[tuple[float, dict[str, str], int]]] = {v: [] for v in VARIANTS}
+    results: dict[str, list[tuple[float, dict[str, str], int, float]]] = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="bench-relevance-") as tmp_:
         tmp = Path(tmp_)
         os.environ["HF_HOME"] = str(tmp / "hf")
@@ -123,6 +126,7 @@ def main() -> None:
         "recall",
         "recall of inspected",
         "wall s (median)",
+        "CPU s (median)",
         "Hub requests",
         "wrongly kept",
         "missed",
@@ -140,6 +144,7 @@ def main() -> None:
             f"{s['recall']:.3f}",
             f"{s['recall_seen']:.3f}",
             f"{statistics.median(r[0] for r in runs):.2f}",
+            f"{statistics.median(r[3] for r in runs):.2f}",
             str(runs[-1][2]),
             ", ".join(sorted(kept - relevant)) or "-",
             ", ".join(sorted((relevant - kept) & (set(HIDDEN) | set(statuses)))) or "-",

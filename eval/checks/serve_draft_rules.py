@@ -18,7 +18,7 @@ from pipeline.capture.layers import (
     written_ids,
 )
 from pipeline.capture.manifest import model_revision
-from pipeline.target.template import file_template_sha256, model_template_sha256
+from pipeline.targets.template import file_template_sha256, model_template_sha256
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
 TOP = "eagle_aux_hidden_state_layer_ids"

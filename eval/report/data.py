@@ -18,7 +18,7 @@ from catalog.home import Home
 from catalog.shards import iter_rows
 from pipeline.rows.codec import from_row
 from pipeline.stage import skipped_total
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
 

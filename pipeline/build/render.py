@@ -13,7 +13,7 @@ from typing import Any
 
 from adapters.records import Conversation, Message
 from catalog.errors import DraftsetError
-from pipeline.target.tool_render import for_template
+from pipeline.targets.tool_render import for_template
 
 
 class NotPrefixStable(DraftsetError):
@@ -126,7 +126,7 @@ class MaskBuilder:
         One row can only hold one rendering of the history, so all-turns rows keep every turn's
         reasoning; per-turn rows (the default) give each answer the context it was generated in.
         `tools` (the conversation's declarations) go to the template; tool calls are rendered by it, or
-        written into the content for a template that ignores them (pipeline/target/tool_render.py).
+        written into the content for a template that ignores them (pipeline/targets/tool_render.py).
         """
         self.tools = tools or None
         messages = for_template(self.tokenizer, messages)

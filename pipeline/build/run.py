@@ -32,8 +32,8 @@ from pipeline.build.render import (
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
 from pipeline.rows.codec import BadRow, read_row
 from pipeline.stage import Stage, StageRun, field_default
-from pipeline.target.template import RENDER_ERRORS, chat_template_sha256
-from pipeline.target.tokenizer import load_chat_tokenizer
+from pipeline.targets.template import RENDER_ERRORS, chat_template_sha256
+from pipeline.targets.tokenizer import load_chat_tokenizer
 
 ROW_SCHEMA = pa.schema(
     [

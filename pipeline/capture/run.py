@@ -33,8 +33,8 @@ from pipeline.capture.rows import BuiltRow, read_build_rows
 from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress
 from pipeline.capture.store import SHARD_GLOB, CaptureReader, ShardWriter
 from pipeline.stage import CONFIG, Stage, StageRun, rank_dir, recorded_compat
-from pipeline.target.template import model_template_sha256
-from pipeline.target.tiktoken_convert import tokenizer_sha256
+from pipeline.targets.template import model_template_sha256
+from pipeline.targets.tiktoken_convert import tokenizer_sha256
 
 if TYPE_CHECKING:
     import torch  # imported where it runs: the module stays importable without loading torch
@@ -160,7 +160,7 @@ class CaptureStage(Stage[CaptureConfig]):
     def process(self, rows: Iterable[BuiltRow], run: StageRun) -> dict[str, Any]:
         import torch
 
-        from pipeline.target.load import load_target
+        from pipeline.targets.load import load_target
 
         config, mine, device = self.config, list(rows), self.device
         pending = [r for r in mine if r.id not in self.done]

@@ -32,15 +32,15 @@ def contract_cell(record: AdapterRecord) -> str:
 
 def print_list(records: list[AdapterRecord]) -> None:
     _table(
-        ["repo", "status", "mode", "layout", "category", "contract", "yield", "reviewed by", "revision", "spec hash"],
+        ["repo", "verdict", "status", "mode", "layout", "category", "yield", "reviewed by", "revision", "spec hash"],
         [
             [
                 r.repo_id,
+                contract_cell(r),
                 r.status,
                 r.spec.mode,
                 r.spec.layout,
                 r.spec.category,
-                contract_cell(r),
                 (r.contract or {}).get("yield", ""),
                 r.reviewed_by,
                 r.revision[:8],

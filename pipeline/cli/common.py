@@ -9,6 +9,7 @@ value that did not come from our own code goes through `safe()` (inside markup f
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -108,11 +109,70 @@ def literal(value: Any, style: str = "") -> Text:
     return Text(redact(clean_text("" if value is None else str(value))), style=style)
 
 
-def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
-    """A table whose headers, cells and title are printed literally (no markup, no escape sequences)."""
+# A cell that must never be split across lines: a number (1,234 · 0.86 · 3.1 GB · 12%) or an id-like token
+# (owner/name, a hash, a run id). Prose columns fold instead; when even the unbreakable columns do not fit,
+# the rightmost columns are left out and named under the table. Hand-written: rich folds or ellipsises
+# cells but never leaves a column out, and its widths do not know a number from prose.
+_NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(?:\s?(?:%|[KMGTP]?B|h|s|ms|tok/s|×))?$")
+_TOKEN = re.compile(r"^\S{1,80}$")
+_PROSE_MIN = 10  # a prose column narrower than this reads as a column of fragments
+
+
+def cell_text(value: Any) -> str:
+    """How a table shows a value: ints with thousands separators, None as empty, the rest as str."""
+    if value is None:
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def _kind(cells: list[str]) -> str:
+    filled = [c for c in cells if c not in ("", "-")]
+    if filled and all(_NUMBER.match(c) for c in filled):
+        return "number"
+    if filled and all(_TOKEN.match(c) for c in filled):
+        return "token"
+    return "prose"
+
+
+def print_table(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None, *, width: int | None = None
+) -> None:
+    """A table whose headers, cells and title are printed literally (no markup, no escape sequences), that
+    never splits a number or an id: those columns keep their width, prose folds, and the columns that cannot
+    fit are dropped from the right (named in a line under the table)."""
+    texts = [[cell_text(v) for v in row] for row in rows]
+    cols = [[row[i] if i < len(row) else "" for row in texts] for i in range(len(columns))]
+    kinds = [_kind(c) for c in cols]
+    need = [
+        max([len(str(h)), *(len(x) for x in c)]) if k != "prose" else min(_PROSE_MIN, max([len(str(h)), 1]))
+        for h, c, k in zip(columns, cols, kinds, strict=True)
+    ]
+    room = (width or console.width) - 1
+    shown = list(range(len(columns)))
+    while len(shown) > 1 and sum(need[i] + 3 for i in shown) > room:
+        shown.pop()  # callers order columns by importance: the rightmost goes first
     table = Table(title=literal(title) if title is not None else None, show_lines=False, header_style="bold")
-    for col in columns:
-        table.add_column(literal(col), overflow="fold")
-    for row in rows:
-        table.add_row(*[literal(v) for v in row])
-    console.print(table)
+    for i in shown:
+        if kinds[i] == "prose":
+            table.add_column(literal(columns[i]), overflow="fold", min_width=need[i])
+        else:
+            table.add_column(
+                literal(columns[i]),
+                no_wrap=True,
+                min_width=need[i],
+                justify="right" if kinds[i] == "number" else "left",
+            )
+    for row in texts:
+        table.add_row(*[literal(row[i] if i < len(row) else "") for i in shown])
+    console.print(table, width=width)
+    hidden = [str(columns[i]) for i in range(len(columns)) if i not in shown]
+    if hidden:
+        console.print(
+            literal(
+                f"({len(hidden)} column(s) left out at this width: {', '.join(hidden)}; widen the "
+                "terminal, or pipe the output, to see them)"
+            ),
+            style="dim",
+        )

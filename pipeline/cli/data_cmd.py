@@ -159,7 +159,7 @@ def dedup_cmd(
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.run import run_dedup
-    from pipeline.target.lengths import TokenCounter
+    from pipeline.targets.lengths import TokenCounter
 
     values = stage_settings(
         DedupConfig,

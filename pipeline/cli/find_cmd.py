@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import nullcontext
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 
 from agents.configuration import FindConfig
 from catalog.errors import DraftsetError
+from catalog.home import Home
 from catalog.names import require_known
 from catalog.untrusted import shell_word
 from pipeline.cli.common import console, err_console, settings
@@ -151,10 +153,20 @@ def find(
     try:
         final = asyncio.run(_drive(_env(), request, resume, run_id, as_json, retry_failed))
     except KeyboardInterrupt:
-        raise DraftsetError(f"find {run_id} interrupted", hint=f"draftset find --resume {shell_word(run_id)}") from None
+        raise DraftsetError(
+            f"find {run_id} interrupted while the agents searched: every agent that finished is saved in "
+            f"{Home(settings().home).find_checkpoints.name}; nothing is ranked or planned yet",
+            hint=f"draftset find --resume {shell_word(run_id)}  (runs the unfinished agents only, then ranks, "
+            "plans and proposes adapters)",
+        ) from None
     _report(final, as_json)
+    plan_id = final["state"]["plan"]["plan_id"]
     if propose and not as_json:
-        _propose_planned(final["state"]["plan"]["plan_id"], propose)
+        _propose_planned(run_id, plan_id, propose)
+    if not as_json:
+        console.print(
+            f"next: draftset adapters list, then draftset adapters show REPO for each (plan {plan_id})", highlight=False
+        )
 
 
 def _find_remote(
@@ -192,8 +204,11 @@ def _find_remote(
         )
 
 
-def _propose_planned(plan_id: str, top: int) -> None:
-    """Adapters are proposed (never approved) for the plan's biggest items, so review can start at once."""
+def _propose_planned(run_id: str, plan_id: str, top: int) -> None:
+    """Adapters are proposed (never approved) for the plan's biggest items, so review can start at once.
+
+    Ctrl-C here keeps what is done: the find run and its plan are recorded, each adapter proposed so far is
+    saved; the error says which and gives the one command for the rest (`--resume` would say "finished")."""
     from pipeline.cli.adapters_cmd import propose_many
     from pipeline.cli.common import catalog
 
@@ -202,9 +217,27 @@ def _propose_planned(plan_id: str, top: int) -> None:
         "WHERE p.plan_id = ? ORDER BY c.score DESC LIMIT ?",
         [plan_id, top],
     )
-    if rows:
-        console.rule(f"adapters proposed for the {len(rows)} highest-ranked planned datasets")
-        propose_many([r["repo_id"] for r in rows])
+    if not rows:
+        return
+    targets, started = [r["repo_id"] for r in rows], datetime.now()
+    console.rule(f"adapters proposed for the {len(rows)} highest-ranked planned datasets")
+    try:
+        propose_many(targets)
+    except KeyboardInterrupt:
+        saved = {
+            r["repo_id"]
+            for r in catalog().query("SELECT repo_id FROM adapters WHERE updated_at >= ?", [started])
+            if r["repo_id"] in targets
+        }
+        rest = [t for t in targets if t not in saved]
+        raise DraftsetError(
+            f"interrupted while proposing adapters: find {run_id} and plan {plan_id} are recorded; "
+            f"{len(saved)} of {len(targets)} adapter(s) proposed and saved"
+            + (f" ({', '.join(sorted(saved))})" if saved else ""),
+            hint="draftset adapters propose "
+            + " ".join(shell_word(t) for t in rest)
+            + "  (--resume would only say the run finished)",
+        ) from None
 
 
 def _report(final: dict[str, Any], as_json: bool) -> None:

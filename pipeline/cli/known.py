@@ -55,6 +55,7 @@ def check_plan(plan_id: str | None) -> None:
 
 
 def check_mix(name: str, kinds: tuple[str, ...] = ("mix",)) -> None:
+    Home(settings().home).mix(name)  # a name that would leave the data folder is refused as that, first
     require_known("mix", name, mixes(kinds), where="MIX", hint=f"create it with: draftset mix {name} (after ingest)")
 
 

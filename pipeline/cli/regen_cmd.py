@@ -68,7 +68,6 @@ def regenerate_cmd(
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
 
-    known.check_mix(mix)
     cfg = settings()
     endpoints = endpoint or cfg.target_endpoints
     if not endpoints:
@@ -100,6 +99,7 @@ def regenerate_cmd(
         timeout_s=timeout,
         backoff_s=backoff,
     )
+    known.check_mix(mix)  # after the config's own checks (a bad partition) have spoken
     result = run_regenerate(config, cfg.home, catalog(), show_progress=progress, console=console)
     counts = result.counts
     rows = [[k, v] for k, v in sorted(counts.items()) if v]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,7 +38,7 @@ from pipeline.dedup.minhash import bands
 from pipeline.dedup.sketch import SketchTask
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 DECISIONS = pa.schema(
     [
@@ -137,6 +138,7 @@ class DedupStage(Stage[DedupConfig]):
             threads=self.workers,
         )
         con = decide.connect(scratch / "duck", settings)
+        decide_start = time.process_time()  # DuckDB's threads count: they are this process's
         try:
             n_rows = 0
             if shards:
@@ -159,6 +161,7 @@ class DedupStage(Stage[DedupConfig]):
                     pq.write_table(DECISIONS.empty_table(), tmp)
         finally:
             con.close()
+        decide_cpu = time.process_time() - decide_start
         kept = self._account(target, run)
         _record(self.catalog, target)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -171,6 +174,12 @@ class DedupStage(Stage[DedupConfig]):
             "workers": self.workers,
             "executor": self.executor,
             "bands": [n_bands, rows_per_band],
+            # CPU seconds by phase, summed over tasks: parsing the records, normalize + MinHash + bands (the
+            # near-dedup work per row), writing keys files, and the decision (DuckDB + pair checks + clusters)
+            "cpu_s": {
+                **{k.removeprefix("cpu_ms_"): v / 1000 for k, v in sketched.items() if k.startswith("cpu_ms_")},
+                "decide": round(decide_cpu, 3),
+            },
         }
 
     def _reuse_or_clear(self, scratch: Path, shards: list[Path]) -> None:

@@ -10,6 +10,8 @@ already there is not computed again (resume).
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from pipeline.dedup.minhash import band_keys, bands, signatures
 from pipeline.parallel import owned
 from pipeline.rows.codec import from_row
 from pipeline.rows.keys import hash_normalized, normalize
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 _COLUMNS = ["id", "repo_id", "config", "split", "row_index", "category", "mode", "conversation"]
 BATCH = 2_048
@@ -61,29 +63,41 @@ class SketchTask:
 
     def __call__(self, rank: int, world: int) -> dict[str, int]:
         counter = TokenCounter(Path(self.tokenizer_dir) if self.tokenizer_dir else None)
+        cpu: defaultdict[str, float] = defaultdict(float)
         rows = skipped = 0
         for number, shard in owned(list(enumerate(self.shards)), rank, world):
             target = Path(self.out_dir) / f"keys-{number:05d}.parquet"
             if target.is_file():  # computed by an earlier, interrupted run
                 skipped += pq.ParquetFile(target).metadata.num_rows
                 continue
-            rows += self.sketch_shard(number, Path(shard), target, counter)
-        return {"rows": rows, "rows_resumed": skipped}
+            rows += self.sketch_shard(number, Path(shard), target, counter, cpu)
+        return {"rows": rows, "rows_resumed": skipped, **{f"cpu_ms_{k}": int(v * 1000) for k, v in cpu.items()}}
 
-    def sketch_shard(self, number: int, shard: Path, target: Path, counter: TokenCounter) -> int:
+    def sketch_shard(
+        self, number: int, shard: Path, target: Path, counter: TokenCounter, cpu: defaultdict[str, float] | None = None
+    ) -> int:
+        """Write the keys file of one shard; `cpu` gathers CPU seconds by phase (parse, minhash, rest)."""
+        cpu = defaultdict(float) if cpu is None else cpu
+        clock = time.process_time
         b, r = bands(self.threshold, self.num_perm)
         schema = keys_schema(self.num_perm, b)
         written = 0
         with atomic_path(target) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
             for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH, columns=_COLUMNS):
+                t0 = clock()
                 raw = batch.to_pydict()
                 convs = [
                     from_row({"id": i, "repo_id": rep, "conversation": c})
                     for i, rep, c in zip(raw["id"], raw["repo_id"], raw["conversation"])
                 ]
-                normalized = [normalize(c.prompt_text()) for c in convs]
+                prompts = [c.prompt_text() for c in convs]
+                t1 = clock()
+                normalized = [normalize(p) for p in prompts]
                 sigs = signatures(normalized, self.num_perm, self.ngram)
                 keys = band_keys(sigs, b, r)
+                t2 = clock()
+                cpu["parse"] += t1 - t0
+                cpu["minhash"] += t2 - t1
                 n = len(convs)
                 columns: dict[str, object] = {
                     "key": (np.int64(number) << 32) + np.arange(written, written + n, dtype=np.int64),
@@ -99,4 +113,5 @@ class SketchTask:
                 }
                 writer.write_table(pa.table(columns, schema=schema))
                 written += n
+                cpu["rest"] += clock() - t2
         return written

@@ -33,7 +33,7 @@ from pipeline.mix.copy import CopyChosen, write_chosen
 from pipeline.mix.targets import MixTargets, load_targets
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun, field_default
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 
 @dataclass

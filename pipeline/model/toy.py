@@ -22,7 +22,7 @@ from pipeline.model.runtime import single_thread
 from pipeline.model.template import CHAT_TEMPLATE
 from pipeline.model.tokenizer import train_tokenizer
 from pipeline.stage import StageConfig, require
-from pipeline.target.tokenizer import save_clean
+from pipeline.targets.tokenizer import save_clean
 
 
 class ToyConfig(StageConfig):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from adapter_helpers import make_spec
 
 from adapters.apply import RowError, apply_row
+from tests.kits.adapters import make_spec
 
 SHAREGPT = {
     "messages_path": "conversations",

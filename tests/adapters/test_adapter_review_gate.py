@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from adapter_helpers import REVISION, make_spec, raw
 
 from adapters import review, store
 from adapters.contract import run_contract
 from adapters.gate import require_approved
 from catalog import Catalog
 from catalog.errors import DraftsetError
+from tests.kits.adapters import REVISION, make_spec, raw
 
 ROWS = [
     {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(6)

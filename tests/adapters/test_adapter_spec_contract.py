@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from adapter_helpers import make_spec, raw
 
 from adapters.contract import run_contract
 from adapters.infer import _pin_golden
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError
+from tests.kits.adapters import make_spec, raw
 
 CHAT = [
     {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(10)

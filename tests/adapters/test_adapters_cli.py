@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from adapter_helpers import make_spec, raw
 from typer.testing import CliRunner
 
 from adapters import store
@@ -17,6 +16,7 @@ from adapters.gate import require_approved
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app
+from tests.kits.adapters import make_spec, raw
 
 WEIRD = "weird-roles/customer-support-chats"
 

@@ -18,7 +18,7 @@ from eval.bench.mutation_kill import CONTROLS, CORRUPTIONS, report, run
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS
 from pipeline.ingest.run import IngestConfig, ingest_rows
 from pipeline.stage import StageRun
-from tests.adapters.adapter_helpers import make_spec
+from tests.kits.adapters import make_spec
 
 TOPICS = ["binary search", "rate limiting", "Docker layers", "unit tests", "HTTP caching", "regular expressions"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from adapter_helpers import make_spec, raw
-
 from adapters.contract import run_contract
+from tests.kits.adapters import make_spec, raw
 
 TOOLS = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 

@@ -306,3 +306,54 @@ def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decid
             d.fields["transcript"]["markers"] = {"<|im_start|>user": "user"}  # the wrong template finds nothing
         spec = build_proposal(d, list(enumerate(rows)), SOURCE, "").spec
         assert run_contract(spec, raw).passed is passes, template
+
+
+def test_battle_sides_that_answer_different_prompts_are_rejected():
+    spec = _spec(
+        layout="messages",
+        messages_path="a",
+        role_key="role",
+        content_key="content",
+        role_map={"user": "user", "assistant": "assistant"},
+        mode="regenerate",
+        candidates={"sides": ["a", "b"], "winner_field": "winner", "winners": {"model_a": 0, "model_b": 1}},
+    )
+    a = [{"role": "user", "content": "Why is CI slow?"}, {"role": "assistant", "content": "Cold caches."}]
+    b = [{"role": "user", "content": "Cold caches."}, {"role": "assistant", "content": "Why is CI slow?"}]
+    with pytest.raises(RowError, match="misaligned"):
+        RowMapper(spec).apply(0, {"a": a, "b": b, "winner": "model_a"})
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        "llama2-rendered-text",
+        "camel-numbered-messages",
+        "ultrafeedback-ranked-completions",
+        "chatbot-arena-battles",
+        "toolace-pythonic-calls",
+        "natural-instructions-definition",
+    ],
+)
+def test_new_layouts_round_trip_through_yaml_with_the_same_hash(family):
+    import json as _json
+
+    from adapters.infer import build_proposal
+    from eval.bench.schema_scoreboard import DEFAULT_CORPUS, _rows
+
+    folder = DEFAULT_CORPUS / family
+    meta = _json.loads((folder / "family.json").read_text())
+    rows = [(r.row_index, r.row) for r in _rows(folder, meta["files"]) if r.row is not None]
+    spec = build_proposal(detect([r for _, r in rows], file_names=meta["files"]), rows, SOURCE, "").spec
+    again = AdapterSpec.from_yaml(spec.to_yaml())
+    assert again == spec and again.spec_hash() == spec.spec_hash()
+
+
+def test_specs_without_the_new_fields_keep_their_hash():
+    spec = _spec(
+        layout="transcript", transcript={"field": "t", "markers": {"Human:": "user", "Assistant:": "assistant"}}
+    )
+    payload = spec.hashed_payload()
+    assert payload["transcript"] == {"field": "t", "markers": {"Human:": "user", "Assistant:": "assistant"}}
+    for name in ("candidates", "turn_columns", "tools_in_system"):
+        assert name not in payload

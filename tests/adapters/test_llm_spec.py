@@ -7,7 +7,6 @@ import json
 
 import openai
 import uvicorn
-from adapter_helpers import raw
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,6 +18,7 @@ from adapters.infer import build_proposal
 from adapters.llm_spec import propose_with_llm
 from adapters.spec import SourceSpec
 from pipeline.servers.localhub.server import start_in_thread
+from tests.kits.adapters import raw
 
 # Turns keyed by letters: no speaker key has alternating labels and no text key is recognisable by name,
 # and the texts are single tokens, so structure cannot decide.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from adapter_helpers import make_spec
 from pydantic import ValidationError
 
 from adapters.apply import RowError, apply_row
 from adapters.records import RECORD_VERSION, Conversation
+from tests.kits.adapters import make_spec
 
 SOURCE = {"repo_id": "lab/x", "revision": "r", "config": "default", "split": "train", "row_index": 0}
 

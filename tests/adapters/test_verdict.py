@@ -8,7 +8,7 @@ from adapters import review, store, verdict
 from adapters.contract import run_contract
 from catalog import Catalog
 from catalog.errors import DraftsetError
-from tests.adapters.adapter_helpers import make_spec, raw
+from tests.kits.adapters import make_spec, raw
 
 CHAT = [{"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"}]} for i in range(4)]
 # Calls a tool that `tools` never declares: the contract's warning-severity check.

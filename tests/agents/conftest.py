@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from find_testkit import make_env
 
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
 from catalog import Catalog
+from tests.kits.find import make_env
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ def test_find_tables_headline_and_resume_of_finished_run(hub_url, home):
     [
         (["find", "agentic coding"], {"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, "cannot reach the Hub"),
         (["find", "agentic coding", "--policy", "llm"], {"DRAFTSET_LLM_BASE_URL": ""}, "needs an OpenAI-compatible"),
-        (["find", "--resume", "find-nope"], {}, "no find run 'find-nope'"),
+        (["find", "--resume", "find-nope"], {}, "unknown find run 'find-nope' for --resume"),
         (["find"], {}, "no domain given"),
     ],
 )

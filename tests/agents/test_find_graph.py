@@ -9,11 +9,11 @@ from contextlib import aclosing
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from find_testkit import FailingHubTools, make_env
 
 from agents.configuration import AgentBudget, FindConfig
 from agents.run import FindRequest, run_find, stream_find
 from catalog import Catalog
+from tests.kits.find import FailingHubTools, make_env
 
 AGENTIC = {
     "nebius-mini/swe-agent-trajectories-mini",

@@ -8,12 +8,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from find_testkit import make_env
 from starlette.middleware.base import BaseHTTPMiddleware
 
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
 from pipeline.servers.localhub import server
+from tests.kits.find import make_env
 
 FIXTURE_HUB = Path(__file__).parents[1] / "fixtures" / "hub"  # not imported from conftest: that would run it again
 REPO_PATH = re.compile(r"^/(?:api/)?datasets/([^/]+/[^/]+)(/.*)?$")

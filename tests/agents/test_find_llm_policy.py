@@ -13,13 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import openai
-from find_testkit import CAPS, answer, calls, make_env, probe_reply, script, scripted_llm
 
 from agents.configuration import AgentBudget, FindConfig
 from agents.policies.llm import LLMPolicy
 from agents.policies.llm_probe import probe
 from agents.policies.llm_tools import Toolbox
 from agents.state import AgentCounts, Brief, Candidate
+from tests.kits.find import CAPS, answer, calls, make_env, probe_reply, script, scripted_llm
 
 BRIEF = Brief(category="agentic", weight=0.3, domain="agentic coding")
 FOUND = [Candidate(repo_id="a/traj", category="agentic", score=0.5), Candidate(repo_id="b/chat", category="agentic")]

@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a 30 s import, the
 @pytest.fixture(scope="module")
 def smollm2_server(tmp_path_factory):
     from pipeline.servers.devserver import serve_in_thread
-    from pipeline.target.gguf_fetch import fetch_smollm2
-    from pipeline.target.gguf_import import import_gguf
+    from pipeline.targets.gguf_fetch import fetch_smollm2
+    from pipeline.targets.gguf_import import import_gguf
 
     out = tmp_path_factory.mktemp("smollm2") / "smollm2"
     import_gguf(fetch_smollm2(), out, dtype="float32")  # float32: CPU matmuls in bf16 are slower

@@ -9,8 +9,6 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from find_testkit import CAPS, answer, calls, script, scripted_llm
-
 from agents.category_agent import AgentContext, run_category_agent
 from agents.configuration import AgentBudget, FindConfig
 from agents.policies import HeuristicPolicy
@@ -18,6 +16,7 @@ from agents.policies.llm import LLMPolicy
 from agents.policies.llm_tools import REPO_ID, TAG, tool_definitions
 from agents.state import Brief
 from agents.tools import HubTools
+from tests.kits.find import CAPS, answer, calls, script, scripted_llm
 
 BRIEF = Brief(category="agentic", weight=0.3, domain="agentic coding")
 SWE = "nebius-mini/swe-agent-trajectories-mini"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from find_testkit import CAPS, answer, script, scripted_llm
 
 from adapters.detect import detect
 from agents.configuration import FindConfig
@@ -20,6 +19,7 @@ from agents.relevance import judge
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief
 from tests.fixtures.expected import RELEVANCE_FIXTURES
+from tests.kits.find import CAPS, answer, script, scripted_llm
 
 DISTRACTORS = {r for r, why in RELEVANCE_FIXTURES.items() if why.startswith("off-domain")}
 HIDDEN = set(RELEVANCE_FIXTURES) - DISTRACTORS
@@ -128,7 +128,7 @@ def test_the_evidence_comes_from_the_rows_not_the_name(hub_url):
     hit = next(h for h in hub.search("agentic", "insurance-agent") if h["repo_id"].endswith("insurance-agent-calls"))
     own = hub.inspect("agentic", hit)
     tools_hit = next(h for h in hub.search("agentic", "tool-use-multiturn"))
-    swapped = json.loads(json.dumps(own))
+    swapped = {k: v for k, v in own.items() if k != "content"}  # the probe's answer goes with the rows
     swapped["configs"] = hub.inspect("agentic", tools_hit)["configs"]
     assert score_candidate("agentic", "agentic coding", hit, own, FindConfig()).status == "irrelevant"
     kept = score_candidate("agentic", "agentic coding", hit, swapped, FindConfig())
@@ -173,7 +173,7 @@ def test_llm_judge_sees_content_and_a_sample_row_and_settles_relevance_both_ways
     seen: list[dict] = []
     replies = [answer((film.repo_id, 0.9, "scripts are fine"), (swe.repo_id, 0.05, "not agentic"))]  # FAKE
     policy = LLMPolicy(FindConfig(policy="llm"), scripted_llm(script(replies, seen)), "m", CAPS)
-    brief = Brief(category="agentic", weight=0.3, quota=100, domain="agentic coding")
+    brief = Brief(category="agentic", weight=0.3, domain="agentic coding")
     film2, swe2 = asyncio.run(policy.judge(brief, [film, swe], AgentCounts(category="agentic")))
     prompt = seen[0]["messages"][1]["content"]
     assert '"sample_row"' in prompt and "INT." in prompt and '"content"' in prompt and "shell" in prompt
@@ -268,3 +268,20 @@ def test_every_mappable_public_shape_reads_as_a_conversation():
         if signals(rows, d, trial_records(d, rows))["counts"]["exchange"] == 0:
             missing.append(family.name)
     assert checked >= 40 and not missing, (checked, missing)
+
+
+def test_the_llm_inspect_tool_shows_the_content_counts(hub_url):
+    """Under --policy llm the model's inspect_dataset result carries what the rows show beside the card."""
+    from agents.policies.llm_tools import Toolbox
+    from agents.tools import HubTools
+
+    hub = HubTools(hub_url, hub_url + "/viewer", FindConfig(), cache_dir=None)
+    meter = AgentCounts(category="agentic")
+
+    async def in_thread(fn, *args):
+        return fn(*args)
+
+    box = Toolbox(hub, "agentic", meter, 4000, in_thread, lambda *a, **k: None)
+    asyncio.run(box.call("search_hub", json.dumps({"query": "toolbelt"})))
+    result = asyncio.run(box.call("inspect_dataset", json.dumps({"repo_id": "devlogs/toolbelt-sessions"})))
+    assert '"content": {' in result and '"shell": "8/8"' in result, result[:400]

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from find_testkit import FailingHubTools, make_env
 
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
@@ -18,6 +17,7 @@ from agents.tools import HubTools
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.liveness import mark_interrupted
+from tests.kits.find import FailingHubTools, make_env
 
 RUN_TABLES = ("search_runs", "agent_runs", "plans")
 
@@ -67,7 +67,7 @@ def test_find_killed_mid_run_reads_interrupted(hub_url, tmp_path):
         "import asyncio, os, sys\n"
         "from agents.run import FindRequest, stream_find\n"
         "from agents.configuration import FindConfig\n"
-        "from find_testkit import make_env\n"
+        "from tests.kits.find import make_env\n"
         "async def main():\n"
         "    async for event in stream_find(make_env(sys.argv[1], __import__('pathlib').Path(sys.argv[2])),\n"
         "                                   FindRequest('agentic coding', 1000, FindConfig(cache=False))):\n"
@@ -75,8 +75,7 @@ def test_find_killed_mid_run_reads_interrupted(hub_url, tmp_path):
         "            os.kill(os.getpid(), 9)\n"
         "asyncio.run(main())\n"
     )
-    tests_agents = os.path.dirname(__file__)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), tests_agents])}
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.run([sys.executable, "-c", code, hub_url, str(tmp_path)], env=env, timeout=120)
     assert proc.returncode == -9
     catalog = Catalog(tmp_path)

@@ -42,3 +42,9 @@ def test_flat_or_noisy_points_forecast_nothing_from_data():
     tight = fit([Point(1000, 1.5, 0.01), Point(4000, 1.75, 0.01), Point(16000, 2.0, 0.01)], steps=3)
     assert noisy.predict(8000)[1] > 5 * tight.predict(8000)[1]  # scatter beyond the errors widens the band
     assert fit([Point(1000, 2.0), Point(1000, 2.1)], steps=3) is None  # one sample count: no slope
+
+
+def test_predictions_stay_within_what_a_chain_can_accept():
+    f = fit(REFERENCE, steps=3)
+    assert f.predict(10)[0] == 1.0 and f.predict(10**12)[0] == 4.0
+    assert "(the chain's ceiling)" in line(f, 10**12, 3.5)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_subprocess import run_draftset
+from tests.kits.cli import run_draftset
 
 ROOT = Path(__file__).resolve().parents[2]  # pyproject's `pythonpath = ["."]` keeps the real `catalog` first
 

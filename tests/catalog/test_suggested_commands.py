@@ -30,7 +30,7 @@ from catalog.untrusted import (
     sql_command,
     suggested_commands,
 )
-from tests.adapters.adapter_helpers import make_spec
+from tests.kits.adapters import make_spec
 
 CANARY = "PWNED"
 # Shell metacharacters, both quote kinds, newlines, NUL, ANSI, and a label that looks like our JSON form.

@@ -17,7 +17,7 @@ from pipeline.cli.app import app
 from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.rows.keys import normalize, prompt_hash, shingles
-from pipeline.target.lengths import ESTIMATE, TokenCounter
+from pipeline.targets.lengths import ESTIMATE, TokenCounter
 
 
 def distinct_prompt(i: int, n_words: int = 40) -> str:

@@ -20,7 +20,7 @@ from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.parallel import run_tasks, summed, task_counts
 from pipeline.rows.keys import hash_normalized, normalize
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 
 def test_signatures_equal_datasketch_minhash_of_the_same_shingles():

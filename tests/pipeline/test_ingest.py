@@ -19,7 +19,7 @@ from catalog.home import Home
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter, existing_ids, iter_rows, shard_paths
 from pipeline.cli.app import app
 from pipeline.ingest.run import ingest, ingest_dataset
-from tests.adapters.adapter_helpers import approve_on_hub, make_spec
+from tests.kits.adapters import approve_on_hub, make_spec
 
 CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
 

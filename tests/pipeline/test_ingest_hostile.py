@@ -18,7 +18,7 @@ from catalog.home import Home
 from catalog.liveness import mark_interrupted, run_lock
 from catalog.shards import iter_rows
 from pipeline.ingest.run import ingest_dataset
-from tests.adapters.adapter_helpers import approve_on_hub, make_spec
+from tests.kits.adapters import approve_on_hub, make_spec
 
 
 def _good(i: int) -> bytes:

@@ -10,7 +10,7 @@ from adapters.source import RawRow
 from catalog.shards import existing_ids
 from pipeline.ingest.run import IngestConfig, IngestStage
 from pipeline.ingest.sample import RowSample, for_source, sample_key
-from tests.adapters.adapter_helpers import make_spec
+from tests.kits.adapters import make_spec
 
 N = 1_200
 

@@ -20,7 +20,7 @@ from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 from eval.report.data import load_report_data
 from pipeline.build.run import run_build
 from pipeline.rows.codec import to_row
-from pipeline.target.lengths import TokenCounter
+from pipeline.targets.lengths import TokenCounter
 
 
 def _truncating_copy(toy_dir, tmp_path):

@@ -12,7 +12,7 @@ from adapters import store
 from catalog import Catalog
 from catalog.home import Home
 from catalog.names import closest, unknown_name
-from tests.adapters.adapter_helpers import make_spec
+from tests.kits.adapters import make_spec
 from tests.pipeline.conftest import make_conv, write_source
 
 

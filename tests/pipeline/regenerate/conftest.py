@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval.bench.fake_openai import Behaviour, RunningServer
+from tests.kits.fake_openai import Behaviour, RunningServer
 
 
 @pytest.fixture()

@@ -1,6 +1,6 @@
 """`draftset regenerate --shard I/N`: N workers split one mix by sha1(id) mod N, each in its own folder.
 
-Run as real `draftset regenerate` subprocesses against the fake OpenAI server (eval/bench/fake_openai.py)
+Run as real `draftset regenerate` subprocesses against the fake OpenAI server (tests/kits/fake_openai.py)
 over loopback: three shards at once, one killed with SIGKILL and restarted."""
 
 from __future__ import annotations

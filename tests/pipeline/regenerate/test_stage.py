@@ -1,4 +1,4 @@
-"""The regenerate stage over real loopback HTTP (fake OpenAI servers from eval/bench/fake_openai.py)."""
+"""The regenerate stage over real loopback HTTP (fake OpenAI servers from tests/kits/fake_openai.py)."""
 
 from __future__ import annotations
 

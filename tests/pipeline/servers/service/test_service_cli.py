@@ -13,7 +13,7 @@ import httpx
 import pytest
 from service_kit import add_users
 
-from tests.cli_subprocess import run_draftset
+from tests.kits.cli import run_draftset
 
 ROOT = Path(__file__).resolve().parents[4]
 

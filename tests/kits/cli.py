@@ -1,4 +1,4 @@
-"""Run the real `draftset` CLI in a subprocess, from the repo root (imported as `tests.cli_subprocess`)."""
+"""Run the real `draftset` CLI in a subprocess, from the repo root (imported as `tests.kits.cli`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]  # pyproject's `pythonpath = ["."]` keeps the real packages first
+ROOT = Path(__file__).resolve().parents[2]  # pyproject's `pythonpath = ["."]` keeps the real packages first
 
 
 def run_draftset(*args: str, env: Mapping[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:

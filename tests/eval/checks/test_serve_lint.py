@@ -1,7 +1,7 @@
 """`check serve` against the launch-command corpus and the per-architecture layer rule.
 
 Synthetic drafts (eval/bench/serve_drafts.py: config.json, safetensors header-sized tensors, manifest)
-keep these fast; tests/draft/test_draft_checks.py runs the same checks on a really trained draft.
+keep these fast; tests/eval/checks/test_draft_checks.py runs the same checks on a really trained draft.
 """
 
 import json
@@ -20,7 +20,7 @@ from pipeline.capture.layers import engine_captures, sglang_tap_rule, written_id
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.train.export import draft_config_json
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(tmp_path, variant, template):

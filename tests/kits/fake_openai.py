@@ -4,7 +4,7 @@ Two roles: an *instant-reply* server (the client benchmark: the server must neve
 and a *faulty* one (500s and stalls, deterministic per request so tests can assert outcomes).
 It is a test double of the target server, not a model: replies are derived from the request text.
 
-    python -m eval.bench.fake_openai --port 8123 [--fail-first 1] [--stall-first 1 --stall-s 5]
+    python -m tests.kits.fake_openai --port 8123 [--fail-first 1] [--stall-first 1 --stall-s 5]
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ from collections import namedtuple
 
 import pytest
 import torch
-from draft_toy import DEVICE, HIDDEN, LAYERS, VOCAB, make_build
 
 from catalog.errors import DraftsetError, ZeroOutput
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.capture.run import CaptureConfig, run_capture
 from pipeline.capture.store import CaptureReader
+from tests.kits.draft_toy import DEVICE, HIDDEN, LAYERS, VOCAB, make_build
 
 
 def test_bytes_per_token_are_exactly_the_convention(toy):

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from draft_toy import TEMPLATE, VOCAB, make_target
 
 from eval.specdecode.replay import Interval, accept_length_interval, separation, tokens_to_separate, walk
+from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target
 
 MAX_NEW, STEPS = 24, 3
 
@@ -25,20 +25,18 @@ def _greedy_build(model_dir, build_dir, n_rows=40):
     """Prompts of 8 random tokens, answers by the target's greedy decoding (what regenerate makes)."""
     import hashlib
 
-    from eval.specdecode.decode import greedy
-    from eval.specdecode.runners import TargetRunner
     from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
-    from pipeline.target.load import load_target
+    from pipeline.targets.load import load_target
 
     model = load_target(model_dir, torch.float32)
-    target = TargetRunner(model)
     g = torch.Generator().manual_seed(3)
-    rows = []
-    for i in range(n_rows):
-        prompt = torch.randint(3, VOCAB, (8,), generator=g).tolist()
-        answer = greedy(target, prompt, 40, None).tokens
-        ids = prompt + answer
-        rows.append({"id": f"g{i:03d}", "conversation_id": f"c{i}", "input_ids": ids, "loss_mask": [0] * 8 + [1] * 40})
+    prompts = torch.randint(3, VOCAB, (n_rows, 8), generator=g)
+    with torch.inference_mode():  # one batch, no padding (equal prompt lengths), no end token: 40 new each
+        out = model.generate(prompts, max_new_tokens=40, min_new_tokens=40, do_sample=False, pad_token_id=0)
+    rows = [
+        {"id": f"g{i:03d}", "conversation_id": f"c{i}", "input_ids": ids, "loss_mask": [0] * 8 + [1] * 40}
+        for i, ids in enumerate(out.tolist())
+    ]
     build_dir.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), build_dir / "rows-00000.parquet")
     counts = token_counts([build_dir / "rows-00000.parquet"], VOCAB)
@@ -76,8 +74,8 @@ def online(tmp_path_factory):
             online=True,
             layers=[2, 5, 7],
             out_dir=root / "draft",
-            epochs=30,
-            lr=1e-2,
+            epochs=12,
+            lr=2e-2,
             batch_tokens=512,
             ttt_steps=STEPS,
             heldout_every=0,  # a random toy target does not generalise: replay the rows it learned
@@ -178,3 +176,19 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     points = measured_points(catalog)
     assert sorted(p.samples for p in points) == sizes and all(p.steps == 2 and p.se > 0 for p in points)
     assert fit(points, steps=2) is not None
+
+
+def test_a_measurement_names_the_wirings_it_cannot_separate():
+    from eval.specdecode.evaluate import Measurement, WiringRun
+
+    def run(name, accepted):
+        return WiringRun(name, [1], 3, 0.0, [], 2, sum(a + 1 for a in accepted), 1.0, 0, accepted)
+
+    m = Measurement("d", "t", "cpu", 2, 64, 1.0)
+    m.runs = [run("configured", [1, 2, 0, 1] * 8), run("shifted +1", [1, 1, 0, 1] * 8), run("order swapped", [0] * 64)]
+    lines = {name: line for name, steps, line in m.separations()}
+    assert lines["order swapped"] == "separated"
+    assert (
+        lines["shifted +1"].startswith("not separated at this sample size (")
+        and "tokens per wiring" in lines["shifted +1"]
+    )

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pipeline.target.template import chat_template_sha256, file_template_sha256, model_template_sha256
+from pipeline.targets.template import chat_template_sha256, file_template_sha256, model_template_sha256
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,15 @@
-"""A tiny random Llama target and built rows for it, made in-test (the toy target of pipeline/model
-may replace it). Rows follow the build stage's format: rows-*.parquet, manifest.json, vocab.safetensors."""
+"""A tiny random Llama target and built rows for it, made in-test, and the toy pipeline over them (target ->
+build -> capture -> train -> export) that the capture, train, checks and specdecode tests share once per
+session (the `toy` fixture of tests/conftest.py). Rows follow the build stage's format: rows-*.parquet,
+manifest.json, vocab.safetensors. DRAFTSET_TEST_DEVICE=cuda runs capture and training on the GPU."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -100,3 +104,37 @@ def make_build(
         )
     )
     return build_dir
+
+
+@dataclass
+class Toy:
+    root: Path
+    model: Path
+    build: Path
+    capture: Path
+    draft: Path
+
+
+def train_toy(root: Path) -> Iterator[Toy]:
+    """The toy pipeline in `root` (a generator: the session fixture restores torch's threads after it)."""
+    from pipeline.capture.run import CaptureConfig, run_capture
+    from pipeline.train.loop import TrainConfig, run_train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # CI has 2 shared cores: one thread avoids spin-wait contention (restored after)
+    model, build = make_target(root / "model"), make_build(root / "build")
+    run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=root / "capture", device=DEVICE))
+    run_train(
+        TrainConfig(
+            capture_dir=root / "capture",
+            out_dir=root / "draft",
+            epochs=25,
+            lr=5e-3,
+            batch_tokens=512,
+            ttt_steps=3,
+            log_every=1000,
+            device=DEVICE,
+        )
+    )
+    yield Toy(root, model, build, root / "capture", root / "draft")
+    torch.set_num_threads(threads)

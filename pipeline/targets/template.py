@@ -49,7 +49,7 @@ def chat_template_sha256(tokenizer: Any) -> str:
 
 def model_template_sha256(model_dir: Path) -> str | None:
     """The fingerprint of a model folder's template as its tokenizer resolves it (None: no loadable template)."""
-    from pipeline.target.tokenizer import load_chat_tokenizer
+    from pipeline.targets.tokenizer import load_chat_tokenizer
 
     try:
         template = template_text(load_chat_tokenizer(model_dir))

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from draft_toy import make_build
 
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.capture.store import CaptureReader
+from tests.kits.draft_toy import make_build
 
 VOCAB = 512
 

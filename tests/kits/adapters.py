@@ -1,6 +1,6 @@
 """Helpers for adapter tests (unique module name: tests/ has no packages, so names must not clash).
 
-Tests in other folders import it as `tests.adapters.adapter_helpers` (the repo root is on sys.path)."""
+Tests in other folders import it as `tests.kits.adapters` (the repo root is on sys.path)."""
 
 from __future__ import annotations
 

@@ -16,14 +16,14 @@ from catalog.errors import DraftsetError
 
 @pytest.fixture(scope="session")
 def smollm2_gguf():
-    from pipeline.target.gguf_fetch import fetch_smollm2
+    from pipeline.targets.gguf_fetch import fetch_smollm2
 
     return fetch_smollm2()
 
 
 @pytest.fixture(scope="session")
 def smollm2_dir(smollm2_gguf, tmp_path_factory):
-    from pipeline.target.gguf_import import import_gguf
+    from pipeline.targets.gguf_import import import_gguf
 
     out = tmp_path_factory.mktemp("real") / "smollm2"
     import_gguf(smollm2_gguf, out)
@@ -31,7 +31,7 @@ def smollm2_dir(smollm2_gguf, tmp_path_factory):
 
 
 def test_import_refuses_what_is_not_gguf(tmp_path):
-    from pipeline.target.gguf_import import import_gguf
+    from pipeline.targets.gguf_import import import_gguf
 
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"not a gguf file" * 100)
@@ -49,7 +49,7 @@ def test_imported_folder_is_a_plain_target(smollm2_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pipeline.target.template import model_template_sha256
+    from pipeline.targets.template import model_template_sha256
     from pipeline.train.target_head import FrozenTarget
 
     config = json.loads((smollm2_dir / "config.json").read_text())
@@ -77,7 +77,7 @@ def test_imported_folder_is_a_plain_target(smollm2_dir):
 
 @pytest.mark.slow
 def test_fetch_replaces_a_damaged_cached_file(smollm2_gguf, tmp_path):
-    from pipeline.target.gguf_fetch import SHA256, fetch_smollm2, sha256_file
+    from pipeline.targets.gguf_fetch import SHA256, fetch_smollm2, sha256_file
 
     dest = tmp_path / "cache"
     dest.mkdir()
