@@ -233,11 +233,21 @@ def _probe_value(value: Any, pid: int, counter: list[int]) -> Any:
     return value
 
 
+def _under(path: str, name: str) -> bool:
+    return path == name or path.startswith(name + ".") or path.startswith(name + "[]")
+
+
 def dropped_by(spec: AdapterSpec, path: str) -> str | None:
-    """The spec's reason for leaving `path` out, when it or a path above it is dropped by name."""
+    """The spec's reason for leaving `path` out: it (or a path above it) is named under `drop:`, or another
+    decision of the spec leaves it out by name (candidate answers under the `regenerate` policy)."""
     for name, why in (spec.drop or {}).items():
-        if path == name or path.startswith(name + ".") or path.startswith(name + "[]"):
+        if _under(path, name):
             return why
+    cands = spec.candidates
+    if cands is not None and cands.policy == "regenerate":
+        for name in (n for n in [cands.field, *cands.sides, cands.winner_field] if n):
+            if _under(path, name):
+                return "candidates.policy regenerate: the target answers the prompt, no candidate is trained"
     return None
 
 

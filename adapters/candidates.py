@@ -28,6 +28,7 @@ SCORE_KEYS = ("overall_score", "score", "rating", "reward", "fine-grained_score"
 LOWER_IS_BETTER = ("rank", "ranking")
 TEXT_KEYS = ("response", "answer", "text", "completion", "output", "content")
 WINNER_FIELDS = ("winner", "preference", "preferred", "label", "choice")
+REGENERATED = "candidate answers: policy regenerate, the target answers the prompt (none is trained)"
 SIDE = re.compile(r"^(?P<stem>.+?)[_\-](?P<side>a|b|1|2|A|B)$")
 
 
@@ -140,6 +141,7 @@ def detect_ranked(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> st
             "record the worst as rejected, never trained",
             review=True,
         )
+        d.decide("drop", {name: REGENERATED}, f"{name!r} is not carried under policy regenerate")
         return name
     return None
 
@@ -175,6 +177,7 @@ def detect_battle(d: Detected, rows: list[dict[str, Any]], cands: list[dict[str,
             "loser as rejected, never trained",
             review=True,
         )
+        d.decide("drop", {b: REGENERATED}, f"{b!r}, the other side, is not carried under policy regenerate")
         return True
     return False
 

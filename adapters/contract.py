@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
 from adapters.apply import RowError, RowMapper, role_labels
@@ -44,9 +44,16 @@ class Check(BaseModel):
     examples: list[dict[str, Any]] = Field(default_factory=list)  # [{row_index, detail}] (a few)
     quarantined: bool = False  # passed because its rows are quarantined within the tolerance
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        # `severity` is derived, stored for readers of the JSON; a stored result reads back without it
+        return {k: v for k, v in data.items() if k != "severity"} if isinstance(data, dict) else data
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
-    def severity(self) -> str:
-        """`fail` | `warn` | `pass`: what a one-verdict reader needs."""
+    def severity(self) -> Literal["pass", "warn", "fail"]:
+        """`fail` | `warn` | `pass`: what a one-verdict reader needs (a quarantining check warns)."""
         if self.passed:
             return "warn" if self.quarantined else "pass"
         return "fail" if self.level == "error" else "warn"

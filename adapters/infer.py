@@ -377,7 +377,9 @@ def build_proposal(
         },
         where=f"proposed for {repo_id}",
     )
-    spec.drop = proposed_drops(spec, rows) or None  # unread metadata, by name; substantial text is left to fail
+    # unread metadata, by name, beside detection's own decisions (candidates under policy regenerate); substantial
+    # text is left to fail
+    spec.drop = {**(spec.drop or {}), **proposed_drops(spec, rows)} or None
     if spec.drop:
         spec.reasons["drop"] = f"{len(spec.drop)} unread field(s) of metadata or short values, each with its reason"
     spec.golden = _pin_golden(spec, rows)

@@ -1,19 +1,20 @@
 """A person's decisions about an adapter: approve, reject, map a role label, accept an edited spec.
 
-Approval needs a passing contract computed for the current spec; `force` overrides that only with a
-note saying why, which is stored with the approval.
+Approval needs a passing contract computed for the current spec and no open REVIEW item (adapters.verdict);
+`force` overrides that only with a note saying why, which is stored with the approval.
 """
 
 from __future__ import annotations
 
 import typing
 
-from adapters import store
+from adapters import store, verdict
 from adapters.contract import ContractResult, run_contract
 from adapters.source import iter_raw_rows
 from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
+from catalog.names import require_known
 from catalog.untrusted import shell_word, split_assignment
 
 ROLE_TARGETS = typing.get_args(RoleTarget)
@@ -34,15 +35,32 @@ def approve(
                 f"no contract result for the current spec of {repo_id}",
                 hint=f"run the contract first: draftset adapters test {shell_word(repo_id)}",
             )
-        if not record.contract_passed:
-            assert record.contract is not None  # contract_current says there is one
-            failed = [c["name"] + ": " + c["detail"] for c in record.contract["checks"] if not c["passed"]]
+        found = verdict.of_record(record)  # the one verdict the CLI, API and page show
+        if not found.passed:
             raise DraftsetError(
-                f"contract of {repo_id} fails: " + " | ".join(failed),
+                f"contract of {repo_id} fails: " + " | ".join(p.line() for p in found.errors),
                 hint=f"fix the spec (draftset adapters map/edit {shell_word(repo_id)}) and re-test, or "
                 f'approve anyway with --force --note "why"',
             )
+        if found.review_open:  # inference asked a person to check these fields: approving skips that check
+            raise DraftsetError(
+                f"{repo_id} has {len(found.review_open)} open REVIEW item(s): {', '.join(found.review_open)}",
+                hint=found.next_step(repo_id),
+            )
     return store.record_review(catalog, record, "approved", by, note)
+
+
+def mark_checked(catalog: Catalog, repo_id: str, fields: list[str], by: str) -> store.AdapterRecord:
+    """A person says they checked these open REVIEW items; each is closed and recorded in its reason."""
+    record = store.require(catalog, repo_id)
+    spec = record.spec.model_copy(deep=True)
+    for name in fields:
+        require_known(
+            "open REVIEW item", name, spec.needs_review, where=repo_id, hint=f"draftset adapters show {repo_id}"
+        )
+        spec.needs_review.remove(name)
+        spec.reasons[name] = f"{spec.reasons.get(name, '')} (checked by {by})".strip()
+    return store.save_spec(catalog, AdapterSpec.from_data(spec.model_dump(mode="json")))
 
 
 def reject(catalog: Catalog, repo_id: str, by: str, note: str) -> store.AdapterRecord:
@@ -93,7 +111,17 @@ def keep_decisions(old: AdapterSpec, new: AdapterSpec) -> AdapterSpec:
             new.role_map[label] = old.role_map[label]
             new.reasons[key] = why
             new.needs_review.remove(key)
+        elif "(checked by " in why and key in new.needs_review and _value(old, key) == _value(new, key):
+            new.reasons[key] = why  # a person checked this very value (mark_checked): it stays checked
+            new.needs_review.remove(key)
     return new
+
+
+def _value(spec: AdapterSpec, dotted: str) -> object:
+    value: object = spec.model_dump(mode="json")
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def accept_edit(catalog: Catalog, repo_id: str, text: str) -> store.AdapterRecord:

@@ -19,6 +19,7 @@ from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.io import write_text_atomic
+from catalog.names import closest
 from catalog.untrusted import shell_word
 
 Status = Literal["proposed", "approved", "rejected", "stale"]
@@ -69,6 +70,13 @@ def load(catalog: Catalog, repo_id: str) -> AdapterRecord | None:
 def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
     record = load(catalog, repo_id)
     if record is None:
+        known = [r["repo_id"] for r in catalog.query("SELECT repo_id FROM adapters")] if catalog.path.exists() else []
+        near = closest(repo_id, known)
+        if near:  # a typo of a known id: point at it, never at proposing the typo
+            raise DraftsetError(
+                f"no adapter for {repo_id}; did you mean {' or '.join(near)}?",
+                hint=f"draftset adapters show {shell_word(near[0])}  (every adapter: draftset adapters list)",
+            )
         raise DraftsetError(
             f"no adapter for {repo_id}", hint=f"propose one: draftset adapters propose {shell_word(repo_id)}"
         )

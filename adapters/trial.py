@@ -10,6 +10,7 @@ from typing import Any
 
 from adapters.apply import RowError, RowMapper
 from adapters.detected import Detected
+from adapters.records import Conversation
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError
 
@@ -36,22 +37,20 @@ def spec_data(d: Detected, source: dict[str, Any], mode: str, category: str) -> 
     return data
 
 
-def trial(d: Detected, rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Yield (records per sampled row) and mean prompt/response characters of the records.
-
-    Applied as native data first (answers kept, so their size is measured); a row with no answer to keep
-    still counts when it gives a prompt to regenerate from."""
-    empty = {"yield": 0.0, "prompt_chars": 0.0, "response_chars": 0.0}
+def trial_records(d: Detected, rows: list[dict[str, Any]]) -> list[Conversation | None]:
+    """Each sampled row as the adapter would map it (None: it gives no record). Applied as native data first
+    (answers kept, so their size is measured); a row with no answer to keep still counts when it gives a
+    prompt to regenerate from."""
     if d.layout is None or not rows:
-        return empty
+        return [None] * len(rows)
     try:
         native, regen = (
             RowMapper(AdapterSpec.from_data(spec_data(d, PLACEHOLDER_SOURCE, mode, "trial"), where="trial"))
             for mode in ("native", "regenerate")
         )
     except DraftsetError:
-        return empty
-    made = prompt = response = 0
+        return [None] * len(rows)
+    out: list[Conversation | None] = []
     for i, row in enumerate(rows):
         try:
             [rec] = native.apply(i, row)
@@ -59,8 +58,24 @@ def trial(d: Detected, rows: list[dict[str, Any]]) -> dict[str, float]:
             try:
                 [rec] = regen.apply(i, row)
             except (RowError, ValueError):
-                continue
-        made += 1
-        prompt += len(rec.context_text())  # the record's own meanings (adapters/record_text.py)
-        response += len(rec.response_text())
-    return {"yield": made / len(rows), "prompt_chars": prompt / max(made, 1), "response_chars": response / max(made, 1)}
+                rec = None
+        out.append(rec)
+    return out
+
+
+def trial(d: Detected, rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Yield (records per sampled row) and mean prompt/response characters of the records."""
+    return summarise(trial_records(d, rows))
+
+
+def summarise(records: list[Conversation | None]) -> dict[str, float]:
+    made = [r for r in records if r is not None]
+    if not made:
+        return {"yield": 0.0, "prompt_chars": 0.0, "response_chars": 0.0}
+    prompt = sum(len(r.context_text()) for r in made)  # the record's own meanings (adapters/record_text.py)
+    response = sum(len(r.response_text()) for r in made)
+    return {
+        "yield": len(made) / len(records),
+        "prompt_chars": prompt / len(made),
+        "response_chars": response / len(made),
+    }

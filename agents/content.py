@@ -6,10 +6,12 @@ and a relevant dataset can have a one-line or non-English card. So relevance als
 sampled rows, the kinds of content a category's data must contain (agents/categories.py, CONTENT_EVIDENCE):
 
   code        programming code: a fenced block, or two or more lines shaped like code in any common language
-  shell       shell command lines (a command word with flags, paths or pipes), anywhere in a row
-  tool_calls  structured tool use: tool-call keys, tool/function roles, {name, arguments} objects, function
-              schemas, tool-call tags or Python-style call lists
-  exchange    a conversation: a list of labelled turns with an answering (assistant-mapped) turn in it
+  shell       shell command lines ("$ " prompts, a command word with flags, paths or pipes) or a shell code block
+  tool_calls  tool use: tool-call keys, tool/function roles, {name, arguments} objects, function schemas, typed
+              tool blocks, tool-call tags, Python-style calls, ReAct action/observation lines, or tool turns in
+              the adapter's mapping of the row
+  exchange    a conversation: labelled turns with an answering (assistant-mapped) turn, prompt and answer
+              columns, or a row the adapter maps to a record with a prompt
   dialogue    a multi-turn exchange: at least two answering turns in one row
   math        formulas: LaTeX, or several arithmetic expressions
   stepwise    written-out reasoning: thought tags or step markers
@@ -32,6 +34,7 @@ from collections import Counter
 from typing import Any
 
 from adapters.detected import Detected
+from adapters.records import Conversation
 
 MAX_ROWS = 8
 MAX_LEAF_CHARS = 6000
@@ -60,6 +63,7 @@ _CODE_LINE = re.compile(
     re.VERBOSE | re.MULTILINE,
 )
 _FENCE = re.compile(r"```")
+_SHELL_FENCE = re.compile(r"```(?:bash|sh|shell|console|zsh|terminal)[ \t]*\n\s*\S")  # a command in a shell block
 # A prompt line ("$ du -sh /var"), or a common command word of a POSIX shell session with an argument shaped
 # like a flag, a path, a pipe or a redirection, so English prose ("find the answer") does not count.
 _SHELL_LINE = re.compile(
@@ -72,6 +76,7 @@ _SHELL_LINE = re.compile(
     re.VERBOSE | re.MULTILINE,
 )
 _CALL_KEYS = {"arguments", "parameters", "args", "input_schema"}
+_CALL_TYPES = {"tool_use", "tool_result", "tool_call", "function_call", "function_call_output"}  # content blocks
 CALL_SHAPE = "{name, arguments}"  # marker in a row's key set: some object had a name and arguments/parameters
 _TOOL_KEYS = {
     CALL_SHAPE,
@@ -124,8 +129,8 @@ def _leaves(value: Any, depth: int = 0) -> tuple[list[str], set[str], list[list[
             strings.append(text)
         elif isinstance(item, dict):
             keys.update(str(k) for k in item)
-            if "name" in item and _CALL_KEYS & item.keys():  # a {name, arguments} call or a function schema
-                keys.add(CALL_SHAPE)
+            if ("name" in item and _CALL_KEYS & item.keys()) or item.get("type") in _CALL_TYPES:
+                keys.add(CALL_SHAPE)  # a {name, arguments} call, a function schema, or a typed tool block
             stack.extend((v, d + 1) for v in reversed(list(item.values())))  # read in row order
         elif isinstance(item, list):
             if len(item) >= 2 and all(isinstance(x, dict) for x in item):
@@ -157,7 +162,7 @@ def row_signals(row: dict[str, Any], answer_labels: set[str], answered: bool = F
     found: set[str] = set()
     if _FENCE.search(text) or len(set(m.group(0).strip() for m in _CODE_LINE.finditer(lines))) >= 2:
         found.add("code")
-    if _SHELL_LINE.search(lines):
+    if _SHELL_LINE.search(lines) or _SHELL_FENCE.search(text):
         found.add("shell")
     roles = [label for turns in lists for label in _labels(turns)]
     if (
@@ -192,6 +197,19 @@ def _is_prose(text: str) -> bool:
         return False
     plain = sum(c.isalnum() or c.isspace() for c in text)
     return len(text.split()) >= 90 and plain / len(text) >= 0.8 and len(_CODE_LINE.findall(_short_lines(text))) <= 2
+
+
+def _is_exchange(rec: Conversation | None) -> bool:
+    return rec is not None and bool(rec.context_text().strip())
+
+
+def _record_kinds(rec: Conversation | None) -> set[str]:
+    """Tool use the adapter found in a mapped record: declared tools, calls, or tool turns."""
+    if rec is None:
+        return set()
+    if rec.tools or any(m.tool_calls or m.role == "tool" for m in rec.messages):
+        return {"tool_calls"}
+    return set()
 
 
 def _answered(row: dict[str, Any], detected: Detected | None) -> bool:
@@ -237,13 +255,24 @@ def _opening(row: dict[str, Any], detected: Detected | None) -> str | None:
     return " ".join(re.findall(r"\w+", text.lower())[:40])
 
 
-def signals(rows: list[dict[str, Any]], detected: Detected | None) -> dict[str, Any]:
+def signals(
+    rows: list[dict[str, Any]], detected: Detected | None, records: list[Conversation | None] | None = None
+) -> dict[str, Any]:
     """Per kind, how many of the sampled rows show it; `rows`: how many were read; `opening`: the most
-    common prompt opening and its count (set-level evidence for `varied`)."""
-    sample = [r for r in rows[:MAX_ROWS] if isinstance(r, dict)]
+    common prompt opening and its count (set-level evidence for `varied`). records: the rows as the adapter
+    maps them (adapters.trial.trial_records), when the caller has them: a mapped record is a conversation
+    whatever the raw layout (numbered columns, utterance lists, rendered transcripts), and its canonical
+    tool turns are tool use."""
+    indexed = [(i, r) for i, r in enumerate(rows[:MAX_ROWS]) if isinstance(r, dict)]
+    sample = [r for _, r in indexed]
     role_map = (detected.fields.get("role_map") if detected is not None else None) or {}
     answers = {str(k).lower() for k, v in role_map.items() if v == "assistant"}
-    counts = Counter(kind for row in sample for kind in row_signals(row, answers, _answered(row, detected)))
+    mapped = [records[i] if records is not None and i < len(records) else None for i, _ in indexed]
+    counts = Counter(
+        kind
+        for row, rec in zip(sample, mapped, strict=True)
+        for kind in row_signals(row, answers, _answered(row, detected) or _is_exchange(rec)) | _record_kinds(rec)
+    )
     prompts = [o.split() for o in (_opening(r, detected) for r in sample) if o]
     # A preamble every prompt shares ("Below is an instruction that describes a task ...") is a template's
     # wrapper, not the task: the opening is read after it.

@@ -45,13 +45,12 @@ def _runtime(config: RunnableConfig) -> Runtime:
 
 
 async def plan(state: FindState) -> dict:
-    """Turn the request into ten category briefs with quotas from the domain weights."""
+    """Turn the request into ten category briefs weighted for the domain (quotas are the plan's, per dataset)."""
     weights = category_weights(state["domain"])
     briefs = [
         Brief(
             category=c.key,
             weight=weights[c.key],
-            quota=round(state["samples"] * weights[c.key]),
             domain=state["domain"],
         )
         for c in CATEGORIES
@@ -162,7 +161,7 @@ def build_graph(config: FindConfig) -> StateGraph:
     retry = RetryPolicy(max_attempts=config.retry_attempts, retry_on=HubUnavailable)
     timeout = TimeoutPolicy(run_timeout=config.budget.wall_time_s)
     g = StateGraph(FindState)
-    g.add_node("plan", plan)  # request → ten briefs with quotas
+    g.add_node("plan", plan)  # request → ten weighted briefs
     # one per Send, concurrently; it reads the Send's AgentInput, not FindState, which add_node's types
     # cannot express without input_schema (and that would change what LangGraph passes it)
     g.add_node(

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.detect import MODEL_COLUMNS, Detected, detect
-from adapters.trial import trial
+from adapters.detect import Detected, detect
+from adapters.records import Conversation
+from adapters.trial import summarise, trial_records
 from agents import content
 
 NON_TEXT_TYPES = ("Image", "Audio", "Video")
@@ -34,10 +35,15 @@ def detect_structure(features: dict[str, Any], rows: list[dict[str, Any]], card_
     return {"layout": "none", "field": None, "detected": d, "refusal": d.refusal, "why": d.reasons.get("layout", "")}
 
 
+def sample_records(structure: dict[str, Any], rows: list[dict[str, Any]]) -> list[Conversation | None]:
+    """Each sampled row as the detection maps it (None: no record): what trial yield and content read."""
+    d: Detected | None = structure.get("detected")
+    return trial_records(d, rows) if d is not None else [None] * len(rows)
+
+
 def sample_stats(structure: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:
     """Yield (usable rows / sampled rows) and mean prompt/response characters, by applying the detection."""
-    d: Detected | None = structure.get("detected")
-    return trial(d, rows) if d is not None else {"yield": 0.0, "prompt_chars": 0.0, "response_chars": 0.0}
+    return summarise(sample_records(structure, rows))
 
 
 def non_text(
@@ -65,11 +71,6 @@ def non_text(
     return None
 
 
-def model_column_values(rows: list[dict[str, Any]]) -> list[str]:
-    """Values of a model/generator column in the sampled rows (target-native evidence)."""
-    return sorted({str(r[c]) for r in rows for c in MODEL_COLUMNS if isinstance(r.get(c), str)})
-
-
 def sampled(facts: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Features and rows of the config/split whose first rows were read (empty when none was)."""
     first = next((c for c in facts["configs"] if c["rows"]), None)
@@ -79,5 +80,6 @@ def sampled(facts: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]
 def content_counts(facts: dict[str, Any]) -> dict[str, str]:
     """The content kinds the sampled rows show, as "k/n" (the llm policy's inspect tool shows it)."""
     features, rows = sampled(facts)
-    found = content.signals(rows, detect_structure(features, rows, facts.get("card_text", ""))["detected"])
+    structure = detect_structure(features, rows, facts.get("card_text", ""))
+    found = content.signals(rows, structure["detected"], sample_records(structure, rows))
     return {k: f"{v}/{found['rows']}" for k, v in found["counts"].items() if v}

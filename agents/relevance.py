@@ -4,9 +4,11 @@ the sampled rows contain (agents/content.py), with the evidence in one line a re
 Verdicts (stored in candidates.relevance, the evidence in candidates.relevance_evidence):
   on_domain    the card matches and the rows show the category's content (or the category has no content kinds)
   on_content   the card matches nothing (terse, non-English), but the rows show the category's content: kept
-  off_domain   rows were sampled and either none shows the category's content, or the card's words that have a
-               sense here (agent, tool, code, coding, chat ...) are all contradicted by the rows: dropped
+  off_domain   rows were sampled and either too few (under MIN_SHARE) show the category's content, or the card's
+               words that have a sense here (agent, tool, code, coding, chat ...) are all contradicted: dropped
+  unmatched    the card names nothing and the category has no content kinds to look for (`native`)
   not_sampled  no rows could be read (gated, no viewer, failed): the card alone decides, as before
+  card_only    the content check is off (FindConfig.content_relevance, the benchmark's "before"): card alone
 
 Relevance (0..1) is half card, half content when rows were read: the card's share of matched terms, and the
 share of sampled rows that show the category's content.
@@ -14,9 +16,15 @@ share of sampled rows that show the category's content.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from agents.categories import CONTENT_EVIDENCE, KIND_NAMES, TERM_SENSES
+
+# A kind "shows" in a sample when at least this share of the sampled rows has it (2 of 8): one incidental
+# line (a film's hacker typing `ls`, one code sample in a call-centre corpus) does not make a dataset agentic or
+# coding data, while real data of a category shows its kind on most rows.
+MIN_SHARE = 0.25
 
 
 def _kinds(kinds: tuple[str, ...]) -> str:
@@ -27,7 +35,16 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
     """{verdict, relevance, evidence, expected, senses, content} for one candidate.
     signals: agents.content.signals of the sampled rows, or None when content is not consulted."""
     expected = CONTENT_EVIDENCE[category]
-    n = signals["rows"] if signals else 0
+    if signals is None:
+        return {
+            "verdict": "card_only",
+            "relevance": card_relevance,
+            "evidence": "content not consulted: the card's words alone",
+            "expected": list(expected),
+            "senses": {},
+            "content": None,
+        }
+    n = signals["rows"]
     if not n:
         return {
             "verdict": "not_sampled",
@@ -37,10 +54,11 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
             "senses": {},
             "content": None,
         }
-    counts: dict[str, int] = signals["counts"]  # type: ignore[index]
-    shown = {k: counts[k] for k in expected if counts.get(k)}
-    # Per sense-bearing word the card used: does any sampled row show what the word means here?
-    senses = {t: any(counts.get(k) for k in TERM_SENSES[t]) for t in matched if t in TERM_SENSES}
+    counts: dict[str, int] = signals["counts"]
+    enough = max(1, math.ceil(MIN_SHARE * n))
+    shown = {k: counts[k] for k in expected if counts.get(k, 0) >= enough}
+    # Per sense-bearing word the card used: do enough sampled rows show what the word means here?
+    senses = {t: any(counts.get(k, 0) >= enough for k in TERM_SENSES[t]) for t in matched if t in TERM_SENSES}
     confirmed = sorted(t for t, ok in senses.items() if ok)
     contradicted = sorted(t for t, ok in senses.items() if not ok)
     content_share = max(shown.values()) / n if shown else (1.0 if not expected else 0.0)
@@ -52,11 +70,12 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
     if lacks_category or words_misused:
         parts = []
         if lacks_category:
-            parts.append(f"0/{n} sampled rows show {_kinds(expected)}")
+            most = max((counts.get(k, 0) for k in expected), default=0)
+            parts.append(f"{most}/{n} sampled rows show {_kinds(expected)}")
         if contradicted:
             kinds = tuple(dict.fromkeys(k for t in contradicted for k in TERM_SENSES[t]))
             parts.append(f"the card's {', '.join(repr(t) for t in contradicted)} with no {_kinds(kinds)} in the rows")
-        opening = signals["opening"]  # type: ignore[index]
+        opening = signals["opening"]
         if len(opening.get("shared", "").split()) >= 3:
             parts.append(f"every prompt opens {opening['shared']!r}")
         elif opening["of"] >= 3 and opening["rows"] == opening["of"]:
@@ -69,6 +88,13 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
         }
     relevance = round(0.5 * card_relevance + 0.5 * content_share, 4)
     found = ", ".join(f"{KIND_NAMES[k]} {v}/{n}" for k, v in shown.items()) or "no content kinds for this category"
+    if not matched and not shown:  # `native`: no content kinds, so only the card (or model names) can match
+        return {
+            **base,
+            "verdict": "unmatched",
+            "relevance": 0.0,
+            "evidence": "the card names none of the category's words",
+        }
     if not matched:
         return {
             **base,

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from adapters.detect import family_patterns, names_target
+from adapters.trial import summarise
 from agents import content, inspection, relevance
 from agents.categories import BY_KEY, category_weights, tokens
 from agents.configuration import FindConfig
@@ -66,16 +67,14 @@ def score_candidate(
     features, rows = inspection.sampled(facts)
     structure = inspection.detect_structure(features, rows, facts.get("card_text", ""))
     detected = structure["detected"]
-    stats = inspection.sample_stats(structure, rows)
-    signals = content.signals(rows, detected) if config.content_relevance else None
+    records = inspection.sample_records(structure, rows)
+    stats = summarise(records)
+    signals = content.signals(rows, detected, records) if config.content_relevance else None
     verdict = relevance.judge(category, matched, card_relevance, signals)
-    if config.content_relevance:
-        part(
-            0.35 * verdict["relevance"],
-            f"relevance: card matches {', '.join(matched[:5]) or 'nothing'}; {verdict['evidence']}",
-        )
-    else:
-        part(0.35 * card_relevance, f"relevance: matches {', '.join(matched[:5]) or 'nothing'}")
+    part(
+        0.35 * verdict["relevance"],
+        f"relevance: card matches {', '.join(matched[:5]) or 'nothing'}; {verdict['evidence']}",
+    )
     if verdict["verdict"] == "off_domain":
         flags.append("off_domain")
     weights = category_weights(domain)
@@ -130,7 +129,7 @@ def score_candidate(
         or "empty" in flags
         or verdict["verdict"] == "off_domain"
         or (not matched and not kept_on_content)
-        or (verdict["relevance"] if config.content_relevance else card_relevance) < config.min_relevance
+        or verdict["relevance"] < config.min_relevance
         or (structure["layout"] == "none" and facts["access"] in ("ok", "error"))
     )
     if why_not_text:

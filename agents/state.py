@@ -21,8 +21,7 @@ class Brief(Record):
     """One category agent's assignment."""
 
     category: str
-    weight: float
-    quota: int = Field(ge=0, description="samples this category should supply")
+    weight: float  # the category's share of the domain; the plan's per-dataset quotas come from catalog/quota.py
     domain: str
 
 

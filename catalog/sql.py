@@ -253,11 +253,3 @@ def json_chunks(columns: list[str], rows: Iterable[tuple[Any, ...]]) -> Iterator
         body = json.dumps(dict(zip(columns, row)), default=str, indent=2)
         yield ("," if i else "") + "\n  " + body.replace("\n", "\n  ")
     yield "\n]\n"
-
-
-def format_csv(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
-    return "".join(csv_lines(columns, rows))
-
-
-def format_json(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
-    return "".join(json_chunks(columns, rows)).rstrip("\n")

@@ -52,7 +52,17 @@ def main() -> None:
         wait_http(f"{hub}/api/datasets?limit=1")
         run("adapters", "propose", *CHAT_SETS)
         for repo in CHAT_SETS:
-            run("adapters", "approve", repo, "--by", "demo-real", "--note", "chat prompts for the real target")
+            # --force: the demo stands in for the person who checks open REVIEW items (a split or config guess)
+            run(
+                "adapters",
+                "approve",
+                repo,
+                "--by",
+                "demo-real",
+                "--force",
+                "--note",
+                "chat prompts for the real target",
+            )
         run("ingest")
         run("mix", "real", "--samples", samples, "--seed", "0")
         console.print(Rule("3. SmolLM2 answers them (serve-dev + regenerate), build rows with its chat template"))

@@ -92,7 +92,11 @@ def run_tasks(
             **(options or {}),
         )
     elif executor == "ray":
+        import ray
         from datatrove.executor.ray import RayPipelineExecutor
+
+        if not ray.is_initialized():
+            ray.init()  # joins the cluster RAY_ADDRESS names (`ray start --head` there), else starts a local one
 
         runner = RayPipelineExecutor(
             pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir), **(options or {})

@@ -9,12 +9,11 @@ Secrets are `SecretStr`: their repr is '**********', so a token never reaches a 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from catalog.home import Home
 
 DEFAULT_HUB = "https://huggingface.co"
 
@@ -53,10 +52,8 @@ class Settings(BaseSettings):
             return "https://datasets-server.huggingface.co"
         return self.hf_endpoint.rstrip("/") + "/viewer"
 
-    @property
-    def catalog_path(self) -> Path:
-        return Home(self.home).catalog_file
 
-
-def load_settings() -> Settings:
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The settings of this process, read once (tests that change the environment call `cache_clear()`)."""
     return Settings()

@@ -1,4 +1,5 @@
-"""The floors of the house: no import runs back up, and eval's commands still reach `draftset`."""
+"""The floors of the house: no import runs back up, the inner rules of pipeline/ hold, and eval's commands still
+reach `draftset`."""
 
 from __future__ import annotations
 
@@ -33,6 +34,53 @@ def test_no_import_runs_back_up():
         for path in sorted((ROOT / package).rglob("*.py")):
             for target in sorted(_imported_packages(path) - allowed - {package}):
                 wrong.append(f"{path.relative_to(ROOT)} imports {target}")
+    assert wrong == []
+
+
+# pipeline/ inside: the stages (and the rooms they stand on) below the shell, the servers beside it.
+STAGE_ROOMS = ["stage", "rows", "target", "model", "ingest", "dedup", "mix", "regenerate", "build", "capture", "train"]
+SHELL = ("agents", "pipeline.cli", "pipeline.servers", "pipeline.demo", "pipeline.demo_real", "eval")
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, dotted, at any depth (imports inside functions count too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _reaches(module: str, room: str) -> bool:
+    return module == room or module.startswith(room + ".")
+
+
+def test_a_stage_never_imports_agents_the_cli_or_the_servers():
+    rooms = [ROOT / "pipeline" / room for room in STAGE_ROOMS]
+    assert all(room.is_dir() for room in rooms)  # a renamed room must be renamed here too, not skipped
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for room in rooms
+        for path in sorted(room.rglob("*.py"))
+        for module in sorted(_imported_modules(path))
+        if any(_reaches(module, shell) for shell in SHELL)
+    ]
+    assert wrong == []
+
+
+def test_the_local_hub_imports_only_the_ground_floor():
+    hub = ROOT / "pipeline" / "servers" / "localhub"
+    ours = {"catalog", "adapters", "agents", "pipeline", "eval"}
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sorted(hub.rglob("*.py"))
+        for module in sorted(_imported_modules(path))
+        if module.split(".")[0] in ours
+        and not _reaches(module, "catalog")
+        and not _reaches(module, "pipeline.servers.localhub")
+    ]
     assert wrong == []
 
 

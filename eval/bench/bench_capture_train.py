@@ -37,6 +37,18 @@ from pipeline.train.ttt import Batch, TTTObjective
 
 PEAK_BF16 = 790e12
 
+# The draft layer for Kimi-K2.5 as SGLang's llama_eagle3 serves it: the target's width (7168) and vocabulary,
+# 64 heads x 128 with GQA 8, DeepSeek-V3's dense MLP width (18432).
+KIMI_K25_DRAFT = {
+    "hidden_size": 7168,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 18432,
+    "rope_theta": 50000.0,
+    "vocab_size": 163840,
+}
+
 
 def _sync() -> None:
     if torch.cuda.is_available():
@@ -233,20 +245,7 @@ def main() -> None:
             vocab_size=1000,
         )
         cap = dict(n_rows=16, row_len=128, naive_rows=8)
-        draft = DraftConfig(
-            hidden_size=128,
-            target_hidden_size=128,
-            n_aux=3,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=32,
-            intermediate_size=256,
-            rms_norm_eps=1e-6,
-            rope_theta=10000.0,
-            vocab_size=2000,
-            draft_vocab_size=500,
-            max_position_embeddings=512,
-        )
+        draft = DraftConfig.tiny(hidden_size=128, vocab_size=2000, draft_vocab_size=500, max_length=512, head_dim=32)
         tr = dict(batch=2, seq=128, steps=7, iters=2)
     else:
         llama = dict(
@@ -259,22 +258,7 @@ def main() -> None:
             max_position_embeddings=8192,
         )
         cap = dict(n_rows=64, row_len=2048, naive_rows=8)
-        # Kimi-K2.5's width (7168) and vocabularies; a Llama-style draft layer (64 heads x 128, GQA 8,
-        # DeepSeek-V3's dense MLP width 18432), as SGLang's llama_eagle3 serves it.
-        draft = DraftConfig(
-            hidden_size=7168,
-            target_hidden_size=7168,
-            n_aux=3,
-            num_attention_heads=64,
-            num_key_value_heads=8,
-            head_dim=128,
-            intermediate_size=18432,
-            rms_norm_eps=1e-6,
-            rope_theta=50000.0,
-            vocab_size=163840,
-            draft_vocab_size=32000,
-            max_position_embeddings=4096,
-        )
+        draft = DraftConfig.from_target(KIMI_K25_DRAFT, n_aux=3, draft_vocab_size=32000, max_length=4096)
         tr = dict(batch=2, seq=2048, steps=7, iters=3)
     rows = bench_capture(llama, runs=a.runs, device=device, **cap)
     rows += bench_train(draft, runs=a.runs, device=device, **tr)

@@ -48,7 +48,7 @@ def run_stage(home: Path, workers: int) -> set[str]:
     from catalog import Catalog
     from pipeline.dedup.config import DedupConfig
     from pipeline.dedup.run import run_dedup
-    from pipeline.model.lengths import TokenCounter
+    from pipeline.target.lengths import TokenCounter
 
     counter = TokenCounter(None)
     config = DedupConfig(repos=BENCH_REPOS, length_unit=counter.method)
@@ -76,8 +76,8 @@ def _prompts(home: Path) -> list[tuple[tuple[Any, ...], str, str, str]]:
 
 def run_in_memory(home: Path, workers: int) -> set[str]:
     from pipeline.dedup.near import NearIndex
-    from pipeline.model.lengths import TokenCounter
     from pipeline.rows.keys import hash_normalized
+    from pipeline.target.lengths import TokenCounter
 
     rows = _prompts(home)
     TokenCounter(None).count_many([r[3] for r in rows])

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--device", default="auto")
     a = p.parse_args(argv)
     from pipeline.capture.runtime import pick_device
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     a.work.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
         return value
 
     if not (model_dir / "config.json").exists():
-        from pipeline.model.gguf_import import import_gguf
+        from pipeline.target.gguf_import import import_gguf
 
         timed("import", lambda: import_gguf(a.gguf, model_dir))
     from transformers import AutoTokenizer

@@ -174,7 +174,7 @@ def summary(root: Path, log_path: Path) -> dict:
     off = json.loads((root / "draft-off" / "draftset_metrics.json").read_text())
     on = json.loads((root / "draft-on" / "draftset_metrics.json").read_text())
     cfg = json.loads((root / "draft-off" / "config.json").read_text())
-    dc = DraftConfig(**{k: cfg[k] for k in DraftConfig.model_fields if k != "n_aux"}, n_aux=len(cap.taps.aux))
+    dc = DraftConfig.from_exported(cfg, len(cap.taps.aux))
     seq = ROWS["llama"][1]
     draft_f = train_flops_per_token(dc, 7, seq)
     n_layers, hidden = LLAMA["num_hidden_layers"], LLAMA["hidden_size"]

@@ -40,6 +40,11 @@ class Behaviour:
     stall_s: float = 30.0
     length_marker: str | None = None  # a last user message containing this ends with finish_reason=length
     garbage_marker: str | None = None  # ... gets HTTP 200 with a body that is not a chat completion
+    huge_marker: str | None = None  # ... gets `huge_chars` of text with finish_reason=stop (max_tokens ignored)
+    huge_chars: int = 1_000_000
+    rate_limit_first: int = 0  # each distinct request gets this many 429s first, with these headers
+    rate_limit_headers: dict[str, str] = field(default_factory=lambda: {"Retry-After": "1"})
+    times: list[float] = field(default_factory=list)  # monotonic arrival time of every chat request
     keep_log: bool = True  # keep every request body (tests read it back)
     log: list[dict] = field(default_factory=list)
     seen: Counter = field(default_factory=Counter)
@@ -69,9 +74,17 @@ def build_app(behaviour: Behaviour) -> Starlette:
         messages = body.get("messages") or []
         last = _last_user(messages)
         key = hashlib.sha1(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-        if behaviour.fail_first or behaviour.stall_first:  # only faults need per-request memory
+        behaviour.times.append(time.monotonic())
+        if behaviour.fail_first or behaviour.stall_first or behaviour.rate_limit_first:  # per-request memory
             behaviour.seen[key] += 1
         attempt = behaviour.seen[key] or 1
+        if attempt <= behaviour.rate_limit_first:
+            return JSONResponse(
+                {"error": {"message": "rate limited", "code": 429}},
+                status_code=429,
+                headers=behaviour.rate_limit_headers,
+            )
+        attempt -= behaviour.rate_limit_first
         if behaviour.fail_marker and behaviour.fail_marker in last or attempt <= behaviour.fail_first:
             return JSONResponse({"error": {"message": "injected failure", "code": 500}}, status_code=500)
         if attempt <= behaviour.fail_first + behaviour.stall_first:
@@ -82,6 +95,8 @@ def build_app(behaviour: Behaviour) -> Starlette:
             return JSONResponse({"detail": "an HTML error page would look like this to a JSON client"})
         truncated = bool(behaviour.length_marker and behaviour.length_marker in last)
         text = reply_text(messages, behaviour.reply_words)
+        if behaviour.huge_marker and behaviour.huge_marker in last:
+            text = "x" * behaviour.huge_chars
         kwargs = body.get("chat_template_kwargs") or {}
         message = {"role": "assistant", "content": text}
         if kwargs.get("enable_thinking"):

@@ -123,6 +123,7 @@ def main() -> None:
         "recall",
         "recall of inspected",
         "wall s (median)",
+        "Hub requests",
         "wrongly kept",
         "missed",
     ):

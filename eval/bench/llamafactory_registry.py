@@ -31,7 +31,7 @@ from typing import Any
 from adapters.apply import RowError, RowMapper
 from adapters.contract import run_contract
 from adapters.detect import detect
-from adapters.files import iter_file
+from adapters.files import datasets_module, iter_file
 from adapters.infer import AdapterRefused, build_proposal
 from adapters.records import Conversation
 from adapters.source import RawRow
@@ -214,6 +214,7 @@ def score(name: str, entry: dict[str, Any], data: Path) -> Entry:
 
 
 def run(data: Path) -> list[Entry]:
+    datasets_module("x.json")  # `datasets`' extension table: imported once per process, not per entry
     info = json.loads((data / "dataset_info.json").read_text())
     return [score(name, entry, data) for name, entry in info.items() if "file_name" in entry]
 

@@ -14,9 +14,9 @@ proposed and contract-tested exactly as the scoreboard does. Outcomes:
     SURVIVED    the contract passed and the records differ from the truth: silently wrong
     n/a         the corruption does not apply to this family's shape
 
-Kill rate = killed / (killed + SURVIVED), per corruption and overall (goal: 100%). `add_metadata` is a
-control, not a corruption: metadata columns must pass (proposal drops them by name), so a kill there is a
-false alarm, reported apart.
+Kill rate = killed / (killed + SURVIVED), per corruption and overall (goal: 100%). The controls are not
+corruptions: metadata columns (proposal drops them by name) and a turn list stored as a JSON string must still
+pass, so a kill there is a false alarm, reported apart.
 """
 
 from __future__ import annotations
@@ -250,6 +250,34 @@ def drop_turn(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     return shape.with_turns(row, turns)
 
 
+def drop_call(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The first assistant step that calls a tool removed: its tool result now answers no call."""
+    if not shape.turn_list:
+        return None
+    turns, role_key, calls_key = shape.turns(row), shape.spec.role_key or "", shape.spec.tool_calls_key
+    if turns is None:
+        return None
+    callers = shape.labels("tool_call")
+    for i, t in enumerate(turns):
+        if not isinstance(t, dict):
+            continue
+        label = get_path(t, role_key)
+        if label in callers or (label in shape.labels("assistant") and calls_key and t.get(calls_key)):
+            if any(isinstance(x, dict) and get_path(x, role_key) in shape.labels("tool") for x in turns[i + 1 :]):
+                del turns[i]
+                return shape.with_turns(row, turns)
+    return None
+
+
+def encode_turns(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """Control: the turn list stored as a JSON string (as many exports do). Nothing changes: must pass."""
+    path = shape.spec.messages_path
+    if not shape.turn_list or not path or "." in path or shape.spec.completion_path:
+        return None
+    value = row.get(path)
+    return {**row, path: json.dumps(value, ensure_ascii=False)} if isinstance(value, list) else None
+
+
 def add_metadata(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     """Control: id, url, timestamp and score columns added. Nothing trained changes: must still pass."""
     n = rng.randrange(10**9)
@@ -271,8 +299,9 @@ CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
     "move_text": move_text,
     "label_prompt": label_prompt,
     "drop_turn": drop_turn,
+    "drop_call": drop_call,
 }
-CONTROLS = {"add_metadata": add_metadata}
+CONTROLS = {"add_metadata": add_metadata, "encode_turns": encode_turns}
 
 
 # -- running one mutation --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import Any
 from adapters.apply import RowError, RowMapper
 from adapters.contract import ContractResult, run_contract
 from adapters.detect import detect
-from adapters.files import file_format, iter_file
+from adapters.files import datasets_module, file_format, iter_file
 from adapters.infer import AdapterRefused, build_proposal
 from adapters.records import Conversation, Message
 from adapters.source import RawRow
@@ -250,6 +250,9 @@ def discovery(folder: Path) -> bool | None:
 
 
 def run(corpus: Path) -> list[Outcome]:
+    # `datasets`' extension table is imported once per process (propose has imported `datasets` already when it
+    # reads files): a one-off cost, not the first family's proposal time
+    datasets_module("x.json")
     outcomes = []
     for folder in sorted(p for p in corpus.iterdir() if (p / "family.json").exists()):
         o = score_family(folder)

@@ -213,7 +213,7 @@ def check_draft(
         )
     model = None
     if have_model:
-        from pipeline.model.load import load_target
+        from pipeline.target.load import load_target
 
         model = load_target(target_dir, torch.float32)
     cache: dict[str, tuple[dict, list[torch.Tensor]]] = {}

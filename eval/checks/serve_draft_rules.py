@@ -17,7 +17,8 @@ from pipeline.capture.layers import (
     vllm_tap_rule,
     written_ids,
 )
-from pipeline.capture.manifest import model_revision, template_sha256
+from pipeline.capture.manifest import model_revision
+from pipeline.target.template import file_template_sha256, model_template_sha256
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
 TOP = "eagle_aux_hidden_state_layer_ids"
@@ -189,7 +190,11 @@ def serving_facts(
             "capture manifest (model_revision)",
             {"model_path": m.model_dir},
         )
-    if template is not None and m.chat_template_sha256 and template_sha256(Path(template)) != m.chat_template_sha256:
+    if (
+        template is not None
+        and m.chat_template_sha256
+        and file_template_sha256(Path(template)) != m.chat_template_sha256
+    ):
         yield Finding(
             "serve.chat_template",
             "error",
@@ -200,6 +205,19 @@ def serving_facts(
             "capture manifest (chat_template_sha256)",
             {"chat_template": None},
         )
+    elif template is None and m.chat_template_sha256 and model_path.is_dir():
+        served = model_template_sha256(model_path)  # what the engine renders with when no --chat-template
+        if served is not None and served != m.chat_template_sha256:
+            yield Finding(
+                "serve.chat_template",
+                "error",
+                "--model-path",
+                f"the template of {model_path} (sha256 {served[:12]}…) differs from the training template "
+                f"(sha256 {m.chat_template_sha256[:12]}…)",
+                "prompts tokenised differently from training shift every hidden state the draft sees",
+                "serve with the template the draft was built with (--chat-template FILE)",
+                "capture manifest (chat_template_sha256)",
+            )
     if system_prompt is not None and system_prompt != (m.system_prompt or ""):
         yield Finding(
             "serve.system_prompt",

@@ -18,7 +18,9 @@ def report_cmd(
     PNG plots: counts per source/category/mode, prompt and response token lengths, dedup and ingest yield.
     Plus report.md and report.html with the same tables."""
     from eval.report.page import write_report
+    from pipeline.cli import known
 
+    known.check_mix(mix)
     report = write_report(settings().home, mix, tokenizer)
     console.print(
         f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}"

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.shards import iter_rows
-from pipeline.model.lengths import TokenCounter
 from pipeline.rows.codec import from_row
 from pipeline.stage import skipped_total
+from pipeline.target.lengths import TokenCounter
 
 DEDUP_REASONS = ("kept", "exact", "near", "too_long", "too_short")
 

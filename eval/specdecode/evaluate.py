@@ -156,7 +156,7 @@ def measure(
     dtype: str = "float32",
 ) -> Measurement:
     from pipeline.capture.runtime import pick_device
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     draft, manifest, cfg = load_exported(draft_dir)
     steps = steps or [int(cfg.get("draftset", {}).get("ttt_steps", 3))]

@@ -8,13 +8,12 @@ rendered text: the template itself says where the assistant's answer starts.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.records import Conversation, Message
 from catalog.errors import DraftsetError
-from pipeline.model.tool_render import for_template
+from pipeline.target.tool_render import for_template
 
 
 class NotPrefixStable(DraftsetError):
@@ -30,19 +29,6 @@ class TokenRow:
     @property
     def n_trainable(self) -> int:
         return sum(self.loss_mask)
-
-
-def chat_template_sha256(tokenizer: Any) -> str:
-    """Hash of the template text; the serve checker compares it with the serving tokenizer's."""
-    template = tokenizer.chat_template
-    if isinstance(template, dict):  # several named templates: the default one is what serving uses
-        template = template.get("default")
-    if not template:
-        raise DraftsetError(
-            "the tokenizer has no chat template",
-            hint="build needs the serving template: point --model at the target's model dir",
-        )
-    return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
 
 def template_tools(conversation: Conversation) -> list[dict[str, Any]] | None:
@@ -140,7 +126,7 @@ class MaskBuilder:
         One row can only hold one rendering of the history, so all-turns rows keep every turn's
         reasoning; per-turn rows (the default) give each answer the context it was generated in.
         `tools` (the conversation's declarations) go to the template; tool calls are rendered by it, or
-        written into the content for a template that ignores them (pipeline/model/tool_render.py).
+        written into the content for a template that ignores them (pipeline/target/tool_render.py).
         """
         self.tools = tools or None
         messages = for_template(self.tokenizer, messages)

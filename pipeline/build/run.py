@@ -25,16 +25,15 @@ from pipeline.build.render import (
     MaskBuilder,
     NotPrefixStable,
     TokenRow,
-    chat_template_sha256,
     template_messages,
     template_tools,
     trainable_turns,
 )
 from pipeline.build.vocab import coverage, draft_vocab, save_vocab, token_counts
-from pipeline.model.template import RENDER_ERRORS
-from pipeline.model.tokenizer_load import load_chat_tokenizer
 from pipeline.rows.codec import BadRow, read_row
 from pipeline.stage import Stage, StageRun, field_default
+from pipeline.target.template import RENDER_ERRORS, chat_template_sha256
+from pipeline.target.tokenizer import load_chat_tokenizer
 
 ROW_SCHEMA = pa.schema(
     [

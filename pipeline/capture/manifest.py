@@ -138,23 +138,3 @@ def model_config(model_dir: Path) -> dict:
             hint="point --model at the decoder's own directory (a Llama/DeepSeek-style config)",
         )
     return cfg
-
-
-def template_sha256(path: Path) -> str | None:
-    """sha256 of a chat template given as a .jinja file or inside a tokenizer_config-style JSON (None if none)."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    text = path.read_text()
-    if path.suffix == ".json":
-        try:
-            text = json.loads(text).get("chat_template")
-        except (ValueError, AttributeError):
-            return None
-    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) else None
-
-
-def chat_template_sha256(model_dir: Path) -> str | None:
-    """sha256 of the model dir's chat template: tokenizer_config.json's, else chat_template.jinja."""
-    model_dir = Path(model_dir)
-    return template_sha256(model_dir / "tokenizer_config.json") or template_sha256(model_dir / "chat_template.jinja")

@@ -24,17 +24,17 @@ from pipeline.capture.manifest import (
     MANIFEST,
     CaptureCounts,
     CaptureManifest,
-    chat_template_sha256,
     hidden_bytes_per_token,
     model_config,
     model_revision,
     taps_for,
 )
 from pipeline.capture.rows import BuiltRow, read_build_rows
-from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress, rank_dir
+from pipeline.capture.runtime import dist_info, length_batches, pick_device, progress
 from pipeline.capture.store import SHARD_GLOB, CaptureReader, ShardWriter
-from pipeline.model.tiktoken_convert import tokenizer_sha256
-from pipeline.stage import CONFIG, Stage, StageRun, recorded_compat
+from pipeline.stage import CONFIG, Stage, StageRun, rank_dir, recorded_compat
+from pipeline.target.template import model_template_sha256
+from pipeline.target.tiktoken_convert import tokenizer_sha256
 
 if TYPE_CHECKING:
     import torch  # imported where it runs: the module stays importable without loading torch
@@ -160,7 +160,7 @@ class CaptureStage(Stage[CaptureConfig]):
     def process(self, rows: Iterable[BuiltRow], run: StageRun) -> dict[str, Any]:
         import torch
 
-        from pipeline.model.load import load_target
+        from pipeline.target.load import load_target
 
         config, mine, device = self.config, list(rows), self.device
         pending = [r for r in mine if r.id not in self.done]
@@ -292,7 +292,7 @@ def manifest_for(
         rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
         taps=taps_for(plan),
         hidden_bytes_per_token=per_token,
-        chat_template_sha256=build.get("chat_template_sha256") or chat_template_sha256(model_dir),
+        chat_template_sha256=build.get("chat_template_sha256") or model_template_sha256(model_dir),
         tokenizer_sha256=tokenizer_sha256(model_dir),
         system_prompt=build.get("system_prompt"),
         thinking=build.get("thinking"),

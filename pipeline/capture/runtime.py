@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from catalog.errors import DraftsetError
-from pipeline.stage import rank_dir as rank_dir  # one rank-folder rule for every stage
 from pipeline.stage import torchrun_rank
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ from rich.progress import Progress
 
 from catalog.errors import DraftsetError
 from catalog.io import write_text_atomic
+from catalog.names import require_known
 from catalog.untrusted import shell_word
 from pipeline.cli.common import catalog, console, literal, safe, settings
 
@@ -32,8 +33,7 @@ def _llm(policy: str) -> tuple[Any, str] | None:
     """(openai client, model) for `--policy llm`, from DRAFTSET_LLM_*; None for the heuristic policy."""
     if policy == "heuristic":
         return None
-    if policy != "llm":
-        raise DraftsetError(f"unknown policy {policy!r}", hint="--policy heuristic (default) or --policy llm")
+    require_known("policy", policy, ("heuristic", "llm"), where="--policy", hint="--policy heuristic (default) or llm")
     cfg = settings()
     if not (cfg.llm_base_url and cfg.llm_model):
         raise DraftsetError(
@@ -50,10 +50,11 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
     """Propose and contract-test each target (adapters.propose); print the table, each problem and a summary
     line. True when every target got a passing contract."""
     from adapters import propose as proposing
+    from adapters import verdict
     from pipeline.cli import adapters_view as view
 
     cat, cfg = catalog(), settings()
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("proposing", total=len(targets))
 
         def tick(repo_id: str) -> None:
@@ -77,13 +78,18 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
         if not o.ok:
             console.print(literal(o.line(), style="red" if o.error or o.contract else "yellow"))
     console.print(literal(proposing.summary_line(outcomes)))
-    if records:
+    found = {r.repo_id: verdict.of_record(r) for r in records}
+    ready = [repo for repo, v in found.items() if v.approvable]
+    review_first = [repo for repo, v in found.items() if v.passed and not v.approvable]
+    broken = [repo for repo, v in found.items() if not v.passed]
+    if ready:
+        console.print(literal(f"next: draftset adapters show REPO, then approve it (ready: {' '.join(ready)})"))
+    if review_first:
         console.print(
-            literal(
-                "next: draftset adapters show REPO (reasons, golden rows), then approve "
-                f"(proposed: {' '.join(r.repo_id for r in records)})"
-            )
+            literal(f"next: check the open REVIEW items in draftset adapters show REPO ({' '.join(review_first)})")
         )
+    if broken:
+        console.print(literal(f"next: fix with draftset adapters map/edit REPO, or reject ({' '.join(broken)})"))
     return all(o.ok for o in outcomes)
 
 
@@ -100,6 +106,11 @@ def propose(
     ),
 ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
+    from pipeline.cli import known
+
+    if category is not None:
+        require_known("category", category, known.categories(), where="--category", hint="leave it out to take find's")
+    _llm(policy)  # an unknown policy is refused before anything is fetched
     targets = list(repos or [])
     if all_top:
         targets += [
@@ -221,20 +232,27 @@ def approve(
     repo_id: str = REPO,
     by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
     note: str | None = typer.Option(None, help="why (required with --force)"),
-    force: bool = typer.Option(False, help="approve although the contract fails (needs --note)"),
+    force: bool = typer.Option(
+        False, help="approve although the contract fails or a REVIEW item is open (needs --note)"
+    ),
+    checked: list[str] | None = typer.Option(
+        None, "--checked", help="an open REVIEW item (e.g. source.split) you have checked (repeatable)"
+    ),
 ) -> None:
-    """Approve the current spec at the current revision (refused when the contract fails)."""
+    """Approve the current spec at the current revision (refused when the contract fails or a REVIEW item is open)."""
     from adapters import review
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # the service records the token's user, not --by
-        done = client.approve(repo_id, note, force)
+        done = client.approve(repo_id, note, force, checked)
         console.print(
             f"approved {repo_id} (spec {done['spec_hash'][:12]}, revision {done['revision'][:12]}) "
             f"by {done['reviewed_by']} through {client.url}",
             highlight=False,
         )
         return
+    if checked:
+        review.mark_checked(catalog(), repo_id, list(dict.fromkeys(checked)), _reviewer(by))
     record = review.approve(catalog(), repo_id, _reviewer(by), note, force)
     console.print(
         safe(

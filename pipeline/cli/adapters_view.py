@@ -10,6 +10,7 @@ from rich.columns import Columns
 from rich.panel import Panel
 from rich.syntax import Syntax
 
+from adapters import verdict
 from adapters.contract import ContractResult
 from adapters.store import AdapterRecord
 from catalog.untrusted import clean_text, shell_word
@@ -22,10 +23,11 @@ def _table(columns: list[str], rows: list[list[Any]], title: str) -> None:
 
 
 def contract_cell(record: AdapterRecord) -> str:
-    if not record.contract:
-        return "not run"
-    state = "pass" if record.contract.get("passed") else "FAIL"
-    return state if record.contract_current else f"{state} (old spec)"
+    """The adapter's verdict (adapters.verdict), as the API and the review page word it."""
+    if record.contract and not record.contract_current:
+        return "not run (old spec)"
+    found = verdict.of_record(record)
+    return found.kind.upper() if found.kind in ("fail", "refused") else found.kind
 
 
 def print_list(records: list[AdapterRecord]) -> None:
@@ -59,32 +61,38 @@ def print_reasons(record: AdapterRecord) -> None:
     )
 
 
-def _verdict(data: dict[str, Any]) -> str:
-    if data["passed"]:
-        return "PASSED"
-    verdict = data.get("verdict") or ""
-    return verdict.upper().replace("REFUSED: ", "REFUSED by name: ") if verdict.startswith("refused") else "FAILED"
+def _result(check: dict[str, Any]) -> str:
+    if check["passed"]:  # a check that passed by quarantining a few rows within the tolerance warns
+        return "warning" if check.get("severity") == "warn" else "pass"
+    return "warning" if str(check.get("severity") or check.get("level")) in verdict.WARNING_LEVELS else "FAIL"
 
 
-def print_contract(result: ContractResult | dict[str, Any], repo_id: str, fields: bool = True) -> None:
+def _sample(data: dict[str, Any]) -> str:
+    if "n_records" not in data:  # a result stored before the contract counted them
+        return ""
+    return f" ({data['n_records']:,} records / {data['n_rows']:,} rows)"
+
+
+def print_contract(
+    result: ContractResult | dict[str, Any], repo_id: str, needs_review: list[str] | None = None, fields: bool = True
+) -> verdict.Verdict:
     data = result.to_json() if isinstance(result, ContractResult) else result
+    found = verdict.verdict(data, needs_review)
     if fields:
         print_fields(data)
     _table(
         ["check", "result", "detail"],
-        [
-            [c["name"], "pass" if c["passed"] else ("warn" if c.get("level") == "warning" else "FAIL"), c["detail"]]
-            for c in data["checks"]
-        ],
-        title=f"contract of {repo_id}: {_verdict(data)} ({data['n_records']} records / {data['n_rows']} rows)",
+        [[c["name"], _result(c), c["detail"]] for c in data["checks"]],
+        title=f"contract of {repo_id}: {found.headline}{_sample(data)}",
     )
     print_problems(data)
-    if data["quarantined"]:
+    if data["quarantined"] and not data.get("problems"):  # a result stored before the contract grouped them
         _table(
-            ["row", "field", "reason"],
-            [[q["row_index"], q["field"], q["reason"][:100]] for q in data["quarantined"][:10]],
-            title=f"rejected rows (first {min(10, len(data['quarantined']))}; ingest quarantines these)",
+            ["cause", "rows", "example"],
+            [[cause, f"{n:,}", example] for cause, n, example in verdict.rejected_by_cause(data)],
+            title="rejected rows by cause (ingest quarantines these)",
         )
+    return found
 
 
 def print_fields(result: ContractResult | dict[str, Any] | None) -> None:
@@ -210,6 +218,10 @@ def print_show(record: AdapterRecord) -> None:
         ),
         highlight=False,
     )
+    found = verdict.of_record(record)
+    console.print(literal(f"verdict: {found.headline}"), style="bold")
+    for blocker in found.blockers():
+        console.print(literal(f"  {blocker}"), style="red" if not blocker.startswith("REVIEW") else "yellow")
     print_fields(record.contract)  # first: what every raw field became, before how it was decided
     spec = record.spec
     data = spec.model_dump(mode="json", exclude={"reasons", "golden", "needs_review"}, exclude_none=True)
@@ -224,9 +236,11 @@ def print_show(record: AdapterRecord) -> None:
     print_reasons(record)
     print_role_counts(record)
     if record.contract:
-        print_contract(record.contract, record.repo_id, fields=False)
+        print_contract(record.contract, record.repo_id, spec.needs_review, fields=False)
         if not record.contract_current:
             console.print(
                 f"[yellow]this contract ran on an older spec: run `draftset adapters test {safe(shell_word(record.repo_id))}`[/]"
             )
     print_examples(record)
+    console.print(literal(f"verdict: {found.headline}"), style="bold")
+    console.print(literal(f"next: {found.next_step(record.repo_id, record.status)}"))

@@ -13,6 +13,10 @@ from importlib.metadata import entry_points
 
 import typer
 
+# typer 0.29 ships its own copy of click and raises these classes, not the `click` package's.
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.exceptions import Abort
+
 from catalog.errors import DraftsetError
 from pipeline.cli import adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd, serve_cmd, sql_cmd
 from pipeline.cli.common import err_console, safe
@@ -26,9 +30,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"draftset {version('draftset')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    # Present only so a lone command is still a subcommand (typer collapses single-command apps).
+def _root(
+    _version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    ),
+) -> None:
+    # Also keeps a lone command a subcommand (typer collapses single-command apps).
     pass
 
 
@@ -102,10 +118,34 @@ def os_failure(exc: BaseException) -> tuple[str, str] | None:
     return None
 
 
+def _usage(exc: UsageError) -> None:
+    """click's and typer's usage errors in the same one-line form as every other error (exit 2, as click's)."""
+    if isinstance(exc, NoArgsIsHelpError):  # `draftset` or `draftset adapters` alone: the help is the answer
+        exc.show()
+        sys.exit(exc.exit_code)
+    where = exc.ctx.command_path if exc.ctx is not None else "draftset"
+    err_console.print(f"[bold red]error:[/] {safe(exc.format_message())}", highlight=False)
+    err_console.print(f"[yellow]next:[/] {safe(where)} --help", highlight=False)
+    sys.exit(exc.exit_code)
+
+
+def _quiet_progress_when_piped() -> None:
+    # huggingface_hub and datasets draw tqdm bars on stderr; piped or logged, they are noise between lines.
+    if not sys.stderr.isatty():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+
 def main() -> None:
     """Entry point: user-facing errors become one red line plus what to do next (exit 1)."""
+    _quiet_progress_when_piped()
     try:
-        app()  # standalone: click prints usage errors itself
+        code = app(prog_name="draftset", standalone_mode=False)  # errors are ours to print, in one format
+    except UsageError as exc:
+        _usage(exc)
+    except Abort:  # EOF at a prompt
+        err_console.print("[bold red]error:[/] aborted", highlight=False)
+        sys.exit(1)
     except DraftsetError as exc:
         _fail(str(exc), exc.hint)
     except BrokenPipeError:  # `draftset sql ... | head`: the reader left; nothing to report
@@ -116,6 +156,9 @@ def main() -> None:
         if found is None:
             raise  # anything else is a bug and keeps its traceback
         _fail(*found)
+    if code == 130:  # typer turns Ctrl-C into exit 130; say so rather than vanish
+        err_console.print("[bold red]error:[/] interrupted (Ctrl-C)", highlight=False)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,8 +24,9 @@ from rich.text import Text
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.names import closest
 from catalog.untrusted import clean_text, redact
-from pipeline.settings import Settings
+from pipeline.settings import settings
 from pipeline.stage import StageConfig, field_default
 
 # --config FILE on every stage command: the stage's config fields, under the flags given explicitly.
@@ -72,11 +72,6 @@ console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS")
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-@lru_cache(maxsize=1)
-def settings() -> Settings:
-    return Settings()
-
-
 def catalog() -> Catalog:
     return Catalog(settings().home)
 
@@ -90,8 +85,13 @@ def resolve_named(name_or_path: str, kind: str) -> Path:
     under = root / name_or_path
     if under.exists():
         return under
+    names = sorted(d.name for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+    near = closest(name_or_path, names)
     raise DraftsetError(
-        f"{name_or_path!r} is neither a directory nor a name under {root}", hint=f"list them with: ls {root}"
+        f"{name_or_path!r} is neither a directory nor a name under {root}"
+        + (f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else "")
+        + (f" (known: {', '.join(names[:12])})" if names else " (none yet)"),
+        hint=f"list them with: ls {root}",
     )
 
 

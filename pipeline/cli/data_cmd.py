@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.cli import known
 from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, safe, settings
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
@@ -31,7 +32,16 @@ def _min_tokens(model: type[StageConfig]) -> Any:
     return field_option(model, "min_prompt_tokens", min=0, help="Drop prompts shorter than this (too_short).")
 
 
-_WORKERS = typer.Option(1, "--workers", min=1, help="Local worker processes for dedup's per-shard pass.")
+_WORKERS = typer.Option(1, "--workers", min=1, help="Worker processes for dedup's per-shard pass.")
+_EXECUTOR = typer.Option(
+    "local", "--executor", help="Where they run: local (a process pool) or ray (the cluster RAY_ADDRESS names)."
+)
+
+
+def _executor(name: str) -> Any:
+    if name not in ("local", "ray"):
+        raise typer.BadParameter(f"{name!r}: use local or ray", param_hint="--executor")
+    return name
 
 
 def _progress() -> Progress:
@@ -43,6 +53,7 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,  # piped output gets the tables, not a bar's leftovers
     )
 
 
@@ -70,6 +81,8 @@ def ingest_cmd(
     oversample: float | None = field_option(
         IngestConfig, "oversample", min=1.0, help="With --plan: rows read per source = its quota x this."
     ),
+    workers: int = typer.Option(1, "--workers", min=1, help="Datasets ingested at once (worker processes)."),
+    executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
@@ -88,6 +101,11 @@ def ingest_cmd(
     )
     cfg = settings()
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
+    known.check_plan(plan)
+    if repo:  # ingest needs an adapter: a name that has none is a typo or a step skipped
+        known.check_repos(
+            repo, known.adapter_repos(), "dataset", "--repo", "propose one: draftset adapters propose OWNER/NAME"
+        )
     repos = repos_to_ingest(catalog(), plan, repo)
     with _progress() as progress:
         results = ingest(
@@ -100,6 +118,8 @@ def ingest_cmd(
             progress=progress,
             plan_id=plan,
             all_rows=all_rows,
+            workers=workers,
+            executor=_executor(executor),
             **values,
         )
     total: dict[str, int] = {}
@@ -131,6 +151,7 @@ def dedup_cmd(
     min_prompt_tokens: int | None = _min_tokens(DedupConfig),
     tokenizer: Path | None = _TOKENIZER,
     workers: int = _WORKERS,
+    executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
@@ -138,7 +159,7 @@ def dedup_cmd(
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.run import run_dedup
-    from pipeline.model.lengths import TokenCounter
+    from pipeline.target.lengths import TokenCounter
 
     values = stage_settings(
         DedupConfig,
@@ -152,13 +173,24 @@ def dedup_cmd(
         settable=["repos", "threshold", "num_perm", "ngram", "min_prompt_tokens", "max_prompt_tokens"],
     )
     home = settings().home
-    values["repos"] = list(values.get("repos") or Home(home).normalized_repos())
+    ingested = Home(home).normalized_repos()
+    if values.get("repos"):
+        known.check_repos(
+            values["repos"],
+            ingested,
+            "ingested dataset",
+            "--repo",
+            "ingest it first: draftset ingest --repo OWNER/NAME",
+        )
+    values["repos"] = list(values.get("repos") or ingested)
     if not values["repos"]:
         raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
     counter = TokenCounter.resolve(tokenizer, home)
     config = DedupConfig(**values, length_unit=counter.method)
     with _progress() as progress:
-        result = run_dedup(catalog(), home, config, Home(home).dedup, counter, progress, workers=workers)
+        result = run_dedup(
+            catalog(), home, config, Home(home).dedup, counter, progress, workers=workers, executor=_executor(executor)
+        )
     print_table(
         ["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
         [_counts_row("dedup", result.counts, "ok")],
@@ -183,6 +215,7 @@ def mix_cmd(
     tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
     workers: int = _WORKERS,
+    executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
@@ -206,6 +239,7 @@ def mix_cmd(
         settable=["plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens"],
     )
     weights = _weights(weight or [])
+    known.check_plan(values.get("plan_id"))
     if weights and values.get("plan_id"):
         raise typer.BadParameter("give --plan or --weight, not both", param_hint="--weight")
 
@@ -219,6 +253,7 @@ def mix_cmd(
             overwrite=overwrite,
             progress=progress,
             workers=workers,
+            executor=_executor(executor),
             **values,
         )
     m = result.manifest

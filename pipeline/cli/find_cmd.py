@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from agents.configuration import FindConfig
 from catalog.errors import DraftsetError
+from catalog.names import require_known
 from catalog.untrusted import shell_word
 from pipeline.cli.common import console, err_console, settings
 
@@ -132,6 +133,10 @@ def find(
 
     cfg = _config(config, policy)
     from catalog.hub import check_reachable
+    from pipeline.cli import known
+
+    if resume:  # before the live table: a mistyped run id is one line, not an empty table and an error
+        require_known("find run", resume, known.find_runs(), where="--resume", hint="use the run id find printed")
 
     check_reachable(settings().hf_endpoint)  # before the live table: a dead Hub is one line, not an empty table
     request = None if resume else FindRequest(domain=domain, samples=samples, config=cfg)

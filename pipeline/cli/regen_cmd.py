@@ -64,9 +64,11 @@ def regenerate_cmd(
     data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
     (watch it from another terminal with `draftset status`). With --shard I/N they go to
     data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are."""
+    from pipeline.cli import known
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
 
+    known.check_mix(mix)
     cfg = settings()
     endpoints = endpoint or cfg.target_endpoints
     if not endpoints:

@@ -35,9 +35,9 @@ from pipeline.dedup import decide
 from pipeline.dedup.config import DedupConfig
 from pipeline.dedup.minhash import bands
 from pipeline.dedup.sketch import SketchTask
-from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun
+from pipeline.target.lengths import TokenCounter
 
 DECISIONS = pa.schema(
     [

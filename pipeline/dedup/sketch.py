@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 
 from catalog.io import atomic_path
 from pipeline.dedup.minhash import band_keys, bands, signatures
-from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import owned
 from pipeline.rows.codec import from_row
 from pipeline.rows.keys import hash_normalized, normalize
+from pipeline.target.lengths import TokenCounter
 
 _COLUMNS = ["id", "repo_id", "config", "split", "row_index", "category", "mode", "conversation"]
 BATCH = 2_048

@@ -29,6 +29,7 @@ from catalog.shards import ParquetShardWriter, existing_ids
 from catalog.untrusted import shell_word
 from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.sample import RowSample, for_source, plan_quotas, sample_key
+from pipeline.parallel import Executor
 from pipeline.rows.codec import to_row
 from pipeline.stage import Stage, StageRun, field_default, read_manifest
 
@@ -296,40 +297,49 @@ def ingest(
     all_rows: bool = False,
     oversample: float = field_default(IngestConfig, "oversample"),
     sample_seed: int = field_default(IngestConfig, "sample_seed"),
+    workers: int = 1,
+    executor: Executor = "local",
 ) -> list[DatasetResult]:
     """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on.
 
-    With `plan_id` (and not `all_rows`) each planned source is read up to its quota x `oversample`."""
+    With `plan_id` (and not `all_rows`) each planned source is read up to its quota x `oversample`. With
+    several `workers` (or a cluster `executor`) datasets are ingested in parallel (pipeline/ingest/fanout.py)."""
     quotas = plan_quotas(catalog, plan_id) if plan_id and not all_rows else {}
-    results = []
-    for repo_id in repos:
-        rows_to_take, n_rows = quotas.get(repo_id, (None, None))
-        try:
-            results.append(
-                ingest_dataset(
-                    catalog,
-                    home,
-                    repo_id,
-                    endpoint=endpoint,
-                    token=token,
-                    fresh=fresh,
-                    max_conversation_chars=max_conversation_chars,
-                    progress=progress,
-                    rows_to_take=rows_to_take,
-                    n_rows=n_rows,
-                    oversample=oversample,
-                    sample_seed=sample_seed,
-                )
-            )
-        except DraftsetError as exc:
-            results.append(DatasetResult(repo_id, {}, str(exc), exc.hint))
-        except OSError as exc:  # full disk or permissions while writing quarantine/stats files
-            results.append(
-                DatasetResult(
-                    repo_id,
-                    {},
-                    f"cannot write under {Home(home).normalized(repo_id)}: {exc}",
-                    "free disk space or fix permissions, then re-run (resumes by id)",
-                )
-            )
-    return results
+    settings: dict[str, Any] = {
+        "endpoint": endpoint,
+        "token": token,
+        "fresh": fresh,
+        "max_conversation_chars": max_conversation_chars,
+        "oversample": oversample,
+        "sample_seed": sample_seed,
+    }
+    jobs = [(repo_id, *quotas.get(repo_id, (None, None))) for repo_id in repos]
+    if workers > 1 or executor != "local":
+        from pipeline.ingest.fanout import ingest_in_parallel
+
+        return ingest_in_parallel(home, jobs, settings, workers=workers, executor=executor)
+    return [ingest_one(catalog, home, job, settings, progress) for job in jobs]
+
+
+def ingest_one(
+    catalog: Catalog,
+    home: Path,
+    job: tuple[str, int | None, int | None],
+    settings: dict[str, Any],
+    progress: Progress | None = None,
+) -> DatasetResult:
+    """One dataset's ingest as a result: a failure is named in it, never raised."""
+    repo_id, rows_to_take, n_rows = job
+    try:
+        return ingest_dataset(
+            catalog, home, repo_id, progress=progress, rows_to_take=rows_to_take, n_rows=n_rows, **settings
+        )
+    except DraftsetError as exc:
+        return DatasetResult(repo_id, {}, str(exc), exc.hint)
+    except OSError as exc:  # full disk or permissions while writing quarantine/stats files
+        return DatasetResult(
+            repo_id,
+            {},
+            f"cannot write under {Home(home).normalized(repo_id)}: {exc}",
+            "free disk space or fix permissions, then re-run (resumes by id)",
+        )

@@ -11,6 +11,7 @@ either the previous complete mix or the new complete one. Re-running with the sa
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,15 +22,18 @@ from typing import Any
 from rich.progress import Progress
 
 from catalog import Catalog
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, StageFailed
 from catalog.home import Home
+from catalog.names import require_known
 from catalog.quota import allocate, take_quotas
-from catalog.shards import ParquetShardWriter, iter_rows, read_table
+from catalog.shards import read_table, shard_paths
 from pipeline.dedup.run import DedupConfig, run_dedup
 from pipeline.mix.config import MixConfig
+from pipeline.mix.copy import CopyChosen, write_chosen
 from pipeline.mix.targets import MixTargets, load_targets
-from pipeline.model.lengths import TokenCounter
+from pipeline.parallel import Executor, run_tasks, summed
 from pipeline.stage import Stage, StageRun, field_default
+from pipeline.target.lengths import TokenCounter
 
 
 @dataclass
@@ -55,6 +59,10 @@ def select(config: MixConfig, rows: list[dict[str, Any]]) -> tuple[set[str], dic
     for s in config.source_quotas:  # planned sources with no row left still hold a quota
         category_of.setdefault(s, config.source_category.get(s) or "")
     available = {s: len(by_source.get(s, [])) for s in category_of}
+    for cat in config.category_weights:  # a typo would weigh nothing and give its category 0 records
+        require_known(
+            "category", cat, set(category_of.values()), where="--weight", hint="weigh the sources' categories"
+        )
     if config.plan_id is not None:
         total = config.samples if config.samples is not None else sum(config.source_quotas.values())
         target, taken = take_quotas(config.source_quotas, available, total)
@@ -129,10 +137,11 @@ class MixStage(Stage[MixConfig]):
         overwrite: bool = False,
         progress: Progress | None = None,
         workers: int = 1,
+        executor: Executor = "local",
     ):
         super().__init__(config, out_dir, catalog, fresh=overwrite)
         self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
-        self.workers = workers
+        self.workers, self.executor = workers, executor
         # Planned sources never ingested keep their quota (passed on as a shortfall) but have no rows to read.
         self.repos = sorted(set(config.source_category) - set(targets.missing))
         self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
@@ -169,6 +178,7 @@ class MixStage(Stage[MixConfig]):
             self.counter,
             self.progress,
             workers=self.workers,
+            executor=self.executor,
         )
         self.upstream.append(self.dedup.manifest)
 
@@ -180,11 +190,25 @@ class MixStage(Stage[MixConfig]):
         run.seen(len(candidates))
         chosen, plan = select(config, candidates)
         run.tally("not_selected", len(candidates) - len(chosen))
-        with ParquetShardWriter(self.work_dir) as writer:
-            for row in iter_rows(dirs):
-                if row["id"] in chosen:
-                    writer.write(row)
-                    run.emitted()
+        scratch = self.work_dir / ".select"
+        scratch.mkdir(parents=True, exist_ok=True)
+        write_chosen(scratch / "chosen.parquet", chosen)
+        shards = [p for d in dirs for p in shard_paths(d)]
+        task = CopyChosen(tuple(map(str, shards)), str(scratch / "chosen.parquet"), str(self.work_dir))
+        tasks = max(1, min(len(shards), 2 * self.workers))
+        copied = summed(run_tasks(task, tasks, scratch / "tasks", workers=self.workers, executor=self.executor)).get(
+            "rows", 0
+        )
+        shutil.rmtree(scratch)
+        if copied != len(chosen):  # every chosen id is in exactly one input shard
+            raise StageFailed(
+                f"mix {config.name!r} copied {copied} rows but chose {len(chosen)}",
+                stage=self.name,
+                run_id=run.run_id,
+                counts=run.counts,
+                hint="an input shard changed while the mix ran; re-run it",
+            )
+        run.emitted(copied)
         revisions = {r["repo_id"]: r["revision"] for r in meta}
         ingested = Counter(r["repo_id"] for r in meta)
         for repo, entry in plan["sources"].items():
@@ -205,7 +229,7 @@ class MixStage(Stage[MixConfig]):
             "mix_run_id": run.run_id,
             "missing_sources": self.targets.missing,
             "unplanned_sources": self.targets.unplanned,
-            "shards": [p.name for p in writer.written],
+            "shards": [p.name for p in shard_paths(self.work_dir)],
             "created_at": datetime.now(UTC).isoformat(),
             **plan,
         }
@@ -227,6 +251,7 @@ def run_mix(
     overwrite: bool = False,
     progress: Progress | None = None,
     workers: int = 1,
+    executor: Executor = "local",
 ) -> MixResult:
     final = Home(home).mix(name)
     targets = load_targets(catalog, home, plan_id, samples, weights)
@@ -254,6 +279,7 @@ def run_mix(
         overwrite=overwrite,
         progress=progress,
         workers=workers,
+        executor=executor,
     )
     result = stage.run()
     return MixResult(name, result.out_dir, result.manifest, reused=result.reused)

@@ -11,12 +11,6 @@ thinking disabled both the generation prompt and past assistant turns carry the 
 
 from __future__ import annotations
 
-from jinja2 import TemplateError
-
-# What rendering messages that do not fit a template raises (jinja errors, a tool call of the wrong shape):
-# the row's or the request's fault, never the template's.
-RENDER_ERRORS = (TemplateError, TypeError, ValueError)
-
 END_OF_TURN = "<|im_end|>"
 THINK_START = "<think>"
 THINK_END = "</think>"

@@ -21,8 +21,8 @@ from pipeline.model.corpus import chat_pairs, corpus_rows
 from pipeline.model.runtime import single_thread
 from pipeline.model.template import CHAT_TEMPLATE
 from pipeline.model.tokenizer import train_tokenizer
-from pipeline.model.tokenizer_load import save_clean
 from pipeline.stage import StageConfig, require
+from pipeline.target.tokenizer import save_clean
 
 
 class ToyConfig(StageConfig):

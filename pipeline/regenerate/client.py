@@ -3,17 +3,23 @@
 Why "lanes": httpcore scans its whole connection pool on every request, so one client with 150
 connections spends more CPU on pool bookkeeping than on HTTP (measured in eval/bench/bench_regen.py).
 Each endpoint therefore gets several `AsyncOpenAI` clients of `connections_per_lane` connections.
-The openai client's own retries are off (max_retries=0): we retry here, on any endpoint.
+The openai client's own retries are off (max_retries=0): we retry here, on any endpoint, and wait at
+least what the server asked (Retry-After, retry-after-ms, RateLimit-Reset, x-ratelimit-reset-*) before
+that endpoint gets another request. `over_max_tokens` says when an answer is longer than the request's
+max_tokens allowed (a server that ignores it), so the caller drops it with a reason instead of keeping it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import itertools
 import json
 import math
 import random
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +71,7 @@ class Endpoint:
     inflight: int = 0
     requests: int = 0
     failures: int = 0
+    paused_until: float = 0.0  # monotonic time before which the server asked not to be sent anything
     _next_lane: itertools.cycle = field(init=False)
 
     def __post_init__(self) -> None:
@@ -72,6 +79,65 @@ class Endpoint:
 
     def lane(self) -> openai.AsyncOpenAI:
         return next(self._next_lane)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(value: str) -> float | None:
+    """A header's wait: plain seconds ("3", "1.5"), an HTTP date (Retry-After), or OpenAI's "6m0s"/"20ms"."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    if parts := _DURATION.findall(value):
+        if "".join(n + u for n, u in parts) == value:
+            return sum(float(n) * _UNIT_S[u] for n, u in parts)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def server_wait_s(headers: Any) -> float | None:
+    """How long the server asked us to wait, from the headers of a 429/503 answer (None: it did not say).
+    The longest of what it says wins: a rate limit on tokens may reset later than one on requests."""
+    if headers is None:
+        return None
+    waits: list[float] = []
+    if (ms := headers.get("retry-after-ms")) is not None and (v := _seconds(ms)) is not None:
+        waits.append(v / 1000.0)
+    for name in ("retry-after", "ratelimit-reset", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
+        if (raw := headers.get(name)) is not None and (v := _seconds(raw)) is not None:
+            waits.append(v)
+    return max(waits) if waits else None
+
+
+# An answer of more characters than this per allowed token is over max_tokens by any tokenizer (real
+# tokenizers average ~4 characters a token; a token of 32 spaces in code is about the longest).
+MAX_CHARS_PER_TOKEN = 32
+
+
+def over_max_tokens(reply: Reply, max_tokens: int, count_tokens: Callable[[str], int] | None = None) -> str | None:
+    """Why `reply` is longer than `max_tokens` allows (usage, the target's tokenizer when given, else a
+    character bound), or None. A server that ignores max_tokens must not fill the output with it."""
+    used = reply.usage.get("completion_tokens")
+    if isinstance(used, int) and used > max_tokens:
+        return f"usage says {used:,} completion tokens, over max_tokens {max_tokens:,}"
+    text = (reply.reasoning or "") + reply.content + (json.dumps(reply.tool_calls) if reply.tool_calls else "")
+    if len(text) > max_tokens * MAX_CHARS_PER_TOKEN:
+        return (
+            f"{len(text):,} characters, more than max_tokens {max_tokens:,} x {MAX_CHARS_PER_TOKEN} characters "
+            "a token allow"
+        )
+    if count_tokens is not None and len(text) > max_tokens:  # fewer characters than tokens cannot be over
+        # reasoning and answer are counted apart from the template's markers: a little slack for those
+        if (n := count_tokens(text)) > max_tokens + 16:
+            return f"{n:,} tokens by the target's tokenizer, over max_tokens {max_tokens:,}"
+    return None
 
 
 def _classify(exc: Exception) -> tuple[str, int | str, bool]:
@@ -148,8 +214,11 @@ class EndpointPool:
         body = {"messages": messages, **{k: v for k, v in params.items() if v is not None}}
         for attempt in itertools.count(1):
             endpoint = self._pick()
+            if (paused := endpoint.paused_until - time.monotonic()) > 0:  # it asked for a pause: honour it
+                await asyncio.sleep(paused)
             endpoint.inflight += 1
             started = time.monotonic()
+            asked: float | None = None
             try:
                 raw = await endpoint.lane().post("/chat/completions", body=body, cast_to=bytes)
                 return _reply(json.loads(raw), endpoint.url, attempt, time.monotonic() - started)
@@ -158,11 +227,18 @@ class EndpointPool:
                 reason, status, retryable = _classify(exc)
                 if not retryable or attempt >= self.retry.max_attempts:
                     raise RequestFailed(f"{reason} (endpoint {endpoint.url})", attempt, status) from exc
+                response = getattr(exc, "response", None)
+                asked = server_wait_s(response.headers if response is not None else None)
             finally:
                 endpoint.inflight -= 1
                 endpoint.requests += 1
             delay = min(self.retry.backoff_max_s, self.retry.backoff_s * 2 ** (attempt - 1))
-            await asyncio.sleep(delay * (0.5 + random.random() / 2))  # jitter: no synchronized retry storms
+            delay *= 0.5 + random.random() / 2  # jitter: no synchronized retry storms
+            if asked is not None:  # at least what the server asked (bounded: a hostile header cannot stall us)
+                asked = min(asked, self.retry.retry_after_max_s)
+                endpoint.paused_until = max(endpoint.paused_until, time.monotonic() + asked)
+                delay = max(delay, asked * (1 + random.random() / 10))
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:

@@ -40,6 +40,8 @@ class RetryPolicy(StageConfig):
     backoff_s: float = Field(default=1.0, ge=0)
     backoff_max_s: float = Field(default=60.0, ge=0)
     timeout_s: float = Field(default=1800.0, gt=0)  # 16K tokens at ~10 tok/s per stream under load
+    # The longest Retry-After / RateLimit-Reset a server may ask for before we retry anyway.
+    retry_after_max_s: float = Field(default=300.0, ge=0)
 
 
 class RegenConfig(StageConfig):

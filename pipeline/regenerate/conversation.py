@@ -84,7 +84,7 @@ def length_function(unit: str, tokenizer_path: str | None) -> Callable[[str], in
     """How prompt length is measured for partitioning: characters, or the target tokenizer's tokens."""
     if unit == "chars":
         return len
-    from pipeline.model.tokenizer_load import load_tokenizer_json  # lazy: only when partitions count tokens
+    from pipeline.target.tokenizer import load_tokenizer_json  # lazy: only when partitions count tokens
 
     if tokenizer_path is None:
         raise DraftsetError(

@@ -26,7 +26,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.io import write_json_atomic
 from pipeline.regenerate import source
-from pipeline.regenerate.client import EndpointPool, Reply, RequestFailed
+from pipeline.regenerate.client import EndpointPool, Reply, RequestFailed, over_max_tokens
 from pipeline.regenerate.config import Partition, RegenConfig
 from pipeline.regenerate.conversation import (
     Skip,
@@ -373,6 +373,9 @@ class RegenStage(AsyncStage[RegenConfig]):
                 },
             )
             self.progress.request_done(int(reply.usage.get("completion_tokens") or 0))
+            counter = self._measure if config.length_unit == "tokens" else None
+            if (why := over_max_tokens(reply, partition.max_tokens, counter)) is not None:
+                raise Skip("over_max_tokens", f"turn {turn}: {why}")  # a server that ignored max_tokens
             return reply
 
         try:

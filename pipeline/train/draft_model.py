@@ -52,6 +52,39 @@ class DraftConfig(BaseModel):
             max_position_embeddings=max_length,
         )
 
+    @classmethod
+    def from_exported(cls, cfg: dict, n_aux: int) -> DraftConfig:
+        """The draft's own shape from an exported config.json (which names the taps' count by engine keys)."""
+        return cls(**{k: cfg[k] for k in cls.model_fields if k != "n_aux"}, n_aux=n_aux)
+
+    @classmethod
+    def tiny(
+        cls,
+        hidden_size: int = 16,
+        vocab_size: int = 40,
+        draft_vocab_size: int | None = None,
+        max_length: int = 64,
+        head_dim: int = 8,
+        n_aux: int = 3,
+    ) -> DraftConfig:
+        """A small draft over a target of the same width, for tests and CPU benchmarks: hidden_size/head_dim
+        heads, half as many KV heads (GQA), an MLP twice as wide, Llama's norm eps and RoPE base."""
+        heads = max(1, hidden_size // head_dim)
+        return cls(
+            hidden_size=hidden_size,
+            target_hidden_size=hidden_size,
+            n_aux=n_aux,
+            num_attention_heads=heads,
+            num_key_value_heads=max(1, heads // 2),
+            head_dim=head_dim,
+            intermediate_size=2 * hidden_size,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            vocab_size=vocab_size,
+            draft_vocab_size=draft_vocab_size or vocab_size,
+            max_position_embeddings=max_length,
+        )
+
 
 def _rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
     """Rotary embedding (Llama's rotate-half layout) for x [B, heads, L, d] at positions pos [L]."""

@@ -113,10 +113,7 @@ def load_exported(draft_dir: Path) -> tuple[Eagle3Draft, CaptureManifest, dict[s
             raise DraftsetError(f"{draft_dir} has no {need}", hint="export it with `draftset export CHECKPOINT`")
     cfg = json.loads((draft_dir / "config.json").read_text())
     manifest = CaptureManifest.load(draft_dir)
-    dc = DraftConfig(
-        **{k: cfg[k] for k in DraftConfig.model_fields if k not in ("n_aux",)}, n_aux=len(manifest.taps.aux)
-    )
-    draft = Eagle3Draft(dc)
+    draft = Eagle3Draft(DraftConfig.from_exported(cfg, len(manifest.taps.aux)))
     state = {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(draft_dir / WEIGHTS)).items()}
     draft.load_state_dict(state)
     return draft.eval(), manifest, cfg

@@ -19,8 +19,8 @@ import torch
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.manifest import CaptureManifest, model_config
-from pipeline.capture.runtime import dist_info, pick_device, progress, rank_dir
-from pipeline.stage import Stage, StageRun
+from pipeline.capture.runtime import dist_info, pick_device, progress
+from pipeline.stage import Stage, StageRun, rank_dir
 from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft

@@ -62,7 +62,7 @@ class OnlineSource:
         from pipeline.capture.layers import LayerPlan
         from pipeline.capture.rows import read_build_rows
         from pipeline.capture.run import manifest_for
-        from pipeline.model.load import load_target
+        from pipeline.target.load import load_target
 
         mcfg = model_config(model_dir)
         self.plan = LayerPlan.resolve(mcfg["num_hidden_layers"], layers)

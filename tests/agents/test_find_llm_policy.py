@@ -21,7 +21,7 @@ from agents.policies.llm_probe import probe
 from agents.policies.llm_tools import Toolbox
 from agents.state import AgentCounts, Brief, Candidate
 
-BRIEF = Brief(category="agentic", weight=0.3, quota=100, domain="agentic coding")
+BRIEF = Brief(category="agentic", weight=0.3, domain="agentic coding")
 FOUND = [Candidate(repo_id="a/traj", category="agentic", score=0.5), Candidate(repo_id="b/chat", category="agentic")]
 
 

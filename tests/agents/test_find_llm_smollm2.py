@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a 30 s import, the
 
 @pytest.fixture(scope="module")
 def smollm2_server(tmp_path_factory):
-    from pipeline.model.gguf_fetch import fetch_smollm2
-    from pipeline.model.gguf_import import import_gguf
     from pipeline.servers.devserver import serve_in_thread
+    from pipeline.target.gguf_fetch import fetch_smollm2
+    from pipeline.target.gguf_import import import_gguf
 
     out = tmp_path_factory.mktemp("smollm2") / "smollm2"
     import_gguf(fetch_smollm2(), out, dtype="float32")  # float32: CPU matmuls in bf16 are slower
@@ -52,7 +52,7 @@ def test_llm_policy_against_smollm2_on_serve_dev(hub_url, tmp_path, smollm2_serv
         found = await policy.prepare()
         out = []
         for category in ("agentic", "coding"):
-            brief = Brief(category=category, weight=0.3, quota=100, domain="agentic coding")
+            brief = Brief(category=category, weight=0.3, domain="agentic coding")
             out.append(await run_category_agent(brief, config, AgentContext(hub, policy, pool, lambda event: None)))
         return found, out
 

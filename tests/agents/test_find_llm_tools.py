@@ -19,7 +19,7 @@ from agents.policies.llm_tools import REPO_ID, TAG, tool_definitions
 from agents.state import Brief
 from agents.tools import HubTools
 
-BRIEF = Brief(category="agentic", weight=0.3, quota=100, domain="agentic coding")
+BRIEF = Brief(category="agentic", weight=0.3, domain="agentic coding")
 SWE = "nebius-mini/swe-agent-trajectories-mini"
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from find_testkit import CAPS, answer, script, scripted_llm
 
@@ -94,6 +96,18 @@ def test_card_words_in_another_sense_are_off_domain_with_the_evidence():
     assert "'agent', 'tool'" in v["evidence"] and v["senses"] == {"agent": False, "tool": False}
 
 
+def test_one_incidental_line_does_not_make_a_dataset_agentic():
+    rows = [{"prompt": f"Scene {i}", "completion": "INT. SAFEHOUSE - NIGHT\nHe waits."} for i in range(7)]
+    rows.append({"prompt": "Scene 7", "completion": "The hacker types:\n$ ls -la /vault"})
+    v = judge("agentic", ["agent", "tools"], 0.5, signals(rows, detect(rows)))
+    assert v["verdict"] == "off_domain" and "1/8 sampled rows show tool calls or shell commands" in v["evidence"]
+
+
+def test_a_native_card_naming_nothing_is_not_kept():
+    rows = [_turns(("user", "hi"), ("assistant", "hello"))] * 4
+    assert judge("native", [], 0.0, signals(rows, detect(rows)))["verdict"] == "unmatched"
+
+
 def test_a_card_naming_nothing_is_kept_on_its_rows():
     rows = [_turns(("user", f"fix {i}"), ("assistant", "$ pytest -x tests/")) for i in range(8)]
     v = judge("agentic", [], 0.0, signals(rows, detect(rows)))
@@ -101,7 +115,7 @@ def test_a_card_naming_nothing_is_kept_on_its_rows():
 
 
 def test_no_rows_leaves_the_card_to_decide():
-    assert judge("agentic", ["agent"], 0.25, None)["verdict"] == "not_sampled"
+    assert judge("agentic", ["agent"], 0.25, None)["verdict"] == "card_only"  # content check off
     assert judge("agentic", ["agent"], 0.25, {"rows": 0, "counts": {}, "opening": {}})["relevance"] == 0.25
 
 
@@ -120,7 +134,7 @@ def test_the_evidence_comes_from_the_rows_not_the_name(hub_url):
     kept = score_candidate("agentic", "agentic coding", hit, swapped, FindConfig())
     assert kept.status == "relevant" and kept.relevance["verdict"] == "on_domain", kept.reasons
     before = score_candidate("agentic", "agentic coding", hit, own, FindConfig(content_relevance=False))
-    assert before.status == "relevant" and before.relevance["verdict"] == "not_sampled"  # card words only
+    assert before.status == "relevant" and before.relevance["verdict"] == "card_only"  # card words only
 
 
 # -- find over the fixture Hub: stored and shown ---------------------------------------------------------------
@@ -194,3 +208,63 @@ def test_the_probe_is_bounded_on_hostile_rows():
     nested = {"messages": "[" * 5_000 + "]" * 5_000}
     assert _counts([late])["shell"] == 0 and _counts([long_line])["shell"] == 0
     assert signals([nested], None)["rows"] == 1
+
+
+# -- beyond the fixture Hub: the schema corpus's public shapes (tests/fixtures/schema_corpus) --------------------
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "schema_corpus"
+
+
+def _corpus_rows(family: Path) -> tuple[dict, list[dict]]:
+    meta = json.loads((family / "family.json").read_text())
+    path = family / meta["files"][0] if meta.get("files") else family
+    if path.suffix == ".parquet":
+        rows = pq.read_table(path).slice(0, 10).to_pylist()
+    elif path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines()[:10]]
+    elif path.suffix == ".json":
+        rows = json.loads(path.read_text())[:10]
+    else:
+        rows = []  # compressed, archives, loading scripts: not this test's subject
+    return meta, [r for r in rows if isinstance(r, dict)]
+
+
+def _truth_has_tools(meta: dict) -> bool:
+    records = [r for r in meta.get("truth") or [] if isinstance(r, dict)]
+    return any(
+        r.get("tools") or any(m.get("tool_calls") or m.get("role") == "tool" for m in r.get("messages", []))
+        for r in records
+    )
+
+
+def test_tool_use_in_every_public_tool_shape_is_seen_from_the_raw_rows():
+    """Every corpus family whose true records carry tools (OpenAI, legacy functions, Anthropic blocks, Hermes
+    tags, glaive text, pythonic calls, ReAct, SWE tool JSON/XML ...) shows tool calls or shell commands in its
+    raw rows, without the adapter's help: the families were written for the schema work, not for this probe."""
+    families = [f for f in sorted(CORPUS.iterdir()) if (f / "family.json").exists()]
+    seen = {}
+    for family in families:
+        meta, rows = _corpus_rows(family)
+        if rows and _truth_has_tools(meta):
+            counts = signals(rows, detect(rows))["counts"]
+            seen[family.name] = counts["tool_calls"] + counts["shell"]
+    assert len(seen) >= 8, sorted(seen)
+    assert all(seen.values()), {k: v for k, v in seen.items() if not v}
+
+
+def test_every_mappable_public_shape_reads_as_a_conversation():
+    """With the adapter's mapping of the rows (find's path), every corpus family the adapters map shows an
+    exchange: numbered columns, utterance lists and rendered transcripts included."""
+    from adapters.trial import trial_records
+
+    missing, checked = [], 0
+    for family in sorted(CORPUS.iterdir()):
+        if not (family / "family.json").exists():
+            continue
+        meta, rows = _corpus_rows(family)
+        if not rows or meta.get("expect") != "map":
+            continue
+        d = detect(rows)
+        checked += 1
+        if signals(rows, d, trial_records(d, rows))["counts"]["exchange"] == 0:
+            missing.append(family.name)
+    assert checked >= 40 and not missing, (checked, missing)

@@ -189,7 +189,7 @@ def test_headline_reads_hours_and_terabytes():
 
 
 def test_heuristic_queries_expand_from_brief():
-    brief = Brief(category="coding", weight=0.2, quota=10, domain="agentic coding")
+    brief = Brief(category="coding", weight=0.2, domain="agentic coding")
     queries = asyncio.run(HeuristicPolicy(CONFIG).queries(brief, meter=None))
     terms = [q.search for q in queries if q.search]
     assert terms[:2] == ["code", "coder"] and "coding" in terms

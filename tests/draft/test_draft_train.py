@@ -69,21 +69,7 @@ def test_loss_counts_exactly_the_shifted_mask():
     from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 
     torch.manual_seed(0)
-    c = DraftConfig(
-        hidden_size=16,
-        target_hidden_size=16,
-        n_aux=3,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-        intermediate_size=32,
-        rms_norm_eps=1e-6,
-        rope_theta=10000.0,
-        vocab_size=40,
-        draft_vocab_size=40,
-        max_position_embeddings=64,
-    )
-    draft = Eagle3Draft(c)
+    draft = Eagle3Draft(DraftConfig.tiny())
     draft.t2d.fill_(True)
     target = FrozenTarget.random(40, 16, dtype=torch.float32)
     L = 10

@@ -26,7 +26,7 @@ def _greedy_build(model_dir, build_dir, n_rows=40):
     import hashlib
 
     from pipeline.build.vocab import draft_vocab, save_vocab, token_counts
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     model = load_target(model_dir, torch.float32)
     g = torch.Generator().manual_seed(3)

@@ -72,7 +72,7 @@ class OracleDraft:
 def test_accept_length_counts_what_verification_accepts(toy):
     from eval.specdecode.decode import greedy, speculative
     from eval.specdecode.runners import TargetRunner
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     target = TargetRunner(load_target(toy.model, torch.float32))
     prompt = [5, 17, 33, 2, 90, 41, 7, 8]

@@ -16,8 +16,8 @@ from catalog.errors import DraftsetError
 from pipeline.cli.app import app
 from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
-from pipeline.model.lengths import ESTIMATE, TokenCounter
 from pipeline.rows.keys import normalize, prompt_hash, shingles
+from pipeline.target.lengths import ESTIMATE, TokenCounter
 
 
 def distinct_prompt(i: int, n_words: int = 40) -> str:

@@ -15,12 +15,12 @@ from datasketch import MinHash
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.dedup.decide import clusters
-from pipeline.dedup.keys import hash_normalized, normalize
 from pipeline.dedup.minhash import shingle_hashes, signatures
 from pipeline.dedup.near import NearIndex
 from pipeline.dedup.run import DedupConfig, run_dedup
-from pipeline.model.lengths import TokenCounter
 from pipeline.parallel import run_tasks, summed, task_counts
+from pipeline.rows.keys import hash_normalized, normalize
+from pipeline.target.lengths import TokenCounter
 
 
 def test_signatures_equal_datasketch_minhash_of_the_same_shingles():

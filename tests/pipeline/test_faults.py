@@ -112,7 +112,7 @@ def test_secrets_in_an_echoed_error_body_are_redacted(tmp_path):
 
 
 def test_remote_code_tokenizer_is_refused_in_one_line(tmp_path):
-    from pipeline.model.tokenizer_load import load_chat_tokenizer
+    from pipeline.target.tokenizer import load_chat_tokenizer
 
     (tmp_path / "tokenizer_config.json").write_text(
         json.dumps(

@@ -272,3 +272,19 @@ def test_fixture_hub_ingest_gives_expected_counts_and_quarantine(fixture_home):
             assert entry["detail"] and entry["revision"] == rows[0]["revision"]
         checked += 1
     assert checked == 31
+
+
+def test_datasets_ingest_in_parallel_workers_with_the_same_results(home, mini_hub):
+    """Two worker processes (datatrove's local executor) share the catalog; results come back in order."""
+    _, url = mini_hub
+    cat = Catalog(home)
+    for repo in ("lab/clean", "lab/allbad", "lab/broken"):
+        _approve(cat, url, repo)
+    results = ingest(cat, home, ["lab/allbad", "lab/clean", "lab/broken", "lab/missing"], endpoint=url, workers=2)
+    assert [r.repo_id for r in results] == ["lab/allbad", "lab/clean", "lab/broken", "lab/missing"]
+    assert results[1].error is None and results[1].counts["out"] == 7
+    assert results[2].counts["out"] == 2 and results[2].counts["dropped_row_error"] == 3
+    assert "0 out" in results[0].error and "not found" in results[3].error
+    runs = cat.query("SELECT status, count(*) AS n FROM stage_runs WHERE stage = 'ingest' GROUP BY status")
+    assert {r["status"]: r["n"] for r in runs} == {"ok": 2, "failed": 1}
+    assert not list((Home(home).root / "tmp").iterdir())  # the task folder is per invocation

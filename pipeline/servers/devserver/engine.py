@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
 from pipeline.model.runtime import single_thread
-from pipeline.model.template import END_OF_TURN, RENDER_ERRORS, THINK_END, THINK_START
+from pipeline.model.template import END_OF_TURN, THINK_END, THINK_START
 from pipeline.servers.devserver.errors import RequestError
+from pipeline.target.template import RENDER_ERRORS
 
 if TYPE_CHECKING:
     import torch
@@ -48,8 +49,8 @@ class Engine:
             )
         import torch
 
-        from pipeline.model.load import load_target
-        from pipeline.model.tokenizer_load import load_chat_tokenizer
+        from pipeline.target.load import load_target
+        from pipeline.target.tokenizer import load_chat_tokenizer
 
         self.model_dir = model_dir
         self.served_name = served_name or model_dir.resolve().name
@@ -66,7 +67,7 @@ class Engine:
     # -- prompt ------------------------------------------------------------------------------
     def render(self, messages: list[dict[str, Any]], tools: list[dict] | None, thinking: bool) -> list[int]:
         """Prompt token ids exactly as the chat template renders them (no extra BOS)."""
-        from pipeline.model.tool_render import for_template
+        from pipeline.target.tool_render import for_template
 
         messages = for_template(self.tokenizer, messages)  # earlier calls visible even to a template without tools
         try:

@@ -71,6 +71,7 @@ class SqlBody(Strict):
 class NoteBody(Strict):
     note: str | None = Field(None, max_length=2000)
     force: bool = False
+    checked: list[str] = Field(default_factory=list, max_length=100)  # open REVIEW items the reviewer checked
 
 
 class TestBody(Strict):
@@ -232,6 +233,8 @@ def test_adapter(
 
 @router.post("/api/adapters/{owner}/{name}/approve")
 def approve(owner: str, name: str, body: NoteBody, request: Request, user: Reviewer) -> dict[str, Any]:
+    if body.checked:
+        review.mark_checked(service(request).catalog, f"{owner}/{name}", body.checked, user.name)
     record = review.approve(service(request).catalog, f"{owner}/{name}", user.name, body.note, body.force)
     return review_data.summary(record)
 

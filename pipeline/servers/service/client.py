@@ -69,8 +69,9 @@ class Client:
         columns, rows = self.sql(query, limit)
         yield columns, (_Rows(rows) if columns else None)
 
-    def approve(self, repo_id: str, note: str | None, force: bool) -> dict[str, Any]:
-        return self._call("POST", f"/api/adapters/{repo_id}/approve", json={"note": note, "force": force})
+    def approve(self, repo_id: str, note: str | None, force: bool, checked: list[str] | None = None) -> dict[str, Any]:
+        body = {"note": note, "force": force, "checked": list(checked or [])}
+        return self._call("POST", f"/api/adapters/{repo_id}/approve", json=body)
 
     def reject(self, repo_id: str, note: str) -> dict[str, Any]:
         return self._call("POST", f"/api/adapters/{repo_id}/reject", json={"note": note})
@@ -143,7 +144,7 @@ class Client:
 
 def remote() -> Client | None:
     """A client when DRAFTSET_SERVER is set (then DRAFTSET_TOKEN must be too), else None."""
-    from pipeline.cli.common import settings
+    from pipeline.settings import settings
 
     s = settings()
     if not s.server_url:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
@@ -172,7 +172,7 @@ async def adapters_page(request: Request) -> HTMLResponse:
 
 
 @router.get("/adapters/{owner}/{name}")
-async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, done: str = "") -> HTMLResponse:
+async def adapter_page(request: Request, owner: str, name: str, rows: int = 20, done: str = "") -> HTMLResponse:
     user = await _user(request)
     s = _service(request)
     data = await run_in_threadpool(
@@ -190,13 +190,21 @@ async def adapter_page(request: Request, owner: str, name: str, rows: int = 3, d
 
 @router.post("/adapters/{owner}/{name}/{action}")
 async def adapter_action(
-    request: Request, owner: str, name: str, action: str, note: str = Form(""), force: str = Form("")
+    request: Request,
+    owner: str,
+    name: str,
+    action: str,
+    note: str = Form(""),
+    force: str = Form(""),
+    checked: Annotated[list[str] | None, Form()] = None,  # open REVIEW items the reviewer ticked as checked
 ) -> RedirectResponse:
     from pipeline.servers.service.work import start_test
 
     user = await _user(request, "reviewer")
     repo_id, cat = f"{owner}/{name}", _service(request).catalog
     if action == "approve":
+        if checked:
+            await run_in_threadpool(review.mark_checked, cat, repo_id, checked, user.name)
         await run_in_threadpool(review.approve, cat, repo_id, user.name, note or None, force == "on")
     elif action == "reject":
         await run_in_threadpool(review.reject, cat, repo_id, user.name, note)

@@ -7,15 +7,18 @@ benchmark's readers do not re-read files on every request.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections import OrderedDict
 from typing import Any
 
-from adapters import store
+from adapters import store, verdict
 from adapters.apply import RowError, apply_row, role_labels
 from adapters.source import iter_raw_rows
 from catalog.db import Catalog
 from pipeline.servers.service.cache import Cache
+from pipeline.servers.service.review_turns import align
 
 MAX_PREVIEW_ROWS = 50
 _CACHE: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
@@ -24,6 +27,7 @@ _CACHE_LOCK = threading.Lock()
 
 def summary(record: store.AdapterRecord) -> dict[str, Any]:
     contract = record.contract or {}
+    found = verdict.of_record(record)
     return {
         "repo_id": record.repo_id,
         "status": record.status,
@@ -32,11 +36,9 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
         "category": record.spec.category,
         "revision": record.revision,
         "spec_hash": record.spec_hash,
-        "contract": (
-            "not run"
-            if not contract
-            else ("pass" if contract.get("passed") else "fail") + ("" if record.contract_current else " (old spec)")
-        ),
+        "contract": found.kind + (" (old spec)" if contract and not record.contract_current else ""),
+        "verdict": found.to_json(),  # the one verdict (adapters.verdict): the CLI and the page show the same
+        "next": found.next_step(record.repo_id, record.status),
         "yield": contract.get("yield"),
         "reviewed_by": record.reviewed_by,
         "reviewed_at": record.reviewed_at,
@@ -83,6 +85,8 @@ def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: st
                 item["canonical"] = [c.model_dump(mode="json") for c in apply_row(record.spec, raw.row_index, raw.row)]
             except RowError as exc:
                 item["error"] = f"{exc.field}: {exc.reason}"
+        item["turns"] = align(record.spec, raw.row, item["canonical"])
+        item["length"] = len(json.dumps(raw.row, ensure_ascii=False, default=str))
         out.append(item)
     with _CACHE_LOCK:
         _CACHE[key] = out
@@ -98,7 +102,24 @@ def detail(
     record, data = (
         cache.get(("detail", repo_id), lambda: _detail(catalog, repo_id)) if cache else _detail(catalog, repo_id)
     )
-    return {**data, "previews": previews(record, rows, endpoint=endpoint, token=token)}
+    failing = set(data["failing_rows"])
+    shown = [
+        {**p, "failing": p["row_index"] in failing, "quarantined": p["error"] is not None}
+        for p in previews(record, rows, endpoint=endpoint, token=token)
+    ]
+    return {**data, "previews": shown}
+
+
+ROW_MENTION = re.compile(r"\brow (\d+)\b")
+
+
+def failing_rows(contract: dict[str, Any] | None) -> list[int]:
+    """Sample rows a failing or warning check names (`row 12 messages[3] ...`): the review filter 'failing'."""
+    found: set[int] = set()
+    for c in (contract or {}).get("checks", []):
+        if not c.get("passed"):
+            found.update(int(n) for n in ROW_MENTION.findall(str(c.get("detail", ""))))
+    return sorted(found)
 
 
 def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[str, Any]]:
@@ -117,4 +138,40 @@ def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[s
         "role_counts": (contract or {}).get("role_counts") or {},
         "contract_current": record.contract_current,
         "contract_result": contract,
+        "failing_rows": failing_rows(contract),
+        "rejected_by_cause": _rejected(contract),
+        # Where every raw field went, when the contract carries that table (a list of rows, or a mapping).
+        "accounting": _accounting(contract),
     }
+
+
+ACCOUNTING = {  # the contract's field accounting (adapters.accounting.FieldReport): column -> how to show it
+    "field": lambda f: f["path"],
+    "rows": lambda f: f["rows"],
+    "avg chars": lambda f: round(f["mean_chars"]),
+    "share of text": lambda f: f"{f['share']:.0%}",
+    "went to": lambda f: ", ".join(f["where"][:4]),
+    "status": lambda f: f["status"],
+    "reason / example": lambda f: f["reason"] or (repr(f["example"][:60]) if f["status"] == "unaccounted" else ""),
+}
+
+
+def _accounting(contract: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Where every raw field went, as a table, when the contract result carries the accounting."""
+    fields = (contract or {}).get("fields") or []
+    if not fields:
+        return None
+    return {
+        "columns": list(ACCOUNTING),
+        "rows": [[show(f) for show in ACCOUNTING.values()] for f in fields],
+        "status": [f["status"] for f in fields],
+        "unaccounted": sum(f["status"] == "unaccounted" for f in fields),
+    }
+
+
+def _rejected(contract: dict[str, Any] | None) -> list[tuple[str, int, str]]:
+    """Rejected rows, one line per cause: the contract's own grouping, else (older results) grouped here."""
+    grouped = [p for p in (contract or {}).get("problems") or [] if p.get("level") == "quarantine"]
+    if grouped:
+        return [(p["cause"].removeprefix("rejected: "), int(p["count"]), p["example"]) for p in grouped]
+    return verdict.rejected_by_cause(contract or {})

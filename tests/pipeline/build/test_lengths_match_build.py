@@ -19,8 +19,8 @@ from catalog.home import Home
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter
 from eval.report.data import load_report_data
 from pipeline.build.run import run_build
-from pipeline.model.lengths import TokenCounter
 from pipeline.rows.codec import to_row
+from pipeline.target.lengths import TokenCounter
 
 
 def _truncating_copy(toy_dir, tmp_path):

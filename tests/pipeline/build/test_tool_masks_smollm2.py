@@ -1,5 +1,5 @@
 """SmolLM2's ChatML (a template that ignores tools and tool_calls) in build: calls become <tool_call> blocks.
-Needs the real target's fetch (pipeline.model.gguf_fetch, from the `real` helper's import-gguf work)."""
+Needs the real target's fetch (pipeline.target.gguf_fetch, from the `real` helper's import-gguf work)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from tests.pipeline.build.test_tool_masks import _agentic, _rows, _trained
 def test_smollm2_chatml_gets_calls_as_tool_call_blocks(tmp_path):
     from transformers import AutoTokenizer
 
-    from pipeline.model.gguf_fetch import fetch_smollm2
-    from pipeline.model.tool_render import renders_tool_calls
+    from pipeline.target.gguf_fetch import fetch_smollm2
+    from pipeline.target.tool_render import renders_tool_calls
 
     gguf = fetch_smollm2()
     smol = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

@@ -16,7 +16,7 @@ tiktoken = pytest.importorskip("tiktoken")
 
 from catalog.errors import DraftsetError  # noqa: E402
 from pipeline.model.template import CHAT_TEMPLATE  # noqa: E402
-from pipeline.model.tiktoken_convert import KIMI_PATTERN, KIMI_PATTERN_PARTS, convert_tokenizer, tokenizer_sha256  # noqa: E402
+from pipeline.target.tiktoken_convert import KIMI_PATTERN, KIMI_PATTERN_PARTS, convert_tokenizer, tokenizer_sha256  # noqa: E402
 
 CORPUS = """The quick brown fox jumps over the lazy dog. It's 2026; we've shipped 3 releases, they'll ship 12.
 人工智能正在改变世界。我们今天讨论分词器的实现细节，以及中文文本的处理。

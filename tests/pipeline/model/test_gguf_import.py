@@ -16,14 +16,14 @@ from catalog.errors import DraftsetError
 
 @pytest.fixture(scope="session")
 def smollm2_gguf():
-    from pipeline.model.gguf_fetch import fetch_smollm2
+    from pipeline.target.gguf_fetch import fetch_smollm2
 
     return fetch_smollm2()
 
 
 @pytest.fixture(scope="session")
 def smollm2_dir(smollm2_gguf, tmp_path_factory):
-    from pipeline.model.gguf_import import import_gguf
+    from pipeline.target.gguf_import import import_gguf
 
     out = tmp_path_factory.mktemp("real") / "smollm2"
     import_gguf(smollm2_gguf, out)
@@ -31,7 +31,7 @@ def smollm2_dir(smollm2_gguf, tmp_path_factory):
 
 
 def test_import_refuses_what_is_not_gguf(tmp_path):
-    from pipeline.model.gguf_import import import_gguf
+    from pipeline.target.gguf_import import import_gguf
 
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"not a gguf file" * 100)
@@ -49,7 +49,7 @@ def test_imported_folder_is_a_plain_target(smollm2_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pipeline.capture.manifest import chat_template_sha256
+    from pipeline.target.template import model_template_sha256
     from pipeline.train.target_head import FrozenTarget
 
     config = json.loads((smollm2_dir / "config.json").read_text())
@@ -59,7 +59,7 @@ def test_imported_folder_is_a_plain_target(smollm2_dir):
     assert tok_json["truncation"] is None and tok_json["padding"] is None
     info = json.loads((smollm2_dir / "draftset_import.json").read_text())
     assert info["check"]["top1_agreement"] == 1.0 and info["dtype"] == "bfloat16"
-    assert chat_template_sha256(smollm2_dir)  # the template every stage hashes is there
+    assert model_template_sha256(smollm2_dir)  # the template every stage hashes is there
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
     msgs = [{"role": "user", "content": "Write a Python function is_prime(n) that checks whether n is prime."}]
@@ -77,7 +77,7 @@ def test_imported_folder_is_a_plain_target(smollm2_dir):
 
 @pytest.mark.slow
 def test_fetch_replaces_a_damaged_cached_file(smollm2_gguf, tmp_path):
-    from pipeline.model.gguf_fetch import SHA256, fetch_smollm2, sha256_file
+    from pipeline.target.gguf_fetch import SHA256, fetch_smollm2, sha256_file
 
     dest = tmp_path / "cache"
     dest.mkdir()

@@ -91,8 +91,14 @@ def test_review_actions_record_the_tokens_user_and_staleness_shows(service, foun
     with service.api("reviewer") as reviewer:
         job = reviewer.post(f"/api/adapters/{repo}/test", json={"rows": 20}).json()
         assert service.wait_job(job["job_id"])["result"]["passed"] is True
-        approved = reviewer.post(f"/api/adapters/{repo}/approve", json={"note": "turns line up"}).json()
+        open_items = reviewer.get(f"/api/adapters/{repo}", params={"rows": 0}).json()["verdict"]["review_open"]
+        if open_items:  # an open REVIEW item blocks approval until the reviewer says it was checked
+            refused = reviewer.post(f"/api/adapters/{repo}/approve", json={"note": "turns line up"})
+            assert refused.status_code == 400 and "open REVIEW item" in refused.json()["error"], refused.text
+        body = {"note": "turns line up", "checked": open_items}
+        approved = reviewer.post(f"/api/adapters/{repo}/approve", json=body).json()
         assert approved["status"] == "approved" and approved["reviewed_by"] == "rita"
+        assert approved["verdict"]["approvable"] and approved["next"] == f"draftset ingest --repo {repo}"
         rows = reviewer.post(
             "/api/sql", json={"query": f"SELECT reviewed_by, note, status FROM adapters WHERE repo_id = '{repo}'"}
         ).json()["rows"]

@@ -95,6 +95,8 @@ def test_reviewer_reads_a_preview_approves_and_sees_it_in_sql(browser, service, 
     assert "raw row" in first and re.search(r"\b(USER|SYSTEM)\b", first), first[:300]
     repo = page.url.split("/adapters/", 1)[1].split("?")[0]
     page.fill("[data-testid=approve-note]", "raw and canonical turns line up")
+    for box in page.locator("[data-testid=checked]").all():  # open REVIEW items: the reviewer checked them
+        box.check()
     page.click("[data-testid=approve]")
     page.wait_for_url(re.compile(r".*\?done=approved"))
     assert page.locator("[data-testid=adapter-status]").inner_text() == "approved"

@@ -1,7 +1,7 @@
 """Token lengths in the target's tokens, or an estimate that says it is one.
 
 Used by dedup and mix (the too_long/too_short filter), the plan's token estimates and the report. The
-tokenizer comes from the one loader (pipeline/model/tokenizer_load.py): it never truncates or pads, so a
+tokenizer comes from the one loader (pipeline/target/tokenizer.py): it never truncates or pads, so a
 length is the length, and what the file carried is kept in `note` for the report.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from catalog.home import Home
-from pipeline.model.tokenizer_load import TokenizerFile, load_tokenizer_json
+from pipeline.target.tokenizer import TokenizerFile, load_tokenizer_json
 
 ESTIMATE = "estimate:chars/4"
 

@@ -110,7 +110,7 @@ def _probe_agreement(gguf_model: Any, tokenizer: Any, folder: Path) -> dict:
     """Load the written folder and compare next-token logits with the GGUF model on a chat prompt."""
     import torch
 
-    from pipeline.model.load import load_target
+    from pipeline.target.load import load_target
 
     text = tokenizer.apply_chat_template(PROBE, tokenize=False, add_generation_prompt=True)
     ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
@@ -151,7 +151,7 @@ def import_gguf(gguf: Path, out_dir: Path, dtype: str = "bfloat16", min_agreemen
                 f"(top-1 agreement {check['top1_agreement']:.1%} on a probe prompt)",
                 hint="try --dtype float32; report the file if float32 disagrees too",
             )
-        from pipeline.model.gguf_fetch import sha256_file
+        from pipeline.target.gguf_fetch import sha256_file
 
         info = {
             "source": str(gguf.resolve()),

@@ -1,0 +1,178 @@
+"""One verdict per adapter, computed here and only here: the CLI, the API and the review page all show it.
+
+From the stored contract result (its checks' names, pass/fail and severity) and the spec's open
+review items:
+
+- `pass`: every check passed;
+- `pass with warnings`: only warning-severity checks failed (shown and counted as warnings, never as FAIL);
+- `fail`: an error-severity check failed;
+- `refused`: a check named in contract.REFUSALS failed (the data is refused for a known reason, e.g. media
+  for a text-only target: not a wrong adapter, a decision);
+- `not run`: no contract result for the current spec.
+
+Problems are grouped one line per cause (the check), with how many and one example, so the same cause is
+never listed three times. Approval needs a passing verdict for the current spec and no open REVIEW item;
+`force` (with a note) overrides both, and `blockers()` says exactly what it overrides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from adapters.contract import REFUSALS
+
+Kind = Literal["pass", "pass with warnings", "fail", "refused", "not run"]
+WARNING_LEVELS = {"warning", "warn"}  # anything else that fails (error, fail) is an error
+INFO_LEVELS = {"info", "note"}  # reported by a check, never a reason to refuse (e.g. a field-accounting note)
+_COUNTED = re.compile(r"^(\d+) problem\(s\): (.*?)(?:; |\s\(\+\d+ more\)|$)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failing check: its cause (the check's name), how many times it occurred, one example."""
+
+    check: str
+    severity: Literal["error", "warning"]
+    count: int
+    example: str
+
+    def line(self) -> str:
+        return f"{self.check}: {self.count:,} × {self.example}" if self.count > 1 else f"{self.check}: {self.example}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: Kind
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    refusal: str | None = None  # the check that refused the data, for kind == "refused"
+    review_open: list[str] = field(default_factory=list)  # spec fields inference asked a person to check
+    n_records: int = 0
+    n_rows: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.kind in ("pass", "pass with warnings")
+
+    @property
+    def headline(self) -> str:
+        """`pass with warnings (2 warnings) · 40 records / 40 rows`: the one line every surface shows first."""
+        counts = []
+        if self.errors:
+            counts.append(f"{len(self.errors)} failing check{'s' if len(self.errors) != 1 else ''}")
+        if self.warnings:
+            counts.append(f"{len(self.warnings)} warning{'s' if len(self.warnings) != 1 else ''}")
+        if self.review_open:
+            counts.append(f"{len(self.review_open)} open review item{'s' if len(self.review_open) != 1 else ''}")
+        kind = f"refused: {self.refusal}" if self.kind == "refused" else self.kind
+        tail = f" · {self.n_records:,} records / {self.n_rows:,} rows" if self.kind != "not run" else ""
+        return kind + (f" ({', '.join(counts)})" if counts else "") + tail
+
+    def blockers(self) -> list[str]:
+        """What stands between this adapter and an approval without --force (empty: approvable)."""
+        out = []
+        if self.kind == "not run":
+            out.append("no contract result for the current spec")
+        elif not self.passed:
+            out += [p.line() for p in self.errors] or [self.headline]
+        out += [f"REVIEW open: {f}" for f in self.review_open]
+        return out
+
+    @property
+    def approvable(self) -> bool:
+        return not self.blockers()
+
+    def next_step(self, repo_id: str, status: str | None = None) -> str:
+        """The one command that moves this adapter on, as every surface words it (status: the adapter's)."""
+        if status == "approved":
+            return f"draftset ingest --repo {repo_id}"
+        if self.kind == "not run":
+            return f"draftset adapters test {repo_id}"
+        if not self.passed:
+            return f"fix the spec (draftset adapters map/edit {repo_id}), re-test, or reject it"
+        if self.review_open:
+            checked = " ".join(f"--checked {f}" for f in self.review_open)
+            return f"look at {', '.join(self.review_open)} (draftset adapters show {repo_id}), then: draftset adapters approve {repo_id} {checked}"
+        return f"draftset adapters approve {repo_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "passed": self.passed,
+            "headline": self.headline,
+            "approvable": self.approvable,
+            "blockers": self.blockers(),
+        }
+
+
+def _severity(check: dict[str, Any]) -> str:
+    # The stored check's `level` (error | warning); a stored `severity` (fail | warn), where present, wins.
+    return str(check.get("severity") or check.get("level") or "error").lower()
+
+
+def _problem(check: dict[str, Any], severity: Literal["error", "warning"]) -> Problem:
+    detail = str(check.get("detail", ""))
+    count = check.get("count")
+    examples = check.get("examples")
+    if isinstance(examples, list) and examples:
+        first = examples[0]
+        example = f"row {first.get('row_index')}: {first.get('detail', '')}" if isinstance(first, dict) else str(first)
+    elif m := _COUNTED.match(detail):
+        count, example = count or int(m.group(1)), m.group(2)
+    else:
+        example = detail
+    return Problem(check=str(check.get("name", "?")), severity=severity, count=int(count or 1), example=example)
+
+
+def verdict(contract: dict[str, Any] | None, needs_review: list[str] | None = None, current: bool = True) -> Verdict:
+    """The verdict of a stored contract result (ContractResult.to_json()) and the spec's open review items."""
+    review = list(needs_review or [])
+    if not contract or not current:
+        return Verdict("not run", review_open=review)
+    errors, warnings = [], []
+    for c in contract.get("checks", []):
+        if c.get("passed"):
+            if c.get("quarantined"):  # passed because its few bad rows are quarantined: said, as a warning
+                warnings.append(_problem(c, "warning"))
+            continue
+        level = _severity(c)
+        if level in INFO_LEVELS:
+            continue
+        if level in WARNING_LEVELS:
+            warnings.append(_problem(c, "warning"))
+        else:
+            errors.append(_problem(c, "error"))
+    refusal = next((p.check for p in errors if p.check in REFUSALS), None)
+    kind: Kind = "refused" if refusal else "fail" if errors else "pass with warnings" if warnings else "pass"
+    return Verdict(
+        kind,
+        errors,
+        warnings,
+        refusal,
+        review,
+        n_records=int(contract.get("n_records", 0)),
+        n_rows=int(contract.get("n_rows", 0)),
+    )
+
+
+def rejected_by_cause(contract: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """Rejected sample rows, one line per cause: (cause, rows, one example `row N field: reason`).
+
+    The contract counts every rejected row by cause (`reject_reasons`, its reason's fixed part) and lists the
+    first few; each listed row is the example of the cause its reason starts with."""
+    counts: dict[str, int] = dict(contract.get("reject_reasons") or {})
+    examples: dict[str, str] = {}
+    for q in contract.get("quarantined", []):
+        reason = str(q["reason"])
+        cause = next((c for c in sorted(counts, key=len, reverse=True) if reason.startswith(c)), None)
+        if cause is None:  # malformed rows and unexpected errors keep the reader's or library's own text
+            cause = "malformed" if "malformed" in counts and q["field"] == "<row>" else "unexpected_error"
+        examples.setdefault(cause, f"row {q['row_index']} {q['field']}: {reason[:100]}")
+    return [(c, n, examples.get(c, "")) for c, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n]
+
+
+def of_record(record: Any) -> Verdict:
+    """The verdict of a stored adapter (adapters.store.AdapterRecord)."""
+    return verdict(record.contract, record.spec.needs_review, record.contract_current)

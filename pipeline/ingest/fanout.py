@@ -1,0 +1,59 @@
+"""Several datasets ingested at once, as executor tasks (datatrove's local pool or a cluster).
+
+Each task ingests the datasets its rank owns with the same `ingest_one` the sequential path runs, and
+writes each dataset's result (counts, or the error and its hint) as a JSON file; the parent returns them
+in the order asked. Workers share the catalog file: each stage run holds the DuckDB writer only for its
+short transactions, and `Catalog` retries while another process holds it. A dataset's own ingest lock
+and resume by id are unchanged, so the task folder is per invocation: a re-run is a new ingest that
+resumes every dataset by id (and tops samples up), not a replay of completed tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog import Catalog
+from catalog.home import Home
+from catalog.io import write_json_atomic
+from pipeline.ingest.run import DatasetResult, ingest_one
+from pipeline.parallel import Executor, owned, run_tasks
+
+Job = tuple[str, int | None, int | None]  # repo, rows to take (None: all), rows it has
+
+
+@dataclass(frozen=True)
+class IngestTask:
+    home: str
+    jobs: tuple[Job, ...]
+    settings: tuple[tuple[str, Any], ...]
+    results: str
+
+    def __call__(self, rank: int, world: int) -> dict[str, int]:
+        catalog, done, failed = Catalog(Path(self.home)), 0, 0
+        for number, job in owned(list(enumerate(self.jobs)), rank, world):
+            result = ingest_one(catalog, Path(self.home), job, dict(self.settings))
+            write_json_atomic(Path(self.results) / f"{number:05d}.json", asdict(result))
+            done, failed = done + 1, failed + (result.error is not None)
+        return {"datasets": done, "failed": failed}
+
+    def __repr__(self) -> str:  # never the settings: they hold the Hub token
+        return f"IngestTask({len(self.jobs)} datasets)"
+
+
+def ingest_in_parallel(
+    home: Path, jobs: list[Job], settings: dict[str, Any], *, workers: int, executor: Executor
+) -> list[DatasetResult]:
+    scratch = Home(home).root / "tmp" / f"ingest-{uuid.uuid4().hex[:8]}"
+    task = IngestTask(str(home), tuple(jobs), tuple(sorted(settings.items())), str(scratch / "results"))
+    try:
+        run_tasks(task, max(1, min(len(jobs), workers)), scratch / "tasks", workers=workers, executor=executor)
+        return [
+            DatasetResult(**json.loads((scratch / "results" / f"{n:05d}.json").read_text())) for n in range(len(jobs))
+        ]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
