@@ -56,7 +56,9 @@ def serve(
     console.print(f"  export HF_ENDPOINT={url}", highlight=False)
     console.print(f"  [dim]viewer endpoints: {url}/viewer/{{is-valid,splits,first-rows,info,size}}[/]", highlight=False)
     from pipeline.servers.localhub.isolated import READER
+    from pipeline.servers.localhub.server import warm_viewer
 
+    warm_viewer()
     try:
         server.run(sockets=[sock])  # returns on SIGTERM and Ctrl-C (uvicorn's handlers), raises on a failure
     finally:

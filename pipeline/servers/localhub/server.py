@@ -102,14 +102,23 @@ class RunningServer:
         self.thread.join(timeout=timeout_s)
 
 
+_RUNNING_HUBS: set[int] = set()  # Hubs on threads of this process: they share one viewer worker pool
+_HUBS_GUARD = threading.Lock()
+
+
 class RunningHub(RunningServer):
-    """The local Hub on a thread: stopping it also ends its viewer worker processes."""
+    """The local Hub on a thread: stopping the last one in the process also ends the viewer's workers
+    (one pool serves them all; it stays warm while another Hub still runs)."""
 
     def stop(self, timeout_s: float = 30.0) -> None:
         try:
             super().stop(timeout_s)
         finally:
-            viewer.READER.close()
+            with _HUBS_GUARD:
+                _RUNNING_HUBS.discard(id(self))
+                last = not _RUNNING_HUBS
+            if last:
+                viewer.READER.close()
 
 
 def start_in_thread(
@@ -143,4 +152,21 @@ def serve_in_thread(
     running = start_in_thread(
         lambda: create_server(root, **app_options), host, port, name="the local Hub", startup_timeout=startup_timeout
     )
-    return RunningHub(running.url, running.server, running.thread)
+    hub = RunningHub(running.url, running.server, running.thread)
+    with _HUBS_GUARD:
+        _RUNNING_HUBS.add(id(hub))
+    warm_viewer()
+    return hub
+
+
+def warm_viewer() -> None:
+    """Start the viewer's workers in the background now (spawning imports pyarrow: seconds on a busy host),
+    so the first /viewer request does not pay for it inside its time limit."""
+
+    def warm() -> None:
+        try:
+            viewer.READER.warm()
+        except Exception:  # noqa: BLE001 - the Hub stopped while warming, or spawning failed: the first request retries
+            pass
+
+    threading.Thread(target=warm, name="viewer-warm", daemon=True).start()

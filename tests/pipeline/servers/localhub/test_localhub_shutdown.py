@@ -96,12 +96,18 @@ def test_a_stopped_hub_leaves_no_viewer_worker(hub_dir, how):
             os.kill(pid, signal.SIGKILL)
 
 
-def test_stopping_a_hub_on_a_thread_ends_its_workers(hub_dir):
-    running = serve_in_thread(hub_dir)
+def test_stopping_the_last_hub_on_a_thread_ends_its_workers(hub_dir):
+    from pipeline.servers.localhub import server
+
+    others = set(server._RUNNING_HUBS)  # e.g. the session's fixture Hub, when an earlier test started it
+    first, second = serve_in_thread(hub_dir), serve_in_thread(hub_dir)
     try:
-        _first_rows(running.url)
+        _first_rows(first.url)
         workers = list(getattr(READER._pool, "_processes", {}).values())
         assert workers and all(p.is_alive() for p in workers)
+        first.stop()
+        assert all(p.is_alive() for p in workers)  # the other Hub still uses the shared pool
     finally:
-        running.stop()
-    assert not any(p.is_alive() for p in workers)
+        first.stop()
+        second.stop()
+    assert all(p.is_alive() for p in workers) if others else not any(p.is_alive() for p in workers)
