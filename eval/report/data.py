@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.shards import iter_rows
+from pipeline.mix.figures import MixFigures, mix_figures
 from pipeline.rows.codec import from_row
 from pipeline.stage import skipped_total
 from pipeline.targets.lengths import TokenCounter
@@ -35,11 +36,16 @@ class ReportData:
     by_mode: Counter = field(default_factory=Counter)
     prompt_tokens: list[int] = field(default_factory=list)
     response_tokens: list[int] = field(default_factory=list)  # records that carry an answer only
-    no_response: int = 0  # regenerate prompts: the target answers them later
+    no_response: int = 0  # records out of the response histogram: regenerate prompts, and rows with no answer
     dedup: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # repo -> reason -> n
     ingest: dict[str, dict[str, int]] = field(default_factory=dict)  # repo -> counts
     ingest_sample: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> what ingest read (sample.py)
     dup_scope: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # repo -> within/across
+
+    @property
+    def figures(self) -> MixFigures:
+        """Quota, target, selected, short and received, reconciled (pipeline/mix/figures.py)."""
+        return mix_figures(self.manifest)
 
     @property
     def n_rows(self) -> int:
@@ -116,10 +122,18 @@ def load_report_data(home: Path, name: str, tokenizer: Path | None = None, batch
         data.by_category[row["category"]] += 1
         data.by_mode[row["mode"]] += 1
         conv = from_row(row)
-        pending.append((conv.context_text(), conv.response_text()))
+        # A regenerate row's answer (if the dataset had one) is replaced by the target's: it is not a length
+        # the draft trains on, so it stays out of the response histogram and counts as a prompt to regenerate.
+        pending.append((conv.context_text(), "" if row["mode"] == "regenerate" else conv.response_text()))
         if len(pending) >= batch:
             measure()
     measure()
+    counted = {f.source: f.selected for f in data.figures.sources if f.selected}
+    if counted != dict(data.by_source):  # the manifest's figures must be the rows on disk
+        raise DraftsetError(
+            f"mix {name!r}: its manifest says {counted} records per source, its shards hold {dict(data.by_source)}",
+            hint=f"rebuild it: draftset mix {name} --overwrite",
+        )
     decisions = folder / "dedup" / "decisions.parquet"
     if decisions.is_file():
         table = pq.read_table(decisions, columns=["record_id", "repo_id", "reason", "duplicate_of"])

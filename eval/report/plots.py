@@ -34,7 +34,7 @@ def _bar_height(n: int) -> float:
 def _barh(ax: Axes, labels: list[str], values: list[float], color: str = "#1565c0") -> None:
     bars = ax.barh(labels, values, color=color)
     ax.invert_yaxis()
-    ax.bar_label(bars, labels=[f"{v:g}" for v in values], padding=3, fontsize=8)
+    ax.bar_label(bars, labels=[f"{v:,g}" for v in values], padding=3, fontsize=8)
     ax.margins(x=0.15)
     ax.tick_params(axis="y", labelsize=8)
 
@@ -49,7 +49,35 @@ def plot_counts(data: ReportData, out: Path) -> list[Path]:
         items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         fig, ax = plt.subplots(figsize=(9, _bar_height(len(items))))
         _barh(ax, [k for k, _ in items], [v for _, v in items])
-        ax.set_title(f"{title} — mix {data.name} ({data.n_rows} records)")
+        ax.set_title(f"{title} — mix {data.name} ({data.n_rows:,} records)")
+        ax.set_xlabel("records")
+        paths.append(_save(fig, out / fname))
+    return paths
+
+
+def plot_targets(data: ReportData, out: Path) -> list[Path]:
+    """Target against selected, per category and per source: where the mix missed what it aimed for."""
+    figures = data.figures
+    paths = []
+    for title, pairs, fname in (
+        ("per category", figures.by_category(), "target_vs_selected_by_category.png"),
+        ("per source", {s.source: (s.target, s.selected) for s in figures.sources}, "target_vs_selected_by_source.png"),
+    ):
+        labels = list(pairs)
+        fig, ax = plt.subplots(figsize=(9, _bar_height(2 * len(labels))))
+        ys = range(len(labels))
+        for offset, values, color, name in (
+            (-0.2, [t for t, _ in pairs.values()], "#9e9e9e", "target"),
+            (0.2, [n for _, n in pairs.values()], "#1565c0", "selected"),
+        ):
+            bars = ax.barh([y + offset for y in ys], values, height=0.4, color=color, label=name)
+            ax.bar_label(bars, labels=[f"{v:,}" for v in values], padding=3, fontsize=8)
+        ax.set_yticks(list(ys), labels)
+        ax.invert_yaxis()
+        ax.margins(x=0.15)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title(f"Target vs selected {title} — mix {data.name} ({figures.summary()})", fontsize=9, wrap=True)
         ax.set_xlabel("records")
         paths.append(_save(fig, out / fname))
     return paths
@@ -58,7 +86,12 @@ def plot_counts(data: ReportData, out: Path) -> list[Path]:
 def plot_lengths(data: ReportData, out: Path) -> list[Path]:
     paths = []
     unit = "tokens" if not data.length_unit.startswith("estimate") else "tokens (estimate: chars/4)"
-    answered = f"Response length ({len(data.response_tokens)} with an answer, {data.no_response} prompts to regenerate)"
+    regen = data.by_mode.get("regenerate", 0)
+    answered = (
+        f"Response length ({len(data.response_tokens):,} kept answers; {regen:,} prompts to regenerate"
+        + (f", {data.no_response - regen:,} without an answer" if data.no_response != regen else "")
+        + ")"
+    )
     for title, values, fname, color in (
         ("Prompt length", data.prompt_tokens, "prompt_tokens.png", "#1565c0"),
         (answered, data.response_tokens, "response_tokens.png", "#2e7d32"),

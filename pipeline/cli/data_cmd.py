@@ -12,11 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.cli import known
-from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, safe, settings
+from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, literal, print_table, safe, settings
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
+from pipeline.mix.figures import mix_figures
 from pipeline.stage import StageConfig, skipped_total, stage_settings
 
 
@@ -257,27 +258,33 @@ def mix_cmd(
             **values,
         )
     m = result.manifest
+    figures = mix_figures(m)
+    ingested = m["sources"]
     print_table(
-        ["source", "category", "ingested", "dedup dropped", "quota", "selected", "shortfall"],
+        ["source", "category", "ingested", "dedup dropped", "quota", "target", "selected", "short", "received"],
         [
             [
-                s,
-                v["category"],
-                v.get("ingested"),
-                v.get("dedup_dropped"),
-                "-" if v.get("quota") is None else v["quota"],
-                v["selected"],
-                v.get("shortfall") or "-",
+                f.source,
+                f.category,
+                ingested[f.source].get("ingested"),
+                ingested[f.source].get("dedup_dropped"),
+                "-" if f.quota is None else f.quota,
+                f.target,
+                f.selected,
+                f.short or "-",
+                f.received or "-",
             ]
-            for s, v in sorted(m["sources"].items())
+            for f in figures.sources
         ],
         title=f"mix {name}",
     )
-    state = "unchanged (same config; nothing rebuilt)" if result.reused else "written"
     console.print(
-        f"{m['samples_selected']} records {state} → {result.path}"
-        + (f" [yellow](short by {m['shortfall']})[/]" if m.get("shortfall") else "")
+        "target: the quota scaled to N · short: target not met, passed on · received: taken up from others",
+        style="dim",
     )
+    state = "unchanged (same config; nothing rebuilt)" if result.reused else "written"
+    console.print(f"{figures.selected:,} records {state} → {safe(result.path)}")
+    console.print(literal(figures.summary(), style="yellow" if figures.unmet else ""))
     if m.get("missing_sources"):
         console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
     if m.get("unplanned_sources"):

@@ -300,3 +300,27 @@ def test_ingest_picks_plan_repos_or_approved_adapters(home, sources):
         repos_to_ingest(cat, None, None)
     with pytest.raises(DraftsetError, match="plan 'p9' not found"):
         repos_to_ingest(cat, "p9", None)
+
+
+def test_figures_reconcile_and_name_their_reference(home, sources):
+    """Quotas 55 scaled to the 40 asked for; never/ingested is 4 short, passed on and taken up by the others."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli.app import app
+    from pipeline.mix.figures import mix_figures
+
+    _ingest(home, sources, SOURCES)
+    _plan(home)
+    res = CliRunner().invoke(app, ["mix", "fig"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((home / "data" / "mix" / "fig" / "manifest.json").read_text())
+    f = mix_figures(manifest)
+    assert (f.quota_total, f.target, f.selected, f.passed_on, f.taken_up, f.unmet) == (55, 40, 40, 4, 4, 0)
+    line = "plan quotas 55 scaled to target 40 · selected 40 of 40 · 4 short at 1 source(s), passed on: 4 taken up"
+    assert line + " by others, 0 unmet" in " ".join(res.output.split())
+    # Per source: quota, target, selected, short, received, in the table the user reads.
+    row = next(r for r in res.output.splitlines() if "never/ingested" in r)
+    assert [c.strip() for c in row.split("│")[5:10]] == ["5", "4", "0", "4", "-"]
+    manifest["sources"]["chat/a"]["selected"] -= 1  # a manifest whose figures do not add up is refused
+    with pytest.raises(DraftsetError, match="do not reconcile"):
+        mix_figures(manifest)

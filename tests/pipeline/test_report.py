@@ -23,6 +23,8 @@ PLOTS = {
     "prompt_tokens.png",
     "response_tokens.png",
     "dedup_yield_by_source.png",
+    "target_vs_selected_by_category.png",
+    "target_vs_selected_by_source.png",
 }
 
 
@@ -54,7 +56,12 @@ def test_report_writes_plots_markdown_and_html(mix_home):
         image = mpimg.imread(folder / name)
         assert image.shape[0] >= 250 and image.shape[1] >= 600  # a real, readable-size PNG
     md = (folder / "report.md").read_text()
-    assert "| lab/chat | general chat | 13 | 12 | 1 | 0 | 0 | 0 | - | 12 | 0.87 |" in md
+    assert "| lab/chat | general chat | 13 | 12 | 1 | 0 | 0 | 0 | - | 12 | 12 | - | - | 0.87 |" in md
+    # Figures against their reference, counts as words (never a raw dict), and the regenerate prompts the modes
+    # table lists are the ones the response plot names.
+    assert "- target 17 · selected 17 of 17\n" in md and "{" not in md
+    assert "dropped_exact 1 · errors 0 · in 18 · out 17" in md
+    assert "| response (kept answers; 12 to regenerate) | 5 |" in md
     assert "| regenerate | 12 |" in md and "| native | 5 |" in md
     assert "estimate:chars/4" in md and "![prompt_tokens](prompt_tokens.png)" in md
     # Which unit measured, and how many rows hit the length limits (0 here; a clipping tokenizer would pile up).
@@ -71,7 +78,8 @@ def test_report_token_lengths_are_measured(mix_home):
     assert data.n_rows == 17 and len(data.prompt_tokens) == 17
     # chars/4 of 20 words "w<6 digits>" (~7.5 chars each) vs 80 words: the long prompts are longer.
     assert max(data.prompt_tokens) > 3 * min(data.prompt_tokens) > 0
-    assert data.no_response == 0 and len(data.response_tokens) == 17
+    # The 12 lab/chat rows are regenerate prompts: their dataset answers are replaced, so they are not lengths.
+    assert data.no_response == 12 and len(data.response_tokens) == 5
     assert data.yield_of("lab/chat") == pytest.approx(13 / 15) and data.yield_of("lab/tools") is None
 
 
@@ -111,4 +119,12 @@ def test_report_on_the_fixture_hub_mix(fixture_home):
     data = load_report_data(home, "fixture-300")
     # Regenerate prompts carry no answer yet and stay out of the response histogram.
     assert data.no_response > 0 and len(data.response_tokens) + data.no_response == 300
+    # Every figure reconciles on the real mix: source targets and selections sum to the mix's, each category's
+    # figures are its sources', and the summary states them against their reference.
+    f = data.figures
+    assert f.target == 300 and f.selected == 300 == sum(s.selected for s in f.sources)
+    assert f.target - f.unmet == f.selected and sum(s.target for s in f.sources) - f.passed_on + f.taken_up == 300
+    assert {c: n for c, (_, n) in f.by_category().items()} == dict(data.by_category)
+    assert f"- {f.summary()}\n" in md and "{" not in md
+    assert f"{data.by_mode['regenerate']:,} to regenerate" in md
     assert len(data.response_tokens) >= data.by_mode["native"]
