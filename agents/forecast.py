@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.filesize import decimal
 
 from catalog.errors import DraftsetError
 
@@ -126,6 +127,12 @@ class Cost:
         return samples * self.tokens_per_sample * self.hidden_bytes_per_token / 1e12
 
 
+def human_bytes(n: float) -> str:
+    """Bytes in SI units, as disks are sold: 67.2 GB below a TB, 9.2 TB above (9.2 TB = 9.2e12 bytes). The one
+    byte formatter: the forecast, find's tables and the service's pages all print through it."""
+    return decimal(int(n))
+
+
 def line(f: Fit, samples: int, target_al: float, cost: Cost | None = None, source: str = "") -> str:
     """The forecast sentence a user decides on."""
     mean, half = f.predict(samples)
@@ -148,7 +155,7 @@ def line(f: Fit, samples: int, target_al: float, cost: Cost | None = None, sourc
     text += f"; for AL {target_al:g} you need ~{central:,} samples ({optimistic:,}-{pessimistic:,})"
     if cost is not None:
         text += (
-            f" (regeneration {cost.hours(central):,.1f} h, hidden states {cost.terabytes(central):,.2f} TB "
+            f" (regeneration {cost.hours(central):,.1f} h, hidden states {human_bytes(cost.terabytes(central) * 1e12)} "
             "offline or 0 online)"
         )
     if f.extrapolating(central):

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from rich.filesize import decimal
 
 from agents.configuration import FindConfig
-from agents.forecast import REFERENCE, Cost, Point, fit, line
+from agents.forecast import REFERENCE, Cost, Point, fit, human_bytes, line
 from agents.state import Candidate, Plan, PlanItem
 from catalog import Catalog
 from catalog.home import Home, flat_repo_name
@@ -166,11 +165,6 @@ def forecast_line(points: list[Point], samples: int, totals: dict[str, Any]) -> 
     )
     assert f is not None  # the reference has two sample counts
     return line(f, samples, FORECAST_AL, cost, source)
-
-
-def human_bytes(n: float) -> str:
-    """Bytes in SI units, as disks are sold (9.2 TB = 9.2e12 bytes)."""
-    return decimal(int(n))
 
 
 def headline(totals: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ def test_the_sentence_says_when_it_extrapolates_and_what_the_data_costs():
     inside = line(f, 12000, 2.6, cost)
     assert "within the measured 6,000-24,000" in inside and "for AL 2.6 you need ~45," in inside
     assert (
-        "regeneration 12.6 h, hidden states 0.05 TB" in inside and "or 0 online" in inside and "extrapolated" in inside
+        "regeneration 12.6 h, hidden states 45.3 GB" in inside and "or 0 online" in inside and "extrapolated" in inside
     )
     assert "extrapolating: measured 6,000-24,000" in line(f, 200000, 2.6)
     assert "not reachable" in line(f, 12000, 4.5) and "ceiling" in line(f, 12000, 4.5)
