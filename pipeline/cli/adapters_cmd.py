@@ -15,7 +15,7 @@ from catalog.errors import DraftsetError
 from catalog.io import write_text_atomic
 from catalog.names import require_known
 from catalog.untrusted import shell_word
-from pipeline.cli.common import catalog, console, literal, safe, settings
+from pipeline.cli.common import JSON_OPTION, catalog, console, json_output, literal, safe, settings
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -132,8 +132,13 @@ def propose(
 
 
 @adapters_app.command("list")
-def list_() -> None:
+def list_(as_json: bool = JSON_OPTION) -> None:
     """Every adapter with its status (proposed/approved/rejected/stale) and contract result."""
+    with json_output(as_json):
+        _list()
+
+
+def _list() -> None:
     from adapters import store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote

@@ -8,10 +8,12 @@ value that did not come from our own code goes through `safe()` (inside markup f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -127,6 +129,31 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
+# --json on every listing command: the same data as its tables, as one JSON document on stdout. The one
+# emitter: a command wraps its body in `json_output(as_json)`, print_table then collects its tables instead
+# of drawing them, and every other line the command prints goes to stderr, so stdout parses.
+JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document (the tables' data) instead of tables.")
+_json_tables: list[dict[str, Any]] | None = None
+
+
+@contextmanager
+def json_output(enabled: bool, **extra: Any) -> Iterator[dict[str, Any]]:
+    """Within: tables are collected (and `extra`, which the command may fill in); on exit, one JSON document
+    {"tables": [{"title", "columns", "rows": [{column: value}]}], **extra} is printed to stdout."""
+    global _json_tables
+    if not enabled:
+        yield extra
+        return
+    _json_tables, was = [], console.stderr
+    console.stderr = True  # rich resolves sys.stderr at each print: the stream pytest or a pipe gave
+    try:
+        yield extra
+        document = {"tables": _json_tables, **extra}
+    finally:
+        _json_tables, console.stderr = None, was
+    sys.stdout.write(json.dumps(document, default=str, ensure_ascii=False) + "\n")
+
+
 def _kind(cells: list[str]) -> str:
     filled = [c for c in cells if c not in ("", "-")]
     if filled and all(_NUMBER.match(c) for c in filled):
@@ -141,7 +168,13 @@ def print_table(
 ) -> None:
     """A table whose headers, cells and title are printed literally (no markup, no escape sequences), that
     never splits a number or an id: those columns keep their width, prose folds, and the columns that cannot
-    fit are dropped from the right (named in a line under the table)."""
+    fit are dropped from the right (named in a line under the table). Under `json_output`: collected instead."""
+    if _json_tables is not None:
+        names = [str(c) for c in columns]
+        _json_tables.append(
+            {"title": title, "columns": names, "rows": [dict(zip(names, row, strict=False)) for row in rows]}
+        )
+        return
     texts = [[cell_text(v) for v in row] for row in rows]
     cols = [[row[i] if i < len(row) else "" for row in texts] for i in range(len(columns))]
     kinds = [_kind(c) for c in cols]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.cli import known
-from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, literal, print_table, safe, settings
+from pipeline.cli.common import (
+    CONFIG_OPTION,
+    JSON_OPTION,
+    catalog,
+    console,
+    field_option,
+    json_output,
+    literal,
+    print_table,
+    safe,
+    settings,
+)
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import IngestConfig
@@ -218,6 +230,7 @@ def mix_cmd(
     workers: int = _WORKERS,
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
 
@@ -244,7 +257,7 @@ def mix_cmd(
     if weights and values.get("plan_id"):
         raise typer.BadParameter("give --plan or --weight, not both", param_hint="--weight")
 
-    with _progress() as progress:
+    with json_output(as_json) as document, _progress() as progress:
         result = run_mix(
             catalog(),
             settings().home,
@@ -257,41 +270,45 @@ def mix_cmd(
             executor=_executor(executor),
             **values,
         )
-    m = result.manifest
-    figures = mix_figures(m)
-    ingested = m["sources"]
-    print_table(
-        ["source", "category", "ingested", "dedup dropped", "quota", "target", "selected", "short", "received"],
-        [
+        m = result.manifest
+        figures = mix_figures(m)
+        document["figures"] = {k: v for k, v in asdict(figures).items() if k != "sources"} | {
+            "summary": figures.summary(),
+            "path": str(result.path),
+        }
+        ingested = m["sources"]
+        print_table(
+            ["source", "category", "ingested", "dedup dropped", "quota", "target", "selected", "short", "received"],
             [
-                f.source,
-                f.category,
-                ingested[f.source].get("ingested"),
-                ingested[f.source].get("dedup_dropped"),
-                "-" if f.quota is None else f.quota,
-                f.target,
-                f.selected,
-                f.short or "-",
-                f.received or "-",
-            ]
-            for f in figures.sources
-        ],
-        title=f"mix {name}",
-    )
-    console.print(
-        "target: the quota scaled to N · short: target not met, passed on · received: taken up from others",
-        style="dim",
-    )
-    state = "unchanged (same config; nothing rebuilt)" if result.reused else "written"
-    console.print(f"{figures.selected:,} records {state} → {safe(result.path)}")
-    console.print(literal(figures.summary(), style="yellow" if figures.unmet else ""))
-    if m.get("missing_sources"):
-        console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
-    if m.get("unplanned_sources"):
-        console.print(
-            f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
-            f"{safe(', '.join(m['unplanned_sources']))}"
+                [
+                    f.source,
+                    f.category,
+                    ingested[f.source].get("ingested"),
+                    ingested[f.source].get("dedup_dropped"),
+                    "-" if f.quota is None else f.quota,
+                    f.target,
+                    f.selected,
+                    f.short or "-",
+                    f.received or "-",
+                ]
+                for f in figures.sources
+            ],
+            title=f"mix {name}",
         )
+        console.print(
+            "target: the quota scaled to N · short: target not met, passed on · received: taken up from others",
+            style="dim",
+        )
+        state = "unchanged (same config; nothing rebuilt)" if result.reused else "written"
+        console.print(f"{figures.selected:,} records {state} → {safe(result.path)}")
+        console.print(literal(figures.summary(), style="yellow" if figures.unmet else ""))
+        if m.get("missing_sources"):
+            console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
+        if m.get("unplanned_sources"):
+            console.print(
+                f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "
+                f"{safe(', '.join(m['unplanned_sources']))}"
+            )
 
 
 def _weights(pairs: list[str]) -> dict[str, float]:

@@ -8,7 +8,17 @@ import typer
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
-from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, safe, settings
+from pipeline.cli.common import (
+    CONFIG_OPTION,
+    JSON_OPTION,
+    catalog,
+    console,
+    field_option,
+    json_output,
+    print_table,
+    safe,
+    settings,
+)
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
 
 
@@ -130,8 +140,14 @@ def regenerate_cmd(
 
 def status_cmd(
     limit: int = typer.Option(10, "--limit", min=1, help="How many recent stage runs to list."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Show running/finished regeneration jobs and recent stage runs (read-only; safe while jobs run)."""
+    with json_output(as_json):
+        _status(limit)
+
+
+def _status(limit: int) -> None:
     from pipeline.regenerate.progress import hms
     from pipeline.regenerate.status import format_counts, recent_stage_runs, regen_jobs
 

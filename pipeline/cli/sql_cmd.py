@@ -29,6 +29,7 @@ class Format(str, Enum):
 def sql(
     query: str = typer.Argument(..., help="A SQL query over the catalog (read-only)."),
     format: Format = typer.Option(Format.table, "--format", "-f", help="table | csv | json"),
+    as_json: bool = typer.Option(False, "--json", help="The same as --format json (the flag every listing has)."),
     limit: int = typer.Option(
         DEFAULT_LIMIT, "--limit", min=0, help=f"Print at most this many rows (default {DEFAULT_LIMIT:,}; 0: no cap)."
     ),
@@ -37,6 +38,7 @@ def sql(
     plans, plan_items, stage_runs, dedup; view candidate_status). Writing statements are refused."""
     from pipeline.servers.service.client import remote
 
+    format = Format.json if as_json else format
     cap = limit or None
     shown, more = 0, False
     client = remote()  # DRAFTSET_SERVER: the running service owns the catalog, ask it
