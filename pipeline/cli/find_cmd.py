@@ -78,7 +78,8 @@ async def _drive(
     from pipeline.cli.find_view import AgentProgress
 
     final: dict[str, Any] = {}
-    with nullcontext() if quiet else AgentProgress() as progress:
+    # The live agent table is progress, for a terminal: piped, its last frame would be left glued to the output.
+    with nullcontext() if quiet or not console.is_terminal else AgentProgress() as progress:
         async for event in stream_find(env, request, resume=resume, run_id=run_id, retry_failed=retry_failed):
             if event.get("stage") == "resume" and not quiet:  # what the resume will redo, before it does it
                 for line in event["redo"]:
@@ -121,6 +122,9 @@ def find(
         help="Then infer and contract-test adapters for the N highest-ranked planned datasets (0 or --json: skip).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also every agent's candidates, the relevance table and the review SQL."
+    ),
 ) -> None:
     """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
     if retry_failed and not resume:
@@ -159,7 +163,7 @@ def find(
             hint=f"draftset find --resume {shell_word(run_id)}  (runs the unfinished agents only, then ranks, "
             "plans and proposes adapters)",
         ) from None
-    _report(final, as_json)
+    _report(final, as_json, verbose)
     plan_id = final["state"]["plan"]["plan_id"]
     if propose and not as_json:
         _propose_planned(run_id, plan_id, propose)
@@ -240,7 +244,7 @@ def _propose_planned(run_id: str, plan_id: str, top: int) -> None:
         ) from None
 
 
-def _report(final: dict[str, Any], as_json: bool) -> None:
+def _report(final: dict[str, Any], as_json: bool, verbose: bool = False) -> None:
     from agents.recording import review_queries
     from pipeline.cli.find_view import show_candidates, show_plan, show_relevance, show_review
 
@@ -263,8 +267,10 @@ def _report(final: dict[str, Any], as_json: bool) -> None:
             )
         )
     else:
-        show_candidates(state["candidates"])
-        show_relevance(state["candidates"])
+        # The default is what a user decides on (the plan and what to do next); --verbose adds how it was found.
+        if verbose:
+            show_candidates(state["candidates"])
+            show_relevance(state["candidates"])
         show_plan(plan)
         console.print(
             f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
@@ -274,7 +280,15 @@ def _report(final: dict[str, Any], as_json: bool) -> None:
         line = llm_line(final.get("llm_probe"), summary, state["reports"], state["run_id"])
         if line:
             console.print(line, highlight=False, markup=False)
-        show_review(queries)
+        if verbose:
+            show_review(queries)
+        else:
+            console.print(
+                f"{len(state['candidates']):,} candidates ranked; --verbose shows them, the relevance table and "
+                f'{len(queries)} review queries (or: draftset sql "SELECT * FROM candidates")',
+                style="dim",
+                highlight=False,
+            )
     if summary["agents_ok"] == 0:
         errors = [r["error"] for r in state["reports"] if r["error"]]
         raise DraftsetError(

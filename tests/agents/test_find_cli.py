@@ -30,13 +30,41 @@ def test_find_json_output(hub_url, home):
 
 
 def test_find_tables_headline_and_resume_of_finished_run(hub_url, home):
-    result = runner.invoke(app, ["find", "agentic coding", "-n", "1000"], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["find", "agentic coding", "-n", "1000", "--verbose"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     for text in ("candidates (ranked)", "this is ", "hours and", "draftset sql", "nebius-mini"):
         assert text in result.stdout
     run_id = json.loads(runner.invoke(app, ["sql", "SELECT run_id FROM search_runs", "-f", "json"]).stdout)[0]["run_id"]
     again = runner.invoke(app, ["find", "--resume", run_id])
     assert isinstance(again.exception, DraftsetError) and "already finished" in str(again.exception)
+
+
+def test_find_default_is_the_plan_and_next_steps(hub_url, home, monkeypatch):
+    """Snapshot of the compact default at 80 columns and piped: the plan, its totals and what to do next; every
+    agent's tables only under --verbose."""
+    outputs = {}
+    for label, env in (("80", {"COLUMNS": "80"}), ("piped", {})):
+        if not env:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        monkeypatch.setattr(common.console, "_width", int(env.get("COLUMNS", 240)))
+        res = runner.invoke(app, ["find", "agentic coding", "-n", "1000", "--propose", "0"], env=env)
+        assert res.exit_code == 0, res.output
+        outputs[label] = res.stdout.splitlines()
+    for lines in outputs.values():
+        text = "\n".join(lines)
+        assert "candidates (ranked)" not in text and "relevance" not in text.split("plan ")[0]
+        assert "plan plan-" in text or text.count("plan ") >= 1
+        assert "this is " in text and "hours and" in text and "next: draftset adapters list" in text
+        assert "--verbose shows them" in text
+        width = 80 if lines is outputs["80"] else 240
+        assert all(len(x) <= width for x in lines if not x.startswith("forecast: "))  # one sentence, soft-wrapped
+    verbose = runner.invoke(
+        app, ["find", "agentic coding", "-n", "1000", "--propose", "0", "-v"], env={"COLUMNS": "80"}
+    )
+    assert verbose.exit_code == 0 and "candidates (ranked)" in verbose.stdout and "draftset sql" in verbose.stdout
+    # The compact default is a screenful; --verbose is every agent's table.
+    assert len(outputs["80"]) <= 60 < len(verbose.stdout.splitlines())
+    print("find lines at 80 columns: default", len(outputs["80"]), "verbose", len(verbose.stdout.splitlines()))
 
 
 @pytest.mark.parametrize(
