@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
-from find_testkit import make_env
-
 from agents.configuration import FindConfig
 from agents.run import FindRequest, new_run_id, run_find, stream_find
 from catalog import Catalog
+from tests.kits.find import make_env
 
 
 def test_a_run_stopped_before_its_first_agent_resumes_and_says_what_it_redoes(hub_url, tmp_path):
