@@ -99,7 +99,13 @@ def map_roles(catalog: Catalog, repo_id: str, assignments: list[str], by: str) -
 
 
 def keep_decisions(old: AdapterSpec, new: AdapterSpec) -> AdapterSpec:
-    """A re-proposed spec keeps the role mappings a person set (`map`), for labels still present."""
+    """A re-proposed spec keeps the role mappings a person set (`map`), for labels still present, and the
+    field decisions of the old spec: its `drop:` reasons (a person's reason wins over a proposed one) and its
+    `max_bad_fraction`."""
+    if old.drop:
+        new.drop = {**(new.drop or {}), **old.drop}
+    if old.max_bad_fraction is not None and new.max_bad_fraction is None:
+        new.max_bad_fraction = old.max_bad_fraction
     for key, why in old.reasons.items():
         label = key.removeprefix("role_map.")
         if (

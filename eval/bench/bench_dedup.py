@@ -109,7 +109,8 @@ def run_datasets(home: Path, workers: int) -> tuple[set[str], float | None]:
 
     datasets.disable_progress_bars()
     files = [str(p) for r in BENCH_REPOS for p in shard_paths(Home(home).normalized(r))]
-    ds = datasets.Dataset.from_parquet(files, cache_dir=str(home / "hf-cache"))
+    # a fresh cache per run: a reused one would hand back the previous run's `map` without computing it
+    ds = datasets.Dataset.from_parquet(files, cache_dir=tempfile.mkdtemp(dir=home, prefix="hf-cache-"))
 
     def sketch(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         out = []
@@ -186,7 +187,7 @@ def main() -> None:
     if args.child:
         child(args.child, args.corpus, args.workers[0])
         return
-    console = Console()
+    console = Console(width=160)
     runs: list[tuple[str, int, int]] = [("stage", w, args.rows) for w in args.workers]
     runs += [("stage", 1, args.baseline_rows), ("in-memory", 1, args.baseline_rows)]
     runs += [("datasets+datasketch", 1, args.baseline_rows)]

@@ -136,7 +136,11 @@ def list_() -> None:
     """Every adapter with its status (proposed/approved/rejected/stale) and contract result."""
     from adapters import store
     from pipeline.cli import adapters_view as view
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: the service holds the catalog
+        view.print_remote_list(client.adapters(), client.url)
+        return
     records = store.list_all(catalog())
     if not records:
         console.print("no adapters yet: draftset adapters propose OWNER/NAME")

@@ -52,6 +52,32 @@ def print_list(records: list[AdapterRecord]) -> None:
     )
 
 
+def print_remote_list(summaries: list[dict[str, Any]], url: str) -> None:
+    """`adapters list` through the service: the API's summaries, in the same columns and verdict words."""
+    if not summaries:
+        console.print(literal(f"no adapters yet on {url}: draftset adapters propose OWNER/NAME"))
+        return
+    _table(
+        ["repo", "verdict", "status", "mode", "layout", "category", "yield", "reviewed by", "revision", "spec hash"],
+        [
+            [
+                s["repo_id"],
+                s["contract"].upper() if s["contract"] in ("fail", "refused") else s["contract"],
+                s["status"],
+                s["mode"],
+                s["layout"],
+                s["category"],
+                s.get("yield") or "",
+                s.get("reviewed_by"),
+                s["revision"][:8],
+                s["spec_hash"][:8],
+            ]
+            for s in summaries
+        ],
+        title=f"{len(summaries)} adapter(s) on {url}",
+    )
+
+
 def print_reasons(record: AdapterRecord) -> None:
     spec = record.spec
     _table(

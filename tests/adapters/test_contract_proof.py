@@ -200,3 +200,11 @@ def test_mutations_of_passing_families_are_killed_and_controls_pass() -> None:
     assert {r.mutation for r in results} == set(CORRUPTIONS) | set(CONTROLS)
     assert summary["killed"] >= 15 and summary["survived"] == 0, summary["survivors"]
     assert summary["false_alarms"] == 0
+
+
+def test_a_re_proposal_keeps_a_persons_drop_decisions_and_tolerance() -> None:
+    from adapters.review import keep_decisions
+
+    old = _columns(drop={"notes": "reviewer notes, not part of the task"}, max_bad_fraction=0.03)
+    new = keep_decisions(old, _columns(drop={"id": "ids"}))
+    assert new.drop == {"id": "ids", "notes": "reviewer notes, not part of the task"} and new.max_bad_fraction == 0.03

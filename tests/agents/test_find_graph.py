@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from agents.configuration import AgentBudget, FindConfig
 from agents.run import FindRequest, run_find, stream_find
 from catalog import Catalog
+from tests.fixtures.expected import RELEVANCE_FIXTURES
 from tests.kits.find import FailingHubTools, make_env
 
 AGENTIC = {
@@ -22,6 +23,9 @@ AGENTIC = {
     "kimi-traj/deepswe-kimi-k2-trajectories-mini",
     "agent-tools/tool-use-multiturn",
 }
+# Issue 20 item 5: cards using the domain's words in another sense, and relevant rows under terse/foreign cards.
+DISTRACTORS = {r for r, why in RELEVANCE_FIXTURES.items() if why.startswith("off-domain")}
+HIDDEN = set(RELEVANCE_FIXTURES) - DISTRACTORS
 NON_TEXT = {"vision-mini/image-captions", "tabular-mini/housing-prices", "audio-mini/speech-commands"}
 
 
@@ -50,6 +54,22 @@ def test_agentic_coding_catalogs_relevant_fixtures_with_reasons(agentic_run):
     assert multi, "duplicates across agents are merged with also_found_by"
     schemas = _rows(catalog, "SELECT * FROM schemas WHERE repo_id = 'nebius-mini/swe-agent-trajectories-mini'")
     assert schemas and json.loads(schemas[0]["features"]) and json.loads(schemas[0]["sample_rows"])
+
+
+def test_find_marks_distractors_off_domain_and_keeps_hidden_relevant(agentic_run):
+    _, final, catalog = agentic_run
+    rows = {r["repo_id"]: r for r in catalog.query("SELECT * FROM candidate_status")}
+    for repo in DISTRACTORS:
+        row = rows[repo]
+        assert (row["status"], row["relevance"]) == ("irrelevant", "off_domain"), (repo, row["relevance_evidence"])
+        assert "off_domain" in json.loads(row["flags"]) and "0/8 sampled rows show" in row["relevance_evidence"]
+        assert json.loads(row["content_signals"])["rows_read"] == 8
+    for repo in HIDDEN:
+        row = rows[repo]
+        assert row["status"] in ("relevant", "planned") and row["relevance"] == "on_content", (repo, row)
+        assert "kept on content" in row["relevance_evidence"]
+    review = final["state"]["candidates"]
+    assert {c["repo_id"] for c in review if c["relevance"].get("verdict") == "off_domain"} >= DISTRACTORS
 
 
 def test_non_text_fixtures_are_marked_irrelevant_when_inspected(hub_url, tmp_path):

@@ -1,6 +1,7 @@
 """Relevance from content (issue 20, item 5): content signals read from rows, the verdict they give with the
-card's words, the catalog columns and view, and the llm judge's use of the rows (FAKE scripted model replies,
-labelled, for control flow only). The fixture Hub's relevance repos: tests/fixtures/hubgen/repos_relevance.py."""
+card's words, the catalog columns, and the llm judge's use of the rows (FAKE scripted model replies,
+labelled, for control flow only). find over the fixture Hub's relevance repos (tests/fixtures/hubgen/
+repos_relevance.py), stored and shown: test_find_graph.py, beside the other checks of the shared run."""
 
 from __future__ import annotations
 
@@ -18,11 +19,7 @@ from agents.policies.llm import LLMPolicy
 from agents.relevance import judge
 from agents.scoring import score_candidate
 from agents.state import AgentCounts, Brief
-from tests.fixtures.expected import RELEVANCE_FIXTURES
 from tests.kits.find import CAPS, answer, script, scripted_llm
-
-DISTRACTORS = {r for r, why in RELEVANCE_FIXTURES.items() if why.startswith("off-domain")}
-HIDDEN = set(RELEVANCE_FIXTURES) - DISTRACTORS
 
 
 def _turns(*pairs: tuple[str, str]) -> dict:
@@ -135,23 +132,6 @@ def test_the_evidence_comes_from_the_rows_not_the_name(hub_url):
     assert kept.status == "relevant" and kept.relevance["verdict"] == "on_domain", kept.reasons
     before = score_candidate("agentic", "agentic coding", hit, own, FindConfig(content_relevance=False))
     assert before.status == "relevant" and before.relevance["verdict"] == "card_only"  # card words only
-
-
-# -- find over the fixture Hub: stored and shown ---------------------------------------------------------------
-def test_find_marks_distractors_off_domain_and_keeps_hidden_relevant(agentic_run):
-    _, final, catalog = agentic_run
-    rows = {r["repo_id"]: r for r in catalog.query("SELECT * FROM candidate_status")}
-    for repo in DISTRACTORS:
-        row = rows[repo]
-        assert (row["status"], row["relevance"]) == ("irrelevant", "off_domain"), (repo, row["relevance_evidence"])
-        assert "off_domain" in json.loads(row["flags"]) and "0/8 sampled rows show" in row["relevance_evidence"]
-        assert json.loads(row["content_signals"])["rows_read"] == 8
-    for repo in HIDDEN:
-        row = rows[repo]
-        assert row["status"] in ("relevant", "planned") and row["relevance"] == "on_content", (repo, row)
-        assert "kept on content" in row["relevance_evidence"]
-    review = final["state"]["candidates"]
-    assert {c["repo_id"] for c in review if c["relevance"].get("verdict") == "off_domain"} >= DISTRACTORS
 
 
 # -- llm policy: the model judges with the rows as evidence (FAKE scripted replies: control flow only) ----------

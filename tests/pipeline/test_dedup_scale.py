@@ -152,3 +152,33 @@ def test_the_same_stage_runs_on_a_local_ray_cluster(home, sources, local_ray):
         (r["record_id"], r["reason"], r["duplicate_of"]) for r in rows_local
     ]
     assert on_ray.manifest["executor"] == "ray" and on_ray.counts == local.counts
+
+
+def test_an_interrupted_run_reuses_its_finished_keys_files(home, sources, monkeypatch):
+    """The per-shard pass dies after some shards; the re-run computes only the others, same decisions."""
+    from pipeline.dedup import sketch
+
+    _corpus(home, sources, n=120)
+    _, before = _dedup(home, 1, "whole")
+    real, calls = sketch.SketchTask.sketch_shard, []
+
+    def dies_after_two(self, number, *args, **kwargs):
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        calls.append(number)
+        return real(self, number, *args, **kwargs)
+
+    monkeypatch.setattr(sketch.SketchTask, "sketch_shard", dies_after_two)
+    with pytest.raises(RuntimeError, match="killed"):
+        _dedup(home, 1, "again")
+    second: list[int] = []
+
+    def counted(self, number, *args, **kwargs):
+        second.append(number)
+        return real(self, number, *args, **kwargs)
+
+    monkeypatch.setattr(sketch.SketchTask, "sketch_shard", counted)
+    result, after = _dedup(home, 1, "again")
+    assert [(r["record_id"], r["reason"]) for r in after] == [(r["record_id"], r["reason"]) for r in before]
+    assert set(second).isdisjoint(calls) and len(second) == result.manifest["shards"] - len(calls)
+    assert result.counts["in"] == 120 and not (home / "again" / "scratch").exists()

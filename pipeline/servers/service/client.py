@@ -73,6 +73,10 @@ class Client:
         body = {"note": note, "force": force, "checked": list(checked or [])}
         return self._call("POST", f"/api/adapters/{repo_id}/approve", json=body)
 
+    def adapters(self) -> list[dict[str, Any]]:
+        """Every adapter's summary (repo, status, verdict...), as `GET /api/adapters` gives it."""
+        return list(self._call("GET", "/api/adapters"))
+
     def reject(self, repo_id: str, note: str) -> dict[str, Any]:
         return self._call("POST", f"/api/adapters/{repo_id}/reject", json={"note": note})
 

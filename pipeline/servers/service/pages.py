@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from adapters import review, store
+from agents.planning import human_bytes
 from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError
 from pipeline.servers.service.jobs import Job
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 templates.env.filters["pretty"] = lambda v: json.dumps(v, indent=1, ensure_ascii=False, default=str)
+templates.env.filters["bytes"] = human_bytes  # the CLI's one unit convention: 67.2 GB below a TB, 9.2 TB above
 LOGIN_CSRF = "draftset_login_csrf"
 
 

@@ -12,7 +12,7 @@ from adapters import store
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli import adapters_cmd, common, find_cmd
-from tests.adapters.adapter_helpers import make_spec
+from tests.kits.adapters import make_spec
 
 PLANNED = ["lab/first", "lab/second", "lab/third"]
 

@@ -23,6 +23,8 @@ def _messages(err: str) -> list[str]:
 def test_unknown_key_is_one_line_naming_key_and_file(home, tmp_path, draftset, command):
     bad = tmp_path / "stage.json"
     bad.write_text(json.dumps({"threshhold": 0.5}))
+    if command[0] == "build":  # build checks that its mix exists before it reads its settings
+        (home / "data" / "mix" / "m").mkdir(parents=True)
     done = draftset(*command, "--config", str(bad))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     [line] = _messages(done.stderr)

@@ -86,6 +86,9 @@ def test_cli_goes_through_the_service_with_a_token(served):
     assert tested.returncode == 0 and ": pass" in tested.stdout, tested.stdout + tested.stderr
     approved = cli("adapters", "approve", repo, "--by", "someone-else", role="reviewer")
     assert approved.returncode == 0 and "by rita through" in approved.stdout, approved.stderr
+    listed = cli("adapters", "list", role="viewer")  # a read command, through the service that holds the catalog
+    assert listed.returncode == 0 and repo in listed.stdout and f"on {url}" in listed.stdout, listed.stderr
+    assert "approved" in listed.stdout
     rows = cli("sql", f"SELECT reviewed_by, status FROM adapters WHERE repo_id = '{repo}'", "-f", "csv", role="viewer")
     assert rows.stdout.splitlines() == ["reviewed_by,status", "rita,approved"]
     refused = cli("adapters", "reject", repo, "--note", "no", role="viewer")
