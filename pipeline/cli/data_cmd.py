@@ -104,7 +104,8 @@ def ingest_cmd(
     Rejected rows go to quarantine.jsonl there, with row index, field and reason.
     With --plan each source is read up to its quota x --oversample, a seeded row-hash sample (a larger
     plan later tops it up); --all reads everything."""
-    from pipeline.ingest.run import ingest, repos_to_ingest
+    from pipeline.ingest.fanout import ingest
+    from pipeline.ingest.run import repos_to_ingest
 
     values = stage_settings(
         IngestConfig,

@@ -1,4 +1,5 @@
-"""Several datasets ingested at once, as executor tasks (datatrove's local pool or a cluster).
+"""Several datasets ingested: one after another, or at once as executor tasks (datatrove's local pool or a
+cluster). `ingest` is the entry point the CLI and the service call; run.py ingests one dataset.
 
 Each task ingests the datasets its rank owns with the same `ingest_one` the sequential path runs, and
 writes each dataset's result (counts, or the error and its hint) as a JSON file; the parent returns them
@@ -17,11 +18,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.progress import Progress
+
 from catalog import Catalog
 from catalog.home import Home
 from catalog.io import write_json_atomic
+from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.run import DatasetResult, ingest_one
+from pipeline.ingest.sample import plan_quotas
 from pipeline.parallel import Executor, owned, run_tasks
+from pipeline.stage import field_default
 
 Job = tuple[str, int | None, int | None]  # repo, rows to take (None: all), rows it has
 
@@ -57,3 +63,39 @@ def ingest_in_parallel(
         ]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def ingest(
+    catalog: Catalog,
+    home: Path,
+    repos: list[str],
+    *,
+    endpoint: str,
+    token: str | None = None,
+    fresh: bool = False,
+    progress: Progress | None = None,
+    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
+    plan_id: str | None = None,
+    all_rows: bool = False,
+    oversample: float = field_default(IngestConfig, "oversample"),
+    sample_seed: int = field_default(IngestConfig, "sample_seed"),
+    workers: int = 1,
+    executor: Executor = "local",
+) -> list[DatasetResult]:
+    """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on.
+
+    With `plan_id` (and not `all_rows`) each planned source is read up to its quota x `oversample`. With
+    several `workers` (or a cluster `executor`) datasets are ingested in parallel (below)."""
+    quotas = plan_quotas(catalog, plan_id) if plan_id and not all_rows else {}
+    settings: dict[str, Any] = {
+        "endpoint": endpoint,
+        "token": token,
+        "fresh": fresh,
+        "max_conversation_chars": max_conversation_chars,
+        "oversample": oversample,
+        "sample_seed": sample_seed,
+    }
+    jobs = [(repo_id, *quotas.get(repo_id, (None, None))) for repo_id in repos]
+    if workers > 1 or executor != "local":
+        return ingest_in_parallel(home, jobs, settings, workers=workers, executor=executor)
+    return [ingest_one(catalog, home, job, settings, progress) for job in jobs]

@@ -28,8 +28,7 @@ from catalog.liveness import run_lock
 from catalog.shards import ParquetShardWriter, existing_ids
 from catalog.untrusted import shell_word
 from pipeline.ingest.config import IngestConfig
-from pipeline.ingest.sample import RowSample, for_source, plan_quotas, sample_key
-from pipeline.parallel import Executor
+from pipeline.ingest.sample import RowSample, for_source, sample_key
 from pipeline.rows.codec import to_row
 from pipeline.stage import Stage, StageRun, field_default, read_manifest
 
@@ -281,44 +280,6 @@ def repos_to_ingest(catalog: Catalog, plan_id: str | None, repos: list[str] | No
             hint="approve adapters with `draftset adapters approve REPO`",
         )
     return [r["repo_id"] for r in rows]
-
-
-def ingest(
-    catalog: Catalog,
-    home: Path,
-    repos: list[str],
-    *,
-    endpoint: str,
-    token: str | None = None,
-    fresh: bool = False,
-    progress: Progress | None = None,
-    max_conversation_chars: int = field_default(IngestConfig, "max_conversation_chars"),
-    plan_id: str | None = None,
-    all_rows: bool = False,
-    oversample: float = field_default(IngestConfig, "oversample"),
-    sample_seed: int = field_default(IngestConfig, "sample_seed"),
-    workers: int = 1,
-    executor: Executor = "local",
-) -> list[DatasetResult]:
-    """Ingest each dataset; a failure is kept in its result (with the hint) and the rest go on.
-
-    With `plan_id` (and not `all_rows`) each planned source is read up to its quota x `oversample`. With
-    several `workers` (or a cluster `executor`) datasets are ingested in parallel (pipeline/ingest/fanout.py)."""
-    quotas = plan_quotas(catalog, plan_id) if plan_id and not all_rows else {}
-    settings: dict[str, Any] = {
-        "endpoint": endpoint,
-        "token": token,
-        "fresh": fresh,
-        "max_conversation_chars": max_conversation_chars,
-        "oversample": oversample,
-        "sample_seed": sample_seed,
-    }
-    jobs = [(repo_id, *quotas.get(repo_id, (None, None))) for repo_id in repos]
-    if workers > 1 or executor != "local":
-        from pipeline.ingest.fanout import ingest_in_parallel
-
-        return ingest_in_parallel(home, jobs, settings, workers=workers, executor=executor)
-    return [ingest_one(catalog, home, job, settings, progress) for job in jobs]
 
 
 def ingest_one(

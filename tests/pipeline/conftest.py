@@ -64,7 +64,7 @@ def fixture_home(hub_url, tmp_path_factory):
     from adapters import review, store
     from adapters.infer import propose_adapter
     from catalog import Catalog
-    from pipeline.ingest.run import ingest
+    from pipeline.ingest.fanout import ingest
     from tests.fixtures.expected import EXPECTED
 
     home = tmp_path_factory.mktemp("fixture-home")

@@ -18,7 +18,8 @@ from catalog.errors import DraftsetError, ZeroOutput
 from catalog.home import Home
 from catalog.shards import RECORD_SCHEMA, ParquetShardWriter, existing_ids, iter_rows, shard_paths
 from pipeline.cli.app import app
-from pipeline.ingest.run import ingest, ingest_dataset
+from pipeline.ingest.fanout import ingest
+from pipeline.ingest.run import ingest_dataset
 from tests.kits.adapters import approve_on_hub, make_spec
 
 CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"

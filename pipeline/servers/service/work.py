@@ -86,7 +86,8 @@ def start_ingest(service: Service, plan: str | None, repos: list[str], fresh: bo
 
     Which datasets is settled now (an unknown plan or nothing approved is a 400); each dataset's gate and
     counts are the job's: one failing is reported with its reason and the others carry on, as in the CLI."""
-    from pipeline.ingest.run import ingest, repos_to_ingest
+    from pipeline.ingest.fanout import ingest
+    from pipeline.ingest.run import repos_to_ingest
 
     chosen = repos_to_ingest(service.catalog, plan, repos or None)
 
