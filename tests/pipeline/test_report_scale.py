@@ -34,5 +34,5 @@ def test_scale_table_counts_reads_and_duplicates_within_and_across_sources(home,
     run_mix(Catalog(home), home, "scale")
     md = write_report(home, "scale").markdown.read_text()
     assert "## Scale: what was read, and duplicates by scope" in md
-    assert "| lab/chat | 1000 | 1000 | 11 | 989 | 0 | row hash, rate 0.011 | 1 | 0 |" in md
+    assert "| lab/chat | 1,000 | 1,000 | 11 | 989 | 0 | row hash, rate 0.011 | 1 | 0 |" in md
     assert "| lab/code | ? | 7 | 7 | 0 | ? | all | 0 | 1 |" in md
