@@ -15,7 +15,7 @@ from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.names import require_known
-from catalog.untrusted import shell_word, split_assignment
+from catalog.untrusted import command, shell_word, split_assignment
 
 ROLE_TARGETS = typing.get_args(RoleTarget)
 
@@ -56,7 +56,11 @@ def mark_checked(catalog: Catalog, repo_id: str, fields: list[str], by: str) -> 
     spec = record.spec.model_copy(deep=True)
     for name in fields:
         require_known(
-            "open REVIEW item", name, spec.needs_review, where=repo_id, hint=f"draftset adapters show {repo_id}"
+            "open REVIEW item",
+            name,
+            spec.needs_review,
+            where=repo_id,
+            hint=command("draftset", "adapters", "show", repo_id),
         )
         spec.needs_review.remove(name)
         spec.reasons[name] = f"{spec.reasons.get(name, '')} (checked by {by})".strip()

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from adapters.contract import REFUSALS
+from catalog.untrusted import command, label_word, shell_word
 
 Kind = Literal["pass", "pass with warnings", "fail", "refused", "not run"]
 WARNING_LEVELS = {"warning", "warn"}  # anything else that fails (error, fail) is an error
@@ -86,16 +87,20 @@ class Verdict:
 
     def next_step(self, repo_id: str, status: str | None = None) -> str:
         """The one command that moves this adapter on, as every surface words it (status: the adapter's)."""
+        repo = shell_word(repo_id)  # ids and review items (role_map.<label>) come from data: quoted, never code
         if status == "approved":
-            return f"draftset ingest --repo {repo_id}"
+            return command("draftset", "ingest", "--repo", repo_id)
         if self.kind == "not run":
-            return f"draftset adapters test {repo_id}"
+            return command("draftset", "adapters", "test", repo_id)
         if not self.passed:
-            return f"fix the spec (draftset adapters map/edit {repo_id}), re-test, or reject it"
+            return f"fix the spec (draftset adapters map/edit {repo}), re-test, or reject it"
         if self.review_open:
-            checked = " ".join(f"--checked {f}" for f in self.review_open)
-            return f"look at {', '.join(self.review_open)} (draftset adapters show {repo_id}), then: draftset adapters approve {repo_id} {checked}"
-        return f"draftset adapters approve {repo_id}"
+            checked = [word for f in self.review_open for word in ("--checked", f)]
+            return (
+                f"look at {', '.join(label_word(f) for f in self.review_open)} (draftset adapters show {repo}), then: "
+                + command("draftset", "adapters", "approve", repo_id, *checked)
+            )
+        return command("draftset", "adapters", "approve", repo_id)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from catalog.home import Home
 from catalog.names import require_known
+from catalog.untrusted import command
 from pipeline.cli.common import catalog, settings
 
 
@@ -56,7 +57,13 @@ def check_plan(plan_id: str | None) -> None:
 
 def check_mix(name: str, kinds: tuple[str, ...] = ("mix",)) -> None:
     Home(settings().home).mix(name)  # a name that would leave the data folder is refused as that, first
-    require_known("mix", name, mixes(kinds), where="MIX", hint=f"create it with: draftset mix {name} (after ingest)")
+    require_known(
+        "mix",
+        name,
+        mixes(kinds),
+        where="MIX",
+        hint="create it with: " + command("draftset", "mix", name) + " (after ingest)",
+    )
 
 
 def check_categories(names: Iterable[str], known: Iterable[str], flag: str) -> None:

@@ -108,3 +108,17 @@ def test_rejected_rows_are_one_line_per_cause():
     causes = verdict.rejected_by_cause(_contract(rows))
     assert [(c, n) for c, n, _ in causes] == [("content is empty", 4)]
     assert causes[0][2].startswith("row 0 messages[1].content: content is empty")
+
+
+def test_next_step_quotes_review_items_and_ids_that_come_from_data():
+    """A review item names a data label (role_map.<label>): the suggested approve command must hand it to
+    draftset as one argument, never run it."""
+    import shlex
+
+    hostile = "role_map.$(touch PWNED)`id`;x"
+    found = verdict.Verdict("pass", review_open=[hostile])
+    step = found.next_step("lab/data")
+    argv = shlex.split(step.split("then: ", 1)[1])
+    assert argv == ["draftset", "adapters", "approve", "lab/data", "--checked", hostile]
+    approved = shlex.split(verdict.Verdict("pass").next_step("o/$(x)", status="approved"))
+    assert approved == ["draftset", "ingest", "--repo", "o/$(x)"]
