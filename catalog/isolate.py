@@ -38,7 +38,8 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
+def _enter_child(memory: int) -> None:
+    """What every capped child does first: end with its parent, then cap its address space."""
     import resource
 
     exit_with_parent()
@@ -46,10 +47,20 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int
         resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
     except (ValueError, OSError):
         pass
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
+
+    _enter_child(memory)
     try:
         conn.send(("ok", fn(*args)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
-        conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+        conn.send(("error", _one_line(exc)))
     finally:
         conn.close()
 
@@ -133,13 +144,8 @@ def _context(preload: tuple[str, ...]) -> Any:
 
 def _stream_child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, max_bytes: int | None) -> None:
     import pickle
-    import resource
 
-    exit_with_parent()
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    except (ValueError, OSError):
-        pass
+    _enter_child(memory)
     try:
         chunk: list[bytes] = []
         size = total = 0
@@ -158,7 +164,7 @@ def _stream_child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memo
         conn.send(("items", chunk))
         conn.send(("done", None))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
-        conn.send(("error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+        conn.send(("error", _one_line(exc)))
     finally:
         conn.close()
 
