@@ -9,6 +9,7 @@ gets `CatalogBusy`, never a corrupted file.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,19 @@ from catalog.home import Home
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+def _through_service_hint(url: str) -> str:
+    """What to do while the service holds the file; never "export" what the shell has already exported."""
+    if os.environ.get("DRAFTSET_SERVER"):  # set, yet this command opened the file: it is one that runs locally
+        return (
+            "this command works on the local catalog only, not through DRAFTSET_SERVER; "
+            f"run it while the service at {url} is stopped (every read command and ingest go through the service)"
+        )
+    return (
+        f"go through it: export DRAFTSET_SERVER={url} DRAFTSET_TOKEN=<your token> (every read command, find, "
+        "ingest and adapter review go through the service), or stop the service"
+    )
 
 
 def first_line(exc: BaseException) -> str:
@@ -109,14 +123,15 @@ class Catalog:
                 service = _owner.running_service(self.home)
                 if service is not None:  # the team service holds it for its lifetime: say so at once
                     raise CatalogBusy(
-                        f"catalog is busy: draftset serve (pid {service['pid']}) owns {self.path}",
-                        hint=f"go through it: export DRAFTSET_SERVER={service['url']} DRAFTSET_TOKEN=<your token> "
-                        "(sql, find, adapters test/approve/reject), or stop the service",
+                        f"catalog is busy: draftset serve (pid {service['pid']}) at {service['url']} owns {self.path}",
+                        hint=_through_service_hint(service["url"]),
                     ) from exc
                 if time.monotonic() >= deadline:
+                    pid = _owner.pid_in_lock_error(exc)
+                    who = _owner.describe_pid(pid) if pid is not None else "another draftset process"
                     raise CatalogBusy(
-                        f"catalog is busy: another draftset process is using {self.path}",
-                        hint="wait for it to finish (draftset status shows running stages), then retry",
+                        f"catalog is busy: {who} is using {self.path}",
+                        hint="wait for it to finish (draftset status names the holder), then retry",
                     ) from exc
                 time.sleep(0.05)
             except (duckdb.Error, OSError) as exc:

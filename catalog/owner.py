@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -120,3 +121,42 @@ def running_service(home: Path) -> dict[str, Any] | None:
     except PermissionError:
         pass  # alive, another user's
     return {"url": str(info.get("url", "")), "pid": pid}
+
+
+# -- who holds the file when it is not the service: DuckDB names the holder's pid in its lock error ----------
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def pid_in_lock_error(exc: BaseException) -> int | None:
+    """The pid DuckDB names in a lock conflict ("Conflicting lock is held in ... (PID 123)"), if it does."""
+    found = _LOCK_PID.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def describe_pid(pid: int) -> str:
+    """`pid N (draftset ingest --repo a/b)` from /proc/N/cmdline when this host can read it, else `pid N`.
+    The command line is shown as the process was started; callers print it through their redaction."""
+    try:
+        argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return f"pid {pid}"
+    for i, arg in enumerate(argv):  # `python -m pipeline.cli.app ARGS` and the `draftset` script read the same
+        if arg == "pipeline.cli.app" or Path(arg).name == "draftset":
+            argv = ["draftset", *argv[i + 1 :]]
+            break
+    text = " ".join(argv)
+    return f"pid {pid} ({text[:120] + ('…' if len(text) > 120 else '')})" if text else f"pid {pid}"
+
+
+def lock_holder(path: Path) -> str | None:
+    """Who holds the catalog file's lock right now ("pid N (draftset ...)"), None when nobody does."""
+    if not Path(path).exists():
+        return None
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.IOException as exc:
+        pid = pid_in_lock_error(exc)
+        return describe_pid(pid) if pid is not None else "another process"
+    except duckdb.Error:
+        return None
+    return None

@@ -16,6 +16,7 @@ from catalog.io import write_text_atomic
 from catalog.names import require_known
 from catalog.untrusted import shell_word
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_output, literal, safe, settings
+from pipeline.cli.team import require_local
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -106,6 +107,7 @@ def propose(
     ),
 ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
+    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.cli import known
 
     if category is not None:
@@ -158,7 +160,11 @@ def show(repo_id: str = REPO) -> None:
     """Spec, reasons, role counts, contract result and three raw → canonical examples."""
     from adapters import store
     from pipeline.cli import adapters_view as view
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: the stored record comes from the service
+        view.print_show(store.AdapterRecord.model_validate(client.adapter_record(repo_id)))
+        return
     view.print_show(store.require(catalog(), repo_id))
 
 
@@ -170,21 +176,19 @@ def preview(
 ) -> None:
     """One raw row and what the current spec makes of it (the canonical record, or the row's error)."""
     from adapters import store
-    from adapters.source import iter_raw_rows
+    from adapters.preview import read_row
+    from adapters.source import RawRow
     from pipeline.cli import adapters_view as view
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # the service reads the row from its Hub with its own token
+        found = client.adapter_row(repo_id, row)
+        record = store.AdapterRecord.model_validate(found["record"])
+        view.print_preview(record, RawRow(**found["raw"]), canonical_only, canonical=found["canonical"])
+        return
     record = store.require(catalog(), repo_id)
-    if row < 0:
-        raise DraftsetError(f"--row must be ≥ 0, got {row}", hint="rows are numbered from 0 in file order")
-    found = None
-    for raw in iter_raw_rows(record.spec, endpoint=settings().hf_endpoint, token=_token(), limit=row + 1):
-        found = raw
-    if found is None or found.row_index != row:
-        raise DraftsetError(
-            f"{repo_id} has no row {row} (it has {0 if found is None else found.row_index + 1})",
-            hint=f"pick a row below {0 if found is None else found.row_index + 1}",
-        )
-    view.print_preview(record, found, canonical_only)
+    raw = read_row(record.spec, row, endpoint=settings().hf_endpoint, token=_token())
+    view.print_preview(record, raw, canonical_only)
 
 
 @adapters_app.command("test")
@@ -298,7 +302,18 @@ def map_roles(
 ) -> None:
     """Set role-map entries without an editor, e.g. `map weird/chats supervisor_note=system`."""
     from adapters import review
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # the service records the token's user, not --by
+        done = client.map_roles(repo_id, _assignments(assignments))
+        console.print(
+            safe(
+                f"{repo_id}: role map now {done['role_map']}; status {done['status']}; "
+                f"next: draftset adapters test {shell_word(repo_id)}"
+            ),
+            highlight=False,
+        )
+        return
     record = review.map_roles(catalog(), repo_id, assignments, _reviewer(by))
     console.print(
         safe(
@@ -309,9 +324,17 @@ def map_roles(
     )
 
 
+def _assignments(pairs: list[str]) -> dict[str, str]:
+    """LABEL=ROLE pairs as the service's map body, refused here as locally when one does not read."""
+    from adapters.review import parse_assignment
+
+    return dict(parse_assignment(pair) for pair in pairs)
+
+
 @adapters_app.command("edit")
 def edit(repo_id: str = REPO) -> None:
     """Edit the spec YAML in $EDITOR; re-validated on save (a changed spec makes an approval stale)."""
+    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from adapters import review, store
 
     cat = catalog()

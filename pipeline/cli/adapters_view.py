@@ -205,20 +205,13 @@ def _canonical(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool) -> None:
-    """One raw row → its canonical record (or the reason the adapter rejects it), under the current spec."""
-    from adapters.apply import RowError, RowMapper
+def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool, canonical: Any = None) -> None:
+    """One raw row → its canonical record (or the reason the adapter rejects it), under the current spec.
+    `canonical` is what adapters.preview.canonical_of made of the row (computed here when not given)."""
+    from adapters.preview import canonical_of
 
-    if raw.error is not None:
-        canonical: Any = {"malformed": raw.error}
-    else:
-        try:
-            canonical = _canonical(
-                [r.model_dump(mode="json") for r in RowMapper(record.spec).apply(raw.row_index, raw.row)]
-            )
-        except RowError as exc:
-            canonical = {"rejected": {"field": exc.field, "reason": exc.reason}}
-    text = json.dumps(canonical, indent=1, ensure_ascii=False)
+    found = canonical_of(record.spec, raw) if canonical is None else canonical
+    text = json.dumps(_canonical(found) if isinstance(found, list) else found, indent=1, ensure_ascii=False)
     if canonical_only:
         console.print(literal(text))
         return

@@ -76,6 +76,11 @@ err_console = Console(stderr=True, soft_wrap=True)
 
 
 def catalog() -> Catalog:
+    """This machine's catalog. In team mode (DRAFTSET_SERVER set) the catalog is the service's: a command that
+    reaches here did not go through it, so it is local-only and stops with the reason (pipeline/cli/team.py)."""
+    from pipeline.cli.team import require_local
+
+    require_local()
     return Catalog(settings().home)
 
 
@@ -118,6 +123,14 @@ def literal(value: Any, style: str = "") -> Text:
 _NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(?:\s?(?:%|[KMGTP]?B|h|s|ms|tok/s|×))?$")
 _TOKEN = re.compile(r"^\S{1,80}$")
 _PROSE_MIN = 10  # a prose column narrower than this reads as a column of fragments
+
+
+def timestamp(value: Any) -> Any:
+    """A timestamp as the local catalog gives it (a datetime), also when it came through the service as ISO
+    text: a table prints the same either way."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else value
 
 
 def cell_text(value: Any) -> str:

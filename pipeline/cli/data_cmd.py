@@ -26,6 +26,7 @@ from pipeline.cli.common import (
     settings,
 )
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
+from pipeline.cli.team import require_local
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
@@ -113,6 +114,12 @@ def ingest_cmd(
         {"max_conversation_chars": max_conversation_chars, "oversample": oversample},
         settable=["max_conversation_chars", "oversample", "sample_seed"],
     )
+    from pipeline.servers.service.client import remote
+
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: a job of the service, on its catalog and its Hub token
+        body = {"plan": plan, "repos": list(repo or []), "fresh": fresh, "all_rows": all_rows, "settings": values}
+        _ingest_remote(client, body, workers, executor)
+        return
     cfg = settings()
     token = cfg.hf_token.get_secret_value() if cfg.hf_token else None
     known.check_plan(plan)
@@ -136,26 +143,55 @@ def ingest_cmd(
             executor=_executor(executor),
             **values,
         )
+    _print_ingest([(r.repo_id, r.counts, r.error, r.hint) for r in results])
+    console.print(f"quarantine files: {Home(cfg.home).normalized_root}/*/quarantine.jsonl")
+
+
+def _print_ingest(results: list[tuple[str, dict[str, int], str | None, str | None]]) -> None:
+    """The ingest table (one row per dataset, then TOTAL) and each failure with its fix; raises when any failed.
+    The same for a local run and a job of the service: (repo_id, counts, error, hint) per dataset."""
     total: dict[str, int] = {}
     rows = []
-    for r in results:
-        rows.append(_counts_row(r.repo_id, r.counts, "failed" if r.error else "ok"))
-        for k, v in r.counts.items():
+    for repo_id, counts, error, _ in results:
+        rows.append(_counts_row(repo_id, counts, "failed" if error else "ok"))
+        for k, v in counts.items():
             total[k] = total.get(k, 0) + v
-    rows.append(_counts_row("TOTAL", total, f"{sum(1 for r in results if not r.error)}/{len(results)} ok"))
+    rows.append(_counts_row("TOTAL", total, f"{sum(1 for r in results if not r[2])}/{len(results)} ok"))
     print_table(["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"], rows, title="ingest")
-    failed = [r for r in results if r.error]
-    for r in failed:
+    failed = [r for r in results if r[2]]
+    for repo_id, _, error, hint in failed:
         console.print(
-            f"[red]{safe(r.repo_id)}[/]: {safe(r.error)}" + (f"\n  [yellow]next:[/] {safe(r.hint)}" if r.hint else ""),
+            f"[red]{safe(repo_id)}[/]: {safe(error)}" + (f"\n  [yellow]next:[/] {safe(hint)}" if hint else ""),
             highlight=False,
         )
     if failed:
         raise DraftsetError(
-            f"ingest failed for {len(failed)} of {len(results)} dataset(s): " + ", ".join(r.repo_id for r in failed),
+            f"ingest failed for {len(failed)} of {len(results)} dataset(s): " + ", ".join(r[0] for r in failed),
             hint="the other datasets' shards are kept; fix the named ones and re-run (resumes by id)",
         )
-    console.print(f"quarantine files: {Home(cfg.home).normalized_root}/*/quarantine.jsonl")
+
+
+def _ingest_remote(client: Any, body: dict[str, Any], workers: int, executor: str) -> None:
+    """Ingest as a job of the service: the same table, failures and exit status as a local run."""
+    if workers != 1 or executor != "local":
+        raise DraftsetError(
+            "--workers and --executor are not sent through the service (it ingests one dataset at a time)",
+            hint="leave them out, or run the ingest on the service's host while the service is stopped",
+        )
+    with console.status("ingest through the service") as spinner:
+        job = client.ingest(body, on_event=lambda e: _ingest_event(spinner, e))
+    result = job.get("result") or {}
+    if result.get("datasets") or job["status"] == "ok":
+        _print_ingest([(d["repo_id"], d["counts"], d["error"], d["next"]) for d in result["datasets"]])
+    if job["status"] != "ok":  # failed before any dataset ran, or the service stopped under it
+        raise DraftsetError(f"service job {job['job_id']} {job['status']}: {job.get('error')}", hint=job.get("next"))
+    console.print(f"quarantine files (on the service's host): {safe(result['quarantine'])}", highlight=False)
+
+
+def _ingest_event(spinner: Any, event: dict[str, Any]) -> None:
+    """A service ingest job's progress on the spinner line (nothing is drawn when the output is not a terminal)."""
+    if event.get("stage") == "ingest":
+        spinner.update(f"ingest {event.get('n')}/{event.get('of')}: {safe(event.get('repo_id'))} {event.get('status')}")
 
 
 def dedup_cmd(
@@ -172,6 +208,7 @@ def dedup_cmd(
 
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
+    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.dedup.run import run_dedup
     from pipeline.targets.lengths import TokenCounter
 
@@ -238,6 +275,7 @@ def mix_cmd(
     Each source gives its quota from the plan; what a source lacks after dedup is taken from the others in
     proportion to their quotas. Records are picked deterministically under --seed. manifest.json records
     per source the quota, what was taken and the shortfall, and which sources were left out."""
+    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.mix.run import run_mix
 
     values = stage_settings(

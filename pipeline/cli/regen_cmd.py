@@ -18,7 +18,9 @@ from pipeline.cli.common import (
     print_table,
     safe,
     settings,
+    timestamp,
 )
+from pipeline.cli.team import require_local
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
 
 
@@ -74,6 +76,7 @@ def regenerate_cmd(
     data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
     (watch it from another terminal with `draftset status`). With --shard I/N they go to
     data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are."""
+    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.cli import known
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
@@ -148,14 +151,53 @@ def status_cmd(
 
 
 def _status(limit: int) -> None:
-    from pipeline.regenerate.progress import hms
-    from pipeline.regenerate.status import format_counts, recent_stage_runs, regen_jobs
+    from pipeline.regenerate.status import recent_stage_runs, regen_jobs
+    from pipeline.servers.service.client import remote
+
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: the service's home, as the service sees it
+        found = client.status(limit)
+        holder = found["holder"]
+        console.print(
+            f"catalog: held by draftset serve at {safe(holder['url'] or client.url)} "
+            f"(pid {holder['pid']} on {safe(holder['host'])}); this status is the service's",
+            highlight=False,
+        )
+        served = [{**r, **{k: timestamp(r[k]) for k in ("started_at", "finished_at")}} for r in found["stage_runs"]]
+        _print_status(found["regen_jobs"], found["regen_root"], served, None)
+        return
+    from catalog.liveness import mark_interrupted
 
     home = settings().home
     jobs = regen_jobs(home)
+    mark_interrupted(catalog())  # runs whose process died read `interrupted`, not `running`
+    runs = recent_stage_runs(home, limit)
+    _print_status(jobs, str(Home(home).regen_root), runs, None if runs is not None else _holder(limit))
+
+
+def _holder(limit: int) -> str:
+    """Who holds the catalog that a read could not open: the team service (its URL), or a process by pid."""
+    from catalog.owner import lock_holder, running_service
+
+    home = settings().home
+    service = running_service(home)
+    if service:
+        return (
+            f"draftset serve (pid {service['pid']}) at {service['url']} holds it; go through it: "
+            f"export DRAFTSET_SERVER={service['url']} DRAFTSET_TOKEN=<your token>, then `draftset status --limit {limit}`"
+        )
+    holder = lock_holder(Home(home).catalog_file)
+    who = holder or "another process"
+    return f"{who} is writing it; run `draftset status` again when it is done for its stage runs"
+
+
+def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, holder: str | None) -> None:
+    from pipeline.regenerate.progress import hms
+    from pipeline.regenerate.status import format_counts
+
     for damaged in (j for j in jobs if "problem" in j):
         console.print(
-            f"[yellow]{damaged['problem']}[/]; rerun `draftset regenerate` on that mix to rewrite it", highlight=False
+            f"[yellow]{safe(damaged['problem'])}[/]; rerun `draftset regenerate` on that mix to rewrite it",
+            highlight=False,
         )
     jobs = [j for j in jobs if "problem" not in j]
     if jobs:
@@ -179,21 +221,8 @@ def _status(limit: int) -> None:
             title="regeneration jobs",
         )
     else:
-        console.print(f"no regeneration jobs under {Home(home).regen_root}", highlight=False)
-    from catalog.liveness import mark_interrupted
-
-    mark_interrupted(catalog())  # runs whose process died read `interrupted`, not `running`
-    runs = recent_stage_runs(home, limit)
+        console.print(f"no regeneration jobs under {safe(regen_root)}", highlight=False)
     if runs is None:
-        from catalog.owner import running_service
-
-        service = running_service(home)
-        holder = (  # name the real holder: the team service, or else a stage of this home
-            f"draftset serve (pid {service['pid']}) at {service['url']} holds it; stage runs: "
-            f'draftset sql "SELECT * FROM stage_runs ORDER BY started_at DESC LIMIT {limit}" with DRAFTSET_SERVER set'
-            if service
-            else "a stage is writing it; run `draftset status` again for stage runs"
-        )
         console.print(f"[yellow]catalog busy[/]: {safe(holder)}", highlight=False)
     elif runs:
         print_table(

@@ -6,7 +6,7 @@ from enum import Enum
 
 import typer
 
-from pipeline.cli.common import catalog, console, print_table, settings
+from pipeline.cli.common import catalog, console, print_table, settings, timestamp
 
 users_app = typer.Typer(help="Users of the team service (draftset serve): roles and tokens.", no_args_is_help=True)
 
@@ -52,20 +52,27 @@ def add(
 @users_app.command("list")
 def list_() -> None:
     """Users and their roles (tokens are never shown again)."""
+    from pipeline.servers.service.client import remote
     from pipeline.servers.service.users import list_users
 
-    rows = list_users(catalog())
+    client = remote()  # DRAFTSET_SERVER: the service's users (an operator's call)
+    rows = client.users() if client else list_users(catalog())
     print_table(
         ["name", "role", "created", "disabled"],
-        [[r["name"], r["role"], r["created_at"], r["disabled_at"] or ""] for r in rows],
+        [[r["name"], r["role"], timestamp(r["created_at"]), timestamp(r["disabled_at"]) or ""] for r in rows],
     )
 
 
 @users_app.command("remove")
 def remove(name: str = typer.Argument(...)) -> None:
     """Disable a user: their token stops working (within 2 s on a running service)."""
+    from pipeline.servers.service.client import remote
     from pipeline.servers.service.users import remove_user
 
+    if (client := remote()) is not None:
+        client.remove_user(name)
+        console.print(f"user {name} disabled through {client.url}", highlight=False)
+        return
     remove_user(catalog(), name)
     console.print(f"user {name} disabled", highlight=False)
 

@@ -61,6 +61,10 @@ class IngestBody(Strict):
     plan: str | None = Field(None, description="every dataset of this plan")
     repos: list[str] = Field(default_factory=list, max_length=1000, description="only these (wins over plan)")
     fresh: bool = Field(False, description="delete the datasets' shards first instead of resuming")
+    all_rows: bool = Field(False, description="with plan: read every row, not the plan's quota")
+    # The ingest stage's own settings (IngestConfig: max_conversation_chars, oversample, sample_seed), checked
+    # by the stage's model before the job is queued.
+    settings: dict[str, Any] = Field(default_factory=dict, max_length=10)
 
 
 class SqlBody(Strict):
@@ -105,7 +109,9 @@ def start_ingest(body: IngestBody, request: Request, user: Operator) -> dict[str
     """Approved datasets → canonical shards; with neither plan nor repos, every approved adapter."""
     from pipeline.servers.service.work import start_ingest as start
 
-    job = start(service(request), body.plan, body.repos, body.fresh, user.name)
+    job = start(
+        service(request), body.plan, body.repos, body.fresh, user.name, all_rows=body.all_rows, settings=body.settings
+    )
     return {"job_id": job.job_id}
 
 
@@ -268,3 +274,47 @@ def add_user(body: UserBody, request: Request, user: Operator) -> dict[str, str]
     from pipeline.servers.service.users import add_user as add
 
     return {"name": body.name, "role": body.role, "token": add(service(request).catalog, body.name, body.role)}
+
+
+# -- team mode: the CLI's read commands through the service (client.py; the CLI prints them as it does locally) --
+@router.get("/api/adapters/record")
+def adapter_record(request: Request, user: Viewer, repo: str = Query(..., min_length=1, max_length=300)) -> Response:
+    """The stored adapter record (spec with reasons and golden rows, contract, review): `adapters show`."""
+    return fast_json(store.require(service(request).catalog, repo).model_dump(mode="json"))
+
+
+@router.get("/api/adapters/row")
+def adapter_row(
+    request: Request,
+    user: Viewer,
+    repo: str = Query(..., min_length=1, max_length=300),
+    row: int = Query(0, ge=0, le=1_000_000_000),
+) -> Response:
+    """One raw row read from the Hub with the service's token, and what the current spec makes of it."""
+    s = service(request)
+    s.rates.take(user, "test")  # a Hub read, as a contract test is
+    return fast_json(queries.adapter_row(s.catalog, repo, row, endpoint=s.settings.hf_endpoint, token=s.hf_token))
+
+
+@router.get("/api/status")
+def status(request: Request, user: Viewer, limit: int = Query(10, ge=1, le=1000)) -> Response:
+    """What `draftset status` shows for the service's home, and who holds its catalog (this service)."""
+    s = service(request)
+    return fast_json(queries.status(s.catalog, s.settings.home, limit))
+
+
+@router.get("/api/users")
+def list_users(request: Request, user: Operator) -> Response:
+    """Users and roles (never a token or its hash)."""
+    from pipeline.servers.service.users import list_users as listed
+
+    return fast_json(listed(service(request).catalog))
+
+
+@router.delete("/api/users/{name}")
+def remove_user(name: str, request: Request, user: Operator) -> dict[str, str]:
+    """Disable a user; the service's authentication table drops their token within its refresh interval."""
+    from pipeline.servers.service.users import remove_user as remove
+
+    remove(service(request).catalog, name)
+    return {"name": name, "status": "disabled"}

@@ -1,8 +1,10 @@
 """The CLI's way through a running service: DRAFTSET_SERVER=URL and DRAFTSET_TOKEN=TOKEN.
 
-While `draftset serve` owns the catalog, `draftset sql`, `find`, `adapters test/approve/reject` and
-`users add` send their work here instead of opening the file. Every call has a timeout (never a hang);
-the service's {error, next} comes back as the CLI's usual one-line error.
+While `draftset serve` owns the catalog, every read command (`sql`, `status`, `adapters list/show/preview`,
+`users list`), `find`, `ingest`, `adapters test/approve/reject/map` and `users add/remove` send their work
+here instead of opening the file; the rest are local-only and say so (pipeline/cli/team.py). Every call
+has a timeout (never a hang); the service's {error, next} comes back as the CLI's usual one-line error.
+The token travels in the Authorization header only: never in a URL, so never in an access log.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -104,6 +107,42 @@ class Client:
     def add_user(self, name: str, role: str) -> str:
         return self._call("POST", "/api/users", json={"name": name, "role": role})["token"]
 
+    # -- team mode: the read commands and ingest (api.py's "team mode" block) -------------------------
+    def adapter_record(self, repo_id: str) -> dict[str, Any]:
+        """The stored adapter record (spec, contract, review), as `adapters show` prints it locally."""
+        return self._call("GET", "/api/adapters/record", params={"repo": repo_id})
+
+    def adapter_row(self, repo_id: str, row: int) -> dict[str, Any]:
+        """One raw row as the service reads it from the Hub, with what the current spec makes of it."""
+        return self._call("GET", "/api/adapters/row", params={"repo": repo_id, "row": row}, timeout=_LONG)
+
+    def map_roles(self, repo_id: str, assignments: dict[str, str]) -> dict[str, Any]:
+        return self._call("POST", f"/api/adapters/{_repo_path(repo_id)}/map", json=assignments)
+
+    def status(self, limit: int) -> dict[str, Any]:
+        """The service home's regeneration jobs, recent stage runs and who holds its catalog."""
+        return self._call("GET", "/api/status", params={"limit": limit})
+
+    def users(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/api/users"))
+
+    def remove_user(self, name: str) -> dict[str, Any]:
+        return self._call("DELETE", f"/api/users/{quote(name, safe='')}")
+
+    def ingest(
+        self,
+        body: dict[str, Any],
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        timeout_s: float = 24 * 3600,
+    ) -> dict[str, Any]:
+        """Start an ingest job, follow its progress, and return the finished job, failed or not: a failed
+        ingest still carries every dataset's counts, which the CLI prints before the error."""
+        job = self._call("POST", "/api/ingest", json=body)
+        for event in self.events(job["job_id"], timeout_s):
+            if on_event is not None:
+                on_event(event)
+        return self.wait(job["job_id"], 60, check=False)
+
     # -- jobs ----------------------------------------------------------------------------------------
     def events(self, job_id: str, timeout_s: float) -> Iterator[dict[str, Any]]:
         """The job's progress events (server-sent) until it ends."""
@@ -128,12 +167,13 @@ class Client:
                 hint=f"the job goes on in the service: GET {self.url}/api/jobs/{job_id}",
             ) from exc
 
-    def wait(self, job_id: str, timeout_s: float) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout_s: float, check: bool = True) -> dict[str, Any]:
+        """The finished job; unless `check` is off, one that did not end `ok` is raised as its error."""
         deadline = time.monotonic() + timeout_s
         while True:
             job = self._call("GET", f"/api/jobs/{job_id}")
             if job["status"] in ("ok", "failed", "interrupted"):
-                if job["status"] != "ok":
+                if check and job["status"] != "ok":
                     raise DraftsetError(
                         f"service job {job_id} {job['status']}: {job.get('error')}", hint=job.get("next")
                     )
@@ -144,6 +184,15 @@ class Client:
                     hint=f"it goes on in the service: GET {self.url}/api/jobs/{job_id}",
                 )
             time.sleep(0.2)
+
+
+_LONG = httpx.Timeout(300.0, connect=5.0)  # a request that reads from the Hub on the service's side
+
+
+def _repo_path(repo_id: str) -> str:
+    """owner/name as two path segments, each quoted: a typo with `?` or `#` stays inside its segment."""
+    owner, _, name = repo_id.partition("/")
+    return f"{quote(owner, safe='')}/{quote(name, safe='')}"
 
 
 def remote() -> Client | None:

@@ -1,13 +1,18 @@
-"""Catalog reads of the service: filtered candidates, a plan with its cost, and bounded read-only SQL."""
+"""Catalog reads of the service: filtered candidates, a plan with its cost, bounded read-only SQL, and what the
+CLI's read commands print in team mode (status, one adapter row)."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from catalog.db import Catalog
+from catalog.home import Home
 from catalog.sql import Watch, iter_rows, open_query
 
 BATCH = 500
@@ -105,3 +110,43 @@ def run_sql(catalog: Catalog, query: str, limit: int, max_bytes: int, watch: Wat
 
 def _rows(rows: list[tuple]) -> bytes:
     return orjson.dumps([list(r) for r in rows], default=str, option=orjson.OPT_PASSTHROUGH_DATETIME)[1:-1]
+
+
+# -- team mode: what the CLI's read commands print, answered from the service's home ----------------------
+def adapter_row(catalog: Catalog, repo_id: str, row: int, *, endpoint: str, token: str | None) -> dict[str, Any]:
+    """`adapters preview`: the record, one raw row and the spec's verdict on it (adapters.preview)."""
+    from adapters import store
+    from adapters.preview import canonical_of, read_row
+
+    record = store.require(catalog, repo_id)
+    raw = read_row(record.spec, row, endpoint=endpoint, token=token)
+    return {
+        "record": record.model_dump(mode="json"),
+        "raw": {"row_index": raw.row_index, "row": raw.row, "error": raw.error},
+        "canonical": canonical_of(record.spec, raw),
+    }
+
+
+def status(catalog: Catalog, home: Path, limit: int) -> dict[str, Any]:
+    """`draftset status` of the service's home: regeneration jobs, recent stage runs, and the holder of the
+    catalog, which is this service (its URL and pid from service.json)."""
+    from catalog.liveness import mark_interrupted
+    from pipeline.regenerate.status import recent_stage_runs, regen_jobs
+
+    mark_interrupted(catalog)  # runs whose process died read `interrupted`, not `running`
+    try:  # this process wrote it at start (owner.running_service skips its own pid, so read it here)
+        service = json.loads(Home(home).service_file.read_text())
+    except (OSError, ValueError):
+        service = {}
+    return {
+        "regen_jobs": regen_jobs(home),
+        "regen_root": str(Home(home).regen_root),
+        "stage_runs": recent_stage_runs(home, limit),
+        "holder": {
+            "kind": "service",
+            "url": service.get("url"),
+            "pid": service.get("pid", os.getpid()),
+            "host": socket.gethostname(),
+            "catalog": str(catalog.path),
+        },
+    }

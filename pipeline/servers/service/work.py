@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from catalog.errors import DraftsetError
+from catalog.home import Home
 from pipeline.servers.service.jobs import Job, find_work
 
 if TYPE_CHECKING:
@@ -81,30 +82,67 @@ def start_test(service: Service, repo_id: str, rows: int, user: str) -> Job:
     return service.jobs.submit("adapter_test", {"repo_id": repo_id, "rows": rows}, user, work)
 
 
-def start_ingest(service: Service, plan: str | None, repos: list[str], fresh: bool, user: str) -> Job:
+INGEST_SETTABLE = ("max_conversation_chars", "oversample", "sample_seed")  # as `draftset ingest` takes them
+
+
+def start_ingest(
+    service: Service,
+    plan: str | None,
+    repos: list[str],
+    fresh: bool,
+    user: str,
+    *,
+    all_rows: bool = False,
+    settings: dict[str, Any] | None = None,
+) -> Job:
     """Ingest approved datasets (the `draftset ingest` stage) on the service's catalog writer.
 
-    Which datasets is settled now (an unknown plan or nothing approved is a 400); each dataset's gate and
-    counts are the job's: one failing is reported with its reason and the others carry on, as in the CLI."""
+    Which datasets, and the stage's settings, are settled now (an unknown plan, repo or setting, or nothing
+    approved, is a 400); each dataset's gate and counts are the job's: one failing is reported with its
+    reason and the others carry on, as in the CLI. With a plan, each source is read up to its quota, as locally."""
+    from pipeline.ingest.config import IngestConfig
     from pipeline.ingest.fanout import ingest
     from pipeline.ingest.run import repos_to_ingest
+    from pipeline.stage import stage_settings
 
+    unknown = sorted(set(settings or {}) - set(INGEST_SETTABLE))
+    if unknown:
+        raise DraftsetError(
+            f"unknown ingest setting(s): {', '.join(unknown)}",
+            hint=f"the settings it takes: {', '.join(INGEST_SETTABLE)}",
+        )
+    values = stage_settings(IngestConfig, None, settings or {}, settable=INGEST_SETTABLE)
+    _check_names(service, plan, repos)
     chosen = repos_to_ingest(service.catalog, plan, repos or None)
 
     def work(job: Job) -> dict[str, Any]:
         s = service.settings
         datasets: list[dict[str, Any]] = []
         failed: list[str] = []
-        for repo_id in chosen:
-            job.emit({"stage": "ingest", "repo_id": repo_id, "status": "running"})
+        for n, repo_id in enumerate(chosen, 1):
+            job.emit({"stage": "ingest", "repo_id": repo_id, "status": "running", "n": n, "of": len(chosen)})
             (r,) = ingest(
-                service.catalog, s.home, [repo_id], endpoint=s.hf_endpoint, token=service.hf_token, fresh=fresh
+                service.catalog,
+                s.home,
+                [repo_id],
+                endpoint=s.hf_endpoint,
+                token=service.hf_token,
+                fresh=fresh,
+                plan_id=plan,
+                all_rows=all_rows,
+                **values,
             )
             datasets.append({"repo_id": r.repo_id, "counts": r.counts, "error": r.error, "next": r.hint})
             if r.error:
                 failed.append(r.repo_id)
-            job.emit({"stage": "ingest", "repo_id": repo_id, "status": "failed" if r.error else "ok"})
-        job.result = {"datasets": datasets, "ok": len(datasets) - len(failed), "failed": len(failed)}
+            status = "failed" if r.error else "ok"
+            job.emit({"stage": "ingest", "repo_id": repo_id, "status": status, "n": n, "of": len(chosen), **r.counts})
+        job.result = {
+            "datasets": datasets,
+            "ok": len(datasets) - len(failed),
+            "failed": len(failed),
+            "quarantine": f"{Home(s.home).normalized_root}/*/quarantine.jsonl",
+        }
         if failed:  # the job fails as the CLI does; its result still holds every dataset's counts and reason
             raise DraftsetError(
                 f"ingest failed for {len(failed)} of {len(datasets)} dataset(s): " + ", ".join(failed),
@@ -112,5 +150,18 @@ def start_ingest(service: Service, plan: str | None, repos: list[str], fresh: bo
             )
         return job.result
 
-    params = {"plan": plan, "repos": chosen, "fresh": fresh}
+    params = {"plan": plan, "repos": chosen, "fresh": fresh, "all_rows": all_rows, "settings": values}
     return service.jobs.submit("ingest", params, user, work)
+
+
+def _check_names(service: Service, plan: str | None, repos: list[str]) -> None:
+    """A mistyped plan or repo is one line with a did-you-mean, as `draftset ingest` says it locally."""
+    from catalog.names import require_known
+
+    cat = service.catalog
+    if plan is not None:
+        plans = [r["plan_id"] for r in cat.query("SELECT plan_id FROM plans")]
+        require_known("plan", plan, plans, where="--plan", hint='draftset find "<domain>" makes a plan')
+    known = [r["repo_id"] for r in cat.query("SELECT repo_id FROM adapters")] if repos else []
+    for repo in dict.fromkeys(repos):
+        require_known("dataset", repo, known, where="--repo", hint="propose one: draftset adapters propose OWNER/NAME")

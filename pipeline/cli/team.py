@@ -1,0 +1,61 @@
+"""Team mode (DRAFTSET_SERVER set): which commands go through the service, and the one line for those that cannot.
+
+Through the service (pipeline/servers/service/client.py): sql, status, find, ingest, adapters
+list/show/preview/test/approve/reject/map, users add/list/remove. Every other command that opens the catalog
+works on files of this machine, so in team mode it stops before touching anything (`require_local()`, its first
+line; `common.catalog()` catches any other, such as eval's), with why and what to do instead: the service's catalog is not this machine's, and opening a local one would either fail on the
+service's lock or quietly read a different catalog than the team's.
+"""
+
+from __future__ import annotations
+
+from catalog.errors import DraftsetError
+
+# Why each local-only command cannot go through the service, and what to run instead. A command not listed
+# gets the general reason; every entry is checked against the registered commands (tests/pipeline/servers/).
+LOCAL_ONLY: dict[str, tuple[str, str]] = {
+    "adapters propose": (
+        "it reads the Hub and writes specs on this machine",
+        "the service proposes adapters in a find job: draftset find DOMAIN --propose N",
+    ),
+    "adapters edit": (
+        "it opens the spec YAML in an editor on this machine",
+        "set role labels through the service: draftset adapters map REPO LABEL=ROLE",
+    ),
+    "dedup": ("it reads and writes the ingested shards under DRAFTSET_HOME on this machine", ""),
+    "mix": ("it reads the ingested shards and writes data/mix/ under DRAFTSET_HOME on this machine", ""),
+    "regenerate": ("it reads data/mix/ and writes data/regen/ under DRAFTSET_HOME on this machine", ""),
+    "capture": ("it runs the target on this machine's GPUs and writes under DRAFTSET_HOME here", ""),
+    "train": ("it trains on this machine's GPUs and writes under DRAFTSET_HOME here", ""),
+    "build": ("it renders this machine's data/regen/ or data/mix/ into data/build/ under DRAFTSET_HOME", ""),
+}
+GENERAL = "it works on the files under DRAFTSET_HOME on this machine"
+
+
+def command_path() -> str:
+    """`draftset adapters propose`: the command being run, as the user typed its name."""
+    from typer._click.globals import get_current_context  # typer 0.29 ships its own click (see app.py)
+
+    ctx = get_current_context(silent=True)
+    words = ctx.command_path.split()[1:] if ctx is not None else []
+    return " ".join(["draftset", *words])
+
+
+def require_local() -> None:
+    """First line of every local-only command: in team mode it stops before any other check or work."""
+    from pipeline.settings import settings
+
+    url = settings().server_url
+    if url:
+        raise refuse_local(url)
+
+
+def refuse_local(server_url: str) -> DraftsetError:
+    """The one-line error for a local-only command run with DRAFTSET_SERVER set."""
+    name = command_path()
+    why, instead = LOCAL_ONLY.get(name.removeprefix("draftset "), (GENERAL, ""))
+    return DraftsetError(
+        f"`{name}` is local-only: {why}, and DRAFTSET_SERVER={server_url} is set, so the catalog is the service's",
+        hint=(instead + "; or " if instead else "")
+        + "run it without DRAFTSET_SERVER on a home of its own (on the service's host, while the service is stopped)",
+    )
