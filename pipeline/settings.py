@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(None, validation_alias="DRAFTSET_LLM_API_KEY")
     target_endpoints: list[str] = Field(default_factory=list, validation_alias="DRAFTSET_TARGET_ENDPOINTS")
     target_model: str | None = Field(None, validation_alias="DRAFTSET_TARGET_MODEL")
-    # The team service (`draftset serve`): when set, sql/find/adapters test|approve|reject go through it.
+    # The team service (`draftset serve`): when set, the read commands, find and ingest go through it (cli/team.py).
     server_url: str | None = Field(None, validation_alias="DRAFTSET_SERVER")
     server_token: SecretStr | None = Field(None, validation_alias="DRAFTSET_TOKEN")
     # What one request to the service may cost (pipeline/servers/service/sqlgate.py, app.py).

@@ -203,11 +203,10 @@ def test(
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs the contract
-        if all_ or not repos:
-            raise DraftsetError(
-                "through the service, name the adapters to test", hint="draftset adapters test OWNER/NAME ..."
-            )
-        failed = [r for r in dict.fromkeys(repos) if not _print_remote_test(client.test(r, rows))]
+        named = list(repos or []) + ([s["repo_id"] for s in client.adapters()] if all_ else [])
+        if not named:
+            raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
+        failed = [r for r in dict.fromkeys(named) if not _print_remote_test(client.test(r, rows))]
         if failed:
             console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
             raise typer.Exit(1)

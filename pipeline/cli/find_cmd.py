@@ -196,6 +196,11 @@ def _find_remote(
     if as_json:
         typer.echo(json.dumps(job, default=str))
         return
+    if result.get("plan"):  # a service of this version sends the plan: the same table as a local find
+        from pipeline.cli.find_view import show_plan
+
+        show_plan(result["plan"])
+        _agents_line(result["summary"])
     console.print(
         f"{result['domain']}: {result['samples_planned']} samples from {result['datasets']} datasets: "
         f"{result['headline']} (job {job['job_id']}, run {result['run_id']} on {client.url})",
@@ -206,6 +211,10 @@ def _find_remote(
             f"adapters proposed: {' '.join(result['adapters_proposed'])}; review them at {client.url}/adapters",
             highlight=False,
         )
+    console.print(
+        f"next: draftset adapters list, then draftset adapters show REPO for each (plan {result['plan_id']})",
+        highlight=False,
+    )
 
 
 def _propose_planned(run_id: str, plan_id: str, top: int) -> None:
@@ -272,11 +281,7 @@ def _report(final: dict[str, Any], as_json: bool, verbose: bool = False) -> None
             show_candidates(state["candidates"])
             show_relevance(state["candidates"])
         show_plan(plan)
-        console.print(
-            f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
-            f"{summary['agents_failed'] or ''} · hub calls {summary['hub_calls']} · cache hits "
-            f"{summary['cache_hits']} · llm fallbacks {summary['llm_fallbacks']}"
-        )
+        _agents_line(summary)
         line = llm_line(final.get("llm_probe"), summary, state["reports"], state["run_id"])
         if line:
             console.print(line, highlight=False, markup=False)
@@ -295,6 +300,14 @@ def _report(final: dict[str, Any], as_json: bool, verbose: bool = False) -> None
             f"all {len(state['reports'])} category agents failed: {errors[0] if errors else '?'}",
             hint="check that HF_ENDPOINT is reachable (draftset hub serve DIR for the local Hub), then run find again",
         )
+
+
+def _agents_line(summary: dict[str, Any]) -> None:
+    console.print(
+        f"agents: {summary['agents_ok']} ok, {len(summary['agents_failed'])} failed "
+        f"{summary['agents_failed'] or ''} · hub calls {summary['hub_calls']} · cache hits "
+        f"{summary['cache_hits']} · llm fallbacks {summary['llm_fallbacks']}"
+    )
 
 
 def llm_line(

@@ -169,8 +169,9 @@ def _status(limit: int) -> None:
 
     home = settings().home
     jobs = regen_jobs(home)
-    mark_interrupted(catalog())  # runs whose process died read `interrupted`, not `running`
-    runs = recent_stage_runs(home, limit)
+    runs = recent_stage_runs(home, limit)  # None when busy past the timeout: then no second wait below
+    if runs is not None and mark_interrupted(catalog()):  # runs whose process died read `interrupted`
+        runs = recent_stage_runs(home, limit)
     _print_status(jobs, str(Home(home).regen_root), runs, None if runs is not None else _holder(limit))
 
 

@@ -223,6 +223,9 @@ def find_work(
             "agents_failed": summary["agents_failed"],
             "adapters_proposed": proposed,
             "adapters_failed": failed,
+            # What `draftset find` prints locally, so it prints the same through the service (the plan table).
+            "plan": plan,
+            "summary": summary,
         }
 
     return work

@@ -161,7 +161,7 @@ def _check_names(service: Service, plan: str | None, repos: list[str]) -> None:
     cat = service.catalog
     if plan is not None:
         plans = [r["plan_id"] for r in cat.query("SELECT plan_id FROM plans")]
-        require_known("plan", plan, plans, where="--plan", hint='draftset find "<domain>" makes a plan')
+        require_known("plan", plan, plans, hint='draftset find "<domain>" makes a plan')
     known = [r["repo_id"] for r in cat.query("SELECT repo_id FROM adapters")] if repos else []
     for repo in dict.fromkeys(repos):
         require_known("dataset", repo, known, where="--repo", hint="propose one: draftset adapters propose OWNER/NAME")

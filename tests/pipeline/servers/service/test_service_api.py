@@ -153,7 +153,7 @@ def test_ingest_jobs_pass_the_gate_count_every_row_and_need_the_operator(service
         assert reviewer.post("/api/ingest", json={"repos": [repo]}).status_code == 403
     with service.api("operator") as op:
         unknown = op.post("/api/ingest", json={"plan": "no-such-plan"})
-        assert unknown.status_code == 400 and "not found" in unknown.json()["error"]
+        assert unknown.status_code == 400 and "unknown plan 'no-such-plan'" in unknown.json()["error"]
         refused = service.wait_job(op.post("/api/ingest", json={"repos": [repo]}).json()["job_id"])
     assert refused["status"] == "failed" and repo in refused["error"]
     assert "is not approved" in refused["result"]["datasets"][0]["error"]  # the gate held; no shard written

@@ -66,7 +66,7 @@ def served(hub_url, tmp_path_factory):
 
 
 def test_without_the_server_the_cli_gets_one_busy_line_at_once(served):
-    url, home, _, cli, _ = served
+    url, home, _, cli, proc = served
     started = time.monotonic()
     done = cli("sql", "SELECT count(*) FROM users")
     assert time.monotonic() - started < 10  # no 5 s lock retry on top of start-up: the service file says who
@@ -76,7 +76,9 @@ def test_without_the_server_the_cli_gets_one_busy_line_at_once(served):
     assert cli("sql", "SELECT 1", role=None).returncode == 1
     status = cli("status")  # read-only and useful while the service runs: it names who holds the catalog
     assert "Traceback" not in status.stderr, status.stderr
-    assert "a stage is writing" not in status.stdout and "holds it" in status.stdout + status.stderr
+    said = status.stdout + status.stderr
+    assert "a stage is writing" not in said and f"draftset serve (pid {proc.pid}) at {url} holds it" in said
+    assert f"export DRAFTSET_SERVER={url} DRAFTSET_TOKEN=<your token>" in said  # the way in, as the busy error says
 
 
 def test_cli_goes_through_the_service_with_a_token(served):
@@ -84,6 +86,7 @@ def test_cli_goes_through_the_service_with_a_token(served):
     found = cli("find", "agentic coding", "--samples", "500", "--propose", "1", role="operator")
     assert found.returncode == 0, found.stderr
     assert "adapters proposed:" in found.stdout and url in found.stdout
+    assert "plan plan-" in found.stdout and "agents: " in found.stdout  # the plan table, as a local find prints it
     repo = found.stdout.split("adapters proposed:", 1)[1].split()[0].rstrip(";")
     tested = cli("adapters", "test", repo, "--rows", "20", role="reviewer")
     assert tested.returncode == 0 and ": pass" in tested.stdout, tested.stdout + tested.stderr
