@@ -133,30 +133,37 @@ def pid_in_lock_error(exc: BaseException) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def describe_pid(pid: int) -> str:
-    """`pid N (draftset ingest --repo a/b)` from /proc/N/cmdline when this host can read it, else `pid N`.
-    The command line is shown as the process was started; callers print it through their redaction."""
+def command_of(pid: int) -> str | None:
+    """`draftset ingest --repo a/b`: the process's command line from /proc when this host can read it.
+    Shown as the process was started; callers print it through their redaction."""
     try:
         argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
     except OSError:
-        return f"pid {pid}"
+        return None
     for i, arg in enumerate(argv):  # `python -m pipeline.cli.app ARGS` and the `draftset` script read the same
         if arg == "pipeline.cli.app" or Path(arg).name == "draftset":
             argv = ["draftset", *argv[i + 1 :]]
             break
     text = " ".join(argv)
-    return f"pid {pid} ({text[:120] + ('…' if len(text) > 120 else '')})" if text else f"pid {pid}"
+    return (text[:120] + ("…" if len(text) > 120 else "")) or None
 
 
-def lock_holder(path: Path) -> str | None:
-    """Who holds the catalog file's lock right now ("pid N (draftset ...)"), None when nobody does."""
+def describe_pid(pid: int) -> str:
+    """`pid N (draftset ingest --repo a/b)`, or `pid N` when its command line cannot be read."""
+    command = command_of(pid)
+    return f"pid {pid} ({command})" if command else f"pid {pid}"
+
+
+def lock_holder(path: Path) -> dict[str, Any] | None:
+    """Who holds the catalog file's lock right now: {pid, command} (either may be None when DuckDB or /proc
+    does not say), or None when nobody does."""
     if not Path(path).exists():
         return None
     try:
         duckdb.connect(str(path), read_only=True).close()
     except duckdb.IOException as exc:
         pid = pid_in_lock_error(exc)
-        return describe_pid(pid) if pid is not None else "another process"
+        return {"pid": pid, "command": command_of(pid) if pid is not None else None}
     except duckdb.Error:
         return None
     return None

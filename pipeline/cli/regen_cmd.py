@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -146,17 +147,18 @@ def status_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show running/finished regeneration jobs and recent stage runs (read-only; safe while jobs run)."""
-    with json_output(as_json):
-        _status(limit)
+    with json_output(as_json) as document:
+        _status(limit, document)
 
 
-def _status(limit: int) -> None:
+def _status(limit: int, document: dict[str, Any]) -> None:
+    """Prints the status; `document` (the --json one) gets `catalog_holder`: the service, a process, or None."""
     from pipeline.regenerate.status import recent_stage_runs, regen_jobs
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # DRAFTSET_SERVER: the service's home, as the service sees it
         found = client.status(limit)
-        holder = found["holder"]
+        holder = document["catalog_holder"] = found["holder"]
         console.print(
             f"catalog: held by draftset serve at {safe(holder['url'] or client.url)} "
             f"(pid {holder['pid']} on {safe(holder['host'])}); this status is the service's",
@@ -172,23 +174,30 @@ def _status(limit: int) -> None:
     runs = recent_stage_runs(home, limit)  # None when busy past the timeout: then no second wait below
     if runs is not None and mark_interrupted(catalog()):  # runs whose process died read `interrupted`
         runs = recent_stage_runs(home, limit)
-    _print_status(jobs, str(Home(home).regen_root), runs, None if runs is not None else _holder(limit))
+    document["catalog_holder"] = None
+    line = None
+    if runs is None:
+        document["catalog_holder"], line = _holder(limit)
+    _print_status(jobs, str(Home(home).regen_root), runs, line)
 
 
-def _holder(limit: int) -> str:
-    """Who holds the catalog that a read could not open: the team service (its URL), or a process by pid."""
+def _holder(limit: int) -> tuple[dict[str, Any], str]:
+    """Who holds the catalog that a read could not open, and the line saying so: the team service (its URL
+    and how to go through it), or a process by pid and command line."""
     from catalog.owner import lock_holder, running_service
 
     home = settings().home
     service = running_service(home)
     if service:
-        return (
+        return {"kind": "service", **service}, (
             f"draftset serve (pid {service['pid']}) at {service['url']} holds it; go through it: "
             f"export DRAFTSET_SERVER={service['url']} DRAFTSET_TOKEN=<your token>, then `draftset status --limit {limit}`"
         )
-    holder = lock_holder(Home(home).catalog_file)
-    who = holder or "another process"
-    return f"{who} is writing it; run `draftset status` again when it is done for its stage runs"
+    holder = lock_holder(Home(home).catalog_file) or {"pid": None, "command": None}
+    who = f"pid {holder['pid']}" if holder["pid"] is not None else "another process"
+    if holder["command"]:
+        who += f" ({holder['command']})"
+    return {"kind": "process", **holder}, f"{who} is writing it; run `draftset status` again when it is done"
 
 
 def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, holder: str | None) -> None:

@@ -123,6 +123,8 @@ def test_status_names_the_service_and_shows_its_home(team):
     assert first.startswith(f"catalog: held by draftset serve at {url} (pid {os.getpid()} on ")
     assert rest == local[("status", "--limit", "5")].out  # same regeneration folder, same stage runs
     assert "ingest" in rest and "catalog busy" not in rest
+    holder = json.loads(remote("status", "--json", role="viewer").out)["catalog_holder"]
+    assert holder["kind"] == "service" and holder["url"] == url and holder["catalog"] == str(home / "catalog.duckdb")
 
 
 def test_adapters_list_has_the_local_rows(team):

@@ -3,6 +3,7 @@ pid and the command line of the process holding DuckDB's lock (the service's cas
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -39,3 +40,5 @@ def test_busy_error_and_status_name_the_pid_and_command(held, home, draftset, mo
     assert done.returncode == 0, done.stderr
     assert f"catalog busy: pid {held} (draftset ingest --repo lab/x) is writing it" in done.stdout
     assert "export" not in done.stdout  # nothing to export: no service holds it
+    doc = json.loads(draftset("status", "--json").stdout)
+    assert doc["catalog_holder"] == {"kind": "process", "pid": held, "command": "draftset ingest --repo lab/x"}
