@@ -1,10 +1,12 @@
 """Team mode (DRAFTSET_SERVER set): which commands go through the service, and the one line for those that cannot.
 
 Through the service (pipeline/servers/service/client.py): sql, status, find, ingest, adapters
-list/show/preview/test/approve/reject/map, users add/list/remove. Every other command that opens the catalog
-works on files of this machine, so in team mode it stops before touching anything (`require_local()`, its first
-line; `common.catalog()` catches any other, such as eval's), with why and what to do instead: the service's catalog is not this machine's, and opening a local one would either fail on the
-service's lock or quietly read a different catalog than the team's.
+list/show/preview/test/approve/reject/map, users add/list/remove. The commands below work on this machine's
+files and record into its catalog, so in team mode they stop before any work (`require_local()`, their first
+line; `common.catalog()` catches any command not listed), with why and what to do instead: the team's catalog is
+the service's, and opening a local one would either fail on the service's lock or quietly use another catalog.
+Commands that open no catalog (hub, serve-dev, model fetch/import, export, report, check serve/estimate) run
+here as they always do.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ LOCAL_ONLY: dict[str, tuple[str, str]] = {
     "regenerate": ("it reads data/mix/ and writes data/regen/ under DRAFTSET_HOME on this machine", ""),
     "capture": ("it runs the target on this machine's GPUs and writes under DRAFTSET_HOME here", ""),
     "train": ("it trains on this machine's GPUs and writes under DRAFTSET_HOME here", ""),
+    "check draft": ("it measures a draft on this machine and records the result in this machine's catalog", ""),
+    "check accept-length": ("it decodes with a draft on this machine and records the result in its catalog", ""),
+    "check pilot": ("it trains and measures pilots on this machine and records them in its catalog", ""),
     "build": ("it renders this machine's data/regen/ or data/mix/ into data/build/ under DRAFTSET_HOME", ""),
 }
 GENERAL = "it works on the files under DRAFTSET_HOME on this machine"

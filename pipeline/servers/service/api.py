@@ -300,7 +300,7 @@ def adapter_row(
 def status(request: Request, user: Viewer, limit: int = Query(10, ge=1, le=1000)) -> Response:
     """What `draftset status` shows for the service's home, and who holds its catalog (this service)."""
     s = service(request)
-    return fast_json(queries.status(s.catalog, s.settings.home, limit))
+    return fast_json(queries.status(s.catalog, s.settings.home, limit, str(request.base_url).rstrip("/")))
 
 
 @router.get("/api/users")

@@ -127,9 +127,9 @@ def adapter_row(catalog: Catalog, repo_id: str, row: int, *, endpoint: str, toke
     }
 
 
-def status(catalog: Catalog, home: Path, limit: int) -> dict[str, Any]:
+def status(catalog: Catalog, home: Path, limit: int, reached_at: str) -> dict[str, Any]:
     """`draftset status` of the service's home: regeneration jobs, recent stage runs, and the holder of the
-    catalog, which is this service (its URL and pid from service.json)."""
+    catalog, which is this service (its URL and pid from service.json; else the URL it was reached at)."""
     from catalog.liveness import mark_interrupted
     from pipeline.regenerate.status import recent_stage_runs, regen_jobs
 
@@ -144,7 +144,7 @@ def status(catalog: Catalog, home: Path, limit: int) -> dict[str, Any]:
         "stage_runs": recent_stage_runs(home, limit),
         "holder": {
             "kind": "service",
-            "url": service.get("url"),
+            "url": service.get("url") or reached_at,
             "pid": service.get("pid", os.getpid()),
             "host": socket.gethostname(),
             "catalog": str(catalog.path),

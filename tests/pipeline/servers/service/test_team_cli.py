@@ -186,6 +186,7 @@ def test_users_and_role_map_through_the_service(team):
         ("dedup",),
         ("mix", "m", "--samples", "10"),
         ("regenerate", "m", "--endpoint", "http://127.0.0.1:9"),
+        ("check", "draft", "no-such-draft", "--captures", "no-such-capture"),
     ],
 )
 def test_local_only_commands_say_so_in_one_line(team, args):
@@ -193,8 +194,9 @@ def test_local_only_commands_say_so_in_one_line(team, args):
     done = remote(*args)
     lines = done.err.strip().splitlines()
     assert done.code == 1 and len(lines) == 2, done.err
-    assert lines[0].startswith(f"error: `draftset {' '.join(args[:2] if args[0] == 'adapters' else args[:1])}` is")
-    assert "local-only" in lines[0] and f"DRAFTSET_SERVER={url} is set" in lines[0]
+    name = " ".join(args[:2] if args[0] in ("adapters", "check") else args[:1])
+    assert lines[0].startswith(f"error: `draftset {name}` is local-only: ")  # before any other check or work
+    assert f"DRAFTSET_SERVER={url} is set" in lines[0]
     assert lines[1].startswith("next:") and "export" not in done.err  # never "export" what is exported
 
 
