@@ -48,9 +48,10 @@ def save_rows(rows: list[dict], path: Path) -> None:
 
 def load_rows(path: Path) -> list[dict]:
     z = np.load(path)
+    all_ids = z["ids"]  # once: every z[...] of an npz decompresses the whole array again
     rows, at = [], 0
     for key, n, p in zip(z["keys"].tolist(), z["lengths"].tolist(), z["prompt"].tolist()):
-        ids = z["ids"][at : at + n].astype(np.int64).tolist()
+        ids = all_ids[at : at + n].astype(np.int64).tolist()
         at += n
         rows.append(
             {
