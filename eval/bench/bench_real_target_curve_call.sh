@@ -1,6 +1,9 @@
 #!/bin/bash
 # One device call of the curve run (resumable): reassemble the GGUF on the warm machine, install the
-# carried wheels once, then run the curve bench under a per-call budget. Usage: bash gw.sh BUDGET_S
+# carried wheels once, then run the curve bench under a per-call budget. Run from the device's checkout root,
+# with this repo's code copied to .gpuwork/code, the wheels in .gpuwork/whl and one GGUF half each in
+# .gpuwork/h1 and .gpuwork/h2 (carried in two calls; bench_real_target_curve_notes.md has the sequence):
+#     bash .gpuwork/code/eval/bench/bench_real_target_curve_call.sh BUDGET_S
 REPO=$PWD; G=~/gw; mkdir -p $G ~/wk
 for h in h1/part.aa h2/part.ab; do [ -f .gpuwork/$h ] && cp .gpuwork/$h $G/; done
 if [ ! -f $G/smol.gguf ] && [ -f $G/part.aa ] && [ -f $G/part.ab ]; then
