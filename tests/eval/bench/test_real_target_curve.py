@@ -29,3 +29,21 @@ def test_rows_come_back_token_for_token_with_their_masks(tmp_path):
 def test_the_forecasts_reference_points_are_the_committed_measurement():
     measured = sorted((p.steps, p.samples, round(p.accept_length, 3), round(p.se, 3)) for p in curve_points(CURVE))
     assert sorted((p.steps, p.samples, p.accept_length, p.se) for p in REFERENCE) == measured
+
+
+def test_held_out_prompts_with_an_exact_or_near_copy_in_training_are_found():
+    from eval.bench.bench_real_target_curve_dedup import copies_in, user_prompt
+    from pipeline.rows.keys import normalize
+
+    base = "write a short python function that checks whether a number is prime and explain how it works step by step"
+    corpus = [normalize(base), normalize("what is the capital of france and why is it famous for its museums")]
+    queries = [
+        normalize(base.upper() + "!"),  # exact once normalized
+        normalize(base.replace("by step", "by stage")),  # the last word changed (Jaccard 18/20): near
+        normalize("tell me a story about a dragon who learns to bake bread in a small mountain village"),
+    ]
+    assert copies_in(queries, corpus, 0.8, 128, 2) == [0, 1]
+    rendered = (
+        "<|im_start|>system\nYou are SmolLM<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert user_prompt(rendered) == "Hi there"
