@@ -12,7 +12,6 @@ import typer
 
 from catalog.errors import DraftsetError
 from pipeline.cli.common import catalog, console, print_table, resolve_named
-from pipeline.cli.team import require_local
 
 check_app = typer.Typer(
     help="Check a trained draft, an SGLang serving command, or the expected speedup.", no_args_is_help=True
@@ -31,7 +30,6 @@ def check_draft_cmd(
     target_al: float = typer.Option(3.0, help="forecast: the accept length you want"),
 ) -> None:
     """Per-step accuracy, the accept length decoding would measure (held-out first), and wrong wirings."""
-    require_local()  # it records into this machine's catalog: refused in team mode before any work
     from eval.checks.draft_check import check_draft
     from eval.specdecode import records
 
@@ -125,7 +123,6 @@ def check_accept_length_cmd(
     dtype: str = typer.Option("float32", help="float32 | bfloat16"),
 ) -> None:
     """Accept length measured by real speculative decoding (chain, greedy verification), per wiring."""
-    require_local()  # it records into this machine's catalog: refused in team mode before any work
     from eval.specdecode import records
     from eval.specdecode.evaluate import measure
 
@@ -182,7 +179,6 @@ def check_pilot_cmd(
     device: str = typer.Option("auto"),
 ) -> None:
     """Train on nested subsets of a build, measure each, record the points and print the forecast."""
-    require_local()  # it records into this machine's catalog: refused in team mode before any work
     from eval.forecast_pilot import run_pilot
     from eval.specdecode import records
     from pipeline.train.loop import TrainConfig, run_train

@@ -16,7 +16,6 @@ from catalog.io import write_text_atomic
 from catalog.names import require_known
 from catalog.untrusted import shell_word
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_output, literal, safe, settings
-from pipeline.cli.team import require_local
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -107,7 +106,6 @@ def propose(
     ),
 ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.cli import known
 
     if category is not None:
@@ -333,7 +331,6 @@ def _assignments(pairs: list[str]) -> dict[str, str]:
 @adapters_app.command("edit")
 def edit(repo_id: str = REPO) -> None:
     """Edit the spec YAML in $EDITOR; re-validated on save (a changed spec makes an approval stale)."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from adapters import review, store
 
     cat = catalog()

@@ -20,6 +20,7 @@ from typer.exceptions import Abort
 from catalog.errors import DraftsetError
 from pipeline.cli import adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd, serve_cmd, sql_cmd
 from pipeline.cli.common import err_console, safe
+from pipeline.cli.team import guard_local_only
 
 app = typer.Typer(
     name="draftset",
@@ -61,6 +62,7 @@ def _register_all(target: typer.Typer) -> None:
 
 
 _register_all(app)
+guard_local_only(app)  # team mode: the local-only commands refuse first (pipeline/cli/team.py)
 
 
 # OS errors a user can fix themselves; anything else is a bug and keeps its traceback.

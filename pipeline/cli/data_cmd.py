@@ -26,7 +26,6 @@ from pipeline.cli.common import (
     settings,
 )
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
-from pipeline.cli.team import require_local
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
@@ -208,7 +207,6 @@ def dedup_cmd(
 
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.dedup.run import run_dedup
     from pipeline.targets.lengths import TokenCounter
 
@@ -275,7 +273,6 @@ def mix_cmd(
     Each source gives its quota from the plan; what a source lacks after dedup is taken from the others in
     proportion to their quotas. Records are picked deterministically under --seed. manifest.json records
     per source the quota, what was taken and the shortfall, and which sources were left out."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.mix.run import run_mix
 
     values = stage_settings(

@@ -10,7 +10,6 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.capture.config import CaptureConfig
 from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
-from pipeline.cli.team import require_local
 from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
 
@@ -44,7 +43,6 @@ def capture(
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.capture.run import run_capture
 
     flags = {"layers": _ids(layers), "batch_tokens": batch_tokens, "max_rows": max_rows, "device": device, "tp": tp}
@@ -109,7 +107,6 @@ def train(
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     import json
 
     from pipeline.train.loop import run_train

@@ -9,7 +9,6 @@ import typer
 
 from pipeline.build.config import BuildConfig
 from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
-from pipeline.cli.team import require_local
 from pipeline.stage import stage_settings
 
 model_app = typer.Typer(
@@ -206,7 +205,6 @@ def build_cmd(
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from rich.progress import Progress
 
     from catalog.home import Home

@@ -21,7 +21,6 @@ from pipeline.cli.common import (
     settings,
     timestamp,
 )
-from pipeline.cli.team import require_local
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
 
 
@@ -77,7 +76,6 @@ def regenerate_cmd(
     data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
     (watch it from another terminal with `draftset status`). With --shard I/N they go to
     data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are."""
-    require_local()  # team mode: pipeline/cli/team.py says why and what instead
     from pipeline.cli import known
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate

@@ -2,14 +2,21 @@
 
 Through the service (pipeline/servers/service/client.py): sql, status, find, ingest, adapters
 list/show/preview/test/approve/reject/map, users add/list/remove. The commands below work on this machine's
-files and record into its catalog, so in team mode they stop before any work (`require_local()`, their first
-line; `common.catalog()` catches any command not listed), with why and what to do instead: the team's catalog is
-the service's, and opening a local one would either fail on the service's lock or quietly use another catalog.
+files and record into its catalog, so in team mode they stop before any work (`guard_local_only` makes
+`require_local()` their first step when the CLI is assembled; `common.catalog()` catches any command not listed),
+with why and what to do instead: the team's catalog is the service's, and opening a local one would either fail on
+the service's lock or quietly use another catalog.
 Commands that open no catalog (hub, serve-dev, model fetch/import, export, report, check serve/estimate) run
 here as they always do.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import typer
 
 from catalog.errors import DraftsetError
 
@@ -64,3 +71,26 @@ def refuse_local(server_url: str) -> DraftsetError:
         hint=(instead + "; or " if instead else "")
         + "run it without DRAFTSET_SERVER on a home of its own (on the service's host, while the service is stopped)",
     )
+
+
+def guard_local_only(app: typer.Typer) -> None:
+    """Make `require_local()` the first step of every LOCAL_ONLY command of `app` (its groups included), so the
+    refusal comes before the command's own checks and work, and this table is the one list of them."""
+
+    def guard(info: Any, name: str) -> None:
+        if name not in LOCAL_ONLY or info.callback is None:
+            return
+        inner: Callable[..., Any] = info.callback
+
+        @functools.wraps(inner)  # typer reads the parameters through __wrapped__
+        def first_require_local(*args: Any, **kwargs: Any) -> Any:
+            require_local()
+            return inner(*args, **kwargs)
+
+        info.callback = first_require_local
+
+    for command in app.registered_commands:
+        guard(command, command.name or "")
+    for group in app.registered_groups:
+        for command in group.typer_instance.registered_commands if group.typer_instance else ():
+            guard(command, f"{group.name} {command.name}")
