@@ -6,7 +6,7 @@ from enum import Enum
 
 import typer
 
-from pipeline.cli.common import catalog, console, print_table, settings, timestamp
+from pipeline.cli.common import catalog, console, print_table, settings
 
 users_app = typer.Typer(help="Users of the team service (draftset serve): roles and tokens.", no_args_is_help=True)
 
@@ -52,15 +52,28 @@ def add(
 @users_app.command("list")
 def list_() -> None:
     """Users and their roles (tokens are never shown again)."""
-    from pipeline.servers.service.client import remote
     from pipeline.servers.service.users import list_users
 
-    client = remote()  # DRAFTSET_SERVER: the service's users (an operator's call)
-    rows = client.users() if client else list_users(catalog())
+    served = _users()
+    rows = list_users(catalog()) if served is None else served
     print_table(
         ["name", "role", "created", "disabled"],
-        [[r["name"], r["role"], timestamp(r["created_at"]), timestamp(r["disabled_at"]) or ""] for r in rows],
+        [[r["name"], r["role"], r["created_at"], r["disabled_at"] or ""] for r in rows],
     )
+
+
+def _users() -> list[dict] | None:
+    """DRAFTSET_SERVER: the service's users (an operator's call), timestamps as the local catalog gives them."""
+    from pipeline.cli.common import timestamp
+    from pipeline.servers.service.client import remote
+
+    client = remote()
+    if client is None:
+        return None
+    return [
+        {**r, "created_at": timestamp(r["created_at"]), "disabled_at": timestamp(r["disabled_at"])}
+        for r in client.users()
+    ]
 
 
 @users_app.command("remove")
