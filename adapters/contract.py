@@ -33,6 +33,12 @@ PATTERN_ROWS = 300  # rows the sample-wide patterns (swapped columns, repeated p
 DEFAULT_BAD_FRACTION = 0.01  # records failing a per-record check tolerated (quarantined) up to this share
 
 
+def bad_fraction(spec: AdapterSpec) -> float:
+    """The share of rows failing a per-record check that the spec tolerates: the contract's sample and ingest
+    (pipeline/ingest/tolerance.py) both fail a dataset past it."""
+    return DEFAULT_BAD_FRACTION if spec.max_bad_fraction is None else spec.max_bad_fraction
+
+
 class Check(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -212,8 +218,8 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
             f"{sum(f.status != 'carried' for f in fields)} left out)",
         )
     )
-    bad_fraction = DEFAULT_BAD_FRACTION if spec.max_bad_fraction is None else spec.max_bad_fraction
-    flagged_checks, flagged_rows, undeclared = _record_checks(spec, records, n_rows, bad_fraction)
+    tolerance = bad_fraction(spec)
+    flagged_checks, flagged_rows, undeclared = _record_checks(spec, records, n_rows, tolerance)
     checks += flagged_checks
     for f in flagged_rows:
         if len(quarantined) < MAX_LISTED:
@@ -268,14 +274,14 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
         quarantined=quarantined,
         n_flagged=len({f["row_index"] for f in flagged_rows}),
         flagged=dict(flagged),
-        max_bad_fraction=bad_fraction,
+        max_bad_fraction=tolerance,
         fields=fields,
         problems=_grouped(reasons, quarantined, checks),
     )
 
 
 def _record_checks(
-    spec: AdapterSpec, records: list[Conversation], n_rows: int, bad_fraction: float
+    spec: AdapterSpec, records: list[Conversation], n_rows: int, tolerance: float
 ) -> tuple[list[Check], list[dict[str, Any]], Counter[str]]:
     """One check per per-record plausibility rule; within the tolerance its rows are quarantined, not failed."""
     by_check: dict[str, list[tuple[int, str]]] = {name: [] for name in RECORD_CHECKS}
@@ -287,7 +293,7 @@ def _record_checks(
         for name, detail in problems:
             by_check[name].append((rec.source.row_index, detail))
             bad_rows.add(rec.source.row_index)
-    tolerated = len(bad_rows) <= bad_fraction * n_rows
+    tolerated = len(bad_rows) <= tolerance * n_rows
     system_labels = [label for label, role in spec.role_map.items() if role == "system"]
     checks, flagged = [], []
     for name in RECORD_CHECKS:
@@ -315,7 +321,7 @@ def _record_checks(
                 passed=tolerated,
                 quarantined=tolerated,
                 detail=(
-                    f"{share} quarantined (within the {bad_fraction:.0%} tolerance): {detail}"
+                    f"{share} quarantined (within the {tolerance:.0%} tolerance): {detail}"
                     if tolerated
                     else f"{share}: {detail}"
                 ),
@@ -326,7 +332,7 @@ def _record_checks(
         )
         flagged += [{"row_index": i, "field": "<record>", "reason": f"{name}: {d}", "check": name} for i, d in hits]
     if not tolerated and bad_rows:
-        over = f"{len(bad_rows)} of {n_rows} rows fail a per-record check, over the {bad_fraction:.0%} tolerance"
+        over = f"{len(bad_rows)} of {n_rows} rows fail a per-record check, over the {tolerance:.0%} tolerance"
         for c in checks:
             if not c.passed:
                 c.detail = f"{c.detail} [{over}]"

@@ -26,6 +26,8 @@ SPEC_VERSION = 2
 # (LLaMA-Factory / ShareGPT `function_call` turns); "drop" = a person decided this label's turns are left out.
 RoleTarget = Literal["system", "user", "assistant", "tool", "tool_call", "drop"]
 HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
+# Hashed (a person approves them) but they decide whether records pass, not what the records are.
+JUDGING_FIELDS = ("max_bad_fraction", "min_yield")
 # Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
 ADDED_FIELDS = {
     "tools_field",
@@ -246,6 +248,13 @@ class AdapterSpec(SpecModel):
     def spec_hash(self) -> str:
         canonical = json.dumps(self.hashed_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def records_hash(self) -> str:
+        """The hash of what makes the records: `spec_hash` with the fields that only judge them (the contract's
+        thresholds) at their defaults. Shards written under one `max_bad_fraction` are the same records under
+        another, so ingest resumes them; for a spec at the defaults it equals `spec_hash`."""
+        defaults = {name: type(self).model_fields[name].default for name in JUDGING_FIELDS}
+        return self.model_copy(update=defaults).spec_hash()
 
     # -- serialisation -------------------------------------------------------------------------
     def to_json(self) -> str:
