@@ -22,7 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
 from adapters.apply import RowError, RowMapper, role_labels
-from adapters.plausibility import RECORD_CHECKS, WHY, dataset_problems, prompt_column_labels, record_problems
+from adapters.columns import continuation, continued_columns
+from adapters.plausibility import (
+    RECORD_CHECKS,
+    WHY,
+    dataset_problems,
+    prompt_column_labels,
+    record_problems,
+    unstated_task,
+)
 from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
@@ -347,13 +355,21 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         native = RowMapper(spec.model_copy(update={"mode": "native", "label_field": None}))
         # a pattern over many rows shows in a few hundred: the view need not re-apply the whole sample
         view = [c for r in raw[:PATTERN_ROWS] if r.error is None for c in _quiet_apply(native, r)] or records
-    found = {p["name"]: p for p in dataset_problems(view) + prompt_column_labels(spec, raw)}
+    found = {
+        p["name"]: p
+        for p in dataset_problems(view)
+        + prompt_column_labels(spec, raw)
+        + unstated_task(spec, view)
+        + _split_prompts(spec, raw)
+    }
     out = []
     for name, ok in (
         ("prompt_label_like", "prompts vary like requests, not like a label column"),
         ("prompt_column_label", "no prompt column is a one-word category label"),
         ("answer_shorter", "answers are not systematically shorter than their prompts"),
         ("answer_repeated", "answers vary from row to row"),
+        ("prompt_unasked", "prompts state their task"),
+        ("prompt_split", "no prompt column is joined mid-sentence"),
     ):
         p = found.get(name)
         out.append(
@@ -368,6 +384,28 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
             )
         )
     return out
+
+
+def _split_prompts(spec: AdapterSpec, raw: list[RawRow]) -> list[dict[str, Any]]:
+    """Prompt columns joined with a blank line where, on most rows, the second carries on the sentence the first
+    left open: one text split over two fields (`columns.continues` joins it with a space, as inference does)."""
+    cols = spec.columns if spec.layout == "columns" else None
+    if cols is None:
+        return []
+    rows = [r.row for r in raw if r.error is None and isinstance(r.row, dict)]
+    split = [c for c in continued_columns(rows, cols.prompt) if c not in cols.continues]
+    if not split:
+        return []
+    carried, both = continuation(rows, cols.prompt[cols.prompt.index(split[0]) - 1], split[0])
+    return [
+        {
+            "name": "prompt_split",
+            "level": "error",
+            "detail": f"prompt column {split[0]!r} continues the sentence of the column before it in {carried}/{both} "
+            "rows, but is joined with a blank line: list it under columns.continues",
+            "rows": [],
+        }
+    ]
 
 
 def _grouped(reasons: Counter[str], quarantined: list[dict[str, Any]], checks: list[Check]) -> list[dict[str, Any]]:

@@ -70,6 +70,17 @@ class ColumnsSpec(SpecModel):
     response: str | None = None
     response_is_tool_calls: bool = Field(False, description="response holds a list of tool calls (xlam)")
     history: str | None = Field(None, description="column of earlier (user, assistant) exchanges (LLaMA-Factory)")
+    continues: list[str] = Field(
+        default_factory=list,
+        description="prompt columns that continue the sentence of the column before them: joined with one space",
+    )
+
+    @model_validator(mode="after")
+    def _continues_prompt_columns(self) -> ColumnsSpec:
+        stray = [c for c in self.continues if c not in self.prompt[1:]]
+        if stray:
+            raise ValueError(f"columns.continues names {stray}, which follow no other column of columns.prompt")
+        return self
 
 
 class ReasoningSpec(SpecModel):
@@ -237,8 +248,10 @@ class AdapterSpec(SpecModel):
         for name in ADDED_FIELDS:
             if data.get(name) is None:
                 data.pop(name, None)
-        if isinstance(data.get("columns"), dict) and data["columns"].get("history") is None:
-            data["columns"].pop("history", None)
+        if isinstance(data.get("columns"), dict):
+            for key in ("history", "continues"):  # added later: hashed only when set
+                if not data["columns"].get(key):
+                    data["columns"].pop(key, None)
         if isinstance(data.get("transcript"), dict):
             for key, default in TRANSCRIPT_DEFAULTS.items():
                 if data["transcript"].get(key) == default:
