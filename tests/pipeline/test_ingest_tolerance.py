@@ -177,3 +177,36 @@ def test_several_datasets_the_others_go_on_the_cli_exits_nonzero_and_mix_holds_i
     mixed = run_mix(cat, home, "m", overwrite=True).manifest
     assert set(mixed["sources"]) == {"lab/fine", "lab/thirty"} and mixed["held_back_sources"] == {}
     assert mixed["samples_selected"] == 199 + 14
+
+
+def test_a_planned_dataset_held_back_passes_its_quota_on_and_is_named(home, sources):
+    """With a plan, a held-back source keeps its quota like a missing one (passed on to the others); a mix made
+    while it was held back is not taken for the one made after it passes (same plan, same sources)."""
+    from datetime import datetime
+
+    make, write = sources
+    for repo, category, n in (("chat/a", "general chat", 30), ("math/c", "math", 25)):
+        write(home, [make(repo, i, _prompt(repo, i), category=category) for i in range(n)])
+    folder = Home(home).normalized("math/c")  # as ingest leaves a dataset past its threshold
+    (folder / HELD_BACK).write_text(json.dumps({"error": "ingest of math/c: 9 of 25 rows (36.0%) failed ..."}))
+    cat = Catalog(home)
+    plan = {"plan_id": "p1", "run_id": "r", "domain": "d", "samples_requested": 30, "samples_existing": 0}
+    cat.upsert("plans", [plan | {"created_at": datetime(2026, 1, 1), "totals": {}, "params": {}}])
+    items = [("chat/a", "general chat", 20), ("math/c", "math", 10)]
+    cat.upsert(
+        "plan_items",
+        [
+            {"plan_id": "p1", "repo_id": r, "category": c, "mode": "regenerate", "rows_to_take": q, "est_samples": q}
+            for r, c, q in items
+        ],
+    )
+    m = run_mix(cat, home, "p").manifest
+    assert {s: v["selected"] for s, v in m["sources"].items()} == {"chat/a": 30, "math/c": 0}
+    assert m["sources"]["math/c"]["target"] == 10 and m["sources"]["math/c"]["shortfall"] == 10
+    assert m["held_back_sources"] == {"math/c": "ingest of math/c: 9 of 25 rows (36.0%) failed ..."}
+    assert m["missing_sources"] == [] and m["config"]["held_back"] == ["math/c"]
+    (folder / HELD_BACK).unlink()  # a later ingest passed
+    with pytest.raises(DraftsetError, match="different config"):
+        run_mix(cat, home, "p")
+    m = run_mix(cat, home, "p", overwrite=True).manifest
+    assert {s: v["selected"] for s, v in m["sources"].items()} == {"chat/a": 20, "math/c": 10}
