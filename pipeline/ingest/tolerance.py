@@ -61,12 +61,11 @@ def enforce(spec: AdapterSpec, counts: Mapping[str, int], mapped: int, folder: P
         f"ingest of {repo}: {bad:,} of {mapped:,} rows ({bad / mapped:.1%}) failed a per-record check, over its "
         f"max_bad_fraction of {tolerance:.1%} ({top}{more}); quarantine: {quarantine}"
     )
-    hint = (
-        f"fix the adapter ({command('draftset', 'adapters', 'edit', repo)}, then "
-        f"{command('draftset', 'ingest', '--repo', repo, '--fresh')}), or accept these losses: raise "
-        f"max_bad_fraction in its spec with the reason under `reasons:`, approve it again and re-run "
-        f"{command('draftset', 'ingest', '--repo', repo)} (resumes by id). Its {len(existing_ids(folder)):,} "
-        "records written are kept, and held back from mix until then"
+    edit, ingest = command("draftset", "adapters", "edit", repo), command("draftset", "ingest", "--repo", repo)
+    hint = (  # each command closed by a backtick: the next words are prose, not arguments
+        f"fix the adapter: `{edit}`, then `{ingest} --fresh`; or accept these losses: raise max_bad_fraction in its "
+        f"spec with the reason under `reasons:` (`{edit}`), approve it again and run `{ingest}` (resumes by id). Its "
+        f"{len(existing_ids(folder)):,} records written are kept, and held back from mix until then"
     )
     write_json_atomic(
         marker,

@@ -16,6 +16,7 @@ from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.shards import existing_ids, shard_paths
+from catalog.untrusted import suggested_commands
 from pipeline.cli.app import app
 from pipeline.ingest.fanout import ingest
 from pipeline.ingest.run import ingest_dataset
@@ -93,7 +94,12 @@ def test_past_the_threshold_fails_in_one_line_keeps_the_shards_and_resumes_once_
         f"(markup 4, role_sequence 2); quarantine: {out / 'quarantine.jsonl'}"
     )
     hint = failed.value.hint or ""
-    assert "draftset adapters edit lab/thirty" in hint and "draftset ingest --repo lab/thirty --fresh" in hint
+    assert suggested_commands(hint) == [
+        "draftset adapters edit lab/thirty",
+        "draftset ingest --repo lab/thirty --fresh",
+        "draftset adapters edit lab/thirty",
+        "draftset ingest --repo lab/thirty",
+    ]
     assert "raise max_bad_fraction" in hint and "14 records" in hint
     counts = failed.value.counts
     assert (counts["in"], counts["out"], counts["dropped_check_markup"], counts["dropped_check_role_sequence"]) == (
