@@ -326,7 +326,8 @@ def unstated_task(spec: Any, records: list[Conversation]) -> list[dict[str, Any]
     if len(pairs) < MIN_ROWS_FOR_PATTERNS:
         return []
     prompts = [p.strip() for p, _ in pairs]
-    asks = sum(bool(_QUESTION.search(p)) for p in prompts) / len(prompts)
+    # a request behind a field label ("Problem: Compute ...", "Question: Name ...") still asks
+    asks = sum(bool(_QUESTION.search(_FIELD_LABEL.sub("", p, count=1))) for p in prompts) / len(prompts)
     if asks >= UNASKED_SHARE:
         return []
     slot, n_slot = Counter(m.group(1) if (m := _FIELD_LABEL.match(p)) else "" for p in prompts).most_common(1)[0]

@@ -135,6 +135,14 @@ def test_column_prompts_that_state_no_task_fail_and_with_their_instruction_pass(
     assert "prompt_unasked" not in _failed(stated)
 
 
+def test_a_request_behind_a_field_label_states_its_task() -> None:
+    rows = [
+        {"inputs": f"Problem: Compute {i} + {i + 1} and explain the steps", "targets": str(2 * i + 1)}
+        for i in range(12)
+    ]
+    assert "prompt_unasked" not in _failed(run_contract(_columns(["inputs"]), _raw(rows)))
+
+
 def test_texts_answered_by_free_text_are_not_taken_for_a_missing_task() -> None:
     """Prompts that ask nothing but carry no tell (no shared field label, answers not labels): left alone."""
     rows = [
