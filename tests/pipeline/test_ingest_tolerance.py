@@ -138,7 +138,7 @@ def test_past_the_threshold_fails_in_one_line_keeps_the_shards_and_resumes_once_
     assert [r["status"] for r in runs] == ["failed", "ok"]
 
 
-def test_within_the_threshold_passes_with_the_drops_counted(home, tolerance_hub):
+def test_within_the_threshold_passes_with_the_drops_counted_and_older_shards_resume(home, tolerance_hub):
     _, url = tolerance_hub
     cat = Catalog(home)
     approve_on_hub(cat, url, "lab/fine", "threshold test")
@@ -148,6 +148,17 @@ def test_within_the_threshold_passes_with_the_drops_counted(home, tolerance_hub)
     assert not (out / HELD_BACK).exists() and (out / "manifest.json").exists()
     (entry,) = [json.loads(x) for x in (out / "quarantine.jsonl").read_text().splitlines()]
     assert entry["row_index"] == 42 and entry["reason"] == "check_markup" and entry["field"] == "<record>"
+    # shards written before the records' hash was the resume key resume; another adapter still needs --fresh
+    config = Home(home).normalized("lab/fine") / "config.json"
+    recorded = json.loads(config.read_text())
+    assert recorded["compat"]["records_hash"] == recorded["spec_hash"]  # a spec at the default thresholds
+    recorded["compat"] = {"spec_hash": recorded["spec_hash"], "revision": recorded["revision"]}
+    config.write_text(json.dumps(recorded))  # as an ingest before records_hash left it
+    assert ingest_dataset(cat, home, "lab/fine", endpoint=url).counts["skipped_already_written"] == 199
+    approve_on_hub(cat, url, "lab/fine", "another mapping", mode="native")
+    with pytest.raises(DraftsetError, match="holds shards from adapter spec") as exc:
+        ingest_dataset(cat, home, "lab/fine", endpoint=url)
+    assert "--fresh" in (exc.value.hint or "")
 
 
 def test_several_datasets_the_others_go_on_the_cli_exits_nonzero_and_mix_holds_it_back(
