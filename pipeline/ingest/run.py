@@ -77,8 +77,15 @@ class IngestStage(Stage[IngestConfig]):
         self.rows_to_take, self.n_rows = rows_to_take, n_rows
 
     def previous_keys(self) -> list[tuple[Path, dict[str, Any]]]:
-        # output written before records_hash existed: its spec_hash is the records' hash at default thresholds
-        return [(f, {"records_hash": k.get("spec_hash"), **k}) for f, k in super().previous_keys()]
+        return [(folder, self._with_records_hash(before)) for folder, before in super().previous_keys()]
+
+    def _with_records_hash(self, before: dict[str, Any]) -> dict[str, Any]:
+        """Output from before records_hash existed recorded only the spec's hash: the same spec made the same
+        records, and any other spec hashed as its records at the default thresholds."""
+        if "records_hash" in before:
+            return before
+        same = before.get("spec_hash") == self.config.spec_hash
+        return {**before, "records_hash": self.config.records_hash if same else before.get("spec_hash")}
 
     def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
         old = {k: before for k, before, _ in changed}
