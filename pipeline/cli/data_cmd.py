@@ -27,6 +27,7 @@ from pipeline.cli.common import (
 )
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
+from pipeline.ingest.config import SETTABLE as INGEST_SETTABLE
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
 from pipeline.mix.figures import mix_figures
@@ -111,7 +112,7 @@ def ingest_cmd(
         IngestConfig,
         config_file,
         {"max_conversation_chars": max_conversation_chars, "oversample": oversample},
-        settable=["max_conversation_chars", "oversample", "sample_seed"],
+        settable=INGEST_SETTABLE,
     )
     from pipeline.servers.service.client import remote
 

@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from adapters.spec import AdapterSpec
 
 
+# The fields a person sets (flags, --config, the service's ingest API); the rest come from the approved spec.
+SETTABLE = ("max_conversation_chars", "oversample", "sample_seed")
+
+
 class IngestConfig(StageConfig):
     repo_id: str
     revision: str

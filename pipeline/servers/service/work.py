@@ -82,9 +82,6 @@ def start_test(service: Service, repo_id: str, rows: int, user: str) -> Job:
     return service.jobs.submit("adapter_test", {"repo_id": repo_id, "rows": rows}, user, work)
 
 
-INGEST_SETTABLE = ("max_conversation_chars", "oversample", "sample_seed")  # as `draftset ingest` takes them
-
-
 def start_ingest(
     service: Service,
     plan: str | None,
@@ -100,6 +97,7 @@ def start_ingest(
     Which datasets, and the stage's settings, are settled now (an unknown plan, repo or setting, or nothing
     approved, is a 400); each dataset's gate and counts are the job's: one failing is reported with its
     reason and the others carry on, as in the CLI. With a plan, each source is read up to its quota, as locally."""
+    from pipeline.ingest.config import SETTABLE as INGEST_SETTABLE
     from pipeline.ingest.config import IngestConfig
     from pipeline.ingest.fanout import ingest
     from pipeline.ingest.run import repos_to_ingest
