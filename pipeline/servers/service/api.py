@@ -288,7 +288,7 @@ def adapter_row(
     request: Request,
     user: Viewer,
     repo: str = Query(..., min_length=1, max_length=300),
-    row: int = Query(0, ge=0, le=1_000_000_000),
+    row: int = Query(0, le=1_000_000_000),  # below 0: read_row says so as the local command does
 ) -> Response:
     """One raw row read from the Hub with the service's token, and what the current spec makes of it."""
     s = service(request)

@@ -113,6 +113,11 @@ def test_read_commands_print_what_they_print_locally(team):
         assert done.out == local[args].out, args  # the same spec, verdict, counts and rows, byte for byte
     shown = local[("adapters", "show", SHOWN)].out
     assert "verdict:" in shown and "next:" in shown  # the comparison above compared a full page
+    for row, said in (("100000", "has no row 100000 (it has 80)"), ("-1", "--row must be ≥ 0, got -1")):
+        wrong = remote("adapters", "preview", CLEAN, "--row", row, role="viewer")
+        assert wrong.code == 1 and wrong.out == "" and said in wrong.err.splitlines()[0], wrong.err
+    typo = remote("adapters", "show", SHOWN[:-1], role="viewer")
+    assert typo.code == 1 and f"did you mean {SHOWN}?" in typo.err and "Traceback" not in typo.err
 
 
 def test_status_names_the_service_and_shows_its_home(team):
