@@ -134,8 +134,10 @@ def pid_in_lock_error(exc: BaseException) -> int | None:
 
 
 def command_of(pid: int) -> str | None:
-    """`draftset ingest --repo a/b`: the process's command line from /proc when this host can read it.
-    Shown as the process was started; callers print it through their redaction."""
+    """`draftset ingest --repo a/b`: the process's command line from /proc when this host can read it, with
+    control characters removed and anything token-like redacted (an argv may carry a URL with credentials)."""
+    from catalog.untrusted import clean_text, redact
+
     try:
         argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
     except OSError:
@@ -144,7 +146,7 @@ def command_of(pid: int) -> str | None:
         if arg == "pipeline.cli.app" or Path(arg).name == "draftset":
             argv = ["draftset", *argv[i + 1 :]]
             break
-    text = " ".join(argv)
+    text = redact(clean_text(" ".join(argv)))
     return (text[:120] + ("…" if len(text) > 120 else "")) or None
 
 
