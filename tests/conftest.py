@@ -31,6 +31,17 @@ settings.register_profile("repeatable", derandomize=True, print_blob=True)
 settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
+# An xdist worker starts with COLUMNS=80 and LINES=24 in its environment, set on its way up (not inherited):
+# the CLI's console takes its width from COLUMNS at import, so a worker would print narrower tables than a plain
+# run. The controller passes its own values down and each worker puts them back.
+for _name in ("COLUMNS", "LINES"):
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        os.environ[f"DRAFTSET_TEST_{_name}"] = os.environ.get(_name, "")
+    elif _value := os.environ.get(f"DRAFTSET_TEST_{_name}"):
+        os.environ[_name] = _value
+    else:
+        os.environ.pop(_name, None)
+
 HUB_PORT = _free_port()
 HUB_URL = f"http://127.0.0.1:{HUB_PORT}"
 _HF_HOME = tempfile.mkdtemp(prefix="draftset-test-hf-")
