@@ -131,21 +131,26 @@ _CONTEXT_GUARD = threading.Lock()
 
 
 def _main_modules() -> list[str]:
-    """The modules this process's `__main__` is made of: `python -m NAME` gives NAME; a console script
-    (`draftset`: `from pipeline.cli.app import main`) gives the modules of the functions it imported.
+    """The modules this process's `__main__` took its names from (`draftset`'s script: pipeline.cli.app;
+    `python -m pipeline.cli.app`: typer, pipeline.cli.common, ...), never the main module itself.
 
     Every forkserver child re-runs `__main__` as `__mp_main__` before it unpickles its function (Python
     3.11's forkserver never preloads a main given by path); with these already imported by the server,
-    that re-run finds its imports done (CLI: ~0.5 s -> ~0.05 s per child), and the child is the same."""
+    that re-run finds its imports done (CLI: ~0.5 s -> ~0.05 s per child), and the child is the same.
+    (Preloading a `-m` main itself would make runpy warn in every child that it is already imported.)"""
     import sys
+    from types import ModuleType
 
     main = sys.modules.get("__main__")
-    name = getattr(getattr(main, "__spec__", None), "name", None)
-    if name:  # multiprocessing skips re-running a package's __main__ (pytest's): nothing to preload then
-        return [] if name.endswith("__main__") else [name]
-    names = vars(main) if main is not None else {}
-    found = {getattr(v, "__module__", None) for k, v in names.items() if callable(v) and not k.startswith("__")}
-    return sorted(m for m in found if isinstance(m, str) and m not in ("builtins", "__main__"))
+    own = {"__main__", "builtins", getattr(getattr(main, "__spec__", None), "name", None)}
+    if main is None or any(str(n).endswith(".__main__") for n in own):  # pytest's: multiprocessing skips it
+        return []
+    found = {
+        v.__name__ if isinstance(v, ModuleType) else getattr(v, "__module__", None)
+        for k, v in vars(main).items()
+        if not k.startswith("__") and (callable(v) or isinstance(v, ModuleType))
+    }
+    return sorted(m for m in found if isinstance(m, str) and m not in own)
 
 
 def _context(preload: tuple[str, ...]) -> Any:
