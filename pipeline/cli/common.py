@@ -13,7 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,6 +23,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+# typer 0.29 vendors click: the running command's context is its copy's (as app.py's exceptions are).
+from typer._click.globals import get_current_context
 
 from catalog import Catalog
 from catalog.errors import DraftsetError
@@ -144,14 +147,31 @@ def json_output(enabled: bool, **extra: Any) -> Iterator[dict[str, Any]]:
     if not enabled:
         yield extra
         return
-    _json_tables, was = [], console.stderr
+    _json_tables, was, stdout = [], console.stderr, sys.stdout
     console.stderr = True  # rich resolves sys.stderr at each print: the stream pytest or a pipe gave
+    ended: typer.Exit | None = None
     try:
-        yield extra
-        document = {"tables": _json_tables, **extra}
+        with redirect_stdout(sys.stderr):  # a stage's own print() (progress lines) must not land in the JSON
+            yield extra
+    except typer.Exit as exc:  # an intended exit (a check's verdict, exit 1): its tables are still the answer
+        ended = exc
     finally:
-        _json_tables, console.stderr = None, was
-    sys.stdout.write(json.dumps(document, default=str, ensure_ascii=False) + "\n")
+        tables, _json_tables, console.stderr = _json_tables, None, was
+    stdout.write(json.dumps({"tables": tables, **extra}, default=str, ensure_ascii=False) + "\n")
+    if ended is not None:
+        raise ended
+
+
+def json_listing(enabled: bool) -> dict[str, Any]:
+    """`json_output` for the rest of the running command, in one line at its top (no body to re-indent):
+    held by the command's click context, so the document is printed when the command returns, and nothing
+    is printed when it fails (the error goes to stderr alone). Returns the document's `extra` dict."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:  # called as a plain function (not through the CLI): nothing to scope the document to
+        if enabled:
+            raise RuntimeError("json_listing(True) outside a running command")
+        return {}
+    return ctx.with_resource(json_output(enabled))
 
 
 def _kind(cells: list[str]) -> str:
@@ -164,12 +184,23 @@ def _kind(cells: list[str]) -> str:
 
 
 def print_table(
-    columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None, *, width: int | None = None
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    title: str | None = None,
+    *,
+    width: int | None = None,
+    records: Sequence[dict[str, Any]] | None = None,
 ) -> None:
     """A table whose headers, cells and title are printed literally (no markup, no escape sequences), that
     never splits a number or an id: those columns keep their width, prose folds, and the columns that cannot
-    fit are dropped from the right (named in a line under the table). Under `json_output`: collected instead."""
+    fit are dropped from the right (named in a line under the table). Under `json_output`: collected instead,
+    as `records` when given: the raw values behind cells the table formats (bytes, counts, seconds; the unit
+    in the key's name, e.g. `file_bytes`, `eta_s`), so JSON carries numbers, never "67.2 GB" or "19,332"."""
     if _json_tables is not None:
+        if records is not None:
+            keys = list(dict.fromkeys(k for r in records for k in r))
+            _json_tables.append({"title": title, "columns": keys, "rows": [dict(r) for r in records]})
+            return
         names = [str(c) for c in columns]
         _json_tables.append(
             {"title": title, "columns": names, "rows": [dict(zip(names, row, strict=False)) for row in rows]}

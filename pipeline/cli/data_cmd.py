@@ -19,6 +19,7 @@ from pipeline.cli.common import (
     catalog,
     console,
     field_option,
+    json_listing,
     json_output,
     literal,
     print_table,
@@ -83,6 +84,20 @@ def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
     ]
 
 
+def _counts_record(name: str, counts: dict[str, int], status: str) -> dict[str, object]:
+    """_counts_row's numbers for --json: every count as a number, the dropped ones by reason."""
+    dropped = {k.removeprefix("dropped_"): v for k, v in counts.items() if k.startswith("dropped_")}
+    return {
+        "name": name,
+        "in": counts.get("in", 0),
+        "out": counts.get("out", 0),
+        "skipped": skipped_total(counts),
+        "dropped": dropped,
+        "errors": counts.get("errors", 0),
+        "status": status,
+    }
+
+
 def ingest_cmd(
     plan: str | None = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
     repo: list[str] | None = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
@@ -97,6 +112,7 @@ def ingest_cmd(
     workers: int = typer.Option(1, "--workers", min=1, help="Datasets ingested at once (worker processes)."),
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
 
@@ -106,6 +122,8 @@ def ingest_cmd(
     plan later tops it up); --all reads everything."""
     from pipeline.ingest.fanout import ingest
     from pipeline.ingest.run import repos_to_ingest
+
+    json_listing(as_json)
 
     values = stage_settings(
         IngestConfig,
@@ -143,7 +161,13 @@ def ingest_cmd(
         for k, v in r.counts.items():
             total[k] = total.get(k, 0) + v
     rows.append(_counts_row("TOTAL", total, f"{sum(1 for r in results if not r.error)}/{len(results)} ok"))
-    print_table(["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"], rows, title="ingest")
+    records = [_counts_record(r.repo_id, r.counts, "failed" if r.error else "ok") for r in results]
+    print_table(
+        ["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"],
+        rows,
+        title="ingest",
+        records=[*records, _counts_record("TOTAL", total, str(rows[-1][-1]))],
+    )
     failed = [r for r in results if r.error]
     for r in failed:
         console.print(
@@ -167,6 +191,7 @@ def dedup_cmd(
     workers: int = _WORKERS,
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
@@ -174,6 +199,8 @@ def dedup_cmd(
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.run import run_dedup
     from pipeline.targets.lengths import TokenCounter
+
+    json_listing(as_json)
 
     values = stage_settings(
         DedupConfig,
@@ -209,6 +236,7 @@ def dedup_cmd(
         ["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
         [_counts_row("dedup", result.counts, "ok")],
         title=f"dedup ({counter.method})",
+        records=[_counts_record("dedup", result.counts, "ok")],
     )
     console.print(f"provenance: draftset sql \"SELECT * FROM dedup WHERE stage_run_id = '{result.run_id}'\"")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pipeline.cli.common import console, err_console, print_table, safe, settings
+from pipeline.cli.common import JSON_OPTION, console, err_console, json_listing, print_table, safe, settings
 
 hub_app = typer.Typer(
     help="Run the local Hub-compatible server; check the configured Hub endpoint.", no_args_is_help=True
@@ -69,8 +69,10 @@ def serve(
 def check(
     limit: int = typer.Option(5, min=1, help="How many datasets to list."),
     search: str | None = typer.Option(None, help="Only datasets whose id contains this text."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """List a few datasets from HF_ENDPOINT (most downloaded first) to prove the Hub and its viewer answer."""
+    json_listing(as_json)
     import httpx
     from huggingface_hub import HfApi
 

@@ -14,6 +14,7 @@ from pipeline.cli.common import (
     catalog,
     console,
     field_option,
+    json_listing,
     json_output,
     print_table,
     safe,
@@ -66,6 +67,7 @@ def regenerate_cmd(
         "each resumes on its own. Every run on a mix must use the same N.",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer every prompt of a mix with the target model through OpenAI-compatible servers.
 
@@ -77,6 +79,8 @@ def regenerate_cmd(
     from pipeline.cli import known
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
+
+    document = json_listing(as_json)
 
     cfg = settings()
     endpoints = endpoint or cfg.target_endpoints
@@ -115,6 +119,9 @@ def regenerate_cmd(
     rows = [[k, v] for k, v in sorted(counts.items()) if v]
     label = f"{mix} shard {config.shard.label}" if config.shard else mix
     print_table(["count (this run)", "rows"], rows, title=f"regenerate {label}")
+    document.update(
+        {"run_id": result.run_id, "counts": counts, "on_disk": result.totals, "input_rows": result.input_rows}
+    )
     console.print(f"run {result.run_id}", highlight=False)
     t = result.totals
     console.print(
@@ -149,7 +156,7 @@ def status_cmd(
 
 def _status(limit: int) -> None:
     from pipeline.regenerate.progress import hms
-    from pipeline.regenerate.status import format_counts, recent_stage_runs, regen_jobs
+    from pipeline.regenerate.status import format_counts, job_record, recent_stage_runs, regen_jobs, run_record
 
     home = settings().home
     jobs = regen_jobs(home)
@@ -176,6 +183,7 @@ def _status(limit: int) -> None:
                 ]
                 for j in jobs
             ],
+            records=[job_record(j) for j in jobs],
             title="regeneration jobs",
         )
     else:
@@ -202,6 +210,7 @@ def _status(limit: int) -> None:
                 [r["run_id"], r["stage"], r["status"], format_counts(r["counts"]), r["started_at"], r["finished_at"]]
                 for r in runs
             ],
+            records=[run_record(r) for r in runs],
             title="recent stage runs",
         )
     else:

@@ -6,7 +6,7 @@ from enum import Enum
 
 import typer
 
-from pipeline.cli.common import catalog, console, print_table, settings
+from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, print_table, settings
 
 users_app = typer.Typer(help="Users of the team service (draftset serve): roles and tokens.", no_args_is_help=True)
 
@@ -50,8 +50,9 @@ def add(
 
 
 @users_app.command("list")
-def list_() -> None:
+def list_(as_json: bool = JSON_OPTION) -> None:
     """Users and their roles (tokens are never shown again)."""
+    json_listing(as_json)
     from pipeline.servers.service.users import list_users
 
     rows = list_users(catalog())

@@ -1,0 +1,38 @@
+"""`draftset ingest --json` and `draftset dedup --json` on a fixture-Hub dataset: one JSON document each, the
+counts as numbers (dropped ones by reason), and every other line on stderr."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from pipeline.cli.app import app
+
+REPO = "swesmith-mini/swe-smith-trajectories-mini"
+
+
+def _json(*args: str) -> dict:
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_ingest_and_dedup_list_their_counts_as_json(home, hub_url):
+    from adapters import review, store
+    from adapters.infer import propose_adapter
+    from catalog import Catalog
+
+    cat = Catalog(home)
+    store.save_spec(cat, propose_adapter(REPO, endpoint=hub_url, viewer_base=hub_url + "/viewer", catalog=cat).spec)
+    review.approve(cat, REPO, "tester", note="fixture data, read as proposed", force=True)
+
+    (row, total) = json.loads(CliRunner().invoke(app, ["ingest", "--repo", REPO, "--json"]).stdout)["tables"][0]["rows"]
+    assert row["name"] == REPO and total["name"] == "TOTAL" and row["status"] == "ok"
+    assert isinstance(row["in"], int) and row["out"] > 0 and isinstance(row["dropped"], dict)
+    assert all(isinstance(v, int) for v in row["dropped"].values())
+    again = _json("ingest", "--repo", REPO, "--json")["tables"][0]["rows"][0]  # resumes by id: all skipped
+    assert again["out"] == 0 and again["skipped"] == row["out"]
+
+    (dedup,) = _json("dedup", "--json")["tables"][0]["rows"]
+    assert dedup["in"] == row["out"] and isinstance(dedup["out"], int) and isinstance(dedup["dropped"], dict)
