@@ -148,4 +148,10 @@ def test_a_viewer_cannot_flag_and_a_cookie_post_needs_the_csrf_token(browser, fl
         typo = c.post(f"/api/adapters/{REPO}/flags", json={**body, "kind": "lost_txt"})
         assert typo.status_code == 400 and "did you mean 'lost_text'" in typo.json()["error"]
         assert c.get(f"/api/adapters/{REPO}/flags").json() == before  # nothing refused was stored
+        far = c.post(f"/api/adapters/{REPO}/flags", json={**body, "row_index": 25, "note": "cut"}).json()
+    reviewer.goto(f"{flag_service.url}/adapters/{REPO}")  # 20 rows shown: the flag's link loads enough to show it
+    with reviewer.expect_navigation():
+        reviewer.click(f"[data-testid=flag-row][data-flag='{far['flag_id']}'] [data-row-link]")
+    assert "rows=26" in reviewer.url and reviewer.locator("article.record:visible").get_attribute("data-row") == "25"
+    assert reviewer.locator("article.record:visible [data-testid=record-flagged]").inner_text() == "flagged ×1"
     reviewer.close()
