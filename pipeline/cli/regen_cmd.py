@@ -21,6 +21,7 @@ from pipeline.cli.common import (
     settings,
 )
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
+from pipeline.regenerate.status import job_record, run_record  # status --json: the tables' raw numbers
 
 
 def regenerate_cmd(
@@ -156,7 +157,7 @@ def status_cmd(
 
 def _status(limit: int) -> None:
     from pipeline.regenerate.progress import hms
-    from pipeline.regenerate.status import format_counts, job_record, recent_stage_runs, regen_jobs, run_record
+    from pipeline.regenerate.status import format_counts, recent_stage_runs, regen_jobs
 
     home = settings().home
     jobs = regen_jobs(home)
