@@ -8,12 +8,10 @@ value that did not come from our own code goes through `safe()` (inside markup f
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, redirect_stdout
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,14 +22,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-# typer 0.29 vendors click: the running command's context is its copy's (as app.py's exceptions are).
-from typer._click.globals import get_current_context
-
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.names import closest
 from catalog.untrusted import clean_text, redact
+from pipeline.cli import as_json
 from pipeline.settings import settings
 from pipeline.stage import StageConfig, field_default
 
@@ -129,49 +125,13 @@ def cell_text(value: Any) -> str:
         return ""
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
+    if isinstance(value, dict):  # counts by reason: `too_large=3, malformed=1` (--json keeps the mapping)
+        return ", ".join(f"{k}={cell_text(v)}" for k, v in value.items()) or "-"
     return str(value)
 
 
-# --json on every listing command: the same data as its tables, as one JSON document on stdout. The one
-# emitter: a command wraps its body in `json_output(as_json)`, print_table then collects its tables instead
-# of drawing them, and every other line the command prints goes to stderr, so stdout parses.
-JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document (the tables' data) instead of tables.")
-_json_tables: list[dict[str, Any]] | None = None
-
-
-@contextmanager
-def json_output(enabled: bool, **extra: Any) -> Iterator[dict[str, Any]]:
-    """Within: tables are collected (and `extra`, which the command may fill in); on exit, one JSON document
-    {"tables": [{"title", "columns", "rows": [{column: value}]}], **extra} is printed to stdout."""
-    global _json_tables
-    if not enabled:
-        yield extra
-        return
-    _json_tables, was, stdout = [], console.stderr, sys.stdout
-    console.stderr = True  # rich resolves sys.stderr at each print: the stream pytest or a pipe gave
-    ended: typer.Exit | None = None
-    try:
-        with redirect_stdout(sys.stderr):  # a stage's own print() (progress lines) must not land in the JSON
-            yield extra
-    except typer.Exit as exc:  # an intended exit (a check's verdict, exit 1): its tables are still the answer
-        ended = exc
-    finally:
-        tables, _json_tables, console.stderr = _json_tables, None, was
-    stdout.write(json.dumps({"tables": tables, **extra}, default=str, ensure_ascii=False) + "\n")
-    if ended is not None:
-        raise ended
-
-
-def json_listing(enabled: bool) -> dict[str, Any]:
-    """`json_output` for the rest of the running command, in one line at its top (no body to re-indent):
-    held by the command's click context, so the document is printed when the command returns, and nothing
-    is printed when it fails (the error goes to stderr alone). Returns the document's `extra` dict."""
-    ctx = get_current_context(silent=True)
-    if ctx is None:  # called as a plain function (not through the CLI): nothing to scope the document to
-        if enabled:
-            raise RuntimeError("json_listing(True) outside a running command")
-        return {}
-    return ctx.with_resource(json_output(enabled))
+# --json on every listing: the emitter lives in pipeline/cli/as_json.py; these names are its, re-exported.
+JSON_OPTION, json_listing, json_output = as_json.JSON_OPTION, as_json.json_listing, as_json.json_output
 
 
 def _kind(cells: list[str]) -> str:
@@ -196,15 +156,7 @@ def print_table(
     fit are dropped from the right (named in a line under the table). Under `json_output`: collected instead,
     as `records` when given: the raw values behind cells the table formats (bytes, counts, seconds; the unit
     in the key's name, e.g. `file_bytes`, `eta_s`), so JSON carries numbers, never "67.2 GB" or "19,332"."""
-    if _json_tables is not None:
-        if records is not None:
-            keys = list(dict.fromkeys(k for r in records for k in r))
-            _json_tables.append({"title": title, "columns": keys, "rows": [dict(r) for r in records]})
-            return
-        names = [str(c) for c in columns]
-        _json_tables.append(
-            {"title": title, "columns": names, "rows": [dict(zip(names, row, strict=False)) for row in rows]}
-        )
+    if as_json.collect(columns, rows, title, records):
         return
     texts = [[cell_text(v) for v in row] for row in rows]
     cols = [[row[i] if i < len(row) else "" for row in texts] for i in range(len(columns))]

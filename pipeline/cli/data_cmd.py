@@ -78,24 +78,10 @@ def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
         counts.get("in", 0),
         counts.get("out", 0),
         skipped_total(counts),
-        ", ".join(f"{k}={v}" for k, v in sorted(dropped.items())) or "-",
+        dict(sorted(dropped.items())),  # shown as `reason=N, ...` (or -); --json keeps the numbers by reason
         counts.get("errors", 0),
         status,
     ]
-
-
-def _counts_record(name: str, counts: dict[str, int], status: str) -> dict[str, object]:
-    """_counts_row's numbers for --json: every count as a number, the dropped ones by reason."""
-    dropped = {k.removeprefix("dropped_"): v for k, v in counts.items() if k.startswith("dropped_")}
-    return {
-        "name": name,
-        "in": counts.get("in", 0),
-        "out": counts.get("out", 0),
-        "skipped": skipped_total(counts),
-        "dropped": dropped,
-        "errors": counts.get("errors", 0),
-        "status": status,
-    }
 
 
 def ingest_cmd(
@@ -161,13 +147,7 @@ def ingest_cmd(
         for k, v in r.counts.items():
             total[k] = total.get(k, 0) + v
     rows.append(_counts_row("TOTAL", total, f"{sum(1 for r in results if not r.error)}/{len(results)} ok"))
-    records = [_counts_record(r.repo_id, r.counts, "failed" if r.error else "ok") for r in results]
-    print_table(
-        ["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"],
-        rows,
-        title="ingest",
-        records=[*records, _counts_record("TOTAL", total, str(rows[-1][-1]))],
-    )
+    print_table(["dataset", "rows in", "records out", "skipped", "dropped", "errors", "status"], rows, title="ingest")
     failed = [r for r in results if r.error]
     for r in failed:
         console.print(
@@ -236,7 +216,6 @@ def dedup_cmd(
         ["stage", "in", "kept", "skipped", "dropped", "errors", "status"],
         [_counts_row("dedup", result.counts, "ok")],
         title=f"dedup ({counter.method})",
-        records=[_counts_record("dedup", result.counts, "ok")],
     )
     console.print(f"provenance: draftset sql \"SELECT * FROM dedup WHERE stage_run_id = '{result.run_id}'\"")
 

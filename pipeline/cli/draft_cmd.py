@@ -9,17 +9,8 @@ import typer
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.capture.config import CaptureConfig
-from pipeline.cli.common import (
-    CONFIG_OPTION,
-    JSON_OPTION,
-    catalog,
-    console,
-    field_option,
-    json_listing,
-    print_table,
-    resolve_named,
-    settings,
-)
+from pipeline.cli.as_json import JSON_OPTION, json_listing
+from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
 from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
 
@@ -54,8 +45,9 @@ def capture(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
-    json_listing(as_json)
     from pipeline.capture.run import run_capture
+
+    json_listing(as_json)
 
     flags = {"layers": _ids(layers), "batch_tokens": batch_tokens, "max_rows": max_rows, "device": device, "tp": tp}
     settable = [*flags, "shard_bytes", "dtype", "writer_threads"]
@@ -132,10 +124,11 @@ def train(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
-    json_listing(as_json)
     import json
 
     from pipeline.train.loop import run_train
+
+    json_listing(as_json)
 
     flags = {
         "model_dir": model,

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from pipeline.build.config import BuildConfig
-from pipeline.cli.common import CONFIG_OPTION, JSON_OPTION, console, field_option, json_listing, print_table
+from pipeline.cli.as_json import JSON_OPTION, json_listing
+from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
 from pipeline.stage import stage_settings
 
 model_app = typer.Typer(
@@ -41,10 +42,11 @@ def init_toy_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Create the toy target: tokenizer trained on the fixture Hub text, tiny LlamaForCausalLM, safetensors."""
-    json_listing(as_json)
     from rich.progress import Progress
 
     from pipeline.model.toy import ToyConfig, init_toy
+
+    json_listing(as_json)
 
     cfg = ToyConfig(
         train_steps=train_steps,
@@ -113,9 +115,10 @@ def import_gguf_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Turn a GGUF file into a plain HF folder (config, safetensors, tokenizer, chat template) every stage reads."""
-    json_listing(as_json)
     from pipeline.targets.gguf_fetch import fetch_smollm2
     from pipeline.targets.gguf_import import import_gguf
+
+    json_listing(as_json)
 
     path = fetch_smollm2() if gguf == "smollm2" and not Path(gguf).exists() else Path(gguf)
     with console.status(f"dequantizing {path.name} and writing {out_dir}"):
@@ -240,13 +243,14 @@ def build_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
-    json_listing(as_json)
     from rich.progress import Progress
 
     from catalog.home import Home
     from pipeline.build.run import run_build
     from pipeline.cli import known
     from pipeline.cli.common import catalog, settings
+
+    json_listing(as_json)
 
     known.check_mix(mix, ("mix", "regen"))
     flags = {

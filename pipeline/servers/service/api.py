@@ -255,21 +255,6 @@ def map_roles(owner: str, name: str, body: dict[str, str], request: Request, use
     return {**review_data.summary(record), "role_map": record.spec.role_map}
 
 
-# -- users (operators) --------------------------------------------------------------------------------
-class UserBody(Strict):
-    name: str = Field(min_length=1, max_length=64)
-    role: Literal["viewer", "reviewer", "operator"]
-
-
-@router.post("/api/users")
-def add_user(body: UserBody, request: Request, user: Operator) -> dict[str, str]:
-    """Create a user (or replace their token) while the service owns the catalog; the token is in this
-    answer only."""
-    from pipeline.servers.service.users import add_user as add
-
-    return {"name": body.name, "role": body.role, "token": add(service(request).catalog, body.name, body.role)}
-
-
 # -- reviewers' per-record flags (adapters.flags) ------------------------------------------------------
 class FlagBody(Strict):
     spec_hash: str = Field(min_length=8, max_length=64, description="the spec the reviewer looked at")
@@ -317,3 +302,18 @@ def resolve_flag(
 
     flag = flags.resolve(service(request).catalog, f"{owner}/{name}", flag_id, user.name, body.note)
     return {**flag.model_dump(mode="json"), "state": "resolved"}
+
+
+# -- users (operators) --------------------------------------------------------------------------------
+class UserBody(Strict):
+    name: str = Field(min_length=1, max_length=64)
+    role: Literal["viewer", "reviewer", "operator"]
+
+
+@router.post("/api/users")
+def add_user(body: UserBody, request: Request, user: Operator) -> dict[str, str]:
+    """Create a user (or replace their token) while the service owns the catalog; the token is in this
+    answer only."""
+    from pipeline.servers.service.users import add_user as add
+
+    return {"name": body.name, "role": body.role, "token": add(service(request).catalog, body.name, body.role)}
