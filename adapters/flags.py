@@ -18,7 +18,7 @@ import secrets
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import duckdb
 from pydantic import BaseModel, ConfigDict
@@ -65,19 +65,38 @@ def _table_missing(exc: duckdb.Error) -> bool:
     return isinstance(exc, duckdb.CatalogException) and "review_flags" in str(exc)
 
 
+def query(repo_id: str | None = None) -> tuple[str, list[str]]:
+    """The statement that reads the flags (of one adapter, or of all), oldest first: for Catalog.query_all."""
+    where, params = ("WHERE repo_id = ?", [repo_id]) if repo_id is not None else ("", [])
+    return f"SELECT * FROM review_flags {where} ORDER BY flagged_at, flag_id", params
+
+
+def with_flags(
+    catalog: Catalog, sql: str, params: list[Any], repo_id: str | None = None
+) -> tuple[list[dict[str, Any]], list[Flag]]:
+    """Rows of `sql` and the flags, read on one connection. A catalog from before migration 0036 holds no
+    flags: flagging needs a writer, and every writer migrates first."""
+    if not catalog.path.exists():
+        return [], []
+    try:
+        rows, flag_rows = catalog.query_all([(sql, params), query(repo_id)])
+    except duckdb.Error as exc:
+        if not _table_missing(exc):
+            raise
+        rows, flag_rows = catalog.query(sql, params), []
+    return rows, [Flag.model_validate(r) for r in flag_rows]
+
+
 def load(catalog: Catalog, repo_id: str | None = None) -> list[Flag]:
-    """Every flag (of one adapter, or of all), oldest first. A catalog from before migration 0036 holds none:
-    flagging needs a writer, and every writer migrates first."""
+    """Every flag (of one adapter, or of all), oldest first (none in a catalog from before migration 0036)."""
     if not catalog.path.exists():
         return []
-    where, params = ("WHERE repo_id = ?", [repo_id]) if repo_id is not None else ("", [])
     try:
-        rows = catalog.query(f"SELECT * FROM review_flags {where} ORDER BY flagged_at, flag_id", params)
+        return [Flag.model_validate(r) for r in catalog.query(*query(repo_id))]
     except duckdb.Error as exc:
         if _table_missing(exc):
             return []
         raise
-    return [Flag.model_validate(r) for r in rows]
 
 
 def by_repo(flags: Iterable[Flag]) -> dict[str, list[Flag]]:

@@ -72,8 +72,8 @@ def yaml_path(home: Path, repo_id: str) -> Path:
 def load(catalog: Catalog, repo_id: str) -> AdapterRecord | None:
     if not catalog.path.exists():
         return None
-    rows = catalog.query("SELECT * FROM adapters WHERE repo_id = ?", [repo_id])
-    return _record(rows[0], review_flags.load(catalog, repo_id)) if rows else None
+    rows, flags = review_flags.with_flags(catalog, "SELECT * FROM adapters WHERE repo_id = ?", [repo_id], repo_id)
+    return _record(rows[0], flags) if rows else None
 
 
 def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
@@ -95,8 +95,9 @@ def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
 def list_all(catalog: Catalog) -> list[AdapterRecord]:
     if not catalog.path.exists():
         return []
-    flags = review_flags.by_repo(review_flags.load(catalog))
-    return [_record(r, flags.get(r["repo_id"], [])) for r in catalog.query("SELECT * FROM adapters ORDER BY repo_id")]
+    rows, flags = review_flags.with_flags(catalog, "SELECT * FROM adapters ORDER BY repo_id", [])
+    grouped = review_flags.by_repo(flags)
+    return [_record(r, grouped.get(r["repo_id"], [])) for r in rows]
 
 
 def _record(row: dict[str, Any], flags: list[review_flags.Flag]) -> AdapterRecord:
