@@ -38,14 +38,17 @@ class Point:
     steps: int = 3
 
 
-# Measured on one H200 (eval/bench/bench_real_target_notes.md): SmolLM2-135M-Instruct, greedy answers by
-# the target, 16 held-out prompts x 96 tokens. Another target's curve differs; shown only when a user has
-# no points of their own, and labelled so.
+# Measured on one H200 (eval/bench/bench_real_target_curve_notes.md, 2026-12-02; the points of
+# bench_real_target_curve.json): SmolLM2-135M-Instruct, greedy answers by the target, nested subsets,
+# `train --online` 4 epochs, the same 16 held-out prompts x 96 tokens; se from each bootstrap interval.
+# Another target's curve differs; shown only when a user has no points of their own, and labelled so.
 REFERENCE = [
-    Point(6000, 2.033, steps=3),
-    Point(24000, 2.422, steps=3),
-    Point(6000, 2.206, steps=5),
-    Point(24000, 2.728, steps=5),
+    Point(3000, 1.683, 0.034, steps=3),
+    Point(9000, 1.989, 0.042, steps=3),
+    Point(27000, 2.317, 0.052, steps=3),
+    Point(3000, 1.716, 0.038, steps=5),
+    Point(9000, 2.148, 0.060, steps=5),
+    Point(27000, 2.594, 0.078, steps=5),
 ]
 
 

@@ -11,7 +11,9 @@ are not bounded by the disk), `check draft` (per-step accuracy and the replayed 
 `check accept-length` (chain speculative decoding at each step count; wrong wirings at the largest size).
 
 Every stage is skipped when its output exists, so the same command re-run on a warm machine resumes
-where a cut call left it (training resumes from its last saved state). real_target_curve.json in --out
+where the last call left it. `--budget-s` is what this call may spend: a stage that would not fit is left
+for the next call, and training stops resumably at the budget (train's `max_seconds`), so a call
+ends on its own inside the device's per-call limit and loses nothing. real_target_curve.json in --out
 holds every figure so far; rows.npz (uint16 ids) lets a fresh machine skip generation.
 """
 
@@ -28,6 +30,9 @@ import torch
 
 from eval.bench.bench_real_target import magpie_prompts, regenerate_rows, write_build
 
+TRAIN_TAIL_S = 60.0  # outside the loop: loading the target and rows; after it, accuracy, checkpoint, export
+CHECK_S = 60.0  # check draft on 16 held-out rows, six wirings, on the CPU
+
 
 def save_rows(rows: list[dict], path: Path) -> None:
     """Token ids as uint16 (~0.5 KB a sample) plus each row's prompt length: small enough to carry."""
@@ -43,9 +48,10 @@ def save_rows(rows: list[dict], path: Path) -> None:
 
 def load_rows(path: Path) -> list[dict]:
     z = np.load(path)
+    all_ids = z["ids"]  # once: every z[...] of an npz decompresses the whole array again
     rows, at = [], 0
     for key, n, p in zip(z["keys"].tolist(), z["lengths"].tolist(), z["prompt"].tolist()):
-        ids = z["ids"][at : at + n].astype(np.int64).tolist()
+        ids = all_ids[at : at + n].astype(np.int64).tolist()
         at += n
         rows.append(
             {
@@ -100,8 +106,18 @@ def main(argv: list[str] | None = None) -> dict:
         help="held-out rows the replay walks (= --eval-prompts: the same prompts)",
     )
     p.add_argument("--stop", default="", help="stop after this stage: gen")
+    p.add_argument("--budget-s", type=float, default=None, help="seconds this call may spend (default: no limit)")
+    p.add_argument("--save-every", type=int, default=50, help="training steps between resumable states")
+    p.add_argument(
+        "--wrong-steps",
+        type=int,
+        nargs="+",
+        default=None,
+        help="step counts the wrong wirings are decoded at (default: the first of --steps)",
+    )
     p.add_argument("--device", default="auto")
     a = p.parse_args(argv)
+    started = time.perf_counter()
     from pipeline.capture.runtime import pick_device
     from pipeline.targets.load import load_target
 
@@ -122,10 +138,21 @@ def main(argv: list[str] | None = None) -> dict:
     def timed(name: str, fn):  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()
         value = fn()
-        figures["seconds"][name] = round(time.perf_counter() - t0, 1)
+        # summed over calls: a training resumed in the next call adds its share
+        figures["seconds"][name] = round(figures["seconds"].get(name, 0.0) + time.perf_counter() - t0, 1)
         print(f"[{name}] {figures['seconds'][name]} s", flush=True)
         dump()
         return value
+
+    def left() -> float:
+        return float("inf") if a.budget_s is None else a.budget_s - (time.perf_counter() - started)
+
+    def fits(stage: str, need: float) -> bool:
+        if need <= left():
+            return True
+        print(f"[budget] {stage} needs ~{need:.0f} s, {left():.0f} s left in this call: the next call does it")
+        dump()
+        return False
 
     if not (model_dir / "config.json").exists():
         from pipeline.targets.gguf_import import import_gguf
@@ -145,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
         save_rows(rows, rows_path)
         figures["generated"] = {"prompts": len(prompts), "answer_tokens": sum(r["n_trainable"] for r in rows)}
         print("sample answer:", tok.decode(rows[len(rows) // 2]["input_ids"]), flush=True)
-    (a.out / "rows.npz").write_bytes(rows_path.read_bytes())
+        (a.out / "rows.npz").write_bytes(rows_path.read_bytes())  # back to this side: a fresh machine skips gen
     dump()
     if a.stop == "gen":
         return figures
@@ -153,13 +180,15 @@ def main(argv: list[str] | None = None) -> dict:
     held, rest = nested(rows, 20)
     sizes = [int(s) for s in a.sizes.split(",")]
     vocab = int(json.loads((model_dir / "config.json").read_text())["vocab_size"])
+    wrong_steps = a.wrong_steps or a.steps[:1]
+    per_decode = figures.get("per_decode_s", 40.0)  # one decode of the eval prompts; measured after the first
     for n in sizes:
         fig = figures["sizes"].setdefault(str(n), {})
         build, draft = a.work / f"build-{n}", a.work / f"draft-{n}"
         if not (build / "manifest.json").exists():
             fig["build"] = write_build(held + rest[:n], tok, model_dir, build, vocab, a.draft_vocab)
             fig["train_rows"], fig["heldout_rows"] = min(n, len(rest)), len(held)
-        if not (draft / "config.json").exists():
+        if not fig.get("train", {}).get("complete"):
             from pipeline.train.loop import CHECKPOINT, TrainConfig, run_train
             from pipeline.train.resume import STATE
 
@@ -178,10 +207,20 @@ def main(argv: list[str] | None = None) -> dict:
                 log_every=100,
                 device=a.device,
                 resume=resume,
+                save_every=a.save_every,
+                max_seconds=None if a.budget_s is None else left() - TRAIN_TAIL_S,
             )
+            if not fits(f"train-{n}", TRAIN_TAIL_S + 30):
+                return figures
             ckpt = timed(f"train-{n}", lambda: run_train(cfg))
             fig["train"] = json.loads((ckpt / "resolved.json").read_text())["metrics"]
+            dump()
+            if not fig["train"]["complete"]:
+                print(f"[budget] train-{n} stopped at step {fig['train']['steps']}: the next call resumes it")
+                return figures
         if "check" not in fig:
+            if not fits(f"check-{n}", CHECK_S):
+                return figures
             from eval.checks.draft_check import check_draft
 
             r = timed(f"check-{n}", lambda: check_draft(draft, build, model_dir, a.check_samples, a.eval_tokens))
@@ -194,6 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "replayed_acceptance": w.step_acceptance,
                     "independent_al": w.independent_al,
                     "follows": w.follows,
+                    "replayed_by_steps": {k: [i.value, i.low, i.high] for k, i in w.by_steps.items()},
                 }
                 for w in [r.train, r.heldout]
                 if w is not None
@@ -203,12 +243,25 @@ def main(argv: list[str] | None = None) -> dict:
 
             torch.backends.cuda.matmul.allow_tf32 = False  # exact fp32: output must equal plain greedy
             wrong = n == sizes[-1]
+            decodes = 1 + len(a.steps) + (5 * len(wrong_steps) if wrong else 0)  # greedy + one per run
+            if not fits(f"measure-{n}", 20 + decodes * per_decode):
+                return figures
             ms = timed(
                 f"measure-{n}",
                 lambda: measure(
-                    draft, build, model_dir, a.steps, a.eval_prompts, a.eval_tokens, wrong, a.device, "float32"
+                    draft,
+                    build,
+                    model_dir,
+                    a.steps,
+                    a.eval_prompts,
+                    a.eval_tokens,
+                    wrong,
+                    a.device,
+                    "float32",
+                    wrong_steps,
                 ),
             )
+            per_decode = figures["per_decode_s"] = max(r.seconds for r in ms.runs) * 1.15  # the slowest, and a margin
             fig["measure"] = {
                 "greedy_tok_s": ms.greedy_tokens_per_s,
                 "n_prompts": ms.n_prompts,

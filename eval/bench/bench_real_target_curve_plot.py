@@ -16,6 +16,8 @@ from pathlib import Path
 
 from agents.forecast import REFERENCE, Point, Z, fit
 
+GOAL = 2.6  # accept length at 3 steps on held-out prompts
+
 
 def curve_points(path: Path) -> list[Point]:
     figures = json.loads(path.read_text())
@@ -60,12 +62,14 @@ def plot(points: list[Point], out: Path, title: str) -> None:
         ax.fill_between(xs, mean - half, mean + half, color=color, alpha=0.15)
     ax.axhline(2.5, color="grey", lw=0.8, ls=":")
     ax.text(min(p.samples for p in points) / 2, 2.51, "field break-even ~2.5", fontsize=8)
+    ax.axhline(GOAL, color="tab:red", lw=0.8, ls=":")
+    ax.text(min(p.samples for p in points) / 2, GOAL + 0.01, f"goal of issue #25: {GOAL} at 3 steps", fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("training samples (log)")
     ax.set_ylabel("accept length (tokens per target forward)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(out)
 
@@ -77,8 +81,14 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     points = curve_points(a.curve) if a.curve else REFERENCE
     title = "SmolLM2-135M-Instruct, one H200: held-out accept length vs training samples"
-    note = "\nreference points of 2026-12-01 (error bars: assumed s.e. 0.05, rounds not kept)"
-    plot(points, a.out, title + ("" if a.curve else note))
+    note = "\nagents/forecast.py's reference points (error bars: 95% bootstrap over rounds)"
+    if a.curve:
+        args = json.loads(a.curve.read_text())["args"]
+        note = (
+            f"\ntrain --online, {args['epochs']} epochs, lr {args['lr']}; {args['eval_prompts']} held-out prompts x "
+            f"{args['eval_tokens']} tokens; bars: 95% bootstrap"
+        )
+    plot(points, a.out, title + note)
     print(f"wrote {a.out} from {len(points)} points")
 
 

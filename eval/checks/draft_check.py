@@ -44,6 +44,7 @@ class WiringResult:
     independent_al: float = 0.0  # 1 + Σ Π accuracy: treats positions as independent (biased high)
     follows: float = 1.0  # share of counted row tokens that are the target's own argmax
     rounds: list[int] = field(default_factory=list)
+    by_steps: dict[int, Interval] = field(default_factory=dict)  # the replayed decode at 1..steps steps
 
     @property
     def exact(self) -> bool:
@@ -140,6 +141,7 @@ def evaluate(
     """Teacher-forced accuracy per step, and the decode replayed on each row (one row per batch)."""
     correct, count = [0] * steps, [0] * steps
     rounds: list[int] = []
+    fewer: dict[int, list[int]] = {k: [] for k in range(1, steps)}  # a decode of k < steps: the same hits, cut
     agree = counted = 0
     with torch.no_grad():
         for batch in batches:
@@ -156,6 +158,8 @@ def evaluate(
             if start >= 0:
                 hits = [s.hits[0] for s in stats if s.hits is not None]
                 rounds += walk(hits, start, len(row_ids) - 1, max_new)
+                for k, walked in fewer.items():
+                    walked += walk(hits[:k], start, len(row_ids) - 1, max_new)
     acc = [c / max(n, 1) for c, n in zip(correct, count)]
     interval = accept_length_interval(rounds)
     reached = [sum(1 for a in rounds if a >= k) for k in range(steps)]
@@ -170,6 +174,7 @@ def evaluate(
         expected_accept_length(acc),
         agree / max(counted, 1),
         rounds,
+        {**{k: accept_length_interval(r) for k, r in fewer.items()}, steps: interval},
     )
 
 

@@ -154,7 +154,10 @@ def measure(
     with_wrong: bool = True,
     device: str = "auto",
     dtype: str = "float32",
+    wrong_steps: list[int] | None = None,
 ) -> Measurement:
+    """Plain greedy, then speculative decoding per step count and wiring; wrong wirings at `wrong_steps`
+    only (default: every step count), since each costs a full decode of the prompts."""
     from pipeline.capture.runtime import pick_device
     from pipeline.targets.load import load_target
 
@@ -191,6 +194,6 @@ def measure(
             sum(r.seconds for r in refs),
         )
         for k in steps:
-            for name, ids in wirings:
+            for name, ids in wirings if wrong_steps is None or k in wrong_steps else wirings[:1]:
                 result.runs.append(_run(target, draft, name, ids, prompts, refs, k, max_new, eos))
     return result

@@ -17,6 +17,7 @@ FLAGS: dict[str, str | tuple[str, str]] = {
     "batch_tokens": "tokens per batch",
     "ttt_steps": "training-time-test steps",
     "max_steps": "stop after this many steps",
+    "max_seconds": "stop (resumably) after this many seconds of training",
     "device": "auto | cpu | cuda:N",
     "log_every": "steps between log lines",
     "save_every": "steps between resumable states",

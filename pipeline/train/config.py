@@ -24,6 +24,7 @@ class TrainConfig(StageConfig):
     seed: int = 0
     device: str = "auto"
     max_steps: int | None = None
+    max_seconds: float | None = None  # stop resumably after this long in the loop (a time-boxed GPU lease)
     log_every: int = 10
     warmup_steps: int = 0  # linear warmup, then constant
     save_every: int = 500  # steps between resumable states (and at every epoch end)

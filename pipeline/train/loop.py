@@ -182,7 +182,12 @@ class TrainStage(Stage[TrainConfig]):
     def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
         config, source, pos, device = self.config, self.source, self.pos, self.device
         trained_tokens, t_loop = 0, time.perf_counter()
-        done = lambda: bool(config.max_steps) and self.step >= (config.max_steps or 0)  # noqa: E731
+
+        def done() -> bool:
+            out_of_time = bool(config.max_seconds) and time.perf_counter() - t_loop >= (config.max_seconds or 0)
+            return out_of_time or (bool(config.max_steps) and self.step >= (config.max_steps or 0))
+
+        stopped = False  # by max_steps or max_seconds: the saved state resumes it
         run.seen(len(self.train_ids))
         run.tally("heldout", len(self.held_ids))
         for bad in source.bad:
@@ -223,10 +228,10 @@ class TrainStage(Stage[TrainConfig]):
                     if config.save_every and self.step % config.save_every == 0:
                         self.save(epoch, k + 1)
                     if done():
-                        resume_at = (epoch, k + 1)
+                        resume_at, stopped = (epoch, k + 1), True
                         break
                 self.save(*resume_at)
-                if done():
+                if stopped:
                     break
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -242,6 +247,7 @@ class TrainStage(Stage[TrainConfig]):
             "train_step_accuracy": evaluate_on(self.train_ids),
             "heldout_step_accuracy": evaluate_on(self.held_ids) if self.held_ids else None,
             "steps": self.step,
+            "complete": not stopped,  # every epoch trained (False: stopped early, `resume` goes on)
             "rank0_tokens": trained_tokens,
             "rank0_loop_seconds": round(loop_seconds, 3),
             "rank0_save_seconds": round(self.saving, 3),

@@ -93,8 +93,14 @@ def test_replayed_decode_is_the_measured_decode(online):
 
     draft, build, model = online
     report = check_draft(draft, build, model, max_samples=6, max_new=MAX_NEW)  # a build: taps recomputed
-    m = measure(draft, build, model, [STEPS], n_prompts=6, max_new=MAX_NEW, with_wrong=False, device="cpu")
-    held, [run] = report.headline, m.runs
+    m = measure(draft, build, model, [STEPS, 2], n_prompts=6, max_new=MAX_NEW, device="cpu", wrong_steps=[2])
+    held, [run] = report.headline, [r for r in m.runs if r.steps == STEPS]  # wrong wirings at 2 steps only
+    assert {r.name for r in m.runs if r.steps == 2} == {"configured"} | {n for n, _, _ in m.separations()}
+    # the replay at fewer steps (the same hits, cut) is the decode at fewer steps
+    two = next(r for r in m.runs if r.steps == 2 and r.name == "configured")
+    assert (
+        held.by_steps[2].value == pytest.approx(two.accept_length) and held.by_steps[STEPS].value == run.accept_length
+    )
     assert report.heldout is None and held.exact and run.ties == 0
     assert 1.2 < run.accept_length  # the draft learned something, so the rounds below are not all zeros
     assert held.rounds == run.accepted  # round for round: the harness is the trained draft

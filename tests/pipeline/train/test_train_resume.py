@@ -156,3 +156,27 @@ def test_online_training_uses_the_targets_forward_and_writes_no_hidden_states(to
         metrics["steps"] == 10
         and [e["step"] for e in map(json.loads, (out / "train" / "train_log.jsonl").read_text().splitlines())][-1] == 10
     )
+
+
+def test_a_time_box_stops_resumably_and_says_whether_every_epoch_was_trained(toy, tmp_path):
+    def train(max_seconds: float | None, resume: bool) -> dict:
+        config = TrainConfig(
+            capture_dir=toy.capture,
+            out_dir=tmp_path / "boxed",
+            epochs=2,
+            batch_tokens=512,
+            ttt_steps=2,
+            max_seconds=max_seconds,
+            save_every=0,
+            device="cpu",
+            resume=resume,
+        )
+        return json.loads((run_train(config) / "resolved.json").read_text())["metrics"]
+
+    cut = train(1e-9, resume=False)  # out of time after the first step: its state is saved, the run says so
+    assert cut["steps"] == 1 and cut["complete"] is False
+    done = train(None, resume=True)
+    log = [
+        e["step"] for e in map(json.loads, (tmp_path / "boxed" / "train" / "train_log.jsonl").read_text().splitlines())
+    ]
+    assert done["complete"] is True and done["steps"] > 1 and log == sorted(set(log))  # on from step 1, none twice
