@@ -28,11 +28,13 @@ def test_ingest_and_dedup_list_their_counts_as_json(home, hub_url):
     review.approve(cat, REPO, "tester", note="fixture data, read as proposed", force=True)
 
     (row, total) = json.loads(CliRunner().invoke(app, ["ingest", "--repo", REPO, "--json"]).stdout)["tables"][0]["rows"]
-    assert row["name"] == REPO and total["name"] == "TOTAL" and row["status"] == "ok"
-    assert isinstance(row["in"], int) and row["out"] > 0 and isinstance(row["dropped"], dict)
-    assert all(isinstance(v, int) for v in row["dropped"].values())
+    assert row["dataset"] == REPO and total["dataset"] == "TOTAL" and row["status"] == "ok"
+    assert isinstance(row["rows in"], int) and row["records out"] > 0 and isinstance(row["dropped"], dict)
+    assert all(isinstance(v, int) for v in row["dropped"].values())  # by reason, numbers (the table: reason=N)
     again = _json("ingest", "--repo", REPO, "--json")["tables"][0]["rows"][0]  # resumes by id: all skipped
-    assert again["out"] == 0 and again["skipped"] == row["out"]
+    assert again["records out"] == 0 and again["skipped"] == row["records out"]
 
     (dedup,) = _json("dedup", "--json")["tables"][0]["rows"]
-    assert dedup["in"] == row["out"] and isinstance(dedup["out"], int) and isinstance(dedup["dropped"], dict)
+    assert dedup["in"] == row["records out"] and isinstance(dedup["kept"], int) and isinstance(dedup["dropped"], dict)
+    text = CliRunner().invoke(app, ["dedup"], env={"COLUMNS": "200"}).output
+    assert "dedup" in text and "{" not in text  # the table shows reason=N (or -), never a Python dict
