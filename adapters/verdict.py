@@ -106,7 +106,11 @@ class Verdict:
         """The one command that moves this adapter on, as every surface words it (status: the adapter's)."""
         repo = shell_word(repo_id)  # ids and review items (role_map.<label>) come from data: quoted, never code
         if status == "approved":
-            return command("draftset", "ingest", "--repo", repo_id)
+            ingest = command("draftset", "ingest", "--repo", repo_id)
+            if self.flags_open:  # flagged after the approval: the approval stands, the finding is said first
+                listed = command("draftset", "adapters", "flags", repo_id)
+                return f"{len(self.flags_open)} open flag(s) since the approval: {listed}; or go on: {ingest}"
+            return ingest
         if self.kind == "not run":
             return command("draftset", "adapters", "test", repo_id)
         if not self.passed:

@@ -76,6 +76,10 @@ def test_force_with_a_note_overrides_an_open_flag(home):
         review.approve(cat, "lab/data", "alice", note="known, fixed upstream next week", force=True).status
         == "approved"
     )
+    record = store.require(cat, "lab/data")  # the approval stands; the open flag is still what is said first
+    step = verdict.of_record(record).next_step("lab/data", record.status)
+    assert step.startswith("1 open flag(s) since the approval: draftset adapters flags lab/data")
+    assert step.endswith("draftset ingest --repo lab/data")
 
 
 def test_a_flag_on_an_older_spec_is_stale_and_blocks_nothing(home):
