@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from pipeline.cli.common import JSON_OPTION, console, err_console, json_listing, print_table, safe, settings
+from pipeline.cli.as_json import JSON_OPTION, json_listing
+from pipeline.cli.common import console, err_console, print_table, safe, settings
 
 hub_app = typer.Typer(
     help="Run the local Hub-compatible server; check the configured Hub endpoint.", no_args_is_help=True

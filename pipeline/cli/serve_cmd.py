@@ -6,7 +6,8 @@ from enum import Enum
 
 import typer
 
-from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, print_table, settings
+from pipeline.cli.as_json import JSON_OPTION, json_listing
+from pipeline.cli.common import catalog, console, print_table, settings
 
 users_app = typer.Typer(help="Users of the team service (draftset serve): roles and tokens.", no_args_is_help=True)
 
