@@ -110,6 +110,10 @@
     if (goTo(a.dataset.rowLink)) { ev.preventDefault(); history.replaceState(null, "", "#row-" + a.dataset.rowLink); records[at].scrollIntoView(); }
   }));
   document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && ev.target.closest && ev.target.closest("form.flag-form")) {
+      ev.target.blur();  // out of the flag form: j/k move between records again
+      return;
+    }
     const tag = (ev.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "textarea" || tag === "select" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "j" || ev.key === "ArrowRight") step(1);

@@ -90,8 +90,8 @@ def test_desktop_verdict_first_then_accounting_then_records_one_by_one(browser, 
     assert page.evaluate("document.activeElement.id") == "flag-kind-" + page.locator(
         "article.record:visible"
     ).get_attribute("data-row")
-    page.keyboard.press("Escape")
-    page.locator("h1").click()  # focus back on the page: the keys move between records again
+    page.keyboard.press("Escape")  # out of the flag form: the keys move between records again
+    assert page.evaluate("document.activeElement.tagName") == "BODY"
     assert re.search(r"reviewed [23] of 20", page.inner_text("[data-testid=reviewed]"))  # row 0, a refused row, row 1
     assert "flagged 0" in page.inner_text("[data-testid=reviewed]")
     page.keyboard.press("k")
