@@ -129,22 +129,16 @@ def detect_ranked(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> st
         if name.lower() not in CANDIDATE_LISTS and score_key is None:
             continue
         lower = bool(score_key and score_key.lower() in LOWER_IS_BETTER)
-        d.decide(
-            "candidates",
-            {
-                "field": name,
-                "text_key": text_key,
-                "score_key": score_key,
-                "higher_is_better": not lower,
-                "policy": "regenerate",
-            },
+        _decide_regenerate(
+            d,
+            {"field": name, "text_key": text_key, "score_key": score_key, "higher_is_better": not lower},
             f"{name!r} holds {sum(map(len, lists)) / len(lists):.1f} candidate answers per prompt"
-            + (f", ranked by {score_key!r} ({'lower' if lower else 'higher'} is better)" if score_key else ", unranked")
-            + ": policy regenerate (the target answers the prompt); `best` would train the best-ranked answer and "
-            "record the worst as rejected, never trained",
-            review=True,
+            + (
+                f", ranked by {score_key!r} ({'lower' if lower else 'higher'} is better)" if score_key else ", unranked"
+            ),
+            best="the best-ranked answer and record the worst",
+            dropped=name,
         )
-        d.decide("drop", {name: REGENERATED}, f"{name!r} is not carried under policy regenerate")
         return name
     return None
 
@@ -170,19 +164,34 @@ def detect_battle(d: Detected, rows: list[dict[str, Any]], cands: list[dict[str,
         if not winners or len(labels) > 8:
             continue
         ties = sorted(labels - set(winners))
-        d.decide(
-            "candidates",
-            {"sides": [a, b], "winner_field": name, "winners": winners, "policy": "regenerate"},
+        _decide_regenerate(
+            d,
+            {"sides": [a, b], "winner_field": name, "winners": winners},
             f"pairwise battles: {a!r} vs {b!r}, {name!r} names the winner "
             + ", ".join(f"{k}→side {v}" for k, v in sorted(winners.items()))
-            + (f" ({ties} name no winner)" if ties else "")
-            + ": policy regenerate (the target answers the prompt); `best` would train the winner and record the "
-            "loser as rejected, never trained",
-            review=True,
+            + (f" ({ties} name no winner)" if ties else ""),
+            best="the winner and record the loser",
+            dropped=b,
+            dropped_note=", the other side,",
         )
-        d.decide("drop", {b: REGENERATED}, f"{b!r}, the other side, is not carried under policy regenerate")
         return True
     return False
+
+
+def _decide_regenerate(
+    d: Detected, spec: dict[str, Any], found: str, *, best: str, dropped: str, dropped_note: str = ""
+) -> None:
+    """The one decision for candidates of either kind: policy regenerate, marked for review because `best`
+    (train the best-ranked or winning answer, record the other as rejected) is the other choice; the column
+    regenerate does not carry is dropped by name."""
+    d.decide(
+        "candidates",
+        {**spec, "policy": "regenerate"},
+        f"{found}: policy regenerate (the target answers the prompt); `best` would train {best} as rejected, "
+        "never trained",
+        review=True,
+    )
+    d.decide("drop", {dropped: REGENERATED}, f"{dropped!r}{dropped_note} is not carried under policy regenerate")
 
 
 def _side_of(label: str, a: str, b: str, keys: list[str]) -> int | None:

@@ -241,6 +241,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
             f"column {history!r} holds earlier (user, assistant) exchanges: they come before the prompt"
         )
     d.decide("layout", "columns", f"no turn list; single-turn columns {prompt_cols} → {response!r} ({why})")
+    continues = continued_columns(rows, prompt_cols)
     d.decide(
         "columns",
         {
@@ -248,10 +249,12 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
             "response": response,
             "response_is_tool_calls": response in calls,
             **({"history": history} if history else {}),
+            **({"continues": continues} if continues else {}),
         },
         f"prompt from {prompt_cols} ({stats[prompt].mean_chars:.0f} chars, {stats[prompt].questions} "
-        f"questions), answer from {response!r}",
-        review=not _name_score(prompt, PROMPT_NAMES),
+        f"questions), answer from {response!r}"
+        + (f"; {continues} continue the sentence of the column before them (joined with a space)" if continues else ""),
+        review=not _name_score(prompt, PROMPT_NAMES) or bool(continues),
     )
     json_cols = [c for c in (response,) if any(st.decoded(r.get(c))[1] for r in rows)]
     if json_cols:
@@ -302,6 +305,35 @@ def _prompt_columns(
         head = [prompt]
     # the rest in row order: a request split over two columns reads in the order the columns were written
     return [*head, *(k for k in order if (k == prompt or k in extra) and k not in head)]
+
+
+# Where a sentence may end: terminal punctuation in any script, or a closing quote or bracket after it.
+_SENTENCE_END = re.compile(r"[.!?;:。！？；：…]['\"”’)\]}」』»]*\s*$")
+CONTINUED_SHARE = 0.8  # of the rows holding both columns
+MIN_CONTINUED_ROWS = 3
+
+
+def continuation(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int]:
+    """(rows where `column` carries on the sentence `before` left open, rows holding text in both): `before`
+    stops without a sentence end and `column` starts with a lower-case word. One text split over two fields,
+    which a blank line between them would break mid-sentence. Scripts without case never count."""
+    both = [
+        (a.rstrip(), b.lstrip())
+        for r in rows
+        if isinstance(a := r.get(before), str) and isinstance(b := r.get(column), str) and a.strip() and b.strip()
+    ]
+    carried = sum(1 for a, b in both if not _SENTENCE_END.search(a) and b[:1].islower())
+    return carried, len(both)
+
+
+def continued_columns(rows: list[dict[str, Any]], prompt: list[str]) -> list[str]:
+    """The prompt columns that continue the sentence of the column before them on most rows."""
+    out = []
+    for before, column in zip(prompt, prompt[1:]):
+        carried, both = continuation(rows, before, column)
+        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both:
+            out.append(column)
+    return out
 
 
 def _exchanges(values: list[Any]) -> bool:

@@ -22,7 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
 from adapters.apply import RowError, RowMapper, role_labels
-from adapters.plausibility import RECORD_CHECKS, WHY, dataset_problems, prompt_column_labels, record_problems
+from adapters.columns import continuation, continued_columns
+from adapters.plausibility import (
+    RECORD_CHECKS,
+    WHY,
+    dataset_problems,
+    prompt_column_labels,
+    record_problems,
+    unstated_task,
+)
 from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
@@ -31,6 +39,12 @@ from catalog.untrusted import command, is_plain, label_word
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
 PATTERN_ROWS = 300  # rows the sample-wide patterns (swapped columns, repeated prompts) are judged on
 DEFAULT_BAD_FRACTION = 0.01  # records failing a per-record check tolerated (quarantined) up to this share
+
+
+def bad_fraction(spec: AdapterSpec) -> float:
+    """The share of rows failing a per-record check that the spec tolerates: the contract's sample and ingest
+    (pipeline/ingest/tolerance.py) both fail a dataset past it."""
+    return DEFAULT_BAD_FRACTION if spec.max_bad_fraction is None else spec.max_bad_fraction
 
 
 class Check(BaseModel):
@@ -212,8 +226,8 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
             f"{sum(f.status != 'carried' for f in fields)} left out)",
         )
     )
-    bad_fraction = DEFAULT_BAD_FRACTION if spec.max_bad_fraction is None else spec.max_bad_fraction
-    flagged_checks, flagged_rows, undeclared = _record_checks(spec, records, n_rows, bad_fraction)
+    tolerance = bad_fraction(spec)
+    flagged_checks, flagged_rows, undeclared = _record_checks(spec, records, n_rows, tolerance)
     checks += flagged_checks
     for f in flagged_rows:
         if len(quarantined) < MAX_LISTED:
@@ -268,14 +282,14 @@ def run_contract(spec: AdapterSpec, rows: Iterable[RawRow]) -> ContractResult:
         quarantined=quarantined,
         n_flagged=len({f["row_index"] for f in flagged_rows}),
         flagged=dict(flagged),
-        max_bad_fraction=bad_fraction,
+        max_bad_fraction=tolerance,
         fields=fields,
         problems=_grouped(reasons, quarantined, checks),
     )
 
 
 def _record_checks(
-    spec: AdapterSpec, records: list[Conversation], n_rows: int, bad_fraction: float
+    spec: AdapterSpec, records: list[Conversation], n_rows: int, tolerance: float
 ) -> tuple[list[Check], list[dict[str, Any]], Counter[str]]:
     """One check per per-record plausibility rule; within the tolerance its rows are quarantined, not failed."""
     by_check: dict[str, list[tuple[int, str]]] = {name: [] for name in RECORD_CHECKS}
@@ -287,7 +301,7 @@ def _record_checks(
         for name, detail in problems:
             by_check[name].append((rec.source.row_index, detail))
             bad_rows.add(rec.source.row_index)
-    tolerated = len(bad_rows) <= bad_fraction * n_rows
+    tolerated = len(bad_rows) <= tolerance * n_rows
     system_labels = [label for label, role in spec.role_map.items() if role == "system"]
     checks, flagged = [], []
     for name in RECORD_CHECKS:
@@ -315,7 +329,7 @@ def _record_checks(
                 passed=tolerated,
                 quarantined=tolerated,
                 detail=(
-                    f"{share} quarantined (within the {bad_fraction:.0%} tolerance): {detail}"
+                    f"{share} quarantined (within the {tolerance:.0%} tolerance): {detail}"
                     if tolerated
                     else f"{share}: {detail}"
                 ),
@@ -326,7 +340,7 @@ def _record_checks(
         )
         flagged += [{"row_index": i, "field": "<record>", "reason": f"{name}: {d}", "check": name} for i, d in hits]
     if not tolerated and bad_rows:
-        over = f"{len(bad_rows)} of {n_rows} rows fail a per-record check, over the {bad_fraction:.0%} tolerance"
+        over = f"{len(bad_rows)} of {n_rows} rows fail a per-record check, over the {tolerance:.0%} tolerance"
         for c in checks:
             if not c.passed:
                 c.detail = f"{c.detail} [{over}]"
@@ -341,13 +355,21 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         native = RowMapper(spec.model_copy(update={"mode": "native", "label_field": None}))
         # a pattern over many rows shows in a few hundred: the view need not re-apply the whole sample
         view = [c for r in raw[:PATTERN_ROWS] if r.error is None for c in _quiet_apply(native, r)] or records
-    found = {p["name"]: p for p in dataset_problems(view) + prompt_column_labels(spec, raw)}
+    found = {
+        p["name"]: p
+        for p in dataset_problems(view)
+        + prompt_column_labels(spec, raw)
+        + unstated_task(spec, view)
+        + _split_prompts(spec, raw)
+    }
     out = []
     for name, ok in (
         ("prompt_label_like", "prompts vary like requests, not like a label column"),
         ("prompt_column_label", "no prompt column is a one-word category label"),
         ("answer_shorter", "answers are not systematically shorter than their prompts"),
         ("answer_repeated", "answers vary from row to row"),
+        ("prompt_unasked", "prompts state their task"),
+        ("prompt_split", "no prompt column is joined mid-sentence"),
     ):
         p = found.get(name)
         out.append(
@@ -362,6 +384,28 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
             )
         )
     return out
+
+
+def _split_prompts(spec: AdapterSpec, raw: list[RawRow]) -> list[dict[str, Any]]:
+    """Prompt columns joined with a blank line where, on most rows, the second carries on the sentence the first
+    left open: one text split over two fields (`columns.continues` joins it with a space, as inference does)."""
+    cols = spec.columns if spec.layout == "columns" else None
+    if cols is None:
+        return []
+    rows = [r.row for r in raw if r.error is None and isinstance(r.row, dict)]
+    split = [c for c in continued_columns(rows, cols.prompt) if c not in cols.continues]
+    if not split:
+        return []
+    carried, both = continuation(rows, cols.prompt[cols.prompt.index(split[0]) - 1], split[0])
+    return [
+        {
+            "name": "prompt_split",
+            "level": "error",
+            "detail": f"prompt column {split[0]!r} continues the sentence of the column before it in {carried}/{both} "
+            "rows, but is joined with a blank line: list it under columns.continues",
+            "rows": [],
+        }
+    ]
 
 
 def _grouped(reasons: Counter[str], quarantined: list[dict[str, Any]], checks: list[Check]) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ DUPLICATE_MIN = 30  # chars: shorter turns repeat legitimately ("thanks", "conti
 LABEL_MAX_CHARS = 30  # a prompt this short and repeated across rows is a label, not a request
 ANSWER_REPEAT_CHARS = 40  # an answer this long, the same on most rows, is a constant field, not an answer
 MIN_ROWS_FOR_PATTERNS = 8
+UNASKED_SHARE = 0.1  # prompts reading as requests, below which a column layout's task may be missing
 
 WHY: dict[str, str] = {
     "content": "a turn with no text, call or media trains or prompts on nothing",
@@ -49,6 +50,9 @@ WHY: dict[str, str] = {
     "answer_shorter": "answers shorter than their prompts, and phrased as questions, on most rows: columns swapped",
     "answer_repeated": "one long answer on most rows is a constant field (a task definition) mapped as the answer",
     "prompt_column_label": "a prompt column holding one-word category values is metadata joined into the request",
+    "prompt_unasked": "prompts that ask nothing, each only a template's input slot or text to label, miss their "
+    "task statement (an instruction column not mapped): the target would not know what it is asked",
+    "prompt_split": "one sentence split over two prompt columns, joined with a blank line, is broken mid-sentence",
 }
 RECORD_CHECKS = (
     "content",
@@ -202,7 +206,10 @@ _QUESTION = re.compile(
     r"[?？]\s*$|^\s*(?:what|why|how|when|where|which|who|can|could|is|are|do|does|should|write|explain|describe|"
     r"create|implement|give|list|summari[sz]e|generate|translate|fix|tell|show|find|compute|calculate|please|"
     r"classify|identify|determine|in this task)\b"
-    r"|^\s*(?:请|解释|写|描述|识别|列出|给出|翻译|生成|计算|什么|为什么|如何|怎么|怎样|哪|説明|教えて|何|なぜ|どう)",
+    r"|^\s*(?:请|解释|写|描述|识别|列出|给出|翻译|生成|计算|什么|为什么|如何|怎么|怎样|哪|説明|教えて|何|なぜ|どう)"
+    # CJK requests that end on their request form, as English ones open on theirs: Japanese polite imperatives
+    # and question endings, Korean imperatives, Chinese question particles
+    r"|(?:ください|下さい|なさい|ませんか|ですか|ますか|でしょうか|주세요|십시오|해줘|알려줘|[吗呢])[。．.！!]?\s*$",
     re.I,
 )
 
@@ -302,6 +309,46 @@ def dataset_problems(records: list[Conversation]) -> list[dict[str, Any]]:
     if repeated:
         found.append(repeated)
     return found
+
+
+_FIELD_LABEL = re.compile(r"^([A-Z][A-Za-z]{1,15}(?: [A-Za-z]{1,15})?):\s")  # `Input:`, `Review text:`
+
+
+def unstated_task(spec: Any, records: list[Conversation]) -> list[dict[str, Any]]:
+    """Column layouts whose prompts state no task: almost none reads as a request, and either every prompt opens
+    on one field label (`Input:`, `Review:`: the input slot of a template whose instruction is elsewhere) or the
+    answers are a few labels no prompt names (a classification set without the question). The task statement
+    was left out (an instruction or definition column not mapped), so the target would not know what it is
+    asked. Turn lists are not judged: their first user turn is a message someone sent."""
+    if spec.layout != "columns":
+        return []
+    pairs = [x[0] for r in records if (x := _exchanges(r))]
+    if len(pairs) < MIN_ROWS_FOR_PATTERNS:
+        return []
+    prompts = [p.strip() for p, _ in pairs]
+    # a request behind a field label ("Problem: Compute ...", "Question: Name ...") still asks
+    asks = sum(bool(_QUESTION.search(_FIELD_LABEL.sub("", p, count=1))) for p in prompts) / len(prompts)
+    if asks >= UNASKED_SHARE:
+        return []
+    slot, n_slot = Counter(m.group(1) if (m := _FIELD_LABEL.match(p)) else "" for p in prompts).most_common(1)[0]
+    labels = Counter(a.strip() for _, a in pairs)
+    few = len(labels) <= max(5, 0.1 * len(pairs)) and median(len(a) for a in labels.elements()) <= LABEL_MAX_CHARS
+    named = sum(any(lab.lower() in p.lower() for lab in labels if lab) for p in prompts) / len(prompts)
+    if slot and n_slot >= 0.8 * len(prompts):
+        tell = f"{n_slot}/{len(prompts)} prompts open on the field label {slot + ':'!r}"
+    elif few and named < 0.5:
+        tell = f"the answers are {len(labels)} label(s) ({', '.join(repr(v) for v, _ in labels.most_common(3))}) no prompt names"
+    else:
+        return []
+    return [
+        {
+            "name": "prompt_unasked",
+            "level": "error",
+            "detail": f"{asks:.0%} of prompts read as a request and {tell}: the task statement is in no prompt; add the "
+            "column that states it (an instruction or definition) to columns.prompt",
+            "rows": [],
+        }
+    ]
 
 
 _LABEL_TOKEN = re.compile(r"^[\w\-]{1,24}$")  # one word in any script, no punctuation ("coding", "写作")

@@ -82,29 +82,35 @@ def propose_many(
     category: str | None = None,
     llm: tuple[Any, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Every target's outcome; a DraftsetError of one target is recorded, the others still run."""
+    """Every target's outcome; a DraftsetError of one target is recorded, the others still run.
+
+    `on_outcome` is called as each target ends, before the next starts (find's phase commits it then). Without
+    it a lone target's DraftsetError is raised, so `adapters propose REPO` fails with that error; with it the
+    error is an outcome like any other."""
     outcomes = []
     for repo_id in targets:
         if progress:
             progress(repo_id)
         try:
-            outcomes.append(
-                propose_one(
-                    catalog,
-                    repo_id,
-                    endpoint=endpoint,
-                    viewer_base=viewer_base,
-                    token=token,
-                    rows=rows,
-                    category=category,
-                    llm=llm,
-                )
+            outcome = propose_one(
+                catalog,
+                repo_id,
+                endpoint=endpoint,
+                viewer_base=viewer_base,
+                token=token,
+                rows=rows,
+                category=category,
+                llm=llm,
             )
         except DraftsetError as exc:
-            if len(targets) == 1:
+            if len(targets) == 1 and on_outcome is None:
                 raise
-            outcomes.append(Outcome(repo_id, error=str(exc)))
+            outcome = Outcome(repo_id, error=str(exc))
+        outcomes.append(outcome)
+        if on_outcome:
+            on_outcome(outcome)
     return outcomes
 
 

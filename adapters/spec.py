@@ -26,6 +26,8 @@ SPEC_VERSION = 2
 # (LLaMA-Factory / ShareGPT `function_call` turns); "drop" = a person decided this label's turns are left out.
 RoleTarget = Literal["system", "user", "assistant", "tool", "tool_call", "drop"]
 HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
+# Hashed (a person approves them) but they decide whether records pass, not what the records are.
+JUDGING_FIELDS = ("max_bad_fraction", "min_yield")
 # Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
 ADDED_FIELDS = {
     "tools_field",
@@ -68,6 +70,17 @@ class ColumnsSpec(SpecModel):
     response: str | None = None
     response_is_tool_calls: bool = Field(False, description="response holds a list of tool calls (xlam)")
     history: str | None = Field(None, description="column of earlier (user, assistant) exchanges (LLaMA-Factory)")
+    continues: list[str] = Field(
+        default_factory=list,
+        description="prompt columns that continue the sentence of the column before them: joined with one space",
+    )
+
+    @model_validator(mode="after")
+    def _continues_prompt_columns(self) -> ColumnsSpec:
+        stray = [c for c in self.continues if c not in self.prompt[1:]]
+        if stray:
+            raise ValueError(f"columns.continues names {stray}, which follow no other column of columns.prompt")
+        return self
 
 
 class ReasoningSpec(SpecModel):
@@ -235,8 +248,10 @@ class AdapterSpec(SpecModel):
         for name in ADDED_FIELDS:
             if data.get(name) is None:
                 data.pop(name, None)
-        if isinstance(data.get("columns"), dict) and data["columns"].get("history") is None:
-            data["columns"].pop("history", None)
+        if isinstance(data.get("columns"), dict):
+            for key in ("history", "continues"):  # added later: hashed only when set
+                if not data["columns"].get(key):
+                    data["columns"].pop(key, None)
         if isinstance(data.get("transcript"), dict):
             for key, default in TRANSCRIPT_DEFAULTS.items():
                 if data["transcript"].get(key) == default:
@@ -246,6 +261,13 @@ class AdapterSpec(SpecModel):
     def spec_hash(self) -> str:
         canonical = json.dumps(self.hashed_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def records_hash(self) -> str:
+        """The hash of what makes the records: `spec_hash` with the fields that only judge them (the contract's
+        thresholds) at their defaults. Shards written under one `max_bad_fraction` are the same records under
+        another, so ingest resumes them; for a spec at the defaults it equals `spec_hash`."""
+        defaults = {name: type(self).model_fields[name].default for name in JUDGING_FIELDS}
+        return self.model_copy(update=defaults).spec_hash()
 
     # -- serialisation -------------------------------------------------------------------------
     def to_json(self) -> str:

@@ -406,14 +406,15 @@ class TurnReader:
         first, *extra = cols.prompt
         if get_path(row, first) is None and first not in row:
             raise self.error(first, "prompt column is missing")
-        parts = [self.text(get_path(row, first), first)]
+        prompt = self.text(get_path(row, first), first)
         for name in extra:
             value = get_path(row, name)
             if value is not None and not isinstance(value, str):
                 raise self.error(name, f"expected a string, got {_name(value)}")
             if value and value.strip():
-                parts.append(value)
-        turns = [*history, self._turn("user", "\n\n".join(parts), None, None, None, first)]
+                # a blank line between fields; one space where a column continues the sentence before it
+                prompt += (" " if name in cols.continues else "\n\n") + value
+        turns = [*history, self._turn("user", prompt, None, None, None, first)]
         if cols.response is None or not self.native:
             return turns  # regenerate mode: the target writes the answer, the original is not needed
         value = get_path(row, cols.response)

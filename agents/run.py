@@ -7,7 +7,9 @@
 not run again, only the unfinished ones (and the nodes after them). A run whose checkpoint is finished
 but whose catalog record is missing (killed between the agents and the record step, or the record
 write lost) runs the steps after the agents again. `retry_failed` re-runs every agent without an ok
-report (failed or never finished), then merges, ranks, plans and records again.
+report (failed or never finished), then merges, ranks, plans and records again. A run that finished and
+was recorded but whose adapter proposals were cut short runs nothing of the graph: its final state is
+yielded at once and the caller proposes the datasets without a stored proposal (agents/proposals.py).
 
 The run's search_runs row is written as `running` (with its owner process) when it starts, so a find
 whose process died reads `interrupted` (catalog/liveness.py), not nothing at all. The request itself is
@@ -31,6 +33,7 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from agents import proposals
 from agents.configuration import FindConfig
 from agents.graph import Runtime, build_graph
 from agents.graph import plan as plan_node
@@ -124,11 +127,16 @@ async def _plan_resume(
         # Finished in the checkpoint, but the catalog has no record of it: run merge → record again.
         await graph.aupdate_state(cfg, None, as_node="category_agent")
         return [done_line, f"the catalog has no record of the run: will redo {' → '.join(AFTER_AGENTS)}"]
+    elif (phase := proposals.load(catalog, run_id)) is not None and phase.todo and not retry_failed:
+        # The graph and its record are done; only the proposal phase (agents/proposals.py) was cut short.
+        return [done_line, phase.tally(), f"will propose: {', '.join(phase.todo)} (saved ones are not redone)"]
     else:
         failed = sorted(set(latest) - ok)
+        phase = proposals.load(catalog, run_id)
         raise DraftsetError(
             f"find run {run_id!r} already finished"
-            + (f" ({len(failed)} agent(s) failed: {', '.join(failed)})" if failed else ""),
+            + (f" ({len(failed)} agent(s) failed: {', '.join(failed)})" if failed else "")
+            + (f"; {phase.tally()}" if phase else ""),
             hint=command("draftset", "find", "--resume", run_id, "--retry-failed")
             if failed
             else sql_command(f"SELECT * FROM candidates WHERE last_run_id = '{run_id.replace(chr(39), chr(39) * 2)}'"),
@@ -170,6 +178,16 @@ async def stream_find(
                 retry_failed,
             )
             yield {"stage": "resume", "run_id": run_id, "redo": redo}
+            if not saved.next and _recorded(Catalog(env.home), run_id) and not retry_failed:
+                # Only proposals are left (the caller runs that phase): no agent, probe or record step again.
+                yield {
+                    "stage": "finished",
+                    "run_id": run_id,
+                    "state": saved.values,
+                    "hub_requests": {},
+                    "llm_probe": None,
+                }
+                return
             _mark_running(Catalog(env.home), run_id, saved.values)
             config, graph_input = FindConfig(**saved.values["config"]), None
         else:

@@ -38,6 +38,11 @@ RECORD_SCHEMA = pa.schema(
 )
 
 
+def shard_path(directory: Path, number: int, prefix: str = "part") -> Path:
+    """Shard number `number` of `directory`: `<prefix>-NNNNN.parquet`, the name `shard_paths` finds."""
+    return Path(directory) / f"{prefix}-{number:05d}.parquet"
+
+
 def shard_paths(directory: Path, prefix: str = "part") -> list[Path]:
     """Finished shards in name order (temp files start with '.' and never match)."""
     pattern = re.compile(rf"^{re.escape(prefix)}-\d{{5}}\.parquet$")
@@ -90,7 +95,7 @@ class ParquetShardWriter:
             raise DraftsetError(
                 f"cannot write shard in {self.directory}: a row does not match the shard schema ({exc})"
             ) from exc
-        path = self.directory / f"{self.prefix}-{self._next:05d}.parquet"
+        path = shard_path(self.directory, self._next, self.prefix)
         try:
             with atomic_path(path) as tmp:
                 pq.write_table(table, tmp, compression="zstd")
@@ -128,10 +133,16 @@ def iter_rows(
     directories: Iterable[Path], columns: list[str] | None = None, prefix: str = "part", batch_size: int = 4_096
 ) -> Iterator[dict[str, Any]]:
     """Stream rows from the shards of several directories without loading them whole."""
-    for directory in directories:
-        for path in shard_paths(directory, prefix):
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
-                yield from batch.to_pylist()
+    for batch in iter_batches((p for d in directories for p in shard_paths(d, prefix)), columns, batch_size):
+        yield from batch.to_pylist()
+
+
+def iter_batches(
+    paths: Iterable[Path], columns: list[str] | None = None, batch_size: int = 4_096
+) -> Iterator[pa.RecordBatch]:
+    """Stream record batches of these shard files in order, one batch in memory at a time."""
+    for path in paths:
+        yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
 
 
 def read_table(directories: Iterable[Path], columns: list[str] | None = None, prefix: str = "part") -> pa.Table:

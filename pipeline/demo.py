@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,18 +22,13 @@ from rich.console import Console
 from rich.rule import Rule
 
 from catalog.home import Home
+from pipeline.servers.http import free_port  # demo_real takes it from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / "draftset-home" / "demo"
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
 # Logs (not a terminal) get wide lines so tables and echoed commands stay readable.
 console = Console(width=None if sys.stdout.isatty() else 150)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, timeout_s: float = 120.0) -> None:

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from pipeline.servers.localhub.server import free_port
+from pipeline.servers.http import free_port
 from pipeline.servers.localhub.write import write_repo
 
 LICENSES = ["mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0"]

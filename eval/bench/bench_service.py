@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eval.bench.bench_hub import server
-from pipeline.servers.localhub.server import free_port
+from pipeline.servers.http import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"

@@ -16,7 +16,8 @@ proposed and contract-tested exactly as the scoreboard does. Outcomes:
 
 Kill rate = killed / (killed + SURVIVED), per corruption and overall (goal: 100%). The controls are not
 corruptions: metadata columns (proposal drops them by name) and a turn list stored as a JSON string must still
-pass, so a kill there is a false alarm, reported apart.
+pass, so a kill there is a false alarm, reported apart. Figures, and what catches each former survivor:
+eval/bench/mutation_kill_notes.md.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class Probe:
         )
 
     def start_hub(self) -> None:
-        from pipeline.servers.localhub.server import free_port
+        from pipeline.servers.http import free_port
 
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"

@@ -40,7 +40,7 @@ class Service:
 
     def __init__(self, probe: Any, **env: str):
         from catalog import Catalog
-        from pipeline.servers.localhub.server import free_port
+        from pipeline.servers.http import free_port
         from pipeline.servers.service.users import add_user
 
         self.probe = probe
@@ -344,7 +344,7 @@ def run_service_attacks(p: Any) -> None:  # noqa: C901 - one flat list of attack
 
     @A("new", "local Hub stopped by SIGTERM leaves no viewer worker")
     def _() -> tuple[bool, str]:
-        from pipeline.servers.localhub.server import free_port
+        from pipeline.servers.http import free_port
 
         mark = f"probe-{os.getpid()}-{time.time_ns()}"
         port = free_port()

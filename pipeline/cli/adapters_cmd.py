@@ -6,7 +6,8 @@ import getpass
 import os
 import shlex
 import subprocess
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import Progress
@@ -16,6 +17,9 @@ from catalog.io import write_text_atomic
 from catalog.names import require_known
 from catalog.untrusted import shell_word
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_output, literal, safe, settings
+
+if TYPE_CHECKING:
+    from adapters.propose import Outcome
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -46,9 +50,15 @@ def _llm(policy: str) -> tuple[Any, str] | None:
     return openai.OpenAI(base_url=cfg.llm_base_url, api_key=key, max_retries=1, timeout=60), cfg.llm_model
 
 
-def propose_many(targets: list[str], rows: int = 500, category: str | None = None, policy: str = "heuristic") -> bool:
+def propose_many(
+    targets: list[str],
+    rows: int = 500,
+    category: str | None = None,
+    policy: str = "heuristic",
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> bool:
     """Propose and contract-test each target (adapters.propose); print the table, each problem and a summary
-    line. True when every target got a passing contract."""
+    line. True when every target got a passing contract. `on_outcome`: called as each target ends."""
     from adapters import propose as proposing
     from adapters import verdict
     from pipeline.cli import adapters_view as view
@@ -70,6 +80,7 @@ def propose_many(targets: list[str], rows: int = 500, category: str | None = Non
             category=category,
             llm=_llm(policy),
             progress=tick,
+            on_outcome=on_outcome,
         )
     records = [o.record for o in outcomes if o.record is not None]
     if records:

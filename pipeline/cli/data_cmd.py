@@ -312,6 +312,8 @@ def mix_cmd(
         console.print(literal(figures.summary(), style="yellow" if figures.unmet else ""))
         if m.get("missing_sources"):
             console.print(f"[yellow]planned but not ingested:[/] {safe(', '.join(m['missing_sources']))}")
+        for why in (m.get("held_back_sources") or {}).values():
+            console.print(f"[yellow]held back (not mixed):[/] {safe(why)}", highlight=False)
         if m.get("unplanned_sources"):
             console.print(
                 f"[yellow]ingested but not in plan {safe(m['plan_id'])} (left out):[/] "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import nullcontext
-from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -211,37 +210,21 @@ def _find_remote(
 def _propose_planned(run_id: str, plan_id: str, top: int) -> None:
     """Adapters are proposed (never approved) for the plan's biggest items, so review can start at once.
 
-    Ctrl-C here keeps what is done: the find run and its plan are recorded, each adapter proposed so far is
-    saved; the error says which and gives the one command for the rest (`--resume` would say "finished")."""
+    Checkpointed one dataset at a time (agents/proposals.py): Ctrl-C or a crash keeps every finished
+    proposal, says what is saved and what `draftset find --resume RUN_ID` will propose (the rest only)."""
+    from agents import proposals
     from pipeline.cli.adapters_cmd import propose_many
     from pipeline.cli.common import catalog
 
-    rows = catalog().query(
-        "SELECT p.repo_id FROM plan_items p JOIN candidates c USING (repo_id) "
-        "WHERE p.plan_id = ? ORDER BY c.score DESC LIMIT ?",
-        [plan_id, top],
-    )
-    if not rows:
+    phase = proposals.start(catalog(), run_id, plan_id, top)
+    if not phase.targets:
         return
-    targets, started = [r["repo_id"] for r in rows], datetime.now()
-    console.rule(f"adapters proposed for the {len(rows)} highest-ranked planned datasets")
-    try:
-        propose_many(targets)
-    except KeyboardInterrupt:
-        saved = {
-            r["repo_id"]
-            for r in catalog().query("SELECT repo_id FROM adapters WHERE updated_at >= ?", [started])
-            if r["repo_id"] in targets
-        }
-        rest = [t for t in targets if t not in saved]
-        raise DraftsetError(
-            f"interrupted while proposing adapters: find {run_id} and plan {plan_id} are recorded; "
-            f"{len(saved)} of {len(targets)} adapter(s) proposed and saved"
-            + (f" ({', '.join(sorted(saved))})" if saved else ""),
-            hint="draftset adapters propose "
-            + " ".join(shell_word(t) for t in rest)
-            + "  (--resume would only say the run finished)",
-        ) from None
+    console.rule(f"adapters proposed for the {len(phase.targets)} highest-ranked planned datasets")
+    final = proposals.run(
+        catalog(), run_id, plan_id, top, lambda todo, on_outcome: propose_many(todo, on_outcome=on_outcome)
+    )
+    if phase.done:  # the table above shows this session's proposals only: the whole phase's count
+        console.print(f"find {run_id}: {final.tally()}", highlight=False)
 
 
 def _report(final: dict[str, Any], as_json: bool, verbose: bool = False) -> None:

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import ipaddress
 import time
 from pathlib import Path
 
 import typer
 
 from pipeline.cli.as_json import JSON_OPTION, json_listing
-from pipeline.cli.common import console, err_console, print_table, safe, settings
+from pipeline.cli.common import console, print_table, safe, settings
+from pipeline.servers.http import LOOPBACK
 
 hub_app = typer.Typer(
     help="Run the local Hub-compatible server; check the configured Hub endpoint.", no_args_is_help=True
 )
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 @hub_app.command("serve")
@@ -28,7 +21,7 @@ def serve(
     directory: Path = typer.Argument(
         ..., metavar="DIR", help="Folder laid out as DIR/<owner>/<name>/ (README.md card + data files)."
     ),
-    host: str = typer.Option("127.0.0.1", help="Interface to bind; loopback by default."),
+    host: str = typer.Option(LOOPBACK, help="Interface to bind; loopback by default."),
     port: int = typer.Option(8790, help="TCP port (0 = any free port)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not log each request."),
     no_cache: bool = typer.Option(
@@ -39,31 +32,9 @@ def serve(
 
     Point the real huggingface_hub/datasets clients at it with the printed `export HF_ENDPOINT=...`.
     """
-    from pipeline.servers.localhub.server import bind, create_server, url_for
-    from pipeline.servers.localhub.store import HubStore
+    from pipeline.servers.localhub.server import serve as run
 
-    # Both raise a clear DraftsetError (missing folder, busy port) before anything is printed.
-    server = create_server(directory, access_log=not quiet, cache=not no_cache)
-    sock = bind(host, port)
-    port = sock.getsockname()[1]
-    n_repos = len(HubStore(directory).repo_ids())
-    if not _is_loopback(host):
-        err_console.print(
-            f"[yellow]warning:[/] listening on {host}: anyone who can reach it can read these "
-            "datasets (gated repos accept any token)"
-        )
-    url = url_for(host, port)
-    console.print(f"Serving {n_repos} dataset repo(s) from {directory} at {url} (Ctrl-C to stop)")
-    console.print(f"  export HF_ENDPOINT={url}", highlight=False)
-    console.print(f"  [dim]viewer endpoints: {url}/viewer/{{is-valid,splits,first-rows,info,size}}[/]", highlight=False)
-    from pipeline.servers.localhub.isolated import READER
-    from pipeline.servers.localhub.server import warm_viewer
-
-    warm_viewer()
-    try:
-        server.run(sockets=[sock])  # returns on SIGTERM and Ctrl-C (uvicorn's handlers), raises on a failure
-    finally:
-        READER.close()  # its viewer workers never outlive it
+    run(directory, host, port, access_log=not quiet, cache=not no_cache)
 
 
 @hub_app.command("check")

@@ -10,6 +10,7 @@ import typer
 from pipeline.build.config import BuildConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
+from pipeline.servers.http import LOOPBACK
 from pipeline.stage import stage_settings
 
 model_app = typer.Typer(
@@ -186,14 +187,13 @@ def convert_tokenizer_cmd(
 
 def serve_dev_cmd(
     model_dir: Path = typer.Argument(..., help="A model directory (e.g. from `draftset model init-toy`)."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
+    host: str = typer.Option(LOOPBACK, "--host", help="Interface to bind."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
     served_name: str = typer.Option(None, "--served-model-name", help="Model id clients send (default: dir name)."),
 ) -> None:
     """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
     from pipeline.servers.devserver import serve
 
-    console.print(f"serving {model_dir} on http://{host}:{port}/v1 (Ctrl-C to stop)")
     serve(model_dir, host=host, port=port, served_name=served_name)
 
 

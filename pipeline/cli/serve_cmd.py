@@ -8,6 +8,7 @@ import typer
 
 from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import catalog, console, print_table, settings
+from pipeline.servers.http import LOOPBACK
 
 users_app = typer.Typer(help="Users of the team service (draftset serve): roles and tokens.", no_args_is_help=True)
 
@@ -19,7 +20,7 @@ class RoleName(str, Enum):
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", help="address to listen on (0.0.0.0: every interface)"),
+    host: str = typer.Option(LOOPBACK, help="address to listen on (0.0.0.0: every interface)"),
     port: int = typer.Option(8800, help="port to listen on"),
 ) -> None:
     """Run the team service on this home: HTTP API (/openapi.json), review pages, background jobs.

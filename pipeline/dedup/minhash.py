@@ -45,17 +45,28 @@ def bands(threshold: float, num_perm: int) -> tuple[int, int]:
     return _optimal_param(threshold, num_perm, *LSH_WEIGHTS)
 
 
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
+# MurmurHash3's finalizer, (shifts, multipliers) by width: the 32-bit one is datasketch's affine32 pre-mix,
+# the 64-bit one mixes band keys.
+_FMIX = {
+    np.dtype(np.uint32): ((16, 13, 16), (0x85EBCA6B, 0xC2B2AE35)),
+    np.dtype(np.uint64): ((33, 33, 33), (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53)),
+}
+
+
+def _fmix(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3 fmix32 or fmix64 of every element, by `h`'s dtype (uint32 or uint64); wraps mod 2^width."""
+    (s1, s2, s3), (m1, m2) = _FMIX[h.dtype]
+    word = h.dtype.type
+    h = h ^ (h >> word(s1))
+    h = h * word(m1)
+    h = h ^ (h >> word(s2))
+    h = h * word(m2)
+    return h ^ (h >> word(s3))
 
 
 def _combine(h: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     """Hash of a word sequence from its words' hashes: order-sensitive, so "a b" and "b a" differ."""
-    return _fmix32(h * np.uint32(0x9E3779B1) + nxt)
+    return _fmix(h * np.uint32(0x9E3779B1) + nxt)
 
 
 def shingle_hashes(normalized: Sequence[str], ngram: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -69,25 +80,24 @@ def shingle_hashes(normalized: Sequence[str], ngram: int = 2) -> tuple[np.ndarra
     total = int(lengths.sum())
     if total == 0:
         return np.empty(0, np.uint32), np.empty(0, np.int64)
-    words = _fmix32(np.fromiter(map(xxhash.xxh32_intdigest, chain.from_iterable(split)), np.uint32, count=total))
+    words = _fmix(np.fromiter(map(xxhash.xxh32_intdigest, chain.from_iterable(split)), np.uint32, count=total))
+    ends = np.cumsum(lengths)  # one past each text's last word
     doc = np.repeat(np.arange(len(split)), lengths)
-    ends = np.cumsum(lengths)[doc]  # one past the last word of each word's text
-    starts = np.flatnonzero(np.arange(total) + ngram <= ends)  # n-grams that fit in their text
+    left = ends[doc] - np.arange(total)  # words from this one to the end of its text, itself included
+    # A shingle starts at every word with n-1 more in its text, and at the first word of a text shorter
+    # than n (its one shingle is all its words); starts stay in text order, so no sort is needed.
+    short = (lengths > 0) & (lengths < ngram)
+    starts_here = left >= ngram
+    starts_here[(ends - lengths)[short]] = True
+    starts = np.flatnonzero(starts_here)
     grams = words[starts]
     for k in range(1, ngram):
-        grams = _combine(grams, words[starts + k])
-    owner = doc[starts]
-    short = np.flatnonzero((lengths > 0) & (lengths < ngram))  # texts shorter than n: one shingle, all words
-    if len(short):
-        first = ends[np.searchsorted(doc, short)] - lengths[short]
-        extra = words[first]
-        for k in range(1, int(lengths[short].max())):
-            more = lengths[short] > k
-            extra[more] = _combine(extra[more], words[first[more] + k])
-        grams, owner = np.concatenate([grams, extra]), np.concatenate([owner, short])
-        order = np.argsort(owner, kind="stable")
-        grams, owner = grams[order], owner[order]
-    return grams, owner
+        if short.any():  # a short text's shingle takes word k only while it has one
+            longer = left[starts] > k
+            grams[longer] = _combine(grams[longer], words[starts[longer] + k])
+        else:  # the usual batch: every shingle has n words, no masked copies
+            grams = _combine(grams, words[starts + k])
+    return grams, doc[starts]
 
 
 def signatures(normalized: Sequence[str], num_perm: int = 128, ngram: int = 2) -> np.ndarray:
@@ -97,7 +107,7 @@ def signatures(normalized: Sequence[str], num_perm: int = 128, ngram: int = 2) -
     grams, docs = shingle_hashes(normalized, ngram)
     if not len(grams):
         return out
-    hv = _fmix32(grams)  # datasketch's affine32 pre-mix of each input hash
+    hv = _fmix(grams)  # datasketch's affine32 pre-mix of each input hash
     # (num_perm, chunk) layout in one reused buffer: reduceat along the contiguous axis is ~5x faster than
     # along rows, and a chunk of 8K shingles (4 MiB) stays in cache (measured: 140K vs 28K texts/s).
     buf = np.empty((num_perm, _CHUNK), dtype=np.uint32)
@@ -114,14 +124,6 @@ def signatures(normalized: Sequence[str], num_perm: int = 128, ngram: int = 2) -
     return out
 
 
-def _fmix64(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
-
-
 def band_keys(sigs: np.ndarray, b: int, r: int) -> np.ndarray:
     """(len, b) int64 keys, one per band of r hash values: equal bands give equal keys. A 64-bit mix of
     the band's values (different bands collide with odds ~2^-64, and every pair is confirmed on the
@@ -131,7 +133,7 @@ def band_keys(sigs: np.ndarray, b: int, r: int) -> np.ndarray:
         for j in range(b):
             h = np.full(len(sigs), np.uint64(0x9E3779B97F4A7C15) * np.uint64(j + 1), dtype=np.uint64)
             for k in range(j * r, (j + 1) * r):
-                h = _fmix64(h ^ sigs[:, k].astype(np.uint64))
+                h = _fmix(h ^ sigs[:, k].astype(np.uint64))
             out[:, j] = h
     return out.view(np.int64)
 

@@ -20,13 +20,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.io import atomic_path
+from catalog.shards import RECORD_SCHEMA, iter_batches, shard_path
 from pipeline.dedup.minhash import band_keys, bands, signatures
 from pipeline.parallel import owned
 from pipeline.rows.codec import from_row
 from pipeline.rows.keys import hash_normalized, normalize
 from pipeline.targets.lengths import TokenCounter
 
-_COLUMNS = ["id", "repo_id", "config", "split", "row_index", "category", "mode", "conversation"]
+# A record's source identity and survivor-order fields, carried over as the normalized shards type them.
+CARRIED = ("repo_id", "config", "split", "row_index", "category", "mode")
+_COLUMNS = ["id", *CARRIED, "conversation"]
 BATCH = 2_048
 
 
@@ -34,14 +37,8 @@ def keys_schema(num_perm: int, n_bands: int) -> pa.Schema:
     return pa.schema(
         [
             ("key", pa.int64()),  # shard number << 32 | row in shard: unique, stable, cheap to join on
-            ("record_id", pa.string()),
-            ("repo_id", pa.string()),
-            ("config", pa.string()),
-            ("split", pa.string()),
-            ("row_index", pa.int64()),
-            ("category", pa.string()),
-            ("mode", pa.string()),
-            ("prompt_hash", pa.string()),
+            ("record_id", RECORD_SCHEMA.field("id").type),
+            *(RECORD_SCHEMA.field(name) for name in (*CARRIED, "prompt_hash")),
             ("tokens", pa.int64()),
             ("empty", pa.bool_()),  # no words after normalizing: exact dedup only, never near
             ("sig", pa.binary(num_perm * 4)),
@@ -66,7 +63,7 @@ class SketchTask:
         cpu: defaultdict[str, float] = defaultdict(float)
         rows = skipped = 0
         for number, shard in owned(list(enumerate(self.shards)), rank, world):
-            target = Path(self.out_dir) / f"keys-{number:05d}.parquet"
+            target = shard_path(Path(self.out_dir), number, "keys")
             if target.is_file():  # computed by an earlier, interrupted run
                 skipped += pq.ParquetFile(target).metadata.num_rows
                 continue
@@ -83,7 +80,7 @@ class SketchTask:
         schema = keys_schema(self.num_perm, b)
         written = 0
         with atomic_path(target) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            for batch in pq.ParquetFile(shard).iter_batches(batch_size=BATCH, columns=_COLUMNS):
+            for batch in iter_batches([shard], _COLUMNS, BATCH):
                 t0 = clock()
                 raw = batch.to_pydict()
                 convs = [
@@ -102,7 +99,7 @@ class SketchTask:
                 columns: dict[str, object] = {
                     "key": (np.int64(number) << 32) + np.arange(written, written + n, dtype=np.int64),
                     "record_id": raw["id"],
-                    **{c: raw[c] for c in ("repo_id", "config", "split", "row_index", "category", "mode")},
+                    **{c: raw[c] for c in CARRIED},
                     "prompt_hash": [hash_normalized(t) for t in normalized],
                     "tokens": counter.count_many([c.context_text() for c in convs]),
                     "empty": [not t for t in normalized],

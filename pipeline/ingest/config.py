@@ -19,6 +19,7 @@ class IngestConfig(StageConfig):
     split: str
     data_files: list[str]
     spec_hash: str
+    records_hash: str  # what the shards' records depend on (AdapterSpec.records_hash): the resume key
     category: str
     mode: str
     max_conversation_chars: int = 4_000_000
@@ -37,6 +38,7 @@ class IngestConfig(StageConfig):
             split=src.split,
             data_files=list(src.data_files),
             spec_hash=spec.spec_hash(),
+            records_hash=spec.records_hash(),
             category=spec.category,
             mode=spec.mode,
             **settings,

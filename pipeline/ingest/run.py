@@ -3,7 +3,9 @@
 Per dataset: the gate (`require_approved`) refuses an unapproved or stale adapter; raw rows stream
 from the Hub at the adapter's pinned revision through `apply_row`; every rejected row goes to the
 quarantine with its row index, field and reason; ids already in the shards are skipped (resume by
-id, never by line count). One dataset failing is recorded and reported, the others carry on.
+id, never by line count). One dataset failing is recorded and reported, the others carry on. Records
+failing a per-record check are quarantined; past the spec's max_bad_fraction the dataset fails, its shards
+kept but held back from mix (tolerance.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from adapters.plausibility import record_problems
 from adapters.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
 from catalog import Catalog
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, StageFailed
 from catalog.home import Home
 from catalog.hub import HubClient, hub_errors
 from catalog.liveness import run_lock
@@ -29,6 +31,7 @@ from catalog.shards import ParquetShardWriter, existing_ids
 from catalog.untrusted import shell_word
 from pipeline.ingest.config import IngestConfig
 from pipeline.ingest.sample import RowSample, for_source, sample_key
+from pipeline.ingest.tolerance import enforce
 from pipeline.rows.codec import to_row
 from pipeline.stage import Stage, StageRun, field_default, read_manifest
 
@@ -52,7 +55,8 @@ class IngestStage(Stage[IngestConfig]):
     name = "ingest"
     config_model = IngestConfig
     resume_key = "id"
-    compatible_on = ("spec_hash", "revision")
+    # the records' hash, not the spec's: raising max_bad_fraction (a person's approval) resumes the same records
+    compatible_on = ("records_hash", "revision")
 
     def __init__(
         self,
@@ -72,13 +76,24 @@ class IngestStage(Stage[IngestConfig]):
         self.spec, self.endpoint, self.token, self.progress = spec, endpoint, token, progress
         self.rows_to_take, self.n_rows = rows_to_take, n_rows
 
+    def previous_keys(self) -> list[tuple[Path, dict[str, Any]]]:
+        return [(folder, self._with_records_hash(before)) for folder, before in super().previous_keys()]
+
+    def _with_records_hash(self, before: dict[str, Any]) -> dict[str, Any]:
+        """Output from before records_hash existed recorded only the spec's hash: the same spec made the same
+        records, and any other spec hashed as its records at the default thresholds."""
+        if "records_hash" in before:
+            return before
+        same = before.get("spec_hash") == self.config.spec_hash
+        return {**before, "records_hash": self.config.records_hash if same else before.get("spec_hash")}
+
     def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
         old = {k: before for k, before, _ in changed}
         config = self.config
-        old_spec, old_revision = old.get("spec_hash", config.spec_hash), old.get("revision", config.revision)
+        old_spec, old_revision = old.get("records_hash", config.records_hash), old.get("revision", config.revision)
         return DraftsetError(
             f"{folder} holds shards from adapter spec {str(old_spec)[:12]} at revision "
-            f"{str(old_revision)[:12]}, but the approved adapter is spec {config.spec_hash[:12]} at "
+            f"{str(old_revision)[:12]}, but the approved adapter is spec {config.records_hash[:12]} at "
             f"{config.revision[:12]}",
             hint=f"rebuild them: draftset ingest --repo {shell_word(config.repo_id)} --fresh",
         )
@@ -104,6 +119,8 @@ class IngestStage(Stage[IngestConfig]):
                 done=self.done,
                 sample=sample,
             )
+        # the writer has closed: the shards stay (resumable by id) whether or not the dataset passes
+        enforce(self.spec, run.counts, taken, self.work_dir, run.run_id)
         return {
             "sample": {
                 "kind": sample.kind,
@@ -295,6 +312,8 @@ def ingest_one(
         return ingest_dataset(
             catalog, home, repo_id, progress=progress, rows_to_take=rows_to_take, n_rows=n_rows, **settings
         )
+    except StageFailed as exc:  # the run's counts still add up: in = out + dropped by reason (+ skipped)
+        return DatasetResult(repo_id, dict(exc.counts), str(exc), exc.hint)
     except DraftsetError as exc:
         return DatasetResult(repo_id, {}, str(exc), exc.hint)
     except OSError as exc:  # full disk or permissions while writing quarantine/stats files

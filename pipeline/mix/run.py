@@ -142,8 +142,9 @@ class MixStage(Stage[MixConfig]):
         super().__init__(config, out_dir, catalog, fresh=overwrite)
         self.home, self.counter, self.targets, self.progress = Path(home), counter, targets, progress
         self.workers, self.executor = workers, executor
-        # Planned sources never ingested keep their quota (passed on as a shortfall) but have no rows to read.
-        self.repos = sorted(set(config.source_category) - set(targets.missing))
+        # Planned sources never ingested, or held back by ingest's bad-row threshold, keep their quota (passed
+        # on as a shortfall) but have no rows to read.
+        self.repos = sorted(set(config.source_category) - set(targets.missing) - set(targets.held_back))
         self.mix_catalog = catalog  # typed: the base keeps `catalog` optional (GPU stages run without one)
 
     def is_same_output(self, manifest: dict[str, Any]) -> bool:
@@ -229,6 +230,7 @@ class MixStage(Stage[MixConfig]):
             "mix_run_id": run.run_id,
             "missing_sources": self.targets.missing,
             "unplanned_sources": self.targets.unplanned,
+            "held_back_sources": self.targets.held_back,
             "shards": [p.name for p in shard_paths(self.work_dir)],
             "created_at": datetime.now(UTC).isoformat(),
             **plan,
@@ -264,6 +266,7 @@ def run_mix(
         category_weights=targets.category_weights,
         source_category=targets.source_category,
         source_quotas=targets.source_quotas,
+        held_back=sorted(targets.held_back),
         threshold=threshold,
         min_prompt_tokens=min_prompt_tokens,
         max_prompt_tokens=max_prompt_tokens,

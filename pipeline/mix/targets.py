@@ -5,7 +5,9 @@ find allocated to it (agents/planning.py, catalog/quota.py). The mix takes those
 it does not allocate again. A planned source that was never ingested keeps its quota, with nothing
 available: its share is passed on like any other shortfall (`catalog.quota.take_quotas`). N defaults
 to the quotas' sum (never more than the plan asked for). Without any plan, every ingested source is
-used, split by category weight (equal unless given).
+used, split by category weight (equal unless given). A dataset held back by ingest (more rows failed a
+per-record check than its spec tolerates: pipeline/ingest/tolerance.py) is never mixed; with a plan its
+quota is passed on like a missing source's, and the mix names it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.ingest.tolerance import held_back
 
 
 @dataclass
@@ -27,6 +30,7 @@ class MixTargets:
     source_quotas: dict[str, int]  # with a plan: repo_id -> quota (every planned source, ingested or not)
     missing: list[str] = field(default_factory=list)  # planned but never ingested
     unplanned: list[str] = field(default_factory=list)  # ingested but not in the plan: left out
+    held_back: dict[str, str] = field(default_factory=dict)  # ingested, failed its bad-row threshold: why
 
 
 def _plan_row(catalog: Catalog, plan_id: str | None) -> dict | None:
@@ -61,14 +65,18 @@ def load_targets(
         raise DraftsetError(
             f"a mix follows plan {plan_id!r} or category weights, not both", hint="drop --plan or --weight"
         )
-    ingested = set(Home(home).normalized_repos())
+    held = {repo: str(mark.get("error", "held back by ingest")) for repo, mark in held_back(home).items()}
+    ingested = set(Home(home).normalized_repos()) - set(held)
     plan = None if weights else _plan_row(catalog, plan_id)
     if plan is None:
         if not ingested:
             raise DraftsetError(
-                "nothing to mix: no dataset has been ingested", hint="run `draftset ingest` after approving adapters"
+                "nothing to mix: no dataset has been ingested"
+                + (f" that passed its bad-row threshold (held back: {', '.join(sorted(held))})" if held else ""),
+                hint="run `draftset ingest` after approving adapters; a held-back dataset needs its adapter fixed "
+                "or its max_bad_fraction raised (the ingest error says which)",
             )
-        return MixTargets(None, samples, weights or {}, {r: "" for r in sorted(ingested)}, {})
+        return MixTargets(None, samples, weights or {}, {r: "" for r in sorted(ingested)}, {}, held_back=held)
     items = catalog.query(
         "SELECT repo_id, category, est_samples FROM plan_items WHERE plan_id = ? ORDER BY repo_id",
         [plan["plan_id"]],
@@ -77,11 +85,14 @@ def load_targets(
     for item in items:
         quotas[item["repo_id"]] = int(item["est_samples"] or 0)
         categories[item["repo_id"]] = item["category"]
-        if item["repo_id"] not in ingested:
+        if item["repo_id"] not in ingested and item["repo_id"] not in held:
             missing.append(item["repo_id"])
-    if len(missing) == len(categories):
+    planned_held = {r: why for r, why in held.items() if r in categories}
+    if len(missing) + len(planned_held) == len(categories):
         raise DraftsetError(
-            f"no dataset of plan {plan['plan_id']} has been ingested ({len(missing)} planned)",
+            f"no dataset of plan {plan['plan_id']} has been ingested ({len(missing)} planned"
+            + (f", {len(planned_held)} held back by their bad-row threshold" if planned_held else "")
+            + ")",
             hint=f"run `draftset ingest --plan {plan['plan_id']}`",
         )
     n = samples
@@ -89,4 +100,5 @@ def load_targets(
         n = sum(quotas.values())
         if plan.get("samples_requested"):
             n = min(n, int(plan["samples_requested"]))
-    return MixTargets(plan["plan_id"], n, {}, categories, quotas, missing, sorted(ingested - set(categories)))
+    unplanned = sorted(ingested - set(categories))
+    return MixTargets(plan["plan_id"], n, {}, categories, quotas, missing, unplanned, planned_held)

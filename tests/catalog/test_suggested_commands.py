@@ -30,6 +30,7 @@ from catalog.untrusted import (
     sql_command,
     suggested_commands,
 )
+from pipeline.ingest.tolerance import enforce
 from tests.kits.adapters import make_spec
 
 CANARY = "PWNED"
@@ -92,6 +93,8 @@ def _hints(cat: Catalog, hostile: str) -> list[str]:
         catch(gate.require_approved, cat, repo)  # not approved
         review.reject(cat, repo, "rita", "no")
         catch(gate.require_approved, cat, repo)  # rejected
+        # ingest past the bad-row threshold: fix the adapter or raise it, and re-run
+        catch(enforce, make_spec(repo_id=repo), {"dropped_check_markup": 3}, 4, cat.home / "held", "run-1")
     gone = httpx.Response(404, request=httpx.Request("GET", "http://hub/x"))
     for exc in (
         hub_errors.RevisionNotFoundError("gone", response=gone),

@@ -1,4 +1,8 @@
-"""Run the dev server: in the foreground (`draftset serve-dev`) or in a thread (tests, demo, other stages)."""
+"""Run the dev server: in the foreground (`draftset serve-dev`) or in a thread (tests, demo, other stages).
+
+Binding, the loopback default and running it come from pipeline/servers/http.py; the model is loaded only
+after the port is ours, so a busy port is one clear error before seconds of loading.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread
+from pipeline.servers.http import LOOPBACK, RunningServer, listen, run_foreground, start_in_thread
 
 if TYPE_CHECKING:
     import uvicorn
@@ -22,14 +26,15 @@ def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | No
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False))
 
 
-def serve(model_dir: Path, host: str = "127.0.0.1", port: int = 8000, served_name: str | None = None) -> None:
-    """Serve until interrupted."""
-    sock = bind(host, port)  # bound first: a busy port is one clear error before the model loads
-    _uvicorn_server(model_dir, host, port, served_name, "info").run(sockets=[sock])
+def serve(model_dir: Path, host: str = LOOPBACK, port: int = 8000, served_name: str | None = None) -> None:
+    """Serve until interrupted; prints the base URL once the port is bound."""
+    sock, url = listen(host, port, exposes="anyone who can reach it can run the model (the dev server checks no token)")
+    print(f"serving {model_dir} on {url}/v1 (Ctrl-C to stop)", flush=True)
+    run_foreground(sock, lambda: _uvicorn_server(model_dir, host, port, served_name, "info"))
 
 
 def serve_in_thread(
-    model_dir: Path, port: int = 0, host: str = "127.0.0.1", served_name: str | None = None, timeout_s: float = 60.0
+    model_dir: Path, port: int = 0, host: str = LOOPBACK, served_name: str | None = None, timeout_s: float = 60.0
 ) -> RunningServer:
     """Start the server in a daemon thread and wait until it accepts connections; port 0 picks a free one.
     `.url` is the base URL for the openai client, ending in /v1."""

@@ -1,16 +1,12 @@
 """The local Hub as a starlette app served by uvicorn, in the foreground (CLI) or in a thread (tests).
 
-We bind the socket ourselves so a busy port is one clear DraftsetError (uvicorn would log and exit)
-and so port=0 tells us the port the OS picked before the server starts.
+Binding, the loopback default and running it come from pipeline/servers/http.py, as for every server here;
+what is the Hub's own: the app, the missing-folder error, and the viewer's worker pool it starts and ends.
 """
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +16,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from catalog.errors import DraftsetError
+
+# bind, free_port and url_for are re-exported: tests and kits import the shared plumbing from here, where it began.
+from pipeline.servers.http import (  # noqa: F401
+    LOOPBACK,
+    RunningServer,
+    bind,
+    free_port,
+    listen,
+    run_foreground,
+    start_in_thread,
+    url_for,
+)
 from pipeline.servers.localhub import api, viewer
 from pipeline.servers.localhub.store import HubStore
 
@@ -45,34 +53,6 @@ def build_app(
     return app
 
 
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets whose proto says TCP, and
-    # without it keep-alive clients wait ~40 ms per response (Nagle + delayed ACK).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise DraftsetError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            hint="pick a free port with --port N (or stop whatever is using it)",
-        ) from None
-    return sock
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on right now (tests and benchmarks; closed again before returning)."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
-def url_for(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
 def create_server(root: str | Path, *, access_log: bool = False, **app_options: Any) -> uvicorn.Server:
     root = Path(root)
     if not root.is_dir():
@@ -89,17 +69,22 @@ def create_server(root: str | Path, *, access_log: bool = False, **app_options: 
     return uvicorn.Server(config)
 
 
-@dataclass
-class RunningServer:
-    """A uvicorn server on a daemon thread (the local Hub, the dev target, the test servers)."""
-
-    url: str
-    server: uvicorn.Server
-    thread: threading.Thread
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=timeout_s)
+def serve(
+    root: str | Path, host: str = LOOPBACK, port: int = 8790, *, access_log: bool = True, cache: bool = True
+) -> None:
+    """Serve until interrupted (`draftset hub serve`); prints the endpoint to export once it is bound."""
+    server = create_server(root, access_log=access_log, cache=cache)  # a missing folder: one error, before binding
+    sock, url = listen(
+        host, port, exposes="anyone who can reach it can read these datasets (gated repos accept any token)"
+    )
+    print(f"Serving {len(HubStore(root).repo_ids())} dataset repo(s) from {root} at {url} (Ctrl-C to stop)")
+    print(f"  export HF_ENDPOINT={url}")
+    print(f"  viewer endpoints: {url}/viewer/{{is-valid,splits,first-rows,info,size}}", flush=True)
+    warm_viewer()
+    try:
+        run_foreground(sock, lambda: server)
+    finally:
+        viewer.READER.close()  # its viewer workers never outlive it
 
 
 _RUNNING_HUBS: set[int] = set()  # Hubs on threads of this process: they share one viewer worker pool
@@ -121,31 +106,8 @@ class RunningHub(RunningServer):
                 viewer.READER.close()
 
 
-def start_in_thread(
-    make_server: Callable[[], uvicorn.Server], host: str, port: int, *, name: str, startup_timeout: float = 15.0
-) -> RunningServer:
-    """Bind first (a busy port is one clear error before any slow set-up such as loading a model; port 0
-    stays ours: no probe-then-bind race), build the server, run it on a daemon thread and return once it
-    accepts connections."""
-    sock = bind(host, port)
-    try:
-        server = make_server()
-    except BaseException:
-        sock.close()
-        raise
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=name, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + startup_timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise DraftsetError(f"{name} did not start on {host}:{port}", hint="see the log above")
-        time.sleep(0.01)
-    return RunningServer(url_for(host, sock.getsockname()[1]), server, thread)
-
-
 def serve_in_thread(
-    root: str | Path, host: str = "127.0.0.1", port: int = 0, *, startup_timeout: float = 15.0, **app_options: Any
+    root: str | Path, host: str = LOOPBACK, port: int = 0, *, startup_timeout: float = 15.0, **app_options: Any
 ) -> RunningHub:
     """Start the local Hub in a daemon thread; returns once it accepts connections.
     `app_options` go to build_app (cache, page_size, listing_ttl)."""

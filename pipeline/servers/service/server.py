@@ -1,10 +1,14 @@
-"""Run the service: in the foreground (`draftset serve`) or on a thread (tests, the benchmark)."""
+"""Run the service: in the foreground (`draftset serve`) or on a thread (tests, the benchmark).
+
+Binding, the loopback default and running it come from pipeline/servers/http.py; what is the service's own:
+it takes the catalog once the port is bound, and its shutdown also interrupts every running SQL statement.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.servers.localhub.server import RunningServer, bind, start_in_thread, url_for
+from pipeline.servers.http import LOOPBACK, RunningServer, listen, run_foreground, start_in_thread
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
@@ -39,22 +43,20 @@ def _server(settings: Settings, url: str, log_level: str, access_log: bool) -> u
     )
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8800) -> None:
+def serve(settings: Settings, host: str = LOOPBACK, port: int = 8800) -> None:
     """Serve until interrupted (Ctrl-C stops it; running jobs are marked interrupted at the next start)."""
     from catalog.db import Catalog
 
-    sock = bind(host, port)  # a busy port is one clear error before the catalog is taken
+    # A busy port is one clear error before the catalog is taken.
+    sock, url = listen(
+        host, port, exposes="plain HTTP: tokens cross the network in the clear; put TLS in front (README)"
+    )
     Catalog(settings.home).own()  # a busy catalog is one clear error, not a failed startup's traceback
-    url = url_for(host if host not in ("0.0.0.0", "::") else "127.0.0.1", sock.getsockname()[1])
     print(f"draftset service on {url} for home {settings.home} (API docs: {url}/docs)", flush=True)
-    _server(settings, url, "info", True).run(sockets=[sock])
+    run_foreground(sock, lambda: _server(settings, url, "info", True))
 
 
-def serve_in_thread(settings: Settings, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
-    """Start on a daemon thread; returns once the catalog is owned and the server accepts connections."""
-    holder: dict[str, str] = {}
-
-    def make() -> uvicorn.Server:
-        return _server(settings, holder.get("url", ""), "warning", False)
-
-    return start_in_thread(make, host, port, name="the draftset service")
+def serve_in_thread(settings: Settings, host: str = LOOPBACK, port: int = 0) -> RunningServer:
+    """Start on a daemon thread; returns once the catalog is owned and the server accepts connections.
+    Unlike `serve` it writes no service.json (the file that points other processes' CLI at the service)."""
+    return start_in_thread(lambda: _server(settings, "", "warning", False), host, port, name="the draftset service")
