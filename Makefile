@@ -32,8 +32,11 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
+# Two pytest-xdist workers, one per core of the 2-core CI machine (more only rebuild session fixtures); tests go
+# to workers a file at a time, grouped by tests/conftest.py (TEST_WORKERS=0: one process, as plain pytest).
+TEST_WORKERS ?= 2
 test: $(STAMP) chromium
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

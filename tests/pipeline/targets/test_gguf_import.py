@@ -15,13 +15,6 @@ from catalog.errors import DraftsetError
 
 
 @pytest.fixture(scope="session")
-def smollm2_gguf():
-    from pipeline.targets.gguf_fetch import fetch_smollm2
-
-    return fetch_smollm2()
-
-
-@pytest.fixture(scope="session")
 def smollm2_dir(smollm2_gguf, tmp_path_factory):
     from pipeline.targets.gguf_import import import_gguf
 
