@@ -1,7 +1,8 @@
 """A person's decisions about an adapter: approve, reject, map a role label, accept an edited spec.
 
-Approval needs a passing contract computed for the current spec and no open REVIEW item (adapters.verdict);
-`force` overrides that only with a note saying why, which is stored with the approval.
+Approval needs a passing contract computed for the current spec, no open REVIEW item and no reviewer's flag
+open on this spec (adapters.verdict, adapters.flags); `force` overrides that only with a note saying why,
+which is stored with the approval.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def approve(
                 f"contract of {repo_id} fails: " + " | ".join(p.line() for p in found.errors),
                 hint=f"fix the spec (draftset adapters map/edit {shell_word(repo_id)}) and re-test, or "
                 f'approve anyway with --force --note "why"',
+            )
+        if found.flags_open:  # a reviewer said a record is wrong: approving skips their finding
+            raise DraftsetError(
+                f"{repo_id} has {len(found.flags_open)} open reviewer flag(s): "
+                + " | ".join(f"{f['flag_id']} {f['brief']}" for f in found.flags_open),
+                hint=f'{found.next_step(repo_id)}; or approve anyway with --force --note "why"',
             )
         if found.review_open:  # inference asked a person to check these fields: approving skips that check
             raise DraftsetError(

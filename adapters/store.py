@@ -12,8 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from adapters import flags as review_flags
 from adapters.spec import AdapterSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
@@ -39,6 +40,14 @@ class AdapterRecord(BaseModel):
     approved_spec_hash: str | None = None
     approved_revision: str | None = None
     updated_at: datetime | None = None
+    # Reviewers' flags on this adapter (adapters.flags), read with it so that every verdict counts them;
+    # kept in their own table, never written back with the adapter row.
+    flags: list[review_flags.Flag] = Field(default_factory=list)
+
+    @property
+    def open_flags(self) -> list[review_flags.Flag]:
+        """Unresolved flags on the current spec: the ones the verdict counts and approval waits for."""
+        return review_flags.open_on(self.flags, self.spec_hash)
 
     @property
     def contract_current(self) -> bool:
@@ -50,7 +59,7 @@ class AdapterRecord(BaseModel):
         return self.contract.get("passed") if self.contract is not None and self.contract_current else None
 
     def row(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude={"spec"})
+        data = self.model_dump(mode="json", exclude={"spec", "flags"})
         data["spec"] = self.spec.model_dump(mode="json")
         data["reviewed_at"], data["updated_at"] = self.reviewed_at, self.updated_at
         return data
@@ -63,8 +72,8 @@ def yaml_path(home: Path, repo_id: str) -> Path:
 def load(catalog: Catalog, repo_id: str) -> AdapterRecord | None:
     if not catalog.path.exists():
         return None
-    rows = catalog.query("SELECT * FROM adapters WHERE repo_id = ?", [repo_id])
-    return _record(rows[0]) if rows else None
+    rows, flags = review_flags.with_flags(catalog, "SELECT * FROM adapters WHERE repo_id = ?", [repo_id], repo_id)
+    return _record(rows[0], flags) if rows else None
 
 
 def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
@@ -86,11 +95,13 @@ def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
 def list_all(catalog: Catalog) -> list[AdapterRecord]:
     if not catalog.path.exists():
         return []
-    return [_record(r) for r in catalog.query("SELECT * FROM adapters ORDER BY repo_id")]
+    rows, flags = review_flags.with_flags(catalog, "SELECT * FROM adapters ORDER BY repo_id", [])
+    grouped = review_flags.by_repo(flags)
+    return [_record(r, grouped.get(r["repo_id"], [])) for r in rows]
 
 
-def _record(row: dict[str, Any]) -> AdapterRecord:
-    row = dict(row)
+def _record(row: dict[str, Any], flags: list[review_flags.Flag]) -> AdapterRecord:
+    row = dict(row, flags=flags)
     row["spec"] = AdapterSpec.from_json(row["spec"])
     row["contract"] = json.loads(row["contract"]) if row.get("contract") else None
     return AdapterRecord.model_validate(row)

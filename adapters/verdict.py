@@ -10,24 +10,33 @@ review items:
   for a text-only target: not a wrong adapter, a decision);
 - `not run`: no contract result for the current spec.
 
+Reviewers' open flags on the current spec (adapters.flags) make a passing verdict `pass with warnings`, as
+one grouped problem line (`2 records flagged by reviewers: lost_text ×2, e.g. row 14`).
+
 Problems are grouped one line per cause (the check), with how many and one example, so the same cause is
-never listed three times. Approval needs a passing verdict for the current spec and no open REVIEW item;
-`force` (with a note) overrides both, and `blockers()` says exactly what it overrides.
+never listed three times. Approval needs a passing verdict for the current spec, no open REVIEW item and
+no open flag; `force` (with a note) overrides all three, and `blockers()` says exactly what it overrides.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.contract import REFUSALS
+from adapters.flags import group_line, resolve_hint
 from catalog.untrusted import command, label_word, shell_word
+
+if TYPE_CHECKING:
+    from adapters.flags import Flag
 
 Kind = Literal["pass", "pass with warnings", "fail", "refused", "not run"]
 WARNING_LEVELS = {"warning", "warn"}  # anything else that fails (error, fail) is an error
 INFO_LEVELS = {"info", "note"}  # reported by a check, never a reason to refuse (e.g. a field-accounting note)
 _COUNTED = re.compile(r"^(\d+) problem\(s\): (.*?)(?:; |\s\(\+\d+ more\)|$)")
+FLAGS_CHECK = "reviewer_flags"  # the problem reviewers' open flags make (a warning: a person's, not a check's)
 
 
 @dataclass(frozen=True)
@@ -38,8 +47,11 @@ class Problem:
     severity: Literal["error", "warning"]
     count: int
     example: str
+    summary: str = ""  # the whole line, where the cause words it better than `check: N × example`
 
     def line(self) -> str:
+        if self.summary:
+            return self.summary
         return f"{self.check}: {self.count:,} × {self.example}" if self.count > 1 else f"{self.check}: {self.example}"
 
 
@@ -50,6 +62,7 @@ class Verdict:
     warnings: list[Problem] = field(default_factory=list)
     refusal: str | None = None  # the check that refused the data, for kind == "refused"
     review_open: list[str] = field(default_factory=list)  # spec fields inference asked a person to check
+    flags_open: list[dict[str, Any]] = field(default_factory=list)  # reviewers' open flags on this spec
     n_records: int = 0
     n_rows: int = 0
 
@@ -63,8 +76,11 @@ class Verdict:
         counts = []
         if self.errors:
             counts.append(f"{len(self.errors)} failing check{'s' if len(self.errors) != 1 else ''}")
-        if self.warnings:
-            counts.append(f"{len(self.warnings)} warning{'s' if len(self.warnings) != 1 else ''}")
+        checks = [p for p in self.warnings if p.check != FLAGS_CHECK]
+        if checks:
+            counts.append(f"{len(checks)} warning{'s' if len(checks) != 1 else ''}")
+        if self.flags_open:
+            counts.append(f"{len(self.flags_open)} open flag{'s' if len(self.flags_open) != 1 else ''}")
         if self.review_open:
             counts.append(f"{len(self.review_open)} open review item{'s' if len(self.review_open) != 1 else ''}")
         kind = f"refused: {self.refusal}" if self.kind == "refused" else self.kind
@@ -79,6 +95,7 @@ class Verdict:
         elif not self.passed:
             out += [p.line() for p in self.errors] or [self.headline]
         out += [f"REVIEW open: {f}" for f in self.review_open]
+        out += [f"flag {f['flag_id']} open: {f['brief']}" for f in self.flags_open]
         return out
 
     @property
@@ -89,11 +106,20 @@ class Verdict:
         """The one command that moves this adapter on, as every surface words it (status: the adapter's)."""
         repo = shell_word(repo_id)  # ids and review items (role_map.<label>) come from data: quoted, never code
         if status == "approved":
-            return command("draftset", "ingest", "--repo", repo_id)
+            ingest = command("draftset", "ingest", "--repo", repo_id)
+            if self.flags_open:  # flagged after the approval: the approval stands, the finding is said first
+                listed = command("draftset", "adapters", "flags", repo_id)
+                return f"{len(self.flags_open)} open flag(s) since the approval: {listed}; or go on: {ingest}"
+            return ingest
         if self.kind == "not run":
             return command("draftset", "adapters", "test", repo_id)
         if not self.passed:
             return f"fix the spec (draftset adapters map/edit {repo}), re-test, or reject it"
+        if self.flags_open:
+            return (
+                f"look at the flagged records ({command('draftset', 'adapters', 'flags', repo_id)}), then "
+                f"resolve each: {resolve_hint(repo_id, self.flags_open[0]['flag_id'])}"
+            )
         if self.review_open:
             checked = [word for f in self.review_open for word in ("--checked", f)]
             return (
@@ -131,11 +157,30 @@ def _problem(check: dict[str, Any], severity: Literal["error", "warning"]) -> Pr
     return Problem(check=str(check.get("name", "?")), severity=severity, count=int(count or 1), example=example)
 
 
-def verdict(contract: dict[str, Any] | None, needs_review: list[str] | None = None, current: bool = True) -> Verdict:
-    """The verdict of a stored contract result (ContractResult.to_json()) and the spec's open review items."""
+def _flags(open_flags: Sequence[Flag]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    if not open_flags:
+        return [], []
+    listed = [
+        {"flag_id": f.flag_id, "row_index": f.row_index, "kind": f.kind, "by": f.flagged_by, "brief": f.brief()}
+        for f in open_flags
+    ]
+    first = min(open_flags, key=lambda f: f.row_index)
+    rows = len({f.row_index for f in open_flags})
+    return listed, [Problem(FLAGS_CHECK, "warning", rows, first.brief(), summary=group_line(open_flags))]
+
+
+def verdict(
+    contract: dict[str, Any] | None,
+    needs_review: list[str] | None = None,
+    current: bool = True,
+    open_flags: Sequence[Flag] = (),
+) -> Verdict:
+    """The verdict of a stored contract result (ContractResult.to_json()), the spec's open review items and
+    the reviewers' open flags on this spec."""
     review = list(needs_review or [])
+    flagged, flag_problems = _flags(open_flags)
     if not contract or not current:
-        return Verdict("not run", review_open=review)
+        return Verdict("not run", review_open=review, flags_open=flagged)
     errors, warnings = [], []
     for c in contract.get("checks", []):
         if c.get("passed"):
@@ -149,6 +194,7 @@ def verdict(contract: dict[str, Any] | None, needs_review: list[str] | None = No
             warnings.append(_problem(c, "warning"))
         else:
             errors.append(_problem(c, "error"))
+    warnings += flag_problems
     refusal = next((p.check for p in errors if p.check in REFUSALS), None)
     kind: Kind = "refused" if refusal else "fail" if errors else "pass with warnings" if warnings else "pass"
     return Verdict(
@@ -157,6 +203,7 @@ def verdict(contract: dict[str, Any] | None, needs_review: list[str] | None = No
         warnings,
         refusal,
         review,
+        flagged,
         n_records=int(contract.get("n_records", 0)),
         n_rows=int(contract.get("n_rows", 0)),
     )
@@ -180,4 +227,4 @@ def rejected_by_cause(contract: dict[str, Any]) -> list[tuple[str, int, str]]:
 
 def of_record(record: Any) -> Verdict:
     """The verdict of a stored adapter (adapters.store.AdapterRecord)."""
-    return verdict(record.contract, record.spec.needs_review, record.contract_current)
+    return verdict(record.contract, record.spec.needs_review, record.contract_current, record.open_flags)

@@ -221,10 +221,18 @@ class Catalog:
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run a read-only query and return rows as dicts (JSON columns stay text)."""
+        return self.query_all([(sql, params)])[0]
+
+    def query_all(self, statements: Sequence[tuple[str, Sequence[Any] | None]]) -> list[list[dict[str, Any]]]:
+        """Several read-only queries on one connection, one snapshot (opening the file is most of a small
+        query's cost: an adapter and its flags are read together)."""
         with self.reader() as con, _owner.read_slot(self.path):
-            cur = con.execute(sql, params or [])
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            out = []
+            for sql, params in statements:
+                cur = con.execute(sql, params or [])
+                names = [d[0] for d in cur.description]
+                out.append([dict(zip(names, row)) for row in cur.fetchall()])
+            return out
 
 
 def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -11,7 +11,15 @@ from pathlib import Path
 import typer
 
 from catalog.errors import DraftsetError
-from pipeline.cli.common import catalog, console, print_table, resolve_named
+from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, print_table, resolve_named
+
+
+def _interval(i: object) -> dict[str, float] | None:
+    """An accept-length interval (eval.specdecode.replay.Interval) as numbers, for --json."""
+    if i is None:
+        return None
+    return {k: getattr(i, k) for k in ("value", "low", "high", "n_rounds", "n_tokens")}
+
 
 check_app = typer.Typer(
     help="Check a trained draft, an SGLang serving command, or the expected speedup.", no_args_is_help=True
@@ -28,8 +36,10 @@ def check_draft_cmd(
     max_samples: int = typer.Option(64),
     max_new_tokens: int = typer.Option(64, min=1, help="tokens per prompt the replayed decode makes"),
     target_al: float = typer.Option(3.0, help="forecast: the accept length you want"),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Per-step accuracy, the accept length decoding would measure (held-out first), and wrong wirings."""
+    json_listing(as_json)
     from eval.checks.draft_check import check_draft
     from eval.specdecode import records
 
@@ -52,6 +62,18 @@ def check_draft_cmd(
         rows,
         title=f"check draft: decoding replayed on teacher-forced rows, {r.steps} steps, {max_new_tokens} tokens a "
         f"prompt; wirings on {r.n_samples} {r.wirings_on} rows",
+        records=[
+            {
+                "wiring": w.name,
+                "hf_taps": w.hf_ids,
+                "step_accuracy_fraction": list(w.step_accuracy),
+                "accept_length": w.accept_length,
+                "accept_length_interval": _interval(w.interval),
+                "step_acceptance_fraction": list(w.step_acceptance),
+                "independent_accept_length": w.independent_al,
+            }
+            for w in results
+        ],
     )
     console.print(r.trust())
     console.print(r.verdict())
@@ -78,6 +100,15 @@ def check_draft_cmd(
                 for e in measured
             ],
             title="accept length measured by speculative decoding (draft_evals)",
+            records=[
+                {
+                    **{k: e[k] for k in ("wiring", "steps", "accept_length", "n_prompts", "n_tokens")},
+                    "estimated_accept_length": estimates.get(e["wiring"]) if e["steps"] == r.steps else None,
+                    "tokens_per_s": e["tokens_per_s"],
+                    "baseline_tokens_per_s": e["baseline_tokens_per_s"],
+                }
+                for e in measured
+            ],
         )
     else:
         console.print(
@@ -121,8 +152,10 @@ def check_accept_length_cmd(
     ),
     device: str = typer.Option("auto", help="auto | cpu | cuda:N"),
     dtype: str = typer.Option("float32", help="float32 | bfloat16"),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Accept length measured by real speculative decoding (chain, greedy verification), per wiring."""
+    json_listing(as_json)
     from eval.specdecode import records
     from eval.specdecode.evaluate import measure
 
@@ -155,6 +188,20 @@ def check_accept_length_cmd(
         ],
         title=f"speculative decoding on {m.device}: {m.n_prompts} held-out prompts, plain greedy "
         f"{m.greedy_tokens_per_s:.1f} tok/s ({m.greedy_tokens} tokens); output equals plain greedy",
+        records=[
+            {
+                "wiring": r.name,
+                "hf_taps": r.hf_ids,
+                "steps": r.steps,
+                "accept_length_interval": _interval(r.interval),
+                "step_acceptance_fraction": list(r.step_acceptance),
+                "tokens_per_s": r.tokens_per_s,
+                "plain_tokens_per_s": m.greedy_tokens_per_s,
+                "speedup_ratio": r.tokens_per_s / m.greedy_tokens_per_s,
+                "ties": r.ties,
+            }
+            for r in m.runs
+        ],
     )
     for name, k, line in m.separations():
         if line != "separated":
@@ -177,8 +224,10 @@ def check_pilot_cmd(
     max_new_tokens: int = typer.Option(64, min=1),
     target_al: float = typer.Option(3.0, help="forecast: the accept length you want"),
     device: str = typer.Option("auto"),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Train on nested subsets of a build, measure each, record the points and print the forecast."""
+    json_listing(as_json)
     from eval.forecast_pilot import run_pilot
     from eval.specdecode import records
     from pipeline.train.loop import TrainConfig, run_train
@@ -223,6 +272,17 @@ def check_pilot_cmd(
             for r in p.measurement.runs
         ],
         title=f"pilot on {build}: nested subsets, the same held-out prompts (recorded in draft_evals)",
+        records=[
+            {
+                "fraction": p.fraction,
+                "train_samples": p.train_samples,
+                "steps": r.steps,
+                "accept_length_interval": _interval(r.interval),
+                "seconds": p.seconds,
+            }
+            for p in pilot.points
+            for r in p.measurement.runs
+        ],
     )
     for fraction, why in pilot.skipped:
         console.print(f"[yellow]skipped[/] fraction {fraction:g}: {why}")
@@ -294,8 +354,10 @@ def check_estimate_cmd(
     baseline_tps: float | None = typer.Option(None, help="calibrate: plain decoding tok/s"),
     observed_tps: float | None = typer.Option(None, help="calibrate: speculative tok/s"),
     observed_accept_length: float | None = typer.Option(None),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Expected speedup from accept length and draft/verify cost (or calibrated from a measured run)."""
+    json_listing(as_json)
     from eval.checks.estimate import calibrated_round_cost, estimate, round_cost
 
     calib = (baseline_tps, observed_tps, observed_accept_length)
@@ -309,6 +371,7 @@ def check_estimate_cmd(
         )
     else:
         cost = round_cost(steps, draft_cost, verify_cost)
+    found = estimate(accept_length, cost)
     rows = [
         [
             f"{e.accept_length:.2f}",
@@ -316,9 +379,23 @@ def check_estimate_cmd(
             f"{baseline_tps * e.speedup:.1f}" if baseline_tps is not None and calibrated else "",
             "faster" if e.speedup > 1 else "SLOWER",
         ]
-        for e in estimate(accept_length, cost)
+        for e in found
     ]
-    print_table(["accept length", "speedup", "tok/s", "vs plain"], rows, title=f"round cost {cost:.3f} target steps")
+    print_table(
+        ["accept length", "speedup", "tok/s", "vs plain"],
+        rows,
+        title=f"round cost {cost:.3f} target steps",
+        records=[
+            {
+                "accept_length": e.accept_length,
+                "speedup_ratio": e.speedup,
+                "tokens_per_s": baseline_tps * e.speedup if baseline_tps is not None and calibrated else None,
+                "round_cost_target_steps": cost,
+                "faster": e.speedup > 1,
+            }
+            for e in found
+        ],
+    )
     console.print(f"break-even accept length: {cost:.2f}")
 
 

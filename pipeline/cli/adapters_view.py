@@ -10,7 +10,7 @@ from rich.columns import Columns
 from rich.panel import Panel
 from rich.syntax import Syntax
 
-from adapters import verdict
+from adapters import flags, verdict
 from adapters.contract import ContractResult
 from adapters.store import AdapterRecord
 from catalog.untrusted import clean_text, shell_word
@@ -226,6 +226,33 @@ def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool, canonic
     console.print(Columns(panels, equal=True, expand=True))
 
 
+def print_flags(listed: list[dict[str, Any]], repo_id: str) -> None:
+    """Reviewers' flags (adapters.flags.listed): open ones first, then stale, then resolved; notes literal."""
+    if not listed:
+        console.print(literal(f"no reviewer flags on {repo_id}"))
+        return
+    order = {"open": 0, "stale": 1, "resolved": 2}
+    rows = sorted(listed, key=lambda f: (order.get(str(f["state"]), 3), str(f["flagged_at"])))
+    counts = {s: sum(f["state"] == s for f in listed) for s in order}
+    _table(
+        ["flag", "state", "row", "kind", "by", "at", "note", "resolution"],
+        [
+            [
+                f["flag_id"],
+                f["state"] + (f" (spec {str(f['spec_hash'])[:8]})" if f["state"] == "stale" else ""),
+                f["row_index"],
+                f["kind"],
+                f["flagged_by"],
+                str(f["flagged_at"])[:16].replace("T", " "),
+                f["note"] or "",
+                f"{f['resolved_by']}: {f['resolution']}" if f["state"] == "resolved" else "",
+            ]
+            for f in rows
+        ],
+        title=f"reviewer flags on {repo_id}: {counts['open']} open, {counts['stale']} stale, {counts['resolved']} resolved",
+    )
+
+
 def print_show(record: AdapterRecord) -> None:
     console.print(
         f"[bold]{safe(record.repo_id)}[/]  status [bold]{safe(record.status)}[/]  spec "
@@ -240,7 +267,9 @@ def print_show(record: AdapterRecord) -> None:
     found = verdict.of_record(record)
     console.print(literal(f"verdict: {found.headline}"), style="bold")
     for blocker in found.blockers():
-        console.print(literal(f"  {blocker}"), style="red" if not blocker.startswith("REVIEW") else "yellow")
+        console.print(literal(f"  {blocker}"), style="red" if not blocker.startswith(("REVIEW", "flag ")) else "yellow")
+    if record.flags:
+        print_flags(flags.listed(record.flags, record.spec_hash), record.repo_id)
     print_fields(record.contract)  # first: what every raw field became, before how it was decided
     spec = record.spec
     data = spec.model_dump(mode="json", exclude={"reasons", "golden", "needs_review"}, exclude_none=True)

@@ -18,7 +18,18 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.exceptions import Abort
 
 from catalog.errors import DraftsetError
-from pipeline.cli import adapters_cmd, data_cmd, draft_cmd, find_cmd, hub_cmd, model_cmd, regen_cmd, serve_cmd, sql_cmd
+from pipeline.cli import (
+    adapters_cmd,
+    data_cmd,
+    draft_cmd,
+    find_cmd,
+    flags_cmd,
+    hub_cmd,
+    model_cmd,
+    regen_cmd,
+    serve_cmd,
+    sql_cmd,
+)
 from pipeline.cli.common import err_console, safe
 from pipeline.cli.team import guard_local_only
 
@@ -54,7 +65,18 @@ COMMAND_GROUP = "draftset.commands"
 
 def _register_all(target: typer.Typer) -> None:
     # Registration order; `--help` lists plain commands first, then the groups (hub, adapters, model, check).
-    for module in (hub_cmd, find_cmd, sql_cmd, adapters_cmd, data_cmd, regen_cmd, model_cmd, draft_cmd, serve_cmd):
+    for module in (
+        hub_cmd,
+        find_cmd,
+        sql_cmd,
+        adapters_cmd,
+        flags_cmd,
+        data_cmd,
+        regen_cmd,
+        model_cmd,
+        draft_cmd,
+        serve_cmd,
+    ):
         module.register(target)
     # Then every installed package's commands (eval: report, check), in entry-point name order.
     for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):

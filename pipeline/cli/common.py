@@ -8,12 +8,10 @@ value that did not come from our own code goes through `safe()` (inside markup f
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,6 +27,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from catalog.names import closest
 from catalog.untrusted import clean_text, redact
+from pipeline.cli import as_json
 from pipeline.settings import settings
 from pipeline.stage import StageConfig, field_default
 
@@ -139,32 +138,13 @@ def cell_text(value: Any) -> str:
         return ""
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
+    if isinstance(value, dict):  # counts by reason: `too_large=3, malformed=1` (--json keeps the mapping)
+        return ", ".join(f"{k}={cell_text(v)}" for k, v in value.items()) or "-"
     return str(value)
 
 
-# --json on every listing command: the same data as its tables, as one JSON document on stdout. The one
-# emitter: a command wraps its body in `json_output(as_json)`, print_table then collects its tables instead
-# of drawing them, and every other line the command prints goes to stderr, so stdout parses.
-JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document (the tables' data) instead of tables.")
-_json_tables: list[dict[str, Any]] | None = None
-
-
-@contextmanager
-def json_output(enabled: bool, **extra: Any) -> Iterator[dict[str, Any]]:
-    """Within: tables are collected (and `extra`, which the command may fill in); on exit, one JSON document
-    {"tables": [{"title", "columns", "rows": [{column: value}]}], **extra} is printed to stdout."""
-    global _json_tables
-    if not enabled:
-        yield extra
-        return
-    _json_tables, was = [], console.stderr
-    console.stderr = True  # rich resolves sys.stderr at each print: the stream pytest or a pipe gave
-    try:
-        yield extra
-        document = {"tables": _json_tables, **extra}
-    finally:
-        _json_tables, console.stderr = None, was
-    sys.stdout.write(json.dumps(document, default=str, ensure_ascii=False) + "\n")
+# --json on every listing: the emitter lives in pipeline/cli/as_json.py; these names are its, re-exported.
+JSON_OPTION, json_listing, json_output = as_json.JSON_OPTION, as_json.json_listing, as_json.json_output
 
 
 def _kind(cells: list[str]) -> str:
@@ -177,16 +157,19 @@ def _kind(cells: list[str]) -> str:
 
 
 def print_table(
-    columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None, *, width: int | None = None
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    title: str | None = None,
+    *,
+    width: int | None = None,
+    records: Sequence[dict[str, Any]] | None = None,
 ) -> None:
     """A table whose headers, cells and title are printed literally (no markup, no escape sequences), that
     never splits a number or an id: those columns keep their width, prose folds, and the columns that cannot
-    fit are dropped from the right (named in a line under the table). Under `json_output`: collected instead."""
-    if _json_tables is not None:
-        names = [str(c) for c in columns]
-        _json_tables.append(
-            {"title": title, "columns": names, "rows": [dict(zip(names, row, strict=False)) for row in rows]}
-        )
+    fit are dropped from the right (named in a line under the table). Under `json_output`: collected instead,
+    as `records` when given: the raw values behind cells the table formats (bytes, counts, seconds; the unit
+    in the key's name, e.g. `file_bytes`, `eta_s`), so JSON carries numbers, never "67.2 GB" or "19,332"."""
+    if as_json.collect(columns, rows, title, records):
         return
     texts = [[cell_text(v) for v in row] for row in rows]
     cols = [[row[i] if i < len(row) else "" for row in texts] for i in range(len(columns))]

@@ -19,6 +19,7 @@ from pipeline.cli.common import (
     catalog,
     console,
     field_option,
+    json_listing,
     json_output,
     literal,
     print_table,
@@ -78,7 +79,7 @@ def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
         counts.get("in", 0),
         counts.get("out", 0),
         skipped_total(counts),
-        ", ".join(f"{k}={v}" for k, v in sorted(dropped.items())) or "-",
+        dict(sorted(dropped.items())),  # shown as `reason=N, ...` (or -); --json keeps the numbers by reason
         counts.get("errors", 0),
         status,
     ]
@@ -98,6 +99,7 @@ def ingest_cmd(
     workers: int = typer.Option(1, "--workers", min=1, help="Datasets ingested at once (worker processes)."),
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
 
@@ -107,6 +109,8 @@ def ingest_cmd(
     plan later tops it up); --all reads everything."""
     from pipeline.ingest.fanout import ingest
     from pipeline.ingest.run import repos_to_ingest
+
+    json_listing(as_json)
 
     values = stage_settings(
         IngestConfig,
@@ -203,6 +207,7 @@ def dedup_cmd(
     workers: int = _WORKERS,
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
@@ -210,6 +215,8 @@ def dedup_cmd(
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.run import run_dedup
     from pipeline.targets.lengths import TokenCounter
+
+    json_listing(as_json)
 
     values = stage_settings(
         DedupConfig,

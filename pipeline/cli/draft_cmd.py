@@ -9,6 +9,7 @@ import typer
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.capture.config import CaptureConfig
+from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
 from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
@@ -41,9 +42,12 @@ def capture(
     ),
     fresh: bool = typer.Option(False, "--fresh", help="discard what --out already holds instead of resuming it"),
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import run_capture
+
+    json_listing(as_json)
 
     flags = {"layers": _ids(layers), "batch_tokens": batch_tokens, "max_rows": max_rows, "device": device, "tp": tp}
     settable = [*flags, "shard_bytes", "dtype", "writer_threads"]
@@ -66,6 +70,18 @@ def capture(
             ]
         ],
         title="capture",
+        records=[
+            {
+                "samples": m.n_samples,
+                "tokens": m.n_tokens,
+                "loss_tokens": m.n_loss_tokens,
+                "taps_hf_j": list(m.taps.aux),
+                "sglang_ids": m.taps.sglang_ids,
+                "hidden_bytes_per_token": m.hidden_bytes_per_token,
+                "file_bytes": m.file_bytes,
+                "dir": str(out),
+            }
+        ],
     )
 
 
@@ -105,11 +121,14 @@ def train(
         TrainConfig, "resume", "--resume", help="continue an interrupted run from its last state"
     ),
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
     import json
 
     from pipeline.train.loop import run_train
+
+    json_listing(as_json)
 
     flags = {
         "model_dir": model,
@@ -138,7 +157,15 @@ def train(
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]
     if metrics.get("heldout_step_accuracy"):
         rows.append(["held-out", *[f"{a:.3f}" for a in metrics["heldout_step_accuracy"]]])
-    print_table(["split", *[f"acc@{k}" for k in range(values["ttt_steps"])]], rows, title="draft accuracy per step")
+    records = [{"split": "train", "step_accuracy_fraction": metrics["train_step_accuracy"]}]
+    if metrics.get("heldout_step_accuracy"):
+        records.append({"split": "held-out", "step_accuracy_fraction": metrics["heldout_step_accuracy"]})
+    print_table(
+        ["split", *[f"acc@{k}" for k in range(values["ttt_steps"])]],
+        rows,
+        title="draft accuracy per step",
+        records=records,
+    )
     console.print(f"draft exported to {out}", highlight=False)
 
 

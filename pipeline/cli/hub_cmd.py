@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import console, print_table, safe, settings
 from pipeline.servers.http import LOOPBACK
 
@@ -40,8 +41,10 @@ def serve(
 def check(
     limit: int = typer.Option(5, min=1, help="How many datasets to list."),
     search: str | None = typer.Option(None, help="Only datasets whose id contains this text."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """List a few datasets from HF_ENDPOINT (most downloaded first) to prove the Hub and its viewer answer."""
+    json_listing(as_json)
     import httpx
     from huggingface_hub import HfApi
 

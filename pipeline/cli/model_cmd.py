@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from pipeline.build.config import BuildConfig
+from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
 from pipeline.servers.http import LOOPBACK
 from pipeline.stage import stage_settings
@@ -39,11 +40,14 @@ def init_toy_cmd(
     # Bounds as in ToyConfig, so a bad value is a usage error, not a pydantic traceback.
     hidden_size: int = typer.Option(64, "--hidden-size", min=16, max=512, help="Hidden size (64-128 keeps it tiny)."),
     vocab_size: int = typer.Option(3000, "--vocab-size", min=300, max=32000, help="BPE vocabulary size to train."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Create the toy target: tokenizer trained on the fixture Hub text, tiny LlamaForCausalLM, safetensors."""
     from rich.progress import Progress
 
     from pipeline.model.toy import ToyConfig, init_toy
+
+    json_listing(as_json)
 
     cfg = ToyConfig(
         train_steps=train_steps,
@@ -73,6 +77,15 @@ def init_toy_cmd(
                 "-" if info["final_loss"] is None else f"{info['final_loss']:.3f}",
             ]
         ],
+        records=[
+            {
+                "model_dir": str(out_dir),
+                "vocab_size": info["vocab_size"],
+                "parameters": info["n_parameters"],
+                "train_steps": info["steps_done"],
+                "final_loss": info["final_loss"],
+            }
+        ],
     )
     console.print(f"next: draftset serve-dev {out_dir} --port 8000")
 
@@ -100,10 +113,13 @@ def import_gguf_cmd(
     ),
     out_dir: Path = typer.Argument(..., help="Hugging Face model folder to write (replaced if it exists)."),
     dtype: str = typer.Option("bfloat16", "--dtype", help="Weights dtype: bfloat16 or float32."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Turn a GGUF file into a plain HF folder (config, safetensors, tokenizer, chat template) every stage reads."""
     from pipeline.targets.gguf_fetch import fetch_smollm2
     from pipeline.targets.gguf_import import import_gguf
+
+    json_listing(as_json)
 
     path = fetch_smollm2() if gguf == "smollm2" and not Path(gguf).exists() else Path(gguf)
     with console.status(f"dequantizing {path.name} and writing {out_dir}"):
@@ -125,6 +141,16 @@ def import_gguf_cmd(
             ]
         ],
         title="import-gguf",
+        records=[
+            {
+                "model_dir": str(out_dir),
+                **{k: info[k] for k in ("architecture", "n_layers", "hidden_size", "vocab_size", "n_parameters")},
+                "dtype": info["dtype"],
+                "file_bytes": info["bytes"],
+                "top1_agreement_fraction": check["top1_agreement"],
+                "probe_tokens": check["probe_tokens"],
+            }
+        ],
     )
     console.print(f"next: draftset serve-dev {out_dir} --port 8000", highlight=False, soft_wrap=True)
 
@@ -135,15 +161,26 @@ def convert_tokenizer_cmd(
         ..., exists=True, file_okay=False, help="Target snapshot with tiktoken.model (e.g. Kimi-K2.5)."
     ),
     out: Path = typer.Option(None, "--out", help="Write here instead of into MODEL_DIR."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a tokenizer.json that encodes exactly as the target's tiktoken tokenizer, so build and
     capture run without trust_remote_code (its tokenization_*.py is parsed, never executed)."""
     from pipeline.targets.tiktoken_convert import convert_tokenizer
 
+    json_listing(as_json)
     r = convert_tokenizer(model_dir, out)
     print_table(
         ["out dir", "BPE ranks", "special ids", "split pattern from", "tokenizer.json sha256"],
         [[r.out_dir, f"{r.n_ranks:,}", r.n_special, r.pattern_source, r.sha256[:16]]],
+        records=[
+            {
+                "out_dir": str(r.out_dir),
+                "bpe_ranks": r.n_ranks,
+                "special_ids": r.n_special,
+                "split_pattern_from": r.pattern_source,
+                "tokenizer_sha256": r.sha256,
+            }
+        ],
     )
     console.print(f"next: draftset build MIX --model {r.out_dir}", highlight=False)
 
@@ -203,6 +240,7 @@ def build_cmd(
     end_of_turn: str | None = field_option(BuildConfig, "end_of_turn", help="The template's end-of-turn token."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard rows of an earlier build instead of resuming."),
     config_file: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
     from rich.progress import Progress
@@ -211,6 +249,8 @@ def build_cmd(
     from pipeline.build.run import run_build
     from pipeline.cli import known
     from pipeline.cli.common import catalog, settings
+
+    json_listing(as_json)
 
     known.check_mix(mix, ("mix", "regen"))
     flags = {
@@ -253,6 +293,23 @@ def build_cmd(
             ["thinking / system prompt", f"{m.get('thinking')} / {m.get('system_prompt_policy')}"],
         ],
         title=f"build {mix} → {result.out_dir}",
+        records=[
+            {
+                "out_dir": str(result.out_dir),
+                "conversations_in": c.get("in", 0),
+                "resumed_rows": c.get("skipped_already_built", 0),
+                "rows_written": c.get("out", 0),
+                "rows_total": m.get("n_rows", 0),
+                "tokens": m.get("n_tokens", 0),
+                "trainable_tokens": m.get("n_trainable", 0),
+                "truncated_rows": c.get("truncated", 0),
+                "dropped_rows": {k.removeprefix("dropped_"): v for k, v in c.items() if k.startswith("dropped_")},
+                "draft_vocab_size": m.get("draft_vocab_size"),
+                "draft_vocab_coverage_fraction": m.get("draft_vocab_coverage"),
+                "thinking": m.get("thinking"),
+                "system_prompt_policy": m.get("system_prompt_policy"),
+            }
+        ],
     )
     if not m.get("source_complete", True):
         console.print(

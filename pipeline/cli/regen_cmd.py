@@ -15,6 +15,7 @@ from pipeline.cli.common import (
     catalog,
     console,
     field_option,
+    json_listing,
     json_output,
     print_table,
     safe,
@@ -22,6 +23,7 @@ from pipeline.cli.common import (
     timestamp,
 )
 from pipeline.regenerate.config import RegenConfig, RetryPolicy
+from pipeline.regenerate.status import job_record, run_record  # status --json: the tables' raw numbers
 
 
 def regenerate_cmd(
@@ -68,6 +70,7 @@ def regenerate_cmd(
         "each resumes on its own. Every run on a mix must use the same N.",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer every prompt of a mix with the target model through OpenAI-compatible servers.
 
@@ -79,6 +82,8 @@ def regenerate_cmd(
     from pipeline.cli import known
     from pipeline.regenerate.config import load_config, with_overrides
     from pipeline.regenerate.run import run_regenerate
+
+    document = json_listing(as_json)
 
     cfg = settings()
     endpoints = endpoint or cfg.target_endpoints
@@ -117,6 +122,9 @@ def regenerate_cmd(
     rows = [[k, v] for k, v in sorted(counts.items()) if v]
     label = f"{mix} shard {config.shard.label}" if config.shard else mix
     print_table(["count (this run)", "rows"], rows, title=f"regenerate {label}")
+    document.update(
+        {"run_id": result.run_id, "counts": counts, "on_disk": result.totals, "input_rows": result.input_rows}
+    )
     console.print(f"run {result.run_id}", highlight=False)
     t = result.totals
     console.print(
@@ -226,6 +234,7 @@ def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, ho
                 ]
                 for j in jobs
             ],
+            records=[job_record(j) for j in jobs],
             title="regeneration jobs",
         )
     else:
@@ -239,6 +248,7 @@ def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, ho
                 [r["run_id"], r["stage"], r["status"], format_counts(r["counts"]), r["started_at"], r["finished_at"]]
                 for r in runs
             ],
+            records=[run_record(r) for r in runs],
             title="recent stage runs",
         )
     else:

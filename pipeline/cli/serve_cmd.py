@@ -6,6 +6,7 @@ from enum import Enum
 
 import typer
 
+from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import catalog, console, print_table, settings
 from pipeline.servers.http import LOOPBACK
 
@@ -51,8 +52,9 @@ def add(
 
 
 @users_app.command("list")
-def list_() -> None:
+def list_(as_json: bool = JSON_OPTION) -> None:
     """Users and their roles (tokens are never shown again)."""
+    json_listing(as_json)
     from pipeline.servers.service.users import list_users
 
     served = _users()

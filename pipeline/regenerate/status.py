@@ -64,3 +64,38 @@ def recent_stage_runs(home: Path, limit: int = 10) -> list[dict[str, Any]] | Non
 def format_counts(counts: Any) -> str:
     data = json.loads(counts) if isinstance(counts, str) else (counts or {})
     return " ".join(f"{k}={v}" for k, v in data.items() if v)
+
+
+# `draftset status --json`: the raw numbers behind the tables (counts, seconds, rates), units in the key names.
+JOB_COUNTS = ("total", "results", "errors", "skipped", "resumed")
+
+
+def job_record(job: dict[str, Any]) -> dict[str, Any]:
+    """One regeneration job's progress as numbers: `done` = answered + failed + skipped + resumed."""
+    counts = {k: int(job.get(k) or 0) for k in JOB_COUNTS}
+    return {
+        "mix": job.get("mix"),
+        "shard": job.get("shard"),
+        "state": job.get("state"),
+        "done": sum(counts[k] for k in JOB_COUNTS if k != "total"),
+        **counts,
+        "req_per_s": job.get("req_s"),
+        "tok_per_s": job.get("tok_s"),
+        "mean_completion_tokens": job.get("mean_completion_tokens"),
+        "eta_s": job.get("eta_s"),
+        "updated_at": job.get("updated_at"),
+    }
+
+
+def run_record(run: dict[str, Any]) -> dict[str, Any]:
+    """One stage run with its counts as a mapping of numbers (the table shows them as `in=19,332 ...`)."""
+    counts = json.loads(run["counts"]) if isinstance(run.get("counts"), str) else (run.get("counts") or {})
+    return {
+        "run_id": run["run_id"],
+        "stage": run["stage"],
+        "status": run["status"],
+        "counts": counts,
+        "started_at": run.get("started_at"),
+        "finished_at": run.get("finished_at"),
+        "error": run.get("error"),
+    }

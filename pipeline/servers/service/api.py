@@ -261,6 +261,55 @@ def map_roles(owner: str, name: str, body: dict[str, str], request: Request, use
     return {**review_data.summary(record), "role_map": record.spec.role_map}
 
 
+# -- reviewers' per-record flags (adapters.flags) ------------------------------------------------------
+class FlagBody(Strict):
+    spec_hash: str = Field(min_length=8, max_length=64, description="the spec the reviewer looked at")
+    row_index: int = Field(ge=0)
+    kind: str = Field(min_length=1, max_length=40)
+    note: str | None = Field(None, max_length=2000)
+    record_id: str | None = Field(None, max_length=300)
+
+
+class ResolveBody(Strict):
+    note: str = Field(min_length=1, max_length=2000)
+
+
+@router.get("/api/adapters/{owner}/{name}/flags")
+def list_flags(owner: str, name: str, request: Request, user: Viewer) -> Response:
+    """Every flag on this adapter, each with its state (open / stale / resolved) against the current spec."""
+    return fast_json(review_data.flag_list(store.require(service(request).catalog, f"{owner}/{name}")))
+
+
+@router.post("/api/adapters/{owner}/{name}/flags")
+def add_flag(owner: str, name: str, body: FlagBody, request: Request, user: Reviewer) -> dict[str, Any]:
+    from adapters import flags
+
+    catalog, repo_id = service(request).catalog, f"{owner}/{name}"
+    record = store.require(catalog, repo_id)
+    flag = flags.add(
+        catalog,
+        repo_id,
+        body.spec_hash,
+        record.revision,
+        body.row_index,
+        body.kind,
+        body.note,
+        user.name,
+        body.record_id,
+    )
+    return {**flag.model_dump(mode="json"), "state": flag.state(record.spec_hash)}
+
+
+@router.post("/api/adapters/{owner}/{name}/flags/{flag_id}/resolve")
+def resolve_flag(
+    owner: str, name: str, flag_id: str, body: ResolveBody, request: Request, user: Reviewer
+) -> dict[str, Any]:
+    from adapters import flags
+
+    flag = flags.resolve(service(request).catalog, f"{owner}/{name}", flag_id, user.name, body.note)
+    return {**flag.model_dump(mode="json"), "state": "resolved"}
+
+
 # -- users (operators) --------------------------------------------------------------------------------
 class UserBody(Strict):
     name: str = Field(min_length=1, max_length=64)

@@ -189,7 +189,7 @@ async def adapter_page(request: Request, owner: str, name: str, rows: int = 20, 
             cache=s.cache,
         )
     )
-    return render(request, "adapter.html", user, a=data, rows=rows, done=done)
+    return render(request, "adapter.html", user, a=data, rows=rows, done=done, max_rows=review_data.MAX_PREVIEW_ROWS)
 
 
 @router.post("/adapters/{owner}/{name}/{action}")

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from adapters import store, verdict
+from adapters import flags, store, verdict
 from adapters.apply import RowError, apply_row, role_labels
 from adapters.source import iter_raw_rows
 from catalog.db import Catalog
@@ -44,7 +44,13 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
         "reviewed_at": record.reviewed_at,
         "note": record.note,
         "stale": record.status == "stale",
+        "open_flags": len(record.open_flags),
     }
+
+
+def flag_list(record: store.AdapterRecord) -> list[dict[str, Any]]:
+    """The adapter's flags, oldest first, each with its state against the current spec (adapters.flags)."""
+    return flags.listed(record.flags, record.spec_hash)
 
 
 def stale_reason(record: store.AdapterRecord) -> str | None:
@@ -129,6 +135,9 @@ def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[s
     return record, {
         **summary(record),
         "stale_reason": stale_reason(record),
+        "flags": (listed := flag_list(record)),
+        "flags_by_row": _by_row(listed),
+        "flag_kinds": flags.KINDS,
         "spec": spec.model_dump(mode="json", exclude={"golden", "reasons"}),
         "spec_yaml": spec.model_copy(update={"golden": [], "reasons": {}}).to_yaml(),
         "reasons": [
@@ -143,6 +152,13 @@ def _detail(catalog: Catalog, repo_id: str) -> tuple[store.AdapterRecord, dict[s
         # Where every raw field went, when the contract carries that table (a list of rows, or a mapping).
         "accounting": _accounting(contract),
     }
+
+
+def _by_row(listed: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
+    for f in listed:
+        out.setdefault(f["row_index"], []).append(f)
+    return out
 
 
 ACCOUNTING = {  # the contract's field accounting (adapters.accounting.FieldReport): column -> how to show it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -128,9 +130,12 @@ def test_cli_measures_records_and_check_draft_shows_it(toy, home):
             "--configured-only",
             "--device",
             "cpu",
+            "--json",
         ],
     )
     assert out.exit_code == 0, out.output
+    runs = json.loads(out.stdout)["tables"][0]["rows"]  # --json: one document of numbers on stdout
+    assert [r["steps"] for r in runs] == [1, 2] and all(r["accept_length_interval"]["value"] >= 1 for r in runs)
     rows = Catalog(home).query(
         "SELECT wiring, method, steps, n_prompts, n_tokens, accept_length, ties FROM draft_evals ORDER BY steps"
     )
@@ -139,7 +144,11 @@ def test_cli_measures_records_and_check_draft_shows_it(toy, home):
         ("configured", "specdecode", 2, 2, 0),
     ]
     assert all(r["n_tokens"] == 12 and r["accept_length"] >= 1 for r in rows)
-    shown = runner.invoke(app, ["check", "draft", str(toy.draft), "--captures", str(toy.capture), "--max-samples", "4"])
-    assert "measured by speculative decoding" in shown.output, shown.output
+    shown = runner.invoke(
+        app, ["check", "draft", str(toy.draft), "--captures", str(toy.capture), "--max-samples", "4", "--json"]
+    )
+    tables = {t["title"].split(":")[0]: t["rows"] for t in json.loads(shown.stdout)["tables"]}
+    assert "accept length measured by speculative decoding (draft_evals)" in tables, shown.output
+    assert all(isinstance(r["accept_length"], float) for r in tables["check draft"])
     estimates = Catalog(home).query("SELECT wiring, steps FROM draft_evals WHERE method = 'estimate'")
     assert ("configured", 3) in {(r["wiring"], r["steps"]) for r in estimates}

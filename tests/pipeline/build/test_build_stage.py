@@ -184,6 +184,11 @@ def test_cli_build_prints_a_table(home, toy_dir, mix):
     result = CliRunner().invoke(app, ["build", mix, "--model", str(toy_dir), "--draft-vocab-size", "50"])
     assert result.exit_code == 0, result.output
     assert "build m1" in result.output and json.loads((home / "data/build/m1/manifest.json").read_text())["n_rows"] == 4
+    again = CliRunner().invoke(app, ["build", mix, "--model", str(toy_dir), "--draft-vocab-size", "50", "--json"])
+    (row,) = json.loads(again.stdout)["tables"][0]["rows"]  # a resumed build, as numbers
+    assert (
+        row["rows_total"] == 4 and row["rows_written"] == 0 and isinstance(row["draft_vocab_coverage_fraction"], float)
+    )
 
 
 def test_only_unregenerated_rows_is_a_zero_output_error(home, toy_dir, conversation):

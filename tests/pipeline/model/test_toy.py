@@ -123,9 +123,12 @@ def test_cli_init_toy_writes_a_loadable_model(tmp_path):
             "400",
             "--corpus",
             str(tmp_path / "corpus"),
+            "--json",
         ],
     )
     assert result.exit_code == 0, result.output
+    (shown,) = json.loads(result.stdout)["tables"][0]["rows"]  # --json: the table's raw numbers, stdout only
+    assert shown["train_steps"] == 2 and isinstance(shown["parameters"], int) and isinstance(shown["final_loss"], float)
     info = json.loads((tmp_path / "m" / "draftset_toy.json").read_text())
     assert info["toy_config"]["train_steps"] == 2 == info["steps_done"] and info["final_loss"] > 0
     assert info["corpus_rows"] == 1 + len(FALLBACK_ROWS)

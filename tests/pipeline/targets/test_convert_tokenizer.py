@@ -167,6 +167,9 @@ def test_rerun_is_idempotent_and_keeps_the_original_config(kimi_dir):
     assert json.loads((d / "tokenizer_config.remote.json").read_text())["tokenizer_class"] == "TikTokenTokenizer"
     assert "auto_map" not in json.loads((d / "tokenizer_config.json").read_text())
     assert convert_tokenizer(d).sha256 == first.sha256
+    listed = CliRunner().invoke(app, ["model", "convert-tokenizer", str(d), "--json"])
+    (row,) = json.loads(listed.stdout)["tables"][0]["rows"]  # raw numbers, not "100,256"
+    assert row["tokenizer_sha256"] == first.sha256 and row["bpe_ranks"] == first.n_ranks
 
 
 def test_refuses_gapped_ranks_and_missing_file(tmp_path):

@@ -1,24 +1,62 @@
 // The adapter page's record viewer: one sampled row at a time, next/previous (buttons, j/k, arrow keys),
-// filters (failing checks, quarantined, longest first, random order), a flag per record (f), and how many
-// records this reviewer has looked at. Flags and the reviewed set stay in this browser (localStorage), keyed
-// by repo and spec hash, so a changed spec starts a fresh review. Nothing here is sent to the server.
+// filters (failing checks, quarantined, longest first, random order), and how many records this reviewer
+// has looked at (kept in this browser, keyed by repo and spec hash, so a changed spec starts a fresh review).
+// Flags are the server's: a flag (f focuses the current record's form) and a resolution are posted to the
+// JSON API with the session's CSRF token, and the page reloads on the same record to show the verdict they
+// change. Everything from the server is put in the page as text, never as markup.
 "use strict";
 
 (function () {
   const section = document.getElementById("records");
   if (!section) return;
   const records = Array.from(section.querySelectorAll("article.record"));
+  const api = "/api/adapters/" + section.dataset.repo.split("/").map(encodeURIComponent).join("/") + "/flags";
+
+  async function post(url, body, errorBox) {
+    errorBox.textContent = "";
+    const resp = await fetch(url, {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf()}, body: JSON.stringify(body)});
+    if (resp.ok) return true;
+    let data = {};
+    try { data = await resp.json(); } catch (e) { data = {error: "HTTP " + resp.status}; }
+    errorBox.textContent = "error: " + (data.error || ("HTTP " + resp.status)) + (data.next ? " · next: " + data.next : "");
+    return false;
+  }
+
+  function reloadAt(row) {
+    if (row !== undefined) history.replaceState(null, "", "#row-" + row);
+    window.location.reload();
+  }
+
+  document.querySelectorAll("form.flag-form").forEach((form) => {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const body = {spec_hash: section.dataset.spec, row_index: parseInt(form.dataset.row, 10),
+                    kind: form.querySelector(".flag-kind").value, note: form.querySelector(".flag-note").value || null,
+                    record_id: form.dataset.record || null};
+      if (await post(api, body, form.querySelector(".form-error"))) reloadAt(form.dataset.row);
+    });
+  });
+  document.querySelectorAll("form.resolve-form").forEach((form) => {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const url = api + "/" + encodeURIComponent(form.dataset.flag) + "/resolve";
+      if (await post(url, {note: form.querySelector("input").value}, form.querySelector(".form-error"))) reloadAt();
+    });
+  });
+
   if (!records.length) return;
   const key = "draftset-review:" + section.dataset.key;
-  const saved = JSON.parse(localStorage.getItem(key) || '{"seen": [], "flagged": []}');
-  const seen = new Set(saved.seen), flagged = new Set(saved.flagged);
+  const saved = JSON.parse(localStorage.getItem(key) || '{"seen": []}');
+  const seen = new Set(saved.seen);
   const filter = document.getElementById("record-filter");
   const pos = document.getElementById("record-pos");
   const reviewed = document.getElementById("record-reviewed");
+  const flagged = records.filter((r) => r.dataset.flagged === "1").length;
   let order = records, at = 0;
 
   function store() {
-    localStorage.setItem(key, JSON.stringify({ seen: [...seen], flagged: [...flagged] }));
+    localStorage.setItem(key, JSON.stringify({ seen: [...seen] }));
   }
 
   function shuffled(list) {
@@ -47,9 +85,8 @@
       current.hidden = false;
       seen.add(current.dataset.row);
       pos.textContent = "row " + current.dataset.row + " · " + (at + 1) + " of " + order.length;
-      current.querySelector(".record-flag").checked = flagged.has(current.dataset.row);
     }
-    reviewed.textContent = "reviewed " + seen.size + " of " + records.length + " · flagged " + flagged.size;
+    reviewed.textContent = "reviewed " + seen.size + " of " + records.length + " · flagged " + flagged;
     store();
   }
 
@@ -59,26 +96,35 @@
     show();
   }
 
-  records.forEach((r) => {
-    r.querySelector(".record-flag").addEventListener("change", (ev) => {
-      if (ev.target.checked) flagged.add(r.dataset.row); else flagged.delete(r.dataset.row);
-      show();
-    });
-  });
+  function goTo(row) {  // #row-N (a flag's link, or the record just flagged): that record, in the full order
+    const i = records.findIndex((r) => r.dataset.row === String(row));
+    if (i < 0) return false;
+    filter.value = "all"; order = records; at = i; show();
+    return true;
+  }
+
   filter.addEventListener("change", () => { order = choose(filter.value); at = 0; show(); });
   document.getElementById("record-prev").addEventListener("click", () => step(-1));
   document.getElementById("record-next").addEventListener("click", () => step(1));
+  document.querySelectorAll("[data-row-link]").forEach((a) => a.addEventListener("click", (ev) => {
+    if (goTo(a.dataset.rowLink)) { ev.preventDefault(); history.replaceState(null, "", "#row-" + a.dataset.rowLink); records[at].scrollIntoView(); }
+  }));
   document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && ev.target.closest && ev.target.closest("form.flag-form")) {
+      ev.target.blur();  // out of the flag form: j/k move between records again
+      return;
+    }
     const tag = (ev.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "textarea" || tag === "select" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "j" || ev.key === "ArrowRight") step(1);
     else if (ev.key === "k" || ev.key === "ArrowLeft") step(-1);
     else if (ev.key === "f" && order.length) {
-      const box = order[at].querySelector(".record-flag");
-      box.checked = !box.checked;
-      box.dispatchEvent(new Event("change"));
+      const kind = order[at].querySelector(".flag-kind");  // absent for a viewer: nothing to focus
+      if (!kind) return;
+      kind.focus();
     } else return;
     ev.preventDefault();
   });
-  show();
+  const wanted = /^#row-(\d+)$/.exec(window.location.hash);
+  if (!(wanted && goTo(wanted[1]))) show();
 })();

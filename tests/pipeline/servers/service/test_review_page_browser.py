@@ -86,9 +86,14 @@ def test_desktop_verdict_first_then_accounting_then_records_one_by_one(browser, 
     page.select_option("[data-testid=record-filter]", "all")
     page.keyboard.press("j")
     assert "2 of" in page.inner_text("[data-testid=record-pos]")
-    page.keyboard.press("f")
+    page.keyboard.press("f")  # focuses this record's flag form (flags are stored: test_review_flags_browser.py)
+    assert page.evaluate("document.activeElement.id") == "flag-kind-" + page.locator(
+        "article.record:visible"
+    ).get_attribute("data-row")
+    page.keyboard.press("Escape")  # out of the flag form: the keys move between records again
+    assert page.evaluate("document.activeElement.tagName") == "BODY"
     assert re.search(r"reviewed [23] of 20", page.inner_text("[data-testid=reviewed]"))  # row 0, a refused row, row 1
-    assert "flagged 1" in page.inner_text("[data-testid=reviewed]")
+    assert "flagged 0" in page.inner_text("[data-testid=reviewed]")
     page.keyboard.press("k")
     assert "1 of" in page.inner_text("[data-testid=record-pos]")
     page.select_option("[data-testid=record-filter]", "failing")  # no check names a row here: said, not blank
