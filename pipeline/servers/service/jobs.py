@@ -26,6 +26,7 @@ from catalog.db import Catalog, first_line
 from catalog.errors import DraftsetError
 
 if TYPE_CHECKING:
+    from adapters.propose import Outcome
     from agents.run import FindEnv, FindRequest
 
 STOPPED = "the service stopped while this job ran"
@@ -181,12 +182,20 @@ class Jobs:
 
 # -- the work itself --------------------------------------------------------------------------------
 def find_work(
-    env: FindEnv, request: FindRequest, propose: int, propose_one: Callable[[str], Any], run_id: str
+    env: FindEnv,
+    request: FindRequest,
+    propose: int,
+    propose_one: Callable[[str], Outcome],
+    run_id: str,
+    catalog: Catalog,
 ) -> Callable[[Job], dict[str, Any]]:
     """A find run (`run_id`, named in the job's params from the start) through the LangGraph graph, then
-    adapters proposed for the plan's top `propose` items."""
+    adapters proposed for the plan's top `propose` items: the same phase as a local find (agents/proposals.py:
+    the same targets, by score, each outcome committed as it ends, so `find --resume` proposes only the rest)."""
 
     def work(job: Job) -> dict[str, Any]:
+        from adapters.propose import Outcome
+        from agents import proposals
         from agents.planning import headline
         from agents.run import stream_find
 
@@ -202,14 +211,25 @@ def find_work(
         state = asyncio.run(drive())["state"]
         plan, summary = state["plan"], state["summary"]
         totals = plan["totals"]
-        proposed, failed = [], []
-        for item in sorted(plan["items"], key=lambda i: -(i.get("est_samples") or 0))[:propose]:
-            job.emit({"stage": "propose", "repo_id": item["repo_id"]})
-            try:
-                propose_one(item["repo_id"])
-                proposed.append(item["repo_id"])
-            except DraftsetError as exc:
-                failed.append({"repo_id": item["repo_id"], "error": str(exc)})
+        outcomes: dict[str, Outcome] = {}
+
+        def propose_todo(todo: list[str], on_outcome: Callable[[Outcome], None]) -> None:
+            for repo_id in todo:
+                job.emit({"stage": "propose", "repo_id": repo_id})
+                try:
+                    outcome = propose_one(repo_id)
+                except DraftsetError as exc:  # recorded as `failed`, as adapters.propose.propose_many does
+                    outcome = Outcome(repo_id, error=str(exc))
+                outcomes[repo_id] = outcome
+                on_outcome(outcome)
+
+        phase = proposals.run(catalog, run_id, plan["plan_id"], propose, propose_todo)
+        proposed = [t for t in phase.targets if phase.done.get(t) in ("pass", "fail")]
+        failed = [
+            {"repo_id": t, "error": outcomes[t].line() if t in outcomes else phase.done.get(t, "not done")}
+            for t in phase.targets
+            if phase.done.get(t) not in ("pass", "fail")
+        ]
         return {
             "run_id": run_id,
             "plan_id": plan["plan_id"],

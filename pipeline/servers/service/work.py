@@ -9,6 +9,7 @@ from catalog.home import Home
 from pipeline.servers.service.jobs import Job, find_work
 
 if TYPE_CHECKING:
+    from adapters.propose import Outcome
     from agents.run import FindEnv
     from pipeline.servers.service.context import Service
 
@@ -33,18 +34,15 @@ def _find_env(service: Service) -> FindEnv:
     )
 
 
-def propose(service: Service, repo_id: str, rows: int = 500) -> Any:
+def propose(service: Service, repo_id: str, rows: int = 500) -> Outcome:
     """Propose and contract-test one dataset through adapters.propose (what `draftset find --propose` runs);
-    a dataset refused by name (plain text, media, ...) is reported as not proposed, with the verdict."""
+    a dataset refused by name (plain text, media, ...) is an outcome with its verdict, not an error."""
     from adapters.propose import propose_one
 
     s = service.settings
-    outcome = propose_one(
+    return propose_one(
         service.catalog, repo_id, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=service.hf_token, rows=rows
     )
-    if outcome.refused:
-        raise DraftsetError(f"refused: {outcome.refused}")
-    return outcome.record
 
 
 def start_find(service: Service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:
@@ -62,7 +60,10 @@ def start_find(service: Service, domain: str, samples: int, policy: str, top: in
     run_id = new_run_id()  # in the job's record from the start: an interrupted job says what to resume
     params = {"domain": domain, "samples": samples, "policy": policy, "propose": top, "run_id": run_id}
     return service.jobs.submit(
-        "find", params, user, find_work(_find_env(service), request, top, lambda repo: propose(service, repo), run_id)
+        "find",
+        params,
+        user,
+        find_work(_find_env(service), request, top, lambda repo: propose(service, repo), run_id, service.catalog),
     )
 
 

@@ -69,6 +69,14 @@ def test_sql_streams_rows_with_the_cli_guards(service, found):
             assert resp.json()["next"]
         counted = viewer.post("/api/sql", json={"query": "SELECT count(*) FROM adapters"}).json()
         assert counted["rows"] == [[len(found["result"]["adapters_proposed"])]]
+        # The job's proposal phase is checkpointed as a local find's is: one stored outcome per target.
+        run_id = found["result"]["run_id"]
+        phase = viewer.post(
+            "/api/sql",
+            json={"query": f"SELECT repo_id, outcome FROM find_proposals WHERE run_id = '{run_id}' ORDER BY position"},
+        ).json()
+        assert [r[0] for r in phase["rows"]] == found["result"]["adapters_proposed"]
+        assert {r[1] for r in phase["rows"]} <= {"pass", "fail"}
 
 
 def test_adapter_detail_has_spec_reasons_contract_and_previews(service, found):
