@@ -9,6 +9,7 @@ child never inherits a parent's threads or locks. The function must be importabl
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -18,17 +19,23 @@ from catalog import limits
 from catalog.errors import DraftsetError
 
 
-def exit_with_parent(poll_s: float = 0.5) -> None:
+def exit_with_parent(parent: int | None = None, poll_s: float = 0.5) -> None:
     """In a worker process: exit as soon as the process that started it is gone (even by kill -9).
 
     A worker orphaned by a killed parent would otherwise live on under init, holding its memory; a
     watcher thread is used rather than PR_SET_PDEATHSIG because that fires when the parent *thread*
-    that spawned us ends (a pool thread), not the parent process."""
+    that spawned us ends (a pool thread), not the parent process. `parent` is the pid the parent passed
+    down: a spawned child takes seconds to import before it gets here, and a parent killed meanwhile
+    would make os.getppid() already name init (or a subreaper), which the watcher would then wait on
+    forever."""
     import os
     import threading
     import time
 
-    parent = os.getppid()
+    if parent is None:
+        parent = os.getppid()
+    elif os.getppid() != parent:  # orphaned before we could watch
+        os._exit(1)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -38,11 +45,11 @@ def exit_with_parent(poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def _enter_child(memory: int) -> None:
+def _enter_child(memory: int, parent: int | None = None) -> None:
     """What every capped child does first: end with its parent, then cap its address space."""
     import resource
 
-    exit_with_parent()
+    exit_with_parent(parent)
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
     except (ValueError, OSError):
@@ -54,9 +61,8 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int) -> None:
-
-    _enter_child(memory)
+def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, parent: int) -> None:
+    _enter_child(memory, parent)
     try:
         conn.send(("ok", fn(*args)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
@@ -75,7 +81,7 @@ def run_isolated(
     """fn(*args) in a child; its result, or DraftsetError naming `what` (crash, limit, or its error)."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn, args, memory), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, fn, args, memory, os.getpid()), daemon=True)
     proc.start()
     child.close()
     try:

@@ -12,6 +12,7 @@ cached per (revision, files) so repeated viewer calls do not re-read the files.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,12 +32,12 @@ class ReadFailed(Exception):
     """The worker could not read the files (bad data, crash, memory or time limit): one line why."""
 
 
-def _limit_worker() -> None:
+def _limit_worker(server: int) -> None:
     """Runs in each worker before any job: cap its address space so a hostile file cannot take the host,
-    and end with the server however it ends (kill -9 included)."""
+    and end with the server (pid `server`) however it ends (kill -9 included, during the worker's start)."""
     import resource
 
-    exit_with_parent()
+    exit_with_parent(server)
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         cap = limits.MAX_WORKER_MEMORY
@@ -71,7 +72,10 @@ class IsolatedReader:
                 import multiprocessing
 
                 self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_limit_worker
+                    self.workers,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_limit_worker,
+                    initargs=(os.getpid(),),
                 )
             return self._pool
 

@@ -111,3 +111,51 @@ def test_stopping_the_last_hub_on_a_thread_ends_its_workers(hub_dir):
         first.stop()
         second.stop()
     assert all(p.is_alive() for p in workers) if others else not any(p.is_alive() for p in workers)
+
+
+def test_a_hub_killed_while_its_workers_start_leaves_none_behind(hub_dir):
+    """kill -9 of the server as soon as its first viewer worker exists, before that worker has imported
+    anything: the worker is orphaned before it can start watching, and must still leave."""
+    from pipeline.servers.localhub.server import free_port
+
+    value = uuid.uuid4().hex
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(hub_dir), "--port", str(port), "-q"],
+        cwd=ROOT,
+        env={**os.environ, MARK: value},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def workers() -> list[int]:
+            found = []
+            for pid in marked(value):
+                try:
+                    if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(pid)
+                except OSError:  # gone meanwhile
+                    pass
+            return found
+
+        deadline = time.monotonic() + 60
+        while not workers() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        assert workers(), "the Hub started no viewer worker"
+        proc.kill()
+        proc.wait(timeout=30)
+        assert _gone(value, timeout_s=30) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in marked(value):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_orphaned_before_it_watches_exits_at_once():
+    code = "from catalog.isolate import exit_with_parent; exit_with_parent(1); import time; time.sleep(60)"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60)
+    assert done.returncode == 1 and time.monotonic() - started < 30
