@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -21,8 +20,7 @@ from pipeline.cli.app import app
 from pipeline.ingest.fanout import ingest
 from pipeline.ingest.run import ingest_dataset
 from tests.kits.adapters import approve_on_hub, make_spec
-
-CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
+from tests.kits.jsonl_hub import write_jsonl_repo
 
 
 def _turns(i: int) -> dict:
@@ -44,21 +42,14 @@ BROKEN_LINES = [
 ]
 
 
-def _write_repo(root: Path, repo_id: str, lines: list[str]) -> None:
-    folder = root / repo_id
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    (folder / "README.md").write_text(CARD.format(name=repo_id))
-    (folder / "data" / "train.jsonl").write_text("\n".join(lines) + "\n")
-
-
 @pytest.fixture()
 def mini_hub(tmp_path):
     from pipeline.servers.localhub.server import serve_in_thread
 
     root = tmp_path / "hub"
-    _write_repo(root, "lab/clean", [json.dumps(_turns(i)) for i in range(7)])
-    _write_repo(root, "lab/broken", BROKEN_LINES)
-    _write_repo(root, "lab/allbad", [json.dumps({"messages": [{"role": "user", "content": None}]})] * 3)
+    write_jsonl_repo(root, "lab/clean", [json.dumps(_turns(i)) for i in range(7)])
+    write_jsonl_repo(root, "lab/broken", BROKEN_LINES)
+    write_jsonl_repo(root, "lab/allbad", [json.dumps({"messages": [{"role": "user", "content": None}]})] * 3)
     running = serve_in_thread(root, host="127.0.0.1", port=0)
     yield root, running.url
     running.stop()
@@ -113,7 +104,7 @@ def test_gate_refuses_unapproved_and_stale_adapters(home, mini_hub):
         ingest_dataset(cat, home, "lab/clean", endpoint=url)
     assert "draftset adapters propose lab/clean" in exc.value.hint
     _approve(cat, url, "lab/clean")
-    _write_repo(root, "lab/clean", [json.dumps(_turns(i)) for i in range(9)])  # the dataset moves on
+    write_jsonl_repo(root, "lab/clean", [json.dumps(_turns(i)) for i in range(9)])  # the dataset moves on
     with pytest.raises(DraftsetError, match="stale") as exc:
         ingest_dataset(cat, home, "lab/clean", endpoint=url)
     assert "draftset adapters propose lab/clean" in exc.value.hint

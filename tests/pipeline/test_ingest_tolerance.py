@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Collection
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -23,8 +22,7 @@ from pipeline.ingest.run import ingest_dataset
 from pipeline.ingest.tolerance import HELD_BACK, OverThreshold
 from pipeline.mix.run import run_mix
 from tests.kits.adapters import approve_on_hub
-
-CARD = "---\nlicense: mit\nlanguage: [en]\npretty_name: {name}\n---\n# {name}\n"
+from tests.kits.jsonl_hub import write_jsonl_repo
 
 
 def _prompt(repo: str, i: int) -> str:
@@ -55,21 +53,14 @@ def _lines(repo: str, n: int, markup: Collection[int], sequence: Collection[int]
     ]
 
 
-def _write_repo(root: Path, repo_id: str, lines: list[str]) -> None:
-    folder = root / repo_id
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    (folder / "README.md").write_text(CARD.format(name=repo_id))
-    (folder / "data" / "train.jsonl").write_text("\n".join(lines) + "\n")
-
-
 @pytest.fixture()
 def tolerance_hub(tmp_path):
     from pipeline.servers.localhub.server import serve_in_thread
 
     root = tmp_path / "hub"
     # 6 of 20 rows (30%) fail a check: 4 markup, 2 role_sequence
-    _write_repo(root, "lab/thirty", _lines("lab/thirty", 20, markup={1, 5, 9, 13}, sequence={3, 17}))
-    _write_repo(root, "lab/fine", _lines("lab/fine", 200, markup={42}))  # 1 of 200 rows: 0.5%
+    write_jsonl_repo(root, "lab/thirty", _lines("lab/thirty", 20, markup={1, 5, 9, 13}, sequence={3, 17}))
+    write_jsonl_repo(root, "lab/fine", _lines("lab/fine", 200, markup={42}))  # 1 of 200 rows: 0.5%
     running = serve_in_thread(root, host="127.0.0.1", port=0)
     yield root, running.url
     running.stop()
