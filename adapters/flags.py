@@ -125,16 +125,16 @@ def add(
     note: str | None,
     by: str,
     record_id: str | None = None,
+    *,
+    current: str,
 ) -> Flag:
-    """Store one flag on (repo, spec hash). The caller says which spec the reviewer saw; the adapter's
-    current spec must be that one, or the flag would judge a reading nobody looked at."""
-    from adapters import store  # store reads flags with each adapter: imported here, not at the top
-
+    """Store one flag on (repo, spec hash). The caller says which spec the reviewer saw (`spec_hash`) and
+    which is the adapter's now (`current`, from store, which reads flags with each adapter and so is not
+    imported here); they must be the same, or the flag would judge a reading nobody looked at."""
     require_known("flag kind", kind, KINDS, where=f"flag on {repo_id}", hint=f"one of {', '.join(KINDS)}")
-    record = store.require(catalog, repo_id)
-    if spec_hash != record.spec_hash:
+    if spec_hash != current:
         raise DraftsetError(
-            f"{repo_id}'s spec changed since the page was loaded ({spec_hash[:12]} → {record.spec_hash[:12]})",
+            f"{repo_id}'s spec changed since the page was loaded ({spec_hash[:12]} → {current[:12]})",
             hint="reload the page and look at the record again under the current spec",
         )
     if row_index < 0:

@@ -47,7 +47,7 @@ def json_output(enabled: bool, **extra: Any) -> Iterator[dict[str, Any]]:
     if not enabled:
         yield extra
         return
-    from pipeline.cli.common import console  # common imports this module: the console is looked up here
+    from pipeline.cli.consoles import console
 
     _tables, was, stdout = [], console.stderr, sys.stdout
     console.stderr = True  # rich resolves sys.stderr at each print: the stream pytest or a pipe gave

@@ -8,16 +8,13 @@ value that did not come from our own code goes through `safe()` (inside markup f
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import annotated_types
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -28,6 +25,7 @@ from catalog.home import Home
 from catalog.names import closest
 from catalog.untrusted import clean_text, redact
 from pipeline.cli import as_json
+from pipeline.cli.consoles import console, err_console  # noqa: F401 - re-exported: every command prints through them
 from pipeline.settings import settings
 from pipeline.stage import StageConfig, field_default
 
@@ -67,11 +65,6 @@ TOKENIZER_OPTION = typer.Option(
     help="Target tokenizer folder (tokenizer.json) for prompt lengths; "
     "default: the toy target if built, else a chars/4 estimate.",
 )
-
-# Piped output is not wrapped at rich's default 80 columns (repo ids and reasons would fold mid-word);
-# a terminal keeps its own width, and COLUMNS still wins when set.
-console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240)
-err_console = Console(stderr=True, soft_wrap=True)
 
 
 def catalog() -> Catalog:

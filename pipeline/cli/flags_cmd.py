@@ -97,7 +97,9 @@ def _add_local(repo_id: str, row: int, kind: str, note: str | None, by: str | No
 
     cat = catalog()
     record = store.require(cat, repo_id)  # the CLI judges the spec it shows: `adapters show/preview` read it
-    flag = flags.add(cat, repo_id, record.spec_hash, record.revision, row, kind, note, _reviewer(by))
+    flag = flags.add(
+        cat, repo_id, record.spec_hash, record.revision, row, kind, note, _reviewer(by), current=record.spec_hash
+    )
     return flag.model_dump(mode="json")
 
 

@@ -27,7 +27,9 @@ def _passing(cat: Catalog, **fields) -> store.AdapterRecord:
 
 def _flag(cat: Catalog, row: int, kind: str = "lost_text", note: str | None = "turn 2 lost its text") -> flags.Flag:
     record = store.require(cat, "lab/data")
-    return flags.add(cat, "lab/data", record.spec_hash, record.revision, row, kind, note, "rita")
+    return flags.add(
+        cat, "lab/data", record.spec_hash, record.revision, row, kind, note, "rita", current=record.spec_hash
+    )
 
 
 def test_an_open_flag_warns_blocks_approval_and_resolving_it_unblocks(home):
@@ -91,7 +93,8 @@ def test_a_flag_on_an_older_spec_is_stale_and_blocks_nothing(home):
     found = verdict.of_record(store.require(cat, "lab/data"))
     assert found.kind == "pass" and found.approvable and not found.flags_open
     with pytest.raises(DraftsetError, match="spec changed since the page was loaded"):
-        flags.add(cat, "lab/data", old.spec_hash, old.revision, 2, "markup", None, "rita")  # judged a gone reading
+        now = new.spec_hash  # the store's current spec; the reviewer judged the old one, which is gone
+        flags.add(cat, "lab/data", old.spec_hash, old.revision, 2, "markup", None, "rita", current=now)
 
 
 def test_kinds_rows_and_notes_are_checked(home):

@@ -296,6 +296,7 @@ def add_flag(owner: str, name: str, body: FlagBody, request: Request, user: Revi
         body.note,
         user.name,
         body.record_id,
+        current=record.spec_hash,
     )
     return {**flag.model_dump(mode="json"), "state": flag.state(record.spec_hash)}
 

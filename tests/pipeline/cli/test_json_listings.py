@@ -118,7 +118,9 @@ def test_users_flags_estimate_and_hub_list_as_json(home, hub_url):
     spec = make_spec()
     rows = [{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}] * 3
     record = store.save_spec(cat, spec, contract=run_contract(spec, raw(rows)).to_json())
-    flags.add(cat, "lab/data", record.spec_hash, record.revision, 2, "markup", "stray <b>", "rita")
+    flags.add(
+        cat, "lab/data", record.spec_hash, record.revision, 2, "markup", "stray <b>", "rita", current=record.spec_hash
+    )
     doc = _json("adapters", "flags", "lab/data", "--json")
     (flag,) = doc["flags"]
     _numbers(flag, "row_index")
