@@ -214,6 +214,7 @@ def dedup_cmd(
     Every decision (kept, or which row it duplicates and how similar) goes to the `dedup` table (`draftset sql`).
     The same decisions go to data/dedup/decisions.parquet; `mix` runs this stage itself."""
     from pipeline.dedup.run import run_dedup
+    from pipeline.ingest.tolerance import held_back
     from pipeline.targets.lengths import TokenCounter
 
     json_listing(as_json)
@@ -239,9 +240,22 @@ def dedup_cmd(
             "--repo",
             "ingest it first: draftset ingest --repo OWNER/NAME",
         )
-    values["repos"] = list(values.get("repos") or ingested)
+    # By default, as mix does: a dataset held back by its bad-row threshold is left out (and named), so
+    # this report counts what a mix would dedup; naming it with --repo still includes it.
+    held = {} if values.get("repos") else held_back(home)
+    values["repos"] = list(values.get("repos") or [r for r in ingested if r not in held])
+    if held:
+        console.print(
+            f"held back by ingest's bad-row threshold, left out: {', '.join(sorted(held))}"
+            " (--repo names one to include it)",
+            highlight=False,
+            markup=False,
+        )
     if not values["repos"]:
-        raise DraftsetError("nothing to dedup: no dataset has been ingested", hint="run `draftset ingest` first")
+        raise DraftsetError(
+            "nothing to dedup: no dataset has been ingested" + (" that is not held back" if held else ""),
+            hint="run `draftset ingest` first" if not held else "fix the held-back adapters and re-ingest them",
+        )
     counter = TokenCounter.resolve(tokenizer, home)
     config = DedupConfig(**values, length_unit=counter.method)
     with _progress() as progress:

@@ -175,6 +175,11 @@ def test_several_datasets_the_others_go_on_the_cli_exits_nonzero_and_mix_holds_i
     assert "6 of 20 rows (30.0%) failed a per-record check" in shown and "next:" in shown
     assert "Its 14 records written are kept" in shown  # a resumed run that fails again counts what is there
 
+    deduped = CliRunner().invoke(app, ["dedup"], catch_exceptions=True)  # counts what a mix would dedup
+    assert deduped.exit_code == 0, deduped.output
+    assert "held back by ingest's bad-row threshold, left out: lab/thirty" in " ".join(deduped.output.split())
+    assert Catalog(home).query("SELECT DISTINCT repo_id FROM dedup") == [{"repo_id": "lab/fine"}]
+
     mixed = run_mix(cat, home, "m").manifest  # no plan: every ingested dataset that passed
     assert set(mixed["sources"]) == {"lab/fine"} and mixed["samples_selected"] == 199
     assert mixed["held_back_sources"]["lab/thirty"].startswith("ingest of lab/thirty: 6 of 20 rows")
