@@ -327,13 +327,21 @@ def continuation(rows: list[dict[str, Any]], before: str, column: str) -> tuple[
 
 
 def continued_columns(rows: list[dict[str, Any]], prompt: list[str]) -> list[str]:
-    """The prompt columns that continue the sentence of the column before them on most rows."""
+    """The prompt columns that continue the sentence of the column before them on most rows. A column before
+    them that repeats one value on most rows is a template's instruction ("Classify the sentiment" over
+    lower-cased reviews), not the first half of a sentence each row splits: its input keeps the blank line."""
     out = []
     for before, column in zip(prompt, prompt[1:]):
         carried, both = continuation(rows, before, column)
-        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both:
+        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both and not _template(rows, before):
             out.append(column)
     return out
+
+
+def _template(rows: list[dict[str, Any]], column: str) -> bool:
+    """One value (stripped) on more than half the rows holding text in `column`."""
+    values = Counter(v.strip() for r in rows if isinstance(v := r.get(column), str) and v.strip())
+    return bool(values) and values.most_common(1)[0][1] > 0.5 * sum(values.values())
 
 
 def _exchanges(values: list[Any]) -> bool:

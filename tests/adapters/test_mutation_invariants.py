@@ -89,6 +89,23 @@ def test_an_instruction_with_its_input_keeps_the_blank_line() -> None:
         make_spec(layout="columns", columns={"prompt": ["instruction", "input"], "continues": ["instruction"]})
 
 
+def test_a_template_instruction_without_a_full_stop_keeps_the_blank_line() -> None:
+    """One instruction on every row, ending on no full stop, over lower-cased inputs (SST-2 in a template): the
+    instruction is a field of its own, not the first half of each row's sentence."""
+    rows = [
+        {
+            "instruction": "Classify the sentiment of this review as positive or negative",
+            "input": f"it 's a charming and often affecting journey through {TOPICS[i % 6]} , take {i}",
+            "output": ANSWER,
+        }
+        for i in range(12)
+    ]
+    spec = _proposed(rows)
+    assert spec.columns is not None and spec.columns.prompt == ["instruction", "input"] and spec.columns.continues == []
+    assert "negative\n\nit 's a charming" in RowMapper(spec).apply(4, rows[4])[0].messages[0].content
+    assert "prompt_split" not in _failed(run_contract(spec, _raw(rows)))
+
+
 @pytest.mark.parametrize(
     "text",
     [
