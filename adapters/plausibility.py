@@ -333,10 +333,9 @@ def unstated_task(spec: Any, records: list[Conversation]) -> list[dict[str, Any]
     slot, n_slot = Counter(m.group(1) if (m := _FIELD_LABEL.match(p)) else "" for p in prompts).most_common(1)[0]
     labels = Counter(a.strip() for _, a in pairs)
     few = len(labels) <= max(5, 0.1 * len(pairs)) and median(len(a) for a in labels.elements()) <= LABEL_MAX_CHARS
-    named = sum(any(lab.lower() in p.lower() for lab in labels if lab) for p in prompts) / len(prompts)
     if slot and n_slot >= 0.8 * len(prompts):
         tell = f"{n_slot}/{len(prompts)} prompts open on the field label {slot + ':'!r}"
-    elif few and named < 0.5:
+    elif few and sum(_names_labels(p, [lab for lab in labels if lab]) for p in prompts) < 0.5 * len(prompts):
         tell = f"the answers are {len(labels)} label(s) ({', '.join(repr(v) for v, _ in labels.most_common(3))}) no prompt names"
     else:
         return []
@@ -349,6 +348,14 @@ def unstated_task(spec: Any, records: list[Conversation]) -> list[dict[str, Any]
             "rows": [],
         }
     ]
+
+
+def _names_labels(prompt: str, labels: list[str]) -> bool:
+    """A prompt states its label set when it names two of the labels (one where there is one) as whole words:
+    a task lists its options ("good or bad"), while a review to label may say "good" once on its own."""
+    low = prompt.lower()
+    found = sum(bool(re.search(rf"(?<!\w){re.escape(lab.lower())}(?!\w)", low)) for lab in labels)
+    return found >= min(2, len(labels))
 
 
 _LABEL_TOKEN = re.compile(r"^[\w\-]{1,24}$")  # one word in any script, no punctuation ("coding", "写作")

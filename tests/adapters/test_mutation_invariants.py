@@ -152,6 +152,17 @@ def test_column_prompts_that_state_no_task_fail_and_with_their_instruction_pass(
     assert "prompt_unasked" not in _failed(stated)
 
 
+def test_a_label_the_texts_happen_to_say_does_not_state_the_task() -> None:
+    """Reviews that say "good" or "bad" in passing name no label set; a task that lists both does."""
+    rows = [
+        dict(r, inputs=f"{r['inputs']} Overall {['bad', 'good'][i % 2]}.")
+        for i, r in enumerate(_review_rows(instruction=False, field_label=False))
+    ]
+    assert "prompt_unasked" in _failed(run_contract(_columns(["inputs"]), _raw(rows)))
+    asked = [dict(r, inputs=f"Good or bad? {r['inputs']}") for r in rows]
+    assert "prompt_unasked" not in _failed(run_contract(_columns(["inputs"]), _raw(asked)))
+
+
 def test_a_request_behind_a_field_label_states_its_task() -> None:
     rows = [
         {"inputs": f"Problem: Compute {i} + {i + 1} and explain the steps", "targets": str(2 * i + 1)}
