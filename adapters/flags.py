@@ -139,11 +139,9 @@ def add(
         )
     if row_index < 0:
         raise DraftsetError(f"row must be ≥ 0, got {row_index}", hint="rows are numbered from 0 in file order")
-    text = (note or "").strip()
+    text = _bounded(note)
     if kind == "other" and not text:
         raise DraftsetError("a flag of kind other needs a note saying what is wrong", hint="add a note")
-    if len(text) > MAX_NOTE:
-        raise DraftsetError(f"flag note is {len(text):,} characters; at most {MAX_NOTE:,}", hint="shorten it")
     flag = Flag(
         flag_id=secrets.token_hex(4),
         repo_id=repo_id,
@@ -172,16 +170,25 @@ def resolve(catalog: Catalog, repo_id: str, flag_id: str, by: str, note: str) ->
             where=repo_id,
             hint=command("draftset", "adapters", "flags", repo_id) + " lists them",
         )
-    if not (note and note.strip()):
+    text = _bounded(note)
+    if not text:
         raise DraftsetError("resolving a flag needs --note saying what was done", hint=resolve_hint(repo_id, flag_id))
     if found.resolved_at is not None:
         raise DraftsetError(
             f"flag {flag_id} of {repo_id} was already resolved by {found.resolved_by}: {found.resolution!r}",
             hint=command("draftset", "adapters", "flags", repo_id) + " lists the open ones",
         )
-    done = found.model_copy(update={"resolved_by": by, "resolved_at": datetime.now(), "resolution": note.strip()})
+    done = found.model_copy(update={"resolved_by": by, "resolved_at": datetime.now(), "resolution": text})
     catalog.upsert("review_flags", [done.model_dump()])
     return done
+
+
+def _bounded(note: str | None) -> str:
+    """A reviewer's note, stripped; refused past MAX_NOTE characters (a flag's note and a resolution alike)."""
+    text = (note or "").strip()
+    if len(text) > MAX_NOTE:
+        raise DraftsetError(f"flag note is {len(text):,} characters; at most {MAX_NOTE:,}", hint="shorten it")
+    return text
 
 
 def resolve_hint(repo_id: str, flag_id: str) -> str:

@@ -55,6 +55,8 @@ def test_an_open_flag_warns_blocks_approval_and_resolving_it_unblocks(home):
         flags.resolve(cat, "lab/data", first.flag_id, "alice", "  ")
     with pytest.raises(DraftsetError, match=f"unknown flag 'nope'.*known: {min(first.flag_id, second.flag_id)}"):
         flags.resolve(cat, "lab/data", "nope", "alice", "fixed")
+    with pytest.raises(DraftsetError, match="at most 2,000"):
+        flags.resolve(cat, "lab/data", first.flag_id, "alice", "x" * (flags.MAX_NOTE + 1))
     flags.resolve(cat, "lab/data", first.flag_id, "alice", "the content key was wrong; fixed")
     with pytest.raises(DraftsetError, match="already resolved by alice"):
         flags.resolve(cat, "lab/data", first.flag_id, "alice", "again")
