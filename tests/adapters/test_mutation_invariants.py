@@ -113,6 +113,8 @@ def test_a_template_instruction_without_a_full_stop_keeps_the_blank_line() -> No
         "この文を英語に訳しなさい",
         "서울에 대해 알려주세요.",
         "이 코드를 고쳐 주세요",
+        "한국의 수도는 어디입니까",
+        "이 문제를 어떻게 풀어야 할까요",
         "你会说中文吗",
         "这段代码有什么问题呢？",
     ],
