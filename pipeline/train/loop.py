@@ -99,6 +99,18 @@ def open_source(config: TrainConfig, device: torch.device, dtype: torch.dtype) -
     return OfflineSource(config.capture_dir)
 
 
+def out_of_time(started: float, max_seconds: float, device: torch.device) -> bool:
+    """Whether `max_seconds` have passed since `started`, agreed by every rank: one rank stopping on its own
+    clock while another enters the next step's collectives (DDP's gradient all-reduce, the tensor-parallel
+    target's forward) would hang both; so the ranks stop together when any one of them is out of time."""
+    late = time.perf_counter() - started >= max_seconds
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        flag = torch.tensor([float(late)], device=device)
+        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+        late = bool(flag.item())
+    return late
+
+
 class TrainStage(Stage[TrainConfig]):
     """Training as a stage: counts, quarantine of bad samples, config/stats and a manifest in `<out>/train/`.
 
@@ -184,8 +196,8 @@ class TrainStage(Stage[TrainConfig]):
         trained_tokens, t_loop = 0, time.perf_counter()
 
         def done() -> bool:
-            out_of_time = bool(config.max_seconds) and time.perf_counter() - t_loop >= (config.max_seconds or 0)
-            return out_of_time or (bool(config.max_steps) and self.step >= (config.max_steps or 0))
+            late = bool(config.max_seconds) and out_of_time(t_loop, config.max_seconds or 0, device)
+            return late or (bool(config.max_steps) and self.step >= (config.max_steps or 0))
 
         stopped = False  # by max_steps or max_seconds: the saved state resumes it
         run.seen(len(self.train_ids))

@@ -53,32 +53,24 @@ def test_captured_states_are_the_convention(toy):
     assert not torch.allclose(s["last"].float(), out.hidden_states[-1][0], atol=1e-2)  # HF's index n is post-norm
 
 
+def _bad_row(row_id: str, input_ids: list[int], loss_mask: list[int]) -> dict:
+    """A build row as a broken writer would leave it; its counts follow from its ids, as a build's do."""
+    return {
+        "id": row_id,
+        "conversation_id": row_id,
+        "input_ids": input_ids,
+        "loss_mask": loss_mask,
+        "n_tokens": len(input_ids),
+        "n_trainable": sum(loss_mask),
+    }
+
+
 def test_resume_by_id_and_bad_rows_quarantined(toy, tmp_path):
+    # ids outside the vocabulary; a mask that trains nothing; a mask one token short of its ids
     bad = [
-        {
-            "id": "oov",
-            "conversation_id": "x",
-            "input_ids": [1, VOCAB + 5, 2],
-            "loss_mask": [0, 1, 1],
-            "n_tokens": 3,
-            "n_trainable": 2,
-        },
-        {
-            "id": "nomask",
-            "conversation_id": "y",
-            "input_ids": [1, 2, 3],
-            "loss_mask": [0, 0, 0],
-            "n_tokens": 3,
-            "n_trainable": 0,
-        },
-        {
-            "id": "short",
-            "conversation_id": "z",
-            "input_ids": [1, 2, 3],
-            "loss_mask": [1, 1],
-            "n_tokens": 3,
-            "n_trainable": 2,
-        },
+        _bad_row("oov", [1, VOCAB + 5, 2], [0, 1, 1]),
+        _bad_row("nomask", [1, 2, 3], [0, 0, 0]),
+        _bad_row("short", [1, 2, 3], [1, 1]),
     ]
     build = make_build(tmp_path / "build", n_rows=6, bad_rows=bad)
     cfg = CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu")
@@ -144,9 +136,7 @@ def test_all_rows_bad_raises_zero_output(toy, tmp_path):
     build = make_build(
         tmp_path / "build",
         n_rows=0,
-        bad_rows=[
-            {"id": "a", "conversation_id": "a", "input_ids": [], "loss_mask": [], "n_tokens": 0, "n_trainable": 0}
-        ],
+        bad_rows=[_bad_row("a", [], [])],
     )
     with pytest.raises(ZeroOutput):
         run_capture(CaptureConfig(build_dir=build, model_dir=toy.model, out_dir=tmp_path / "cap", device="cpu"))

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -61,8 +63,9 @@ def _first_rows(url: str) -> None:
     assert resp.status_code == 200, resp.text
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
-def test_a_stopped_hub_leaves_no_viewer_worker(hub_dir, how):
+@contextmanager
+def _served(hub_dir: Path) -> Iterator[tuple[subprocess.Popen, str, str]]:
+    """`draftset hub serve` in a child marked by a fresh MARK value; whatever it leaves is killed after."""
     from pipeline.servers.localhub.server import free_port
 
     value = uuid.uuid4().hex
@@ -74,8 +77,19 @@ def test_a_stopped_hub_leaves_no_viewer_worker(hub_dir, how):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}"
     try:
+        yield proc, value, f"http://127.0.0.1:{port}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in marked(value):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_a_stopped_hub_leaves_no_viewer_worker(hub_dir, how):
+    with _served(hub_dir) as (proc, value, url):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -88,12 +102,6 @@ def test_a_stopped_hub_leaves_no_viewer_worker(hub_dir, how):
         proc.send_signal(getattr(signal, how))
         proc.wait(timeout=30)
         assert _gone(value) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in marked(value):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_stopping_the_last_hub_on_a_thread_ends_its_workers(hub_dir):
@@ -116,18 +124,7 @@ def test_stopping_the_last_hub_on_a_thread_ends_its_workers(hub_dir):
 def test_a_hub_killed_while_its_workers_start_leaves_none_behind(hub_dir):
     """kill -9 of the server as soon as its first viewer worker exists, before that worker has imported
     anything: the worker is orphaned before it can start watching, and must still leave."""
-    from pipeline.servers.localhub.server import free_port
-
-    value = uuid.uuid4().hex
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli.app", "hub", "serve", str(hub_dir), "--port", str(port), "-q"],
-        cwd=ROOT,
-        env={**os.environ, MARK: value},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with _served(hub_dir) as (proc, value, _url):
 
         def workers() -> list[int]:
             found = []
@@ -146,12 +143,6 @@ def test_a_hub_killed_while_its_workers_start_leaves_none_behind(hub_dir):
         proc.kill()
         proc.wait(timeout=30)
         assert _gone(value, timeout_s=30) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in marked(value):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_worker_orphaned_before_it_watches_exits_at_once():
