@@ -90,11 +90,12 @@ class IngestStage(Stage[IngestConfig]):
     def incompatible(self, folder: Path, changed: list[tuple[str, Any, Any]]) -> DraftsetError:
         old = {k: before for k, before, _ in changed}
         config = self.config
-        old_spec, old_revision = old.get("records_hash", config.records_hash), old.get("revision", config.revision)
+        old_records, old_revision = old.get("records_hash", config.records_hash), old.get("revision", config.revision)
         return DraftsetError(
-            f"{folder} holds shards from adapter spec {str(old_spec)[:12]} at revision "
-            f"{str(old_revision)[:12]}, but the approved adapter is spec {config.records_hash[:12]} at "
-            f"{config.revision[:12]}",
+            # records hashes on both sides (the resume key), never a records hash labelled as the spec's
+            f"{folder} holds shards from adapter spec records {str(old_records)[:12]} at revision "
+            f"{str(old_revision)[:12]}, but the approved adapter (spec {config.spec_hash[:12]}) writes records "
+            f"{config.records_hash[:12]} at revision {config.revision[:12]}",
             hint=f"rebuild them: draftset ingest --repo {shell_word(config.repo_id)} --fresh",
         )
 

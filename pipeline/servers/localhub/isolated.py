@@ -65,9 +65,13 @@ class IsolatedReader:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
+        self.closes = 0  # times close() ran: a warm-up asked for before the last close starts no pool
 
-    def _get_pool(self) -> ProcessPoolExecutor:
+    def _get_pool(self, closes: int | None = None) -> ProcessPoolExecutor | None:
+        """The pool, started if need be; None (nothing started) when `closes` is given and close() ran since."""
         with self._lock:
+            if closes is not None and closes != self.closes:
+                return None
             if self._pool is None:
                 import multiprocessing
 
@@ -89,10 +93,13 @@ class IsolatedReader:
             proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
 
-    def warm(self) -> None:
-        """Start the workers now (spawning imports pyarrow: seconds on a busy host), outside any time limit."""
-        pool = self._get_pool()
-        list(pool.map(_noop, range(self.workers)))
+    def warm(self, closes: int | None = None) -> None:
+        """Start the workers now (spawning imports pyarrow: seconds on a busy host), outside any time limit.
+        With `closes` (the count read when the Hub started), a Hub stopped before its warm-up got here starts
+        nothing: workers spawned then would outlive every Hub, until the process ends."""
+        pool = self._get_pool(closes)
+        if pool is not None:
+            list(pool.map(_noop, range(self.workers)))
 
     def summary(self, sha: str, paths: tuple[str, ...], first_rows: int) -> dict[str, Any]:
         key = (sha, paths, first_rows)
@@ -103,6 +110,7 @@ class IsolatedReader:
         from pipeline.servers.localhub.splits import summarize
 
         pool = self._get_pool()
+        assert pool is not None  # no `closes`: always a pool
         try:
             future = pool.submit(self.job or summarize, paths, first_rows)
             result = future.result(timeout=self.timeout_s)
@@ -132,6 +140,7 @@ class IsolatedReader:
         executor's own shutdown only asks idle workers to leave; a busy one would run on, so kill them."""
         with self._lock:
             pool, self._pool = self._pool, None
+            self.closes += 1
         if pool is not None:
             processes = list(getattr(pool, "_processes", {}).values())  # private map, no public API
             pool.shutdown(wait=False, cancel_futures=True)

@@ -123,11 +123,13 @@ def serve_in_thread(
 
 def warm_viewer() -> None:
     """Start the viewer's workers in the background now (spawning imports pyarrow: seconds on a busy host),
-    so the first /viewer request does not pay for it inside its time limit."""
+    so the first /viewer request does not pay for it inside its time limit. A Hub stopped before the thread
+    gets going starts no workers (they would outlive it)."""
+    closes = viewer.READER.closes
 
     def warm() -> None:
         try:
-            viewer.READER.warm()
+            viewer.READER.warm(closes)
         except Exception:  # noqa: BLE001 - the Hub stopped while warming, or spawning failed: the first request retries
             pass
 

@@ -150,3 +150,22 @@ def test_a_worker_orphaned_before_it_watches_exits_at_once():
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60)
     assert done.returncode == 1 and time.monotonic() - started < 30
+
+
+def test_a_warm_up_that_starts_after_its_hub_stopped_spawns_no_worker():
+    """warm_viewer's thread may get going only after a quick Hub's stop() closed the pool: it must not start
+    a fresh pool then, whose workers no Hub would ever close (they lived until the process ended)."""
+    from pipeline.servers.localhub.isolated import IsolatedReader
+
+    reader = IsolatedReader(workers=1)
+    closes = reader.closes  # read when the Hub started, as warm_viewer does
+    reader.close()  # the Hub stopped before its warm-up thread ran
+    reader.warm(closes)
+    assert reader._pool is None
+    reader.warm(reader.closes)  # a Hub started since: its warm-up does start the workers
+    try:
+        workers = list(getattr(reader._pool, "_processes", {}).values())
+        assert workers and all(p.is_alive() for p in workers)
+    finally:
+        reader.close()
+    assert not any(p.is_alive() for p in workers)
