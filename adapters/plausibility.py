@@ -208,8 +208,8 @@ _QUESTION = re.compile(
     r"classify|identify|determine|in this task)\b"
     r"|^\s*(?:请|解释|写|描述|识别|列出|给出|翻译|生成|计算|什么|为什么|如何|怎么|怎样|哪|説明|教えて|何|なぜ|どう)"
     # CJK requests that end on their request form, as English ones open on theirs: Japanese polite imperatives
-    # and question endings, Korean imperatives, Chinese question particles
-    r"|(?:ください|下さい|なさい|ませんか|ですか|ますか|でしょうか|주세요|십시오|해줘|알려줘|[吗呢])[。．.！!]?\s*$",
+    # and question endings, Korean imperatives and question endings, Chinese question particles
+    r"|(?:ください|下さい|なさい|ませんか|ですか|ますか|でしょうか|주세요|십시오|해줘|알려줘|니까|까요|[吗呢])[。．.！!]?\s*$",
     re.I,
 )
 
