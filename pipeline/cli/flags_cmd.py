@@ -21,7 +21,9 @@ def _path(repo_id: str) -> str:
     owner, _, name = repo_id.partition("/")
     if not owner or not name:
         raise DraftsetError(f"{repo_id!r} is not a repo id", hint="write it as OWNER/NAME")
-    return f"/api/adapters/{owner}/{name}"
+    from pipeline.servers.service.client import _repo_path  # each segment quoted, as the client's other routes
+
+    return f"/api/adapters/{_repo_path(repo_id)}"
 
 
 def flags_cmd(
