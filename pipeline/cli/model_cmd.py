@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
+from catalog.untrusted import Verbatim, command
 from pipeline.build.config import BuildConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
-from pipeline.cli.common import CONFIG_OPTION, console, field_option, print_table
+from pipeline.cli.common import CONFIG_OPTION, console, field_option, literal, print_table
 from pipeline.servers.http import LOOPBACK
 from pipeline.stage import stage_settings
 
@@ -87,7 +88,7 @@ def init_toy_cmd(
             }
         ],
     )
-    console.print(f"next: draftset serve-dev {out_dir} --port 8000")
+    console.print(literal("next: " + command("draftset", "serve-dev", out_dir, "--port", "8000")), soft_wrap=True)
 
 
 @model_app.command("fetch-smollm2")
@@ -101,7 +102,9 @@ def fetch_smollm2_cmd(
 
     path = fetch_smollm2(dest)
     console.print(str(path), highlight=False, soft_wrap=True)
-    console.print(f"next: draftset model import-gguf {path} models/smollm2", highlight=False, soft_wrap=True)
+    console.print(
+        literal("next: " + command("draftset", "model", "import-gguf", path, "models/smollm2")), soft_wrap=True
+    )
 
 
 @model_app.command("import-gguf")
@@ -152,7 +155,7 @@ def import_gguf_cmd(
             }
         ],
     )
-    console.print(f"next: draftset serve-dev {out_dir} --port 8000", highlight=False, soft_wrap=True)
+    console.print(literal("next: " + command("draftset", "serve-dev", out_dir, "--port", "8000")), soft_wrap=True)
 
 
 @model_app.command("convert-tokenizer")
@@ -182,7 +185,9 @@ def convert_tokenizer_cmd(
             }
         ],
     )
-    console.print(f"next: draftset build MIX --model {r.out_dir}", highlight=False)
+    console.print(
+        literal("next: " + command("draftset", "build", Verbatim("MIX"), "--model", r.out_dir)), soft_wrap=True
+    )
 
 
 def serve_dev_cmd(
