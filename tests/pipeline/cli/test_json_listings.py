@@ -249,3 +249,16 @@ def test_flags_route_quotes_each_segment_of_a_repo_id():
     assert _path("lab/a/../users") == "/api/adapters/lab/a%2F..%2Fusers"
     with pytest.raises(DraftsetError):
         _path("nodash")
+
+
+def test_flags_resolve_through_the_service_refuses_an_empty_note_with_the_local_hint():
+    """Before any call: the same one-line refusal and suggested command as the local `flags.resolve`."""
+    import pytest
+
+    from adapters.flags import resolve_hint
+    from catalog.errors import DraftsetError
+    from pipeline.cli.flags_cmd import _resolve_remote
+
+    with pytest.raises(DraftsetError) as refused:
+        _resolve_remote(None, "lab/da ta", "f1", "  ")
+    assert refused.value.hint == resolve_hint("lab/da ta", "f1") and "'lab/da ta'" in refused.value.hint
