@@ -50,6 +50,10 @@ def _llm(policy: str) -> tuple[Any, str] | None:
     return openai.OpenAI(base_url=cfg.llm_base_url, api_key=key, max_retries=1, timeout=60), cfg.llm_model
 
 
+def _words(repo_ids: list[str]) -> str:
+    return " ".join(shell_word(r) for r in repo_ids)
+
+
 def propose_many(
     targets: list[str],
     rows: int = 500,
@@ -93,14 +97,14 @@ def propose_many(
     ready = [repo for repo, v in found.items() if v.approvable]
     review_first = [repo for repo, v in found.items() if v.passed and not v.approvable]
     broken = [repo for repo, v in found.items() if not v.passed]
-    if ready:
-        console.print(literal(f"next: draftset adapters show REPO, then approve it (ready: {' '.join(ready)})"))
+    if ready:  # repo ids from the Hub or an LLM: each shell-quoted, so a pasted one is one word
+        console.print(literal(f"next: draftset adapters show REPO, then approve it (ready: {_words(ready)})"))
     if review_first:
         console.print(
-            literal(f"next: check the open REVIEW items in draftset adapters show REPO ({' '.join(review_first)})")
+            literal(f"next: check the open REVIEW items in draftset adapters show REPO ({_words(review_first)})")
         )
     if broken:
-        console.print(literal(f"next: fix with draftset adapters map/edit REPO, or reject ({' '.join(broken)})"))
+        console.print(literal(f"next: fix with draftset adapters map/edit REPO, or reject ({_words(broken)})"))
     return all(o.ok for o in outcomes)
 
 

@@ -13,7 +13,6 @@ from urllib.parse import quote
 import typer
 
 from catalog.errors import DraftsetError
-from catalog.untrusted import command
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_output, literal
 
 
@@ -21,7 +20,9 @@ def _path(repo_id: str) -> str:
     owner, _, name = repo_id.partition("/")
     if not owner or not name:
         raise DraftsetError(f"{repo_id!r} is not a repo id", hint="write it as OWNER/NAME")
-    return f"/api/adapters/{owner}/{name}"
+    from pipeline.servers.service.client import _repo_path  # each segment quoted, as the client's other routes
+
+    return f"/api/adapters/{_repo_path(repo_id)}"
 
 
 def flags_cmd(
@@ -111,11 +112,10 @@ def _remote_listing(client: Any, repo_id: str) -> tuple[list[dict[str, Any]], di
 
 
 def _resolve_remote(client: Any, repo_id: str, flag_id: str, note: str | None) -> dict[str, Any]:
+    from adapters.flags import resolve_hint  # the local refusal's own hint
+
     if not (note and note.strip()):
-        raise DraftsetError(
-            "resolving a flag needs --note saying what was done",
-            hint=command("draftset", "adapters", "flags", repo_id, "--resolve", flag_id, "--note", "what was done"),
-        )
+        raise DraftsetError("resolving a flag needs --note saying what was done", hint=resolve_hint(repo_id, flag_id))
     url = f"{_path(repo_id)}/flags/{quote(flag_id, safe='')}/resolve"
     return dict(client._call("POST", url, json={"note": note}))
 

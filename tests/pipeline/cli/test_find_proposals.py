@@ -136,3 +136,11 @@ def test_a_new_plan_chooses_again_and_keeps_what_it_still_chose(planned):
     assert phase.targets == ["lab/a", "lab/b", "lab/c"] and again.targets == ["lab/a", "lab/d", "lab/e"]
     assert again.done == {"lab/a": "refused"} and again.todo == ["lab/d", "lab/e"]
     assert again.plan_id == "plan-y" and _stored(planned) == {"lab/a": "refused", "lab/d": None, "lab/e": None}
+
+
+def test_propose_next_lines_quote_each_repo_id():
+    """The repo ids listed on propose's `next:` lines come from the Hub or an LLM: each one is one shell word."""
+    from pipeline.cli.adapters_cmd import _words
+
+    assert _words(["lab/data", "x/y"]) == "lab/data x/y"
+    assert _words(["lab/data", "a/b; rm -rf ~"]) == "lab/data 'a/b; rm -rf ~'"

@@ -235,3 +235,30 @@ def test_every_table_command_has_json_and_a_test_that_parses_it():
         words = [f'"{w}"' for w in path.split()]
         assert all(w in text for w in words) and '"--json"' in text, (path, test_file)
     assert {"users list", "model init-toy", "capture", "train", "check draft", "status"} <= has_json
+
+
+def test_flags_route_quotes_each_segment_of_a_repo_id():
+    """A typo'd repo id with `?`, `#` or `/` stays inside its path segment, as the client's other routes do."""
+    import pytest
+
+    from catalog.errors import DraftsetError
+    from pipeline.cli.flags_cmd import _path
+
+    assert _path("lab/data") == "/api/adapters/lab/data"
+    assert _path("lab/da?ta#x") == "/api/adapters/lab/da%3Fta%23x"
+    assert _path("lab/a/../users") == "/api/adapters/lab/a%2F..%2Fusers"
+    with pytest.raises(DraftsetError):
+        _path("nodash")
+
+
+def test_flags_resolve_through_the_service_refuses_an_empty_note_with_the_local_hint():
+    """Before any call: the same one-line refusal and suggested command as the local `flags.resolve`."""
+    import pytest
+
+    from adapters.flags import resolve_hint
+    from catalog.errors import DraftsetError
+    from pipeline.cli.flags_cmd import _resolve_remote
+
+    with pytest.raises(DraftsetError) as refused:
+        _resolve_remote(None, "lab/da ta", "f1", "  ")
+    assert refused.value.hint == resolve_hint("lab/da ta", "f1") and "'lab/da ta'" in refused.value.hint

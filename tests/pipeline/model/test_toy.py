@@ -151,3 +151,18 @@ def test_toy_tokenizer_is_saved_without_training_truncation_or_padding(toy_model
     # length measured with it is clipped/padded to train_seq_len (issue 16: everything measured 128).
     saved = json.loads((toy_model_dir / "tokenizer.json").read_text())
     assert saved["truncation"] is None and saved["padding"] is None
+
+
+def test_cli_init_toy_next_line_quotes_the_model_dir(tmp_path):
+    """The `next:` line pastes as one command: a folder with a space or brackets is one quoted word, not markup."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli.app import app
+
+    out = tmp_path / "toy [red]model"
+    args = ["model", "init-toy", str(out), "--train-steps", "1", "--vocab-size", "400"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"next: draftset serve-dev {shlex.quote(str(out))} --port 8000" in result.output
