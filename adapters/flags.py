@@ -115,6 +115,13 @@ def listed(flags: Iterable[Flag], spec_hash: str) -> list[dict[str, object]]:
     return [{**f.model_dump(mode="json"), "state": f.state(spec_hash)} for f in flags]
 
 
+def known_row_count(catalog: Catalog, repo_id: str) -> int | None:
+    """The dataset's row count as find recorded it from the Hub (`candidates.n_rows`), or None when unknown:
+    a flag on a row past it names a row nobody could have looked at."""
+    rows = catalog.query("SELECT n_rows FROM candidates WHERE repo_id = ?", [repo_id]) if catalog.path.exists() else []
+    return int(rows[0]["n_rows"]) if rows and rows[0]["n_rows"] is not None else None
+
+
 def add(
     catalog: Catalog,
     repo_id: str,
@@ -139,6 +146,11 @@ def add(
         )
     if row_index < 0:
         raise DraftsetError(f"row must be ≥ 0, got {row_index}", hint="rows are numbered from 0 in file order")
+    if (size := known_row_count(catalog, repo_id)) is not None and row_index >= size:
+        raise DraftsetError(
+            f"{repo_id} has no row {row_index} (the Hub counts {size:,} rows)",
+            hint=f"rows are numbered from 0 in file order: pick a row below {size:,}",
+        )
     text = _bounded(note)
     if kind == "other" and not text:
         raise DraftsetError("a flag of kind other needs a note saying what is wrong", hint="add a note")

@@ -99,14 +99,33 @@ def map_roles(catalog: Catalog, repo_id: str, assignments: list[str], by: str) -
     spec = record.spec.model_copy(deep=True)
     if spec.layout == "columns":
         raise DraftsetError(f"{repo_id} has a column layout: it has no role labels to map")
+    seen = _labels_seen(record)
     for text in assignments:
         label, role = parse_assignment(text)
+        if seen is not None and label not in seen:  # a typo would stale the approval and change nothing
+            require_known(
+                "role label",
+                label,
+                seen,
+                where=f"{repo_id}'s sampled rows",
+                hint=f"map a label the rows have; `draftset adapters show {shell_word(repo_id)}` lists them",
+            )
         spec.role_map[label] = role
         spec.reasons[f"role_map.{label}"] = f"set by {by}: {label!r} → {role}" + (
             " (its turns are left out on purpose)" if role == "drop" else ""
         )
         spec.needs_review = [f for f in spec.needs_review if f != f"role_map.{label}"]
     return store.save_spec(catalog, AdapterSpec.from_data(spec.model_dump(mode="json")))
+
+
+def _labels_seen(record: store.AdapterRecord) -> set[str] | None:
+    """The role labels a mapping can name: those the spec already maps and those the last contract counted in
+    the sampled rows (raw labels, whatever the spec made of them). None when no contract has read any rows yet,
+    so there is nothing to check a label against."""
+    counted = (record.contract or {}).get("role_counts") or {}
+    if not counted and not (record.contract or {}).get("n_rows"):
+        return None
+    return set(record.spec.role_map) | set(counted)
 
 
 def keep_decisions(old: AdapterSpec, new: AdapterSpec) -> AdapterSpec:

@@ -40,13 +40,20 @@ def add(
         "--role",
         help="viewer (read, SQL) | reviewer (also test, approve, reject, map) | operator (also start jobs)",
     ),
+    replace: bool = typer.Option(
+        False, "--replace", help="re-issue an existing user's token with this role (their old token stops working)"
+    ),
 ) -> None:
-    """Create a user (or replace their token); prints the token ONCE: only its hash is stored."""
+    """Create a user (--replace: re-issue an existing one's token); prints the token ONCE: only its hash is stored."""
     from pipeline.servers.service.client import remote
     from pipeline.servers.service.users import add_user
 
     client = remote()
-    token = client.add_user(name, role.value) if client else add_user(catalog(), name, role.value)
+    token = (
+        client.add_user(name, role.value, replace=replace)
+        if client
+        else add_user(catalog(), name, role.value, replace=replace)
+    )
     console.print(f"user {name} ({role.value}); token, shown once, keep it secret:", highlight=False)
     typer.echo(token)
 

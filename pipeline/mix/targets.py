@@ -18,6 +18,7 @@ from pathlib import Path
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from catalog.names import require_known
 from pipeline.ingest.tolerance import held_back
 
 
@@ -53,6 +54,19 @@ def _plan_row(catalog: Catalog, plan_id: str | None) -> dict | None:
     return rows[0]
 
 
+def _ingested_categories(home: Path, repos: set[str]) -> set[str]:
+    """The categories the ingested rows carry (ingest writes the adapter's category on every record)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    found: set[str] = set()
+    for repo in repos:
+        for shard in sorted(Home(home).normalized(repo).glob("part-*.parquet")):
+            column = pq.read_table(shard, columns=["category"]).column("category")
+            found.update(str(v) for v in pc.unique(column).to_pylist() if v is not None)
+    return found
+
+
 def load_targets(
     catalog: Catalog,
     home: Path,
@@ -76,6 +90,10 @@ def load_targets(
                 hint="run `draftset ingest` after approving adapters; a held-back dataset needs its adapter fixed "
                 "or its max_bad_fraction raised (the ingest error says which)",
             )
+        if weights:  # checked before any stage runs: a typo would otherwise surface only after dedup
+            known = _ingested_categories(home, ingested)
+            for category in weights:
+                require_known("category", category, known, where="--weight", hint="weigh the sources' categories")
         return MixTargets(None, samples, weights or {}, {r: "" for r in sorted(ingested)}, {}, held_back=held)
     items = catalog.query(
         "SELECT repo_id, category, est_samples FROM plan_items WHERE plan_id = ? ORDER BY repo_id",

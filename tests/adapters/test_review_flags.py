@@ -113,6 +113,20 @@ def test_kinds_rows_and_notes_are_checked(home):
     assert flags.load(cat, "lab/data") == []  # nothing half-stored
 
 
+def test_a_row_past_the_datasets_row_count_is_refused(home):
+    cat = Catalog(home)
+    _passing(cat)
+    assert _flag(cat, 999).row_index == 999  # the Hub's count unknown: nothing to hold the row against
+    with cat.writer() as con:
+        con.execute("INSERT INTO candidates (repo_id, n_rows) VALUES ('lab/data', 50)")
+    with pytest.raises(DraftsetError, match="lab/data has no row 50 .*50 rows"):
+        _flag(cat, 50)
+    refused = _cli("flags", "lab/data", "--add", "999", "--kind", "markup", ok=False)
+    assert refused.exit_code == 1 and "has no row 999" in str(refused.exception)
+    assert _flag(cat, 49).row_index == 49
+    assert sorted(f.row_index for f in flags.load(cat, "lab/data")) == [49, 999]
+
+
 def _cli(*args: str, ok: bool = True):
     result = CliRunner().invoke(app, ["adapters", *args], env={"COLUMNS": "200"})
     if ok:

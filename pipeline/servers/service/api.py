@@ -315,6 +315,7 @@ def resolve_flag(
 class UserBody(Strict):
     name: str = Field(min_length=1, max_length=64)
     role: Literal["viewer", "reviewer", "operator"]
+    replace: bool = False  # re-issue an existing user's token (users.add_user refuses it otherwise)
 
 
 @router.post("/api/users")
@@ -323,7 +324,8 @@ def add_user(body: UserBody, request: Request, user: Operator) -> dict[str, str]
     answer only."""
     from pipeline.servers.service.users import add_user as add
 
-    return {"name": body.name, "role": body.role, "token": add(service(request).catalog, body.name, body.role)}
+    token = add(service(request).catalog, body.name, body.role, replace=body.replace)
+    return {"name": body.name, "role": body.role, "token": token}
 
 
 # -- team mode: the CLI's read commands through the service (client.py; the CLI prints them as it does locally) --

@@ -136,7 +136,8 @@ class Auth:
             raise ApiError(
                 403,
                 f"this needs the {role} role; {user.name} is a {user.role}",
-                f"ask an operator: draftset users add {user.name} --role {role}",
+                f"ask an operator for the {role} role (`draftset users add {user.name} --role {role} --replace` "
+                "issues you a new token)",
             )
         return user
 

@@ -104,8 +104,8 @@ class Client:
                 on_event(event)
         return self.wait(job["job_id"], 30)
 
-    def add_user(self, name: str, role: str) -> str:
-        return self._call("POST", "/api/users", json={"name": name, "role": role})["token"]
+    def add_user(self, name: str, role: str, *, replace: bool = False) -> str:
+        return self._call("POST", "/api/users", json={"name": name, "role": role, "replace": replace})["token"]
 
     # -- team mode: the read commands and ingest (api.py's "team mode" block) -------------------------
     def adapter_record(self, repo_id: str) -> dict[str, Any]:

@@ -35,8 +35,10 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def add_user(catalog: Catalog, name: str, role: str) -> str:
-    """Create (or re-issue the token of) a user; returns the token, which is stored nowhere."""
+def add_user(catalog: Catalog, name: str, role: str, *, replace: bool = False) -> str:
+    """Create a user, or (`replace`) re-issue an active user's token and role; returns the token, which is
+    stored nowhere. Re-adding an active user without `replace` is refused: it would silently revoke the token
+    that user works with. A removed user may be added again."""
     if not _NAME.match(name or ""):
         raise DraftsetError(
             f"invalid user name {name!r}", hint="use letters, digits and . _ @ - (at most 64 characters), e.g. alice"
@@ -45,6 +47,12 @@ def add_user(catalog: Catalog, name: str, role: str) -> str:
         raise DraftsetError(f"unknown role {role!r}", hint=f"use one of {', '.join(ROLES)}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with catalog.writer() as con:
+        active = con.execute("SELECT role FROM users WHERE name = ? AND disabled_at IS NULL", [name]).fetchall()
+        if active and not replace:
+            raise DraftsetError(
+                f"user {name!r} exists (role {active[0][0]}); adding again would revoke their token",
+                hint=f"to issue a new token (and role): draftset users add {name} --role {role} --replace",
+            )
         con.execute("DELETE FROM users WHERE name = ?", [name])
         con.execute(
             "INSERT INTO users (name, role, token_hash, created_at) VALUES (?, ?, ?, ?)",

@@ -96,3 +96,23 @@ def test_closest_finds_owner_and_name_typos():
     assert closest("zzz", known) == []
     many = unknown_name("category", "x", [f"c{i:02d}" for i in range(30)])
     assert "(+18 more)" in str(many) and "did you mean" not in str(many)
+
+
+def test_a_weight_typo_is_refused_before_dedup_runs(named_home, draftset):
+    done = draftset("mix", "m4", "--weight", "kodin=2")
+    assert done.returncode == 1 and "did you mean 'coding'" in done.stderr, done.stderr
+    assert not Home(named_home).dedup.exists()  # no stage ran for a name that was wrong from the start
+    assert not Catalog(named_home).query("SELECT run_id FROM stage_runs WHERE stage = 'dedup'")
+
+
+def test_a_role_label_no_sampled_row_has_is_refused(named_home, draftset):
+    cat = Catalog(named_home)
+    spec = make_spec(repo_id="lab/alpha")
+    contract = {"spec_hash": spec.spec_hash(), "n_rows": 40, "role_counts": {"user": 40, "assistant": 40, "bot": 3}}
+    store.save_spec(cat, spec, contract=contract)
+    before = store.require(cat, "lab/alpha").spec_hash
+    done = draftset("adapters", "map", "lab/alpha", "boot=drop")
+    assert done.returncode == 1 and "did you mean 'bot'" in done.stderr, done.stderr
+    assert store.require(cat, "lab/alpha").spec_hash == before  # nothing stored, no approval staled
+    assert draftset("adapters", "map", "lab/alpha", "bot=assistant").returncode == 0
+    assert store.require(cat, "lab/alpha").spec.role_map["bot"] == "assistant"

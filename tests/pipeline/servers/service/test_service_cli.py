@@ -102,6 +102,14 @@ def test_cli_goes_through_the_service_with_a_token(served):
     added = cli("users", "add", "newbie", "--role", "viewer", role="operator")
     token = added.stdout.strip().splitlines()[-1]
     assert httpx.get(url + "/api/me", headers={"Authorization": f"Bearer {token}"}).json()["name"] == "newbie"
+    first = cli("users", "add", "rookie", "--role", "viewer", role="operator").stdout.strip().splitlines()[-1]
+    again = cli("users", "add", "rookie", "--role", "reviewer", role="operator")  # would revoke rookie's token
+    assert again.returncode == 1 and "exists (role viewer)" in again.stderr and "--replace" in again.stderr
+    assert httpx.get(url + "/api/me", headers={"Authorization": f"Bearer {first}"}).json()["role"] == "viewer"
+    replaced = cli("users", "add", "rookie", "--role", "reviewer", "--replace", role="operator")
+    second = replaced.stdout.strip().splitlines()[-1]
+    assert httpx.get(url + "/api/me", headers={"Authorization": f"Bearer {first}"}).status_code == 401
+    assert httpx.get(url + "/api/me", headers={"Authorization": f"Bearer {second}"}).json()["role"] == "reviewer"
     no_token = subprocess.run(
         [sys.executable, "-m", "pipeline.cli.app", "sql", "SELECT 1"],
         cwd=ROOT,
