@@ -16,9 +16,10 @@ from catalog.errors import DraftsetError
 from catalog.io import write_text_atomic
 from catalog.names import require_known
 from catalog.untrusted import shell_word
-from pipeline.cli.common import JSON_OPTION, catalog, console, json_output, literal, safe, settings
+from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, json_output, literal, safe, settings
 
 if TYPE_CHECKING:
+    from adapters import store
     from adapters.propose import Outcome
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
@@ -168,17 +169,38 @@ def _list() -> None:
     view.print_list(records)
 
 
+def _verdict_document(record: store.AdapterRecord) -> dict[str, Any]:
+    """What a script reads of an adapter: full ids and hashes, the one verdict object the API and the page
+    give (adapters/verdict.py), and the next command."""
+    from adapters import verdict
+
+    found = verdict.of_record(record)
+    return {
+        "repo_id": record.repo_id,
+        "revision": record.revision,
+        "spec_hash": record.spec_hash,
+        "status": record.status,
+        "verdict": found.to_json(),
+        "next": found.next_step(record.repo_id, record.status),
+    }
+
+
 @adapters_app.command("show")
-def show(repo_id: str = REPO) -> None:
+def show(repo_id: str = REPO, as_json: bool = JSON_OPTION) -> None:
     """Spec, reasons, role counts, contract result and three raw → canonical examples."""
     from adapters import store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
+    document = json_listing(as_json)
     if (client := remote()) is not None:  # DRAFTSET_SERVER: the stored record comes from the service
-        view.print_show(store.AdapterRecord.model_validate(client.adapter_record(repo_id)))
+        record = store.AdapterRecord.model_validate(client.adapter_record(repo_id))
+    else:
+        record = store.require(catalog(), repo_id)
+    if as_json:  # the whole stored record (spec, contract, review, flags) beside the verdict
+        document.update(_verdict_document(record) | {"record": record.model_dump(mode="json")})
         return
-    view.print_show(store.require(catalog(), repo_id))
+    view.print_show(record)
 
 
 @adapters_app.command("preview")
@@ -186,22 +208,29 @@ def preview(
     repo_id: str = REPO,
     row: int = typer.Option(0, "--row", help="row index (file order, as ingest counts)"),
     canonical_only: bool = typer.Option(False, "--canonical-only", help="print only the canonical record"),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """One raw row and what the current spec makes of it (the canonical record, or the row's error)."""
     from adapters import store
-    from adapters.preview import read_row
+    from adapters.preview import canonical_of, read_row
     from adapters.source import RawRow
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
+    document = json_listing(as_json)
+    canonical: Any = None
     if (client := remote()) is not None:  # the service reads the row from its Hub with its own token
         found = client.adapter_row(repo_id, row)
         record = store.AdapterRecord.model_validate(found["record"])
-        view.print_preview(record, RawRow(**found["raw"]), canonical_only, canonical=found["canonical"])
+        raw, canonical = RawRow(**found["raw"]), found["canonical"]
+    else:
+        record = store.require(catalog(), repo_id)
+        raw = read_row(record.spec, row, endpoint=settings().hf_endpoint, token=_token())
+    if as_json:  # the raw row as read and its canonical records (or {"rejected"} / {"malformed"}), untruncated
+        made = canonical_of(record.spec, raw) if canonical is None else canonical
+        document.update(_verdict_document(record) | {"row": raw.row_index, "raw": raw.row, "canonical": made})
         return
-    record = store.require(catalog(), repo_id)
-    raw = read_row(record.spec, row, endpoint=settings().hf_endpoint, token=_token())
-    view.print_preview(record, raw, canonical_only)
+    view.print_preview(record, raw, canonical_only, canonical=canonical)
 
 
 @adapters_app.command("test")
@@ -209,35 +238,45 @@ def test(
     repos: list[str] = typer.Argument(None, help="repo ids (default with --all: every adapter)"),
     all_: bool = typer.Option(False, "--all", help="test every adapter in the catalog (for CI)"),
     rows: int = typer.Option(500, help="rows sampled across all files"),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the contract; exits 1 when any contract fails. Results go to adapters.contract."""
     from adapters import review, store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
-    if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs the contract
-        named = list(repos or []) + ([s["repo_id"] for s in client.adapters()] if all_ else [])
-        if not named:
+    with json_output(as_json) as document:  # under --json: {"adapters": [verdict document + contract]}
+        tested: list[dict[str, Any]] = document.setdefault("adapters", [])
+        if (client := remote()) is not None:  # DRAFTSET_SERVER: the service runs the contract
+            named = list(repos or []) + ([s["repo_id"] for s in client.adapters()] if all_ else [])
+            if not named:
+                raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
+            failed = []
+            for repo in dict.fromkeys(named):
+                if not _print_remote_test(client.test(repo, rows)):
+                    failed.append(repo)
+                if as_json:
+                    record = store.AdapterRecord.model_validate(client.adapter_record(repo))
+                    tested.append(_verdict_document(record) | {"contract": record.contract})
+            if failed:
+                console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
+                raise typer.Exit(1)
+            return
+        cat, cfg = catalog(), settings()
+        targets = list(repos or []) + ([r.repo_id for r in store.list_all(cat)] if all_ else [])
+        if not targets:
             raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
-        failed = [r for r in dict.fromkeys(named) if not _print_remote_test(client.test(r, rows))]
+        failed = []
+        for repo_id in dict.fromkeys(targets):
+            with console.status(f"contract of {safe(repo_id)} on {rows} sampled rows"):
+                saved, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
+            view.print_contract(result, repo_id)
+            tested.append(_verdict_document(saved) | {"contract": saved.contract})
+            if not result.passed:
+                failed.append(repo_id)
         if failed:
-            console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
+            console.print(f"[red]contract failed:[/] {safe(', '.join(failed))}", highlight=False)
             raise typer.Exit(1)
-        return
-    cat, cfg = catalog(), settings()
-    targets = list(repos or []) + ([r.repo_id for r in store.list_all(cat)] if all_ else [])
-    if not targets:
-        raise DraftsetError("nothing to test", hint="draftset adapters test OWNER/NAME, or --all")
-    failed = []
-    for repo_id in dict.fromkeys(targets):
-        with console.status(f"contract of {safe(repo_id)} on {rows} sampled rows"):
-            _, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
-        view.print_contract(result, repo_id)
-        if not result.passed:
-            failed.append(repo_id)
-    if failed:
-        console.print(f"[red]contract failed:[/] {safe(', '.join(failed))}", highlight=False)
-        raise typer.Exit(1)
 
 
 def _print_remote_test(job: dict) -> bool:

@@ -65,6 +65,30 @@ def test_adapters_list_as_json(fixture_home, monkeypatch):
         assert row["repo"] in text and str(row["status"]) in text
 
 
+def test_adapters_show_test_and_preview_as_json(fixture_home, hub_url, monkeypatch):
+    from pipeline.settings import settings
+
+    home, _ = fixture_home
+    monkeypatch.setenv("DRAFTSET_HOME", str(home))
+    monkeypatch.setenv("HF_ENDPOINT", hub_url)
+    settings.cache_clear()
+    repo = "nebius-mini/swe-agent-trajectories-mini"
+    shown = _json("adapters", "show", repo, "--json")
+    assert shown["repo_id"] == repo and len(shown["spec_hash"]) == 64  # full hashes for scripts, never cut
+    assert shown["record"]["spec_hash"] == shown["spec_hash"] and shown["verdict"]["kind"] in {
+        "pass",
+        "pass with warnings",
+    }
+    assert set(shown["verdict"]) >= {"headline", "approvable", "blockers"} and shown["next"].startswith("draftset ")
+    assert all(" " not in key for key in [*shown, *shown["verdict"]])  # snake_case keys throughout
+    row = _json("adapters", "preview", repo, "--row", "3", "--json")
+    assert row["row"] == 3 and isinstance(row["raw"], dict) and isinstance(row["canonical"], list)
+    assert row["canonical"][0]["source"]["row_index"] == 3 and row["spec_hash"] == shown["spec_hash"]
+    tested = _json("adapters", "test", repo, "--rows", "40", "--json")
+    (one,) = tested["adapters"]
+    assert one["repo_id"] == repo and one["contract"]["n_rows"] == 40 and one["verdict"]["passed"] is True
+
+
 # -- every listing: the raw numbers, and a check that no table command is left without --json ----------------
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -162,13 +186,10 @@ JSON_TESTED_ELSEWHERE = {
 }
 JSON_TESTED_HERE = {
     "mix", "status", "sql", "adapters list", "adapters flags", "users list", "check estimate", "hub check",
-    "capture", "train",
+    "capture", "train", "adapters show", "adapters test", "adapters preview",
 }  # fmt: skip
 NO_JSON = {
-    "adapters show": "a review view of one adapter; its data as JSON: adapters list/flags --json, GET /api/adapters/…",
-    "adapters test": "prints the contract it stores; adapters list --json / the API give the verdict",
     "adapters propose": "proposes and tests; adapters list --json lists what it stored",
-    "adapters preview": "prints one raw row and its canonical record, already JSON",
     "model import-gguf": "has --json; exercised only where the SmolLM2 GGUF is fetched (a PyPI download)",
     "check pilot": "has --json; trains a draft per subset (minutes), records built as accept-length's are",
 }
