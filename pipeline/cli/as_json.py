@@ -10,6 +10,7 @@ counts, seconds, with the unit in the key's name), so JSON carries numbers, neve
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout
@@ -31,12 +32,20 @@ def collect(
     if _tables is None:
         return False
     if records is not None:
-        keys = list(dict.fromkeys(k for r in records for k in r))
-        _tables.append({"title": title, "columns": keys, "rows": [dict(r) for r in records]})
+        keys = list(dict.fromkeys(json_key(k) for r in records for k in r))
+        _tables.append(
+            {"title": title, "columns": keys, "rows": [{json_key(k): v for k, v in r.items()} for r in records]}
+        )
         return True
-    names = [str(c) for c in columns]
+    names = [json_key(c) for c in columns]
     _tables.append({"title": title, "columns": names, "rows": [dict(zip(names, row, strict=False)) for row in rows]})
     return True
+
+
+def json_key(name: Any) -> str:
+    """A column's heading as a key a script can name: snake_case ("dedup dropped" -> "dedup_dropped",
+    "tok/s" -> "tok_s"); headings are display text, JSON keys are not."""
+    return re.sub(r"[^0-9a-z]+", "_", str(name).strip().lower()).strip("_") or "value"
 
 
 @contextmanager

@@ -29,11 +29,11 @@ def test_ingest_and_dedup_list_their_counts_as_json(home, hub_url):
 
     (row, total) = json.loads(CliRunner().invoke(app, ["ingest", "--repo", REPO, "--json"]).stdout)["tables"][0]["rows"]
     assert row["dataset"] == REPO and total["dataset"] == "TOTAL" and row["status"] == "ok"
-    assert isinstance(row["rows in"], int) and row["records out"] > 0 and isinstance(row["dropped"], dict)
+    assert isinstance(row["rows_in"], int) and row["records_out"] > 0 and isinstance(row["dropped"], dict)
     assert all(isinstance(v, int) for v in row["dropped"].values())  # by reason, numbers (the table: reason=N)
 
     (dedup,) = _json("dedup", "--json")["tables"][0]["rows"]
-    assert dedup["in"] == row["records out"] and isinstance(dedup["kept"], int) and isinstance(dedup["dropped"], dict)
+    assert dedup["in"] == row["records_out"] and isinstance(dedup["kept"], int) and isinstance(dedup["dropped"], dict)
 
 
 def test_a_mapping_cell_reads_reason_equals_count():

@@ -23,11 +23,11 @@ def test_mix_status_and_sql_list_as_json(home, sources):
     doc = _json("mix", "j", "--json")
     (table,) = doc["tables"]
     rows = {r["source"]: r for r in table["rows"]}
-    assert table["title"] == "mix j" and rows["never/ingested"] | {"ingested": 0, "dedup dropped": 0} == {
+    assert table["title"] == "mix j" and rows["never/ingested"] | {"ingested": 0, "dedup_dropped": 0} == {
         "source": "never/ingested",
         "category": "coding",
         "ingested": 0,
-        "dedup dropped": 0,
+        "dedup_dropped": 0,
         "quota": 5,
         "target": 4,
         "selected": 0,
@@ -41,6 +41,7 @@ def test_mix_status_and_sql_list_as_json(home, sources):
 
     status = _json("status", "--json")
     runs = next(t for t in status["tables"] if t["title"] == "recent stage runs")["rows"]
+    assert all(" " not in key for t in [*doc["tables"], *status["tables"]] for key in t["columns"])  # snake_case
     assert [r["stage"] for r in runs][:2] == ["mix", "dedup"] and all(r["status"] == "ok" for r in runs[:2])
 
     res = CliRunner().invoke(app, ["sql", "SELECT stage, status FROM stage_runs ORDER BY stage", "--json"])
