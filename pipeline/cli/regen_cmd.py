@@ -208,7 +208,7 @@ def _holder(limit: int) -> tuple[dict[str, Any], str]:
 
 def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, holder: str | None) -> None:
     from pipeline.regenerate.progress import hms
-    from pipeline.regenerate.status import format_counts
+    from pipeline.regenerate.status import format_counts, run_subject
 
     for damaged in (j for j in jobs if "problem" in j):
         console.print(
@@ -243,9 +243,18 @@ def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, ho
         console.print(f"[yellow]catalog busy[/]: {safe(holder)}", highlight=False)
     elif runs:
         print_table(
-            ["run_id", "stage", "status", "counts", "started", "finished"],
+            # run_id last: at 80 columns it is the one left out (named under the table; --json has it)
+            ["stage", "of", "status", "counts", "started", "took", "run_id"],
             [
-                [r["run_id"], r["stage"], r["status"], format_counts(r["counts"]), r["started_at"], r["finished_at"]]
+                [
+                    r["stage"],
+                    run_subject(r.get("params")),
+                    r["status"],
+                    format_counts(r["counts"]),
+                    _started(r["started_at"]),
+                    _took(r["started_at"], r["finished_at"]),
+                    r["run_id"],
+                ]
                 for r in runs
             ],
             records=[run_record(r) for r in runs],
@@ -253,6 +262,25 @@ def _print_status(jobs: list[dict], regen_root: str, runs: list[dict] | None, ho
         )
     else:
         console.print("no stage runs in the catalog yet", highlight=False)
+
+
+def _started(value: Any) -> str:
+    """When a run started, short enough for 80 columns: the time today, else month-day and time (the full
+    timestamp, microseconds and all, made the table wrap); --json keeps it whole."""
+    from datetime import datetime
+
+    if not isinstance(value, datetime):
+        return str(value or "")
+    return value.strftime("%H:%M:%S" if value.date() == datetime.now().date() else "%m-%d %H:%M")
+
+
+def _took(started: Any, finished: Any) -> str:
+    """How long a run took, as h:mm:ss ("-" while it has no end: running, or interrupted)."""
+    from pipeline.regenerate.progress import hms
+
+    if not finished or not started:
+        return "-"
+    return hms((finished - started).total_seconds()) if hasattr(finished, "year") else ""
 
 
 def register(app: typer.Typer) -> None:

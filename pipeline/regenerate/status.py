@@ -53,12 +53,23 @@ def recent_stage_runs(home: Path, limit: int = 10) -> list[dict[str, Any]] | Non
         return []
     try:
         return catalog.query(
-            "SELECT run_id, stage, status, counts, started_at, finished_at, error FROM stage_runs "
+            "SELECT run_id, stage, status, counts, params, started_at, finished_at, error FROM stage_runs "
             "ORDER BY started_at DESC LIMIT ?",
             [limit],
         )
     except CatalogBusy:
         return None
+
+
+def run_subject(params: Any) -> str:
+    """What a run worked on, from its stored config: the dataset of an ingest, the mix of a mix, regenerate or
+    build, the folder of a capture or train, the sources of a dedup (each config names it under its own key)."""
+    data = json.loads(params) if isinstance(params, str) else (params or {})
+    for key in ("repo_id", "name", "mix", "build_dir", "capture_dir", "out_dir"):
+        if data.get(key):
+            return str(data[key]).rstrip("/").rsplit("/", 1)[-1] if key.endswith("_dir") else str(data[key])
+    repos = data.get("repos") or []
+    return f"{len(repos)} datasets" if len(repos) > 1 else (str(repos[0]) if repos else "")
 
 
 def format_counts(counts: Any) -> str:
@@ -93,6 +104,7 @@ def run_record(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": run["run_id"],
         "stage": run["stage"],
+        "subject": run_subject(run.get("params")),
         "status": run["status"],
         "counts": counts,
         "started_at": run.get("started_at"),

@@ -4,10 +4,13 @@ every other line on stderr (so `| jq` always parses)."""
 from __future__ import annotations
 
 import json
+import os
+import re
 
 from typer.testing import CliRunner
 
 from pipeline.cli.app import app
+from tests.kits.cli import run_draftset
 from tests.pipeline.test_mix import SOURCES, _ingest, _plan
 
 
@@ -43,6 +46,13 @@ def test_mix_status_and_sql_list_as_json(home, sources):
     runs = next(t for t in status["tables"] if t["title"] == "recent stage runs")["rows"]
     assert all(" " not in key for t in [*doc["tables"], *status["tables"]] for key in t["columns"])  # snake_case
     assert [r["stage"] for r in runs][:2] == ["mix", "dedup"] and all(r["status"] == "ok" for r in runs[:2])
+    assert runs[0]["subject"] == "j" and runs[1]["subject"].endswith("datasets")  # what each run worked on
+    narrow = run_draftset("status", env={**os.environ, "DRAFTSET_HOME": str(home), "COLUMNS": "80"}).stdout
+    lines = narrow.splitlines()[1:]  # the first names the (long) regen folder
+    assert " j " in narrow and "4 datasets" in narrow and not any(len(line) > 80 for line in lines), narrow
+    assert "took" in narrow and "left out at this width: run_id" in narrow and not re.search(r":\d\d\.\d", narrow), (
+        narrow
+    )
 
     res = CliRunner().invoke(app, ["sql", "SELECT stage, status FROM stage_runs ORDER BY stage", "--json"])
     assert res.exit_code == 0, res.output
