@@ -149,6 +149,23 @@ def _kind(cells: list[str]) -> str:
     return "prose"
 
 
+def _fitting(need: list[int], room: int) -> list[int]:
+    """The columns shown in `room`: callers order columns by importance, so the rightmost goes first."""
+    shown = list(range(len(need)))
+    while len(shown) > 1 and sum(need[i] + 3 for i in shown) > room:
+        shown.pop()
+    return shown
+
+
+def _owner_split(cell: str) -> tuple[str, ...] | None:
+    """A repo id as two whole words, "owner/" and "name", for a table too narrow for it on one line (a cell
+    folded anywhere else could be copied as a different id); None when the cell is not one."""
+    owner, slash, name = cell.partition("/")
+    if cell in ("", "-"):
+        return ()
+    return (owner + slash, name) if slash and owner and name and "/" not in name and " " not in cell else None
+
+
 def print_table(
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],
@@ -172,9 +189,21 @@ def print_table(
         for h, c, k in zip(columns, cols, kinds, strict=True)
     ]
     room = (width or console.width) - 1
-    shown = list(range(len(columns)))
-    while len(shown) > 1 and sum(need[i] + 3 for i in shown) > room:
-        shown.pop()  # callers order columns by importance: the rightmost goes first
+    shown = _fitting(need, room)
+    split = [
+        i for i in range(len(columns)) if kinds[i] == "token" and all(_owner_split(x) is not None for x in cols[i])
+    ]
+    narrower = [
+        max([len(str(columns[i])), *(len(part) for x in cols[i] for part in _owner_split(x) or ())])
+        if i in split
+        else n
+        for i, n in enumerate(need)
+    ]
+    if len(_fitting(narrower, room)) > len(shown):  # a repo id broken after its owner keeps a column in view
+        need, shown = narrower, _fitting(narrower, room)
+        for row in texts:
+            for i in split:
+                row[i] = "\n".join(_owner_split(row[i]) or (row[i],))
     table = Table(title=literal(title) if title is not None else None, show_lines=False, header_style="bold")
     for i in shown:
         if kinds[i] == "prose":

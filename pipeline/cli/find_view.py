@@ -99,34 +99,41 @@ def show_relevance(candidates: list[dict[str, Any]]) -> None:
 
 def show_plan(plan: dict[str, Any]) -> None:
     items = plan["items"]
+    # Columns by importance, since a narrow terminal drops them from the right: what each dataset gives and
+    # costs (samples, regeneration hours, hidden-state bytes) right after its id, the breakdown after that.
     print_table(
-        (
-            "repo",
-            "category",
-            "mode",
-            "rows to take",
-            "samples",
-            "prompt tok",
-            "response tok",
-            "regen h",
-            "hidden states",
-        ),
+        ("repo", "samples", "regen h", "hidden", "category", "mode", "rows to take", "prompt tok", "response tok"),
         [
             (
                 i["repo_id"],
+                f"{i['est_samples']:,}",
+                f"{i['regen_hours']:.2f}",
+                human_bytes(i["hidden_state_bytes"]),
                 i["category"],
                 i["mode"],
                 f"{i['rows_to_take']:,}",
-                f"{i['est_samples']:,}",
                 f"{i['prompt_tokens']:,}",
                 f"{i['response_tokens']:,}",
-                f"{i['regen_hours']:.2f}",
-                human_bytes(i["hidden_state_bytes"]),
             )
             for i in items
         ],
         title=f"plan {plan['plan_id']}",
+        records=[
+            {
+                "repo_id": i["repo_id"],
+                "samples": i["est_samples"],
+                "regen_hours": i["regen_hours"],
+                "hidden_state_bytes": i["hidden_state_bytes"],
+                "category": i["category"],
+                "mode": i["mode"],
+                "rows_to_take": i["rows_to_take"],
+                "prompt_tokens": i["prompt_tokens"],
+                "response_tokens": i["response_tokens"],
+            }
+            for i in items
+        ],
     )  # print_table prints titles literally
+    console.print("hidden: hidden-state bytes if captured offline (0 with train --online)", style="dim")
     t = plan["totals"]
     console.print(
         f"[bold]requested[/] {plan['samples_requested']:,} new samples · [bold]already held[/] "

@@ -1,4 +1,4 @@
-"""CLI tables at 80 and 120 columns and piped: numbers and repo ids are never split, prose folds, and columns
+"""CLI tables at 80 and 120 columns and piped: numbers are never split, repo ids only after their owner, prose folds, and columns
 that cannot fit are left out from the right and named (snapshot-style: the lines as a terminal shows them)."""
 
 from __future__ import annotations
@@ -53,9 +53,15 @@ def test_numbers_and_ids_stay_whole_at_terminal_widths(monkeypatch, width):
             whole = common.cell_text(value)
             if column in left_out:
                 assert whole not in text
+            elif column == "dataset" and not any(whole in line for line in lines):
+                # a repo id may break only after its owner, each part whole on its own line (and only where
+                # that keeps another column in view)
+                owner, name = whole.split("/")
+                at = next(n for n, line in enumerate(lines) if f" {owner}/ " in line)
+                assert f" {name} " in lines[at + 1], (whole, text)
             elif column != "top reasons":  # prose may fold; numbers and ids may not
                 assert sum(whole in line for line in lines) >= 1, (whole, text)  # on one line, never split
-    assert ("revision" in left_out) == (width == 80) and "dataset" not in left_out
+    assert ("revision" in left_out) == (width == 80) and "dataset" not in left_out and "size" not in left_out
 
 
 def test_piped_output_is_wide_plain_and_complete(monkeypatch):
