@@ -216,6 +216,8 @@ def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool, canonic
         console.print(literal(text))
         return
     console.print(literal(f"{record.repo_id} row {raw.row_index} under spec {record.spec_hash[:12]} ({record.status})"))
+    if isinstance(found, list) and print_turns(record, raw, found):
+        return
     panels = [
         Panel(
             Syntax(json.dumps(raw.row, indent=1, ensure_ascii=False, default=str)[:6000], "json", word_wrap=True),
@@ -224,6 +226,42 @@ def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool, canonic
         Panel(Syntax(text[:6000], "json", word_wrap=True), title="canonical record"),
     ]
     console.print(Columns(panels, equal=True, expand=True))
+
+
+def print_turns(record: AdapterRecord, raw: Any, found: list[dict[str, Any]]) -> bool:
+    """The row turn by turn as the review page shows it (pipeline/servers/service/review_turns.py): each raw
+    turn beside the canonical message it became, or why it is not in the record (dropped by the map, after the
+    regenerate cut, merged); long text cut with a marker saying how much. False when the layout has no raw
+    turn list (the raw row and the record are then printed whole, side by side)."""
+    from pipeline.servers.service.review_turns import align
+
+    pairs = align(record.spec, raw.row, found)
+    if pairs is None:
+        return False
+    rows = [
+        [
+            p["raw_path"] or "(other field)",
+            "" if p["raw_label"] is None else str(p["raw_label"]),
+            p["raw_text"],
+            p["role"] or p["status"],
+            p["text"] if p["text"] is not None else p["why"],
+        ]
+        for p in pairs
+    ]
+    print_table(["raw turn", "label", "raw text", "→ role", "canonical text (or why not kept)"], rows, title="turns")
+    left = [p for p in pairs if p["status"] in ("dropped", "cut")]
+    if left:  # said in one line, so a turn the record lacks is never missed in a long table
+        by_why = {p["why"]: sum(q["why"] == p["why"] for q in left) for p in left}
+        console.print(
+            literal(
+                f"{len(left)} raw turn(s) not in the record: " + "; ".join(f"{n} × {w}" for w, n in by_why.items())
+            ),
+            style="yellow",
+        )
+    extra = {k: v for r in _canonical(found) for k, v in r.items() if k != "messages"}
+    if extra:
+        console.print(literal("record fields: " + json.dumps(extra, ensure_ascii=False, default=str)[:2000]))
+    return True
 
 
 def print_flags(listed: list[dict[str, Any]], repo_id: str) -> None:

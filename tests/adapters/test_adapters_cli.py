@@ -69,7 +69,9 @@ def test_review_flow_unmappable_label_then_mapped_approved_and_edited(hub_url, h
     assert "reasons: {}" not in shown and "golden: []" not in shown  # the YAML never claims they are empty
     preview = _run("preview", WEIRD, "--row", "4", "--canonical-only").output
     assert '"role": "user"' in preview and "supervisor_note" not in preview  # dropped on purpose, by the map
-    assert "raw row 4" in _run("preview", WEIRD, "--row", "4").output
+    turns = _run("preview", WEIRD, "--row", "4").output
+    assert "row 4 under spec" in turns and "│ messages[3] │ agent" in turns and "│ cut " in turns
+    assert "1 raw turn(s) not in the record: 1 × after the regenerate cut" in turns  # said, not silently gone
     missing = _run("preview", WEIRD, "--row", "100000", ok=False)
     assert isinstance(missing.exception, DraftsetError) and "has no row 100000" in str(missing.exception)
     assert "approved" in _run("list").output
