@@ -255,9 +255,9 @@ def test(
             for repo in dict.fromkeys(named):
                 if not _print_remote_test(client.test(repo, rows)):
                     failed.append(repo)
-                if as_json:
-                    record = store.AdapterRecord.model_validate(client.adapter_record(repo))
-                    tested.append(_verdict_document(record) | {"contract": record.contract})
+                record = store.AdapterRecord.model_validate(client.adapter_record(repo))
+                _print_approval(_verdict_document(record))
+                tested.append(_verdict_document(record) | {"contract": record.contract})
             if failed:
                 console.print(f"[red]contract failed:[/] {', '.join(failed)}", highlight=False)
                 raise typer.Exit(1)
@@ -271,12 +271,25 @@ def test(
             with console.status(f"contract of {safe(repo_id)} on {rows} sampled rows"):
                 saved, result = review.check_adapter(cat, repo_id, endpoint=cfg.hf_endpoint, token=_token(), rows=rows)
             view.print_contract(result, repo_id)
+            _print_approval(_verdict_document(saved))
             tested.append(_verdict_document(saved) | {"contract": saved.contract})
             if not result.passed:
                 failed.append(repo_id)
         if failed:
             console.print(f"[red]contract failed:[/] {safe(', '.join(failed))}", highlight=False)
             raise typer.Exit(1)
+
+
+def _print_approval(document: dict[str, Any]) -> None:
+    """After a contract: the verdict with what still blocks an approval (open REVIEW items, flags), so a
+    passing contract is never read as "ready" when `approve` would refuse it."""
+    from pipeline.cli.adapters_view import approval_cell
+
+    found = document["verdict"]
+    console.print(literal(f"verdict: {found['headline']} · approval: {approval_cell(found, document['status'])}"))
+    for blocker in found["blockers"]:
+        console.print(literal(f"  {blocker}"), style="yellow" if blocker.startswith(("REVIEW", "flag ")) else "red")
+    console.print(literal(f"next: {document['next']}"))
 
 
 def _print_remote_test(job: dict) -> bool:

@@ -17,9 +17,9 @@ from catalog.untrusted import clean_text, shell_word
 from pipeline.cli.common import console, literal, print_table, safe  # this module is only imported by commands that run
 
 
-def _table(columns: list[str], rows: list[list[Any]], title: str) -> None:
+def _table(columns: list[str], rows: list[list[Any]], title: str, records: list[dict[str, Any]] | None = None) -> None:
     """print_table prints every cell literally: labels, reasons and notes come from untrusted data."""
-    print_table(columns, rows, title=title)
+    print_table(columns, rows, title=title, records=records)
 
 
 def contract_cell(record: AdapterRecord) -> str:
@@ -30,25 +30,60 @@ def contract_cell(record: AdapterRecord) -> str:
     return found.kind.upper() if found.kind in ("fail", "refused") else found.kind
 
 
+LIST_COLUMNS = ["repo", "verdict", "approval", "status", "mode", "layout", "category", "yield", "reviewed by"]
+LIST_COLUMNS += ["revision", "spec hash"]
+
+
+def approval_cell(found: dict[str, Any], status: str) -> str:
+    """Whether the adapter can be approved now, from the verdict's own blockers: a passing verdict with an
+    open REVIEW item or flag is `blocked`, never a bare "pass" that `approve` then refuses."""
+    if status == "approved":
+        return "approved"
+    blockers = list(found.get("blockers") or [])
+    if not blockers:
+        return "ready"
+    review = sum(b.startswith("REVIEW open") for b in blockers)
+    flagged = sum(b.startswith("flag ") for b in blockers)
+    parts = [f"{review} REVIEW"] * bool(review) + [f"{flagged} flag(s)"] * bool(flagged)
+    parts += ["contract"] * (len(blockers) > review + flagged)
+    return "blocked: " + ", ".join(parts)
+
+
+def _list_row(s: dict[str, Any], verdict_word: str) -> list[Any]:
+    return [
+        s["repo_id"],
+        verdict_word,
+        approval_cell(s["verdict"], s["status"]),
+        s["status"],
+        s["mode"],
+        s["layout"],
+        s["category"],
+        s.get("yield") or "",
+        s.get("reviewed_by"),
+        s["revision"][:8],
+        s["spec_hash"][:8],
+    ]
+
+
+def _list_record(s: dict[str, Any]) -> dict[str, Any]:
+    """--json: full revision and spec hash (the table shortens them), the verdict object, the next command."""
+    keys = ("repo_id", "status", "mode", "layout", "category", "yield", "reviewed_by", "revision", "spec_hash")
+    return {k: s.get(k) for k in keys} | {
+        "verdict": s["verdict"],
+        "approval": approval_cell(s["verdict"], s["status"]),
+        "next": s.get("next"),
+    }
+
+
 def print_list(records: list[AdapterRecord]) -> None:
+    from pipeline.servers.service.review_data import summary
+
+    summaries = [summary(r) for r in records]  # the API's summary: one shape for this list and the service's
     _table(
-        ["repo", "verdict", "status", "mode", "layout", "category", "yield", "reviewed by", "revision", "spec hash"],
-        [
-            [
-                r.repo_id,
-                contract_cell(r),
-                r.status,
-                r.spec.mode,
-                r.spec.layout,
-                r.spec.category,
-                (r.contract or {}).get("yield", ""),
-                r.reviewed_by,
-                r.revision[:8],
-                r.spec_hash[:8],
-            ]
-            for r in records
-        ],
+        LIST_COLUMNS,
+        [_list_row(s, contract_cell(r)) for s, r in zip(summaries, records, strict=True)],
         title=f"{len(records)} adapter(s)",
+        records=[_list_record(s) for s in summaries],
     )
 
 
@@ -58,23 +93,13 @@ def print_remote_list(summaries: list[dict[str, Any]], url: str) -> None:
         console.print(literal(f"no adapters yet on {url}: draftset adapters propose OWNER/NAME"))
         return
     _table(
-        ["repo", "verdict", "status", "mode", "layout", "category", "yield", "reviewed by", "revision", "spec hash"],
+        LIST_COLUMNS,
         [
-            [
-                s["repo_id"],
-                s["contract"].upper() if s["contract"] in ("fail", "refused") else s["contract"],
-                s["status"],
-                s["mode"],
-                s["layout"],
-                s["category"],
-                s.get("yield") or "",
-                s.get("reviewed_by"),
-                s["revision"][:8],
-                s["spec_hash"][:8],
-            ]
+            _list_row(s, s["contract"].upper() if s["contract"] in ("fail", "refused") else s["contract"])
             for s in summaries
         ],
         title=f"{len(summaries)} adapter(s) on {url}",
+        records=[_list_record(s) for s in summaries],
     )
 
 

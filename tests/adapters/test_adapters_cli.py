@@ -45,7 +45,9 @@ def test_review_flow_unmappable_label_then_mapped_approved_and_edited(hub_url, h
         require_approved(Catalog(home), WEIRD)
 
     assert "'supervisor_note': 'drop'" in _run("map", WEIRD, "supervisor_note=drop", "--by", "alice").output
-    assert f"contract of {WEIRD}: pass" in _run("test", WEIRD).output
+    tested = _run("test", WEIRD).output
+    assert f"contract of {WEIRD}: pass" in tested
+    assert "approval: blocked: 1 REVIEW" in tested and "REVIEW open: category" in tested  # a pass that is blocked
     shown = _run("approve", WEIRD, "--by", "alice", "--note", "notes are internal", ok=False)
     assert "open REVIEW item(s): category" in str(shown.exception)  # no find ran: the category is a guess
     assert "approved" in _run("approve", WEIRD, "--by", "alice", "--note", "ok", "--checked", "category").output

@@ -67,13 +67,19 @@ def test_adapters_list_as_json(fixture_home, monkeypatch):
     settings.cache_clear()
     doc = _json("adapters", "list", "--json")
     (table,) = doc["tables"]
-    assert table["columns"][:3] == ["repo", "verdict", "status"]
+    assert table["columns"][:2] == ["repo_id", "status"]
     rows = table["rows"]
     assert len(rows) >= 20 and all(set(r) == set(table["columns"]) for r in rows)
-    assert {r["verdict"] for r in rows} <= {"pass", "pass with warnings", "FAIL", "REFUSED", "not run (old spec)"}
+    assert {r["verdict"]["kind"] for r in rows} <= {"pass", "pass with warnings", "fail", "refused", "not run"}
+    assert all(len(r["spec_hash"]) == 64 for r in rows)  # whole, where the table shows 8 characters
+    for r in rows:  # "pass" never hides "blocked": the approval column follows the verdict's blockers
+        assert r["approval"] == (
+            "approved" if r["status"] == "approved" else "ready" if r["verdict"]["approvable"] else r["approval"]
+        )
+        assert r["status"] == "approved" or r["verdict"]["approvable"] or r["approval"].startswith("blocked: ")
     text = " ".join(CliRunner().invoke(app, ["adapters", "list"], env={"COLUMNS": "240"}).output.split())
     for row in rows:  # the same data as the table
-        assert row["repo"] in text and str(row["status"]) in text
+        assert row["repo_id"] in text and str(row["status"]) in text and row["approval"] in text
 
 
 def test_adapters_show_test_and_preview_as_json(fixture_home, hub_url, monkeypatch):

@@ -139,7 +139,7 @@ def test_adapters_list_has_the_local_rows(team):
     assert done.code == 0, done.err
     (theirs,) = json.loads(done.out)["tables"]
     assert theirs["title"].endswith(f"on {url}")
-    keys = ("repo", "verdict", "status", "mode", "category")
+    keys = ("repo_id", "verdict", "approval", "status", "mode", "category", "spec_hash")
     assert [[r[k] for k in keys] for r in theirs["rows"]] == [[r[k] for k in keys] for r in mine["rows"]]
 
 
