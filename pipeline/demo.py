@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.rule import Rule
+from rich.text import Text
 
 from catalog.home import Home
 from pipeline.servers.http import free_port  # demo_real takes it from here too
@@ -146,8 +147,23 @@ def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tup
         ).stdout
         proposed[:] = [r["repo_id"] for r in json.loads(out)]
         for repo in proposed:
-            # --force: the demo stands in for the person who checks open REVIEW items (a split or config guess)
-            draftset("adapters", "approve", repo, "--by", "demo", "--force", "--note", "reviewed in make demo", env=env)
+            # The demo stands in for the person who looked at each open REVIEW item (a split or config guess):
+            # it names each one with --checked, as that person would; a failing contract is still refused.
+            shown = subprocess.run(
+                [sys.executable, "-m", "pipeline.cli.app", "adapters", "show", repo, "--json"],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            document = json.loads(shown)
+            if not document["verdict"]["passed"]:  # never forced: a failing contract stays unapproved, said so
+                said = f"left unapproved: {repo}: {document['verdict']['headline']} (next: {document['next']})"
+                console.print(Text(said, style="yellow"))  # Hub text, printed literally
+                continue
+            checked = [a for item in document["record"]["spec"]["needs_review"] for a in ("--checked", item)]
+            draftset("adapters", "approve", repo, "--by", "demo", *checked, env=env)
 
     def start_target() -> None:
         background(["serve-dev", model, "--port", str(target_port)], env, HOME / "logs" / "serve-dev.log", stack)

@@ -96,3 +96,16 @@ def test_eval_registers_its_own_commands():
     root = get_command(app)
     assert {"report", "check"} <= set(root.commands)
     assert set(root.commands["check"].commands) == {"draft", "accept-length", "serve", "estimate", "pilot"}
+
+
+def test_eval_specdecode_stands_below_eval_checks():
+    """The decode (eval/specdecode) is the instrument the checks (eval/checks) build on: never the reverse,
+    or the two rooms import each other."""
+    folder = ROOT / "eval" / "specdecode"
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in sorted(folder.rglob("*.py"))
+        for module in sorted(_imported_modules(path))
+        if _reaches(module, "eval.checks") or _reaches(module, "eval.cli")
+    ]
+    assert wrong == []

@@ -22,6 +22,7 @@ import torch
 from catalog.errors import DraftsetError
 from eval.specdecode.replay import Interval, accept_length_interval, separation, walk
 from eval.specdecode.samples import Samples, first_trainable
+from eval.specdecode.wirings import wrong_wirings
 from pipeline.capture.forward import target_states
 from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.export import load_exported
@@ -113,20 +114,6 @@ class DraftReport:
             f"{self.best_wrong.accept_length:.3f} ≥ configured {self.wirings[0].accept_length:.3f}: the draft "
             f"does not depend on its taps; check capture and training"
         )
-
-
-def wrong_wirings(ids: list[int], n_layers: int) -> list[tuple[str, list[int]]]:
-    """Plausible miswirings of `ids` (HF indices; n = last block's pre-norm output)."""
-    out = [
-        ("shifted +1", [j + 1 for j in ids]),
-        ("shifted -1", [j - 1 for j in ids]),
-        ("order swapped", ids[::-1]),
-        ("last layer instead of first", [n_layers] + ids[1:]),
-    ]
-    out.append(
-        ("embedding missing", ids[1:] + [n_layers]) if ids[0] == 0 else ("embedding instead of last", [0] + ids[:-1])
-    )
-    return [(name, w) for name, w in out if all(0 <= j <= n_layers for j in w) and w != ids]
 
 
 def evaluate(

@@ -81,7 +81,7 @@ def check_draft_cmd(
         if line != "separated":
             console.print(f"  {name}: {line}")
     if r.wirings and r.target_dir is not None:  # wirings are only computed with the target at hand
-        records.save(catalog(), records.estimate_rows(r, draft_dir, r.target_dir, r.steps, r.n_samples))
+        records.save(catalog(), records.estimate_rows(r.wirings, draft_dir, r.target_dir, r.steps, r.n_samples))
     measured = [e for e in records.load(catalog(), draft_dir) if e["method"] == "specdecode"]
     estimates = {w.name: w.accept_length for w in r.wirings}
     if measured:

@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 from catalog.errors import DraftsetError
-from eval.checks.draft_check import wrong_wirings
 from eval.specdecode.decode import Decoded, greedy, speculative, step_acceptance
 from eval.specdecode.replay import Interval, accept_length_interval, separation
 from eval.specdecode.runners import DraftRunner, TargetRunner
 from eval.specdecode.samples import Samples, first_trainable
+from eval.specdecode.wirings import wrong_wirings
 from pipeline.model.runtime import single_thread
 from pipeline.stage import require
 from pipeline.train.draft_model import Eagle3Draft

@@ -7,16 +7,28 @@ points of a data-scaling forecast (agents/forecast.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from catalog.errors import DraftsetError
 
 if TYPE_CHECKING:
     from catalog import Catalog
-    from eval.checks.draft_check import DraftReport
     from eval.specdecode.evaluate import Measurement
+    from eval.specdecode.replay import Interval
+
+
+class EstimatedWiring(Protocol):
+    """What a row of estimates reads of one wiring (eval.checks.draft_check.WiringResult has it): typed here
+    so that this package needs nothing from eval/checks, which builds on it."""
+
+    name: str
+    hf_ids: list[int]
+    accept_length: float
+    step_accuracy: list[float]
+    interval: Interval | None
 
 
 def train_samples(draft_dir: Path | str) -> int | None:
@@ -57,8 +69,10 @@ def specdecode_rows(m: Measurement) -> list[dict]:
     ]
 
 
-def estimate_rows(report: DraftReport, draft_dir: Path, target_dir: Path, steps: int, n_samples: int) -> list[dict]:
-    """Rows for an eval.checks.draft_check.DraftReport (wirings recomputed with the target model)."""
+def estimate_rows(
+    wirings: Sequence[EstimatedWiring], draft_dir: Path, target_dir: Path, steps: int, n_samples: int
+) -> list[dict]:
+    """Rows for the wirings of an eval.checks.draft_check.DraftReport (recomputed with the target model)."""
     now = datetime.now()
     samples = train_samples(draft_dir)
     return [
@@ -82,7 +96,7 @@ def estimate_rows(report: DraftReport, draft_dir: Path, target_dir: Path, steps:
             "al_low": w.interval.low if w.interval else None,
             "al_high": w.interval.high if w.interval else None,
         }
-        for w in report.wirings
+        for w in wirings
     ]
 
 
