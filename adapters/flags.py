@@ -24,7 +24,7 @@ import duckdb
 from pydantic import BaseModel, ConfigDict
 
 from catalog.db import Catalog
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, NotFound
 from catalog.names import require_known, unknown_name
 from catalog.untrusted import Verbatim, clean_text, command
 
@@ -147,7 +147,7 @@ def add(
     if row_index < 0:
         raise DraftsetError(f"row must be ≥ 0, got {row_index}", hint="rows are numbered from 0 in file order")
     if (size := known_row_count(catalog, repo_id)) is not None and row_index >= size:
-        raise DraftsetError(
+        raise NotFound(
             f"{repo_id} has no row {row_index} (the Hub counts {size:,} rows)",
             hint=f"rows are numbered from 0 in file order: pick a row below {size:,}",
         )

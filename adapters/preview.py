@@ -13,7 +13,7 @@ from adapters.apply import RowMapper
 from adapters.row_fields import RowError
 from adapters.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, NotFound
 
 
 def read_row(spec: AdapterSpec, row: int, *, endpoint: str, token: str | None) -> RawRow:
@@ -25,7 +25,7 @@ def read_row(spec: AdapterSpec, row: int, *, endpoint: str, token: str | None) -
         found = raw
     if found is None or found.row_index != row:
         size = 0 if found is None else found.row_index + 1
-        raise DraftsetError(
+        raise NotFound(
             f"{spec.source.repo_id} has no row {row} (it has {size})",
             hint=f"pick a row below {size}" if size else "the source has no rows: check its data files",
         )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters import flags as review_flags
 from adapters.spec import AdapterSpec
 from catalog.db import Catalog
-from catalog.errors import DraftsetError
+from catalog.errors import NotFound
 from catalog.home import Home
 from catalog.io import write_text_atomic
 from catalog.names import closest
@@ -82,11 +82,11 @@ def require(catalog: Catalog, repo_id: str) -> AdapterRecord:
         known = [r["repo_id"] for r in catalog.query("SELECT repo_id FROM adapters")] if catalog.path.exists() else []
         near = closest(repo_id, known)
         if near:  # a typo of a known id: point at it, never at proposing the typo
-            raise DraftsetError(
+            raise NotFound(
                 f"no adapter for {repo_id}; did you mean {' or '.join(near)}?",
                 hint=f"draftset adapters show {shell_word(near[0])}  (every adapter: draftset adapters list)",
             )
-        raise DraftsetError(
+        raise NotFound(
             f"no adapter for {repo_id}", hint=f"propose one: draftset adapters propose {shell_word(repo_id)}"
         )
     return record

@@ -7,18 +7,30 @@ counts, so a caller (the service, a test, a script) can act on the figures inste
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 
 class DraftsetError(Exception):
-    """An error the user can act on. `hint` says what to do next."""
+    """An error the user can act on. `hint` says what to do next. `http_status` is what the service answers
+    with it: the error's kind decides, never its wording (a subclass sets its own)."""
+
+    http_status: ClassVar[int] = 400
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
         self.hint = hint
 
 
+class NotFound(DraftsetError):
+    """The named thing (an adapter, a user, a row, a flag) does not exist."""
+
+    http_status = 404
+
+
 class CatalogBusy(DraftsetError):
     """Another process holds the catalog's write lock."""
+
+    http_status = 503
 
 
 class CatalogReadOnly(DraftsetError):
@@ -40,4 +52,12 @@ class ZeroOutput(StageFailed):
 
 
 class QueryStopped(DraftsetError):
-    """A statement was stopped before it finished: its time limit, its client gone, or shutdown."""
+    """A statement was stopped before it finished: its time limit (408), its client gone, or shutdown (503)."""
+
+    http_status = 503
+
+    def __init__(self, message: str, hint: str | None = None, *, timed_out: bool = False):
+        super().__init__(message, hint=hint)
+        self.timed_out = timed_out
+        if timed_out:
+            self.http_status = 408  # type: ignore[misc]  # per instance: the same kind, a different cause

@@ -131,7 +131,7 @@ def _stopped(watch: Watch) -> QueryStopped:
         if why.startswith("time limit")
         else None
     )
-    return QueryStopped(f"query stopped: {why}", hint=hint)
+    return QueryStopped(f"query stopped: {why}", hint=hint, timed_out=why.startswith("time limit"))
 
 
 # Secrets a viewer's query may not read. Checked on the text (a filter by name) and on DuckDB's physical

@@ -190,3 +190,12 @@ def test_a_file_that_is_not_a_catalog_is_not_reported_as_busy(home):
     with pytest.raises(DraftsetError, match="cannot open catalog") as err:
         Catalog(home, busy_timeout_s=0.2).upsert("candidates", [{"repo_id": "a/b"}])
     assert not isinstance(err.value, CatalogBusy)
+
+
+def test_each_error_kind_carries_its_http_status_whatever_its_wording():
+    from catalog.errors import CatalogBusy, DraftsetError, NotFound, QueryStopped
+
+    assert DraftsetError("no such thing, in words").http_status == 400  # the wording decides nothing
+    assert NotFound("lab/x has no row 9").http_status == 404 and CatalogBusy("held").http_status == 503
+    assert QueryStopped("query stopped: time limit 5 s").http_status == 503  # a cause is a flag, not a word
+    assert QueryStopped("query stopped: x", timed_out=True).http_status == 408

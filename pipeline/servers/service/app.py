@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from catalog.db import Catalog
-from catalog.errors import CatalogBusy, DraftsetError, QueryStopped
+from catalog.errors import DraftsetError
 from catalog.owner import remove_service_file, write_service_file
 from catalog.sql import cancel_all
 from pipeline.servers.service.auth import ApiError, Auth
@@ -34,11 +34,7 @@ WORKER_THREADS = 8
 
 
 def _status_for(exc: DraftsetError) -> int:
-    if isinstance(exc, CatalogBusy):
-        return 503
-    if isinstance(exc, QueryStopped):
-        return 408 if "time limit" in str(exc) else 503
-    return 404 if str(exc).startswith("no ") else 400
+    return exc.http_status  # each error kind carries its own (catalog/errors.py), whatever its message says
 
 
 def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Literal
 
 from catalog.db import Catalog
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, NotFound
 
 Role = Literal["viewer", "reviewer", "operator"]
 ROLES: tuple[Role, ...] = ("viewer", "reviewer", "operator")  # each role may do what the ones before it may
@@ -68,7 +68,7 @@ def remove_user(catalog: Catalog, name: str) -> None:
             [datetime.now(), name],
         ).fetchall()
     if not found:
-        raise DraftsetError(f"no active user {name!r}", hint="draftset users list")
+        raise NotFound(f"no active user {name!r}", hint="draftset users list")
 
 
 def list_users(catalog: Catalog) -> list[dict]:

@@ -111,12 +111,18 @@ def test_review_actions_record_the_tokens_user_and_staleness_shows(service, foun
             "/api/sql", json={"query": f"SELECT reviewed_by, note, status FROM adapters WHERE repo_id = '{repo}'"}
         ).json()["rows"]
         assert rows == [["rita", "turns line up", "approved"]]
-        # Mapping a new label changes the spec: the approval goes stale, and says why.
-        mapped = reviewer.post(f"/api/adapters/{repo}/map", json={"narrator": "system"}).json()
-        assert mapped["status"] == "stale" and mapped["role_map"]["narrator"] == "system"
+        # A label no sampled row has is a typo: refused, the approval untouched.
+        typo = reviewer.post(f"/api/adapters/{repo}/map", json={"narrator": "system"})
+        assert typo.status_code == 400 and "unknown role label 'narrator'" in typo.json()["error"], typo.text
+        # Mapping a label differently changes the spec: the approval goes stale, and says why.
+        shown = reviewer.get(f"/api/adapters/{repo}", params={"rows": 0}).json()
+        label, role = next(iter(shown["role_map"].items()))
+        other = "system" if role != "system" else "user"
+        mapped = reviewer.post(f"/api/adapters/{repo}/map", json={label: other}).json()
+        assert mapped["status"] == "stale" and mapped["role_map"][label] == other
         stale = reviewer.get(f"/api/adapters/{repo}", params={"rows": 0}).json()
         assert stale["stale"] and "rita" in stale["stale_reason"]
-        bad = reviewer.post(f"/api/adapters/{repo}/map", json={"narrator": "wizard"})
+        bad = reviewer.post(f"/api/adapters/{repo}/map", json={label: "wizard"})
         assert bad.status_code == 400 and "ROLE one of" in bad.json()["next"]
         rejected = reviewer.post(f"/api/adapters/{repo}/reject", json={"note": ""})
         assert rejected.status_code == 400 and "reject needs --note" in rejected.json()["error"]
