@@ -109,3 +109,20 @@ def test_eval_specdecode_stands_below_eval_checks():
         if _reaches(module, "eval.checks") or _reaches(module, "eval.cli")
     ]
     assert wrong == []
+
+
+def test_every_design_section_the_code_cites_is_in_the_repository():
+    """Code cites DESIGN.md by section ("Hidden-state layer ids"): the document lives here, and each cited
+    section heading exists in it."""
+    import re
+
+    design = (ROOT / "DESIGN.md").read_text(encoding="utf-8")
+    cited = {
+        m.group(1)
+        for folder in ("catalog", "adapters", "agents", "pipeline", "eval", "tests")
+        for path in (ROOT / folder).rglob("*.py")
+        for m in re.finditer(r'DESIGN\.md,? "([^"]+)"', path.read_text(encoding="utf-8"))
+    }
+    assert cited, "no citation found: the pattern no longer matches how code cites the design"
+    missing = [section for section in sorted(cited) if section not in design]
+    assert missing == []
