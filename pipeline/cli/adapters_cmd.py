@@ -123,7 +123,19 @@ def propose(
 ) -> None:
     """Infer an adapter (pinned revision, layout, paths, role map, mode) and run its contract."""
     from pipeline.cli import known
+    from pipeline.servers.service.client import remote
 
+    if (client := remote()) is not None:  # DRAFTSET_SERVER: the service owns the catalog and proposes
+        if policy != "heuristic" or all_top:
+            raise DraftsetError(
+                "through the service, propose takes repo ids and runs the heuristic policy",
+                hint="drop --policy/--all-top (the service proposes a plan's top datasets in a find job)",
+            )
+        if not repos:
+            raise DraftsetError("nothing to propose", hint="name a dataset: draftset adapters propose OWNER/NAME")
+        if not _propose_remote(client, list(repos), rows, category):
+            raise typer.Exit(1)
+        return
     if category is not None:
         require_known("category", category, known.categories(), where="--category", hint="leave it out to take find's")
     _llm(policy)  # an unknown policy is refused before anything is fetched
@@ -145,6 +157,21 @@ def propose(
         )
     if not propose_many(targets, rows, category, policy):
         raise typer.Exit(1)  # a failing contract, a refusal or an error: scripts must not go on to ingest
+
+
+def _propose_remote(client: Any, targets: list[str], rows: int, category: str | None) -> bool:
+    """Each target proposed by the service (a job per dataset), printed as the local command prints it."""
+    from pipeline.cli import adapters_view as view
+
+    done = [client.propose(repo, rows, category)["result"] for repo in dict.fromkeys(targets)]
+    stored = [d["adapter"] for d in done if d["adapter"] is not None]
+    if stored:
+        view.print_remote_list(stored, client.url)
+    for d in done:
+        console.print(literal(d["line"]), style="" if d["ok"] else "red")
+    ok = sum(d["ok"] for d in done)
+    console.print(literal(f"{len(done)} dataset(s) through {client.url}: {ok} contract pass, {len(done) - ok} not"))
+    return ok == len(done)
 
 
 @adapters_app.command("list")

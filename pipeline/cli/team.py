@@ -1,7 +1,7 @@
 """Team mode (DRAFTSET_SERVER set): which commands go through the service, and the one line for those that cannot.
 
 Through the service (pipeline/servers/service/client.py): sql, status, find, ingest, adapters
-list/show/preview/test/approve/reject/map, users add/list/remove. The commands below work on this machine's
+list/show/preview/propose/test/approve/reject/map, users add/list/remove. The commands below work on this machine's
 files and record into its catalog, so in team mode they stop before any work (`guard_local_only` makes
 `require_local()` their first step when the CLI is assembled; `common.catalog()` catches any command not listed),
 with why and what to do instead: the team's catalog is the service's, and opening a local one would either fail on
@@ -23,10 +23,6 @@ from catalog.errors import DraftsetError
 # Why each local-only command cannot go through the service, and what to run instead. A command not listed
 # gets the general reason; every entry is checked against the registered commands (tests/pipeline/servers/).
 LOCAL_ONLY: dict[str, tuple[str, str]] = {
-    "adapters propose": (
-        "it reads the Hub and writes specs on this machine",
-        "the service proposes adapters in a find job: draftset find DOMAIN --propose N",
-    ),
     "adapters edit": (
         "it opens the spec YAML in an editor on this machine",
         "set role labels through the service: draftset adapters map REPO LABEL=ROLE",

@@ -237,6 +237,24 @@ def test_adapter(
     return {"job_id": job.job_id}
 
 
+class ProposeBody(Strict):
+    rows: int = Field(500, ge=1, le=10_000)
+    category: str | None = Field(None, max_length=80)
+
+
+@router.post("/api/adapters/{owner}/{name}/propose")
+def propose_adapter(
+    owner: str, name: str, request: Request, user: Reviewer, body: ProposeBody | None = None
+) -> dict[str, str]:
+    """Propose one dataset (infer, store, contract-test) as a job: `draftset adapters propose` in team mode."""
+    from pipeline.servers.service.work import start_propose
+
+    given = body or ProposeBody()
+    service(request).rates.take(user, "test")  # a contract run's cost, under the same limit as a test
+    job = start_propose(service(request), f"{owner}/{name}", given.rows, given.category, user.name)
+    return {"job_id": job.job_id}
+
+
 @router.post("/api/adapters/{owner}/{name}/approve")
 def approve(owner: str, name: str, body: NoteBody, request: Request, user: Reviewer) -> dict[str, Any]:
     if body.checked:

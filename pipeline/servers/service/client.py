@@ -83,6 +83,11 @@ class Client:
     def reject(self, repo_id: str, note: str) -> dict[str, Any]:
         return self._call("POST", f"/api/adapters/{repo_id}/reject", json={"note": note})
 
+    def propose(self, repo_id: str, rows: int, category: str | None, timeout_s: float = 900) -> dict[str, Any]:
+        body = {"rows": rows, "category": category}
+        job = self._call("POST", f"/api/adapters/{_repo_path(repo_id)}/propose", json=body)
+        return self.wait(job["job_id"], timeout_s)
+
     def test(self, repo_id: str, rows: int, timeout_s: float = 600) -> dict[str, Any]:
         job = self._call("POST", f"/api/adapters/{repo_id}/test", json={"rows": rows})
         return self.wait(job["job_id"], timeout_s)

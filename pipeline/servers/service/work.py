@@ -34,15 +34,48 @@ def _find_env(service: Service) -> FindEnv:
     )
 
 
-def propose(service: Service, repo_id: str, rows: int = 500) -> Outcome:
+def propose(service: Service, repo_id: str, rows: int = 500, category: str | None = None) -> Outcome:
     """Propose and contract-test one dataset through adapters.propose (what `draftset find --propose` runs);
     a dataset refused by name (plain text, media, ...) is an outcome with its verdict, not an error."""
     from adapters.propose import propose_one
 
     s = service.settings
     return propose_one(
-        service.catalog, repo_id, endpoint=s.hf_endpoint, viewer_base=s.viewer_base, token=service.hf_token, rows=rows
+        service.catalog,
+        repo_id,
+        endpoint=s.hf_endpoint,
+        viewer_base=s.viewer_base,
+        token=service.hf_token,
+        rows=rows,
+        category=category,
     )
+
+
+def start_propose(service: Service, repo_id: str, rows: int, category: str | None, user: str) -> Job:
+    """`draftset adapters propose REPO` as a job: one dataset inferred, stored and contract-tested by the
+    service that owns the catalog; the result carries the outcome line and, when stored, the API's summary."""
+    from catalog.names import require_known
+
+    if category is not None:  # a typo is a 400 now, not a failed job
+        from agents.categories import BY_KEY
+
+        require_known("category", category, [*BY_KEY, "general"], where="category", hint="leave it out")
+
+    def work(job: Job) -> dict[str, Any]:
+        from pipeline.servers.service.review_data import summary
+
+        job.emit({"stage": "propose", "repo_id": repo_id, "rows": rows})
+        outcome = propose(service, repo_id, rows, category)
+        return {
+            "repo_id": repo_id,
+            "ok": outcome.ok,
+            "line": outcome.line(),
+            "refused": outcome.refused,
+            "error": outcome.error,
+            "adapter": summary(outcome.record) if outcome.record is not None else None,
+        }
+
+    return service.jobs.submit("adapter_propose", {"repo_id": repo_id, "rows": rows, "category": category}, user, work)
 
 
 def start_find(service: Service, domain: str, samples: int, policy: str, top: int, user: str) -> Job:

@@ -164,6 +164,19 @@ def test_ingest_is_a_service_job_with_the_local_counts(team):
     assert remote("ingest", "--repo", CLEAN, "--workers", "2").err.startswith("error: --workers and --executor")
 
 
+def test_proposing_one_dataset_is_a_service_job(team):
+    _, remote, url, _ = team
+    denied = remote("adapters", "propose", CLEAN, "--rows", "40", role="viewer")
+    assert denied.code == 1 and "this needs the reviewer role" in denied.err
+    done = remote("adapters", "propose", CLEAN, "--rows", "40", role="reviewer")
+    assert done.code == 0, done.err
+    assert f"pass {CLEAN}: " in done.out and f"on {url}" in done.out and "1 contract pass, 0 not" in done.out
+    listed = json.loads(remote("adapters", "show", CLEAN, "--json", role="viewer").out)
+    assert listed["record"]["contract"]["n_rows"] == 40  # the service's own contract run, stored by it
+    typo = remote("adapters", "propose", CLEAN, "--category", "kodin", role="reviewer")
+    assert typo.code == 1 and "did you mean" in typo.err and "Traceback" not in typo.err
+
+
 def _name(role: str) -> str:
     return {"viewer": "vera", "reviewer": "rita", "operator": "olga"}[role]
 
