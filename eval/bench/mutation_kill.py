@@ -15,8 +15,10 @@ proposed and contract-tested exactly as the scoreboard does. Outcomes:
     n/a         the corruption does not apply to this family's shape
 
 Kill rate = killed / (killed + SURVIVED), per corruption and overall (goal: 100%). The controls are not
-corruptions: metadata columns (proposal drops them by name) and a turn list stored as a JSON string must still
-pass, so a kill there is a false alarm, reported apart. Figures, and what catches each former survivor:
+corruptions: the family's rows unmutated, metadata columns (proposal drops them by name) and a turn list stored
+as a JSON string must still pass, so a kill there is a false alarm, reported apart. In the four outcomes every
+bench reports (eval/bench/outcomes.py): a killed corruption is refused-as-expected, an equivalent one or a passing
+control is right, a killed control is refused-wrongly (a false alarm), a survivor is silently-wrong. Figures, and what catches each former survivor:
 eval/bench/mutation_kill_notes.md.
 """
 
@@ -41,6 +43,7 @@ from adapters.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from adapters.turns import get_path
 from catalog.errors import DraftsetError
+from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, RIGHT, SILENT, summary_line, tally
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, SAMPLE, _rows, canonical, score_family
 
 Row = dict[str, Any]
@@ -279,6 +282,11 @@ def encode_turns(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     return {**row, path: json.dumps(value, ensure_ascii=False)} if isinstance(value, list) else None
 
 
+def unmutated(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """Control: the row as it is, proposed afresh. A kill here is a false alarm on the family itself."""
+    return copy.deepcopy(row)
+
+
 def add_metadata(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     """Control: id, url, timestamp and score columns added. Nothing trained changes: must still pass."""
     n = rng.randrange(10**9)
@@ -302,7 +310,7 @@ CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
     "drop_turn": drop_turn,
     "drop_call": drop_call,
 }
-CONTROLS = {"add_metadata": add_metadata, "encode_turns": encode_turns}
+CONTROLS = {"unmutated": unmutated, "add_metadata": add_metadata, "encode_turns": encode_turns}
 
 
 # -- running one mutation --------------------------------------------------------------------------
@@ -313,6 +321,15 @@ class Result:
     outcome: str  # killed | equivalent | SURVIVED | n/a
     detail: str
     seconds: float = 0.0
+
+    @property
+    def scored(self) -> str | None:
+        """The outcome among the four every bench reports (None: the mutation does not apply)."""
+        if self.outcome == "n/a":
+            return None
+        if self.outcome == "killed":
+            return REFUSED_WRONGLY if self.mutation in CONTROLS else REFUSED_OK
+        return RIGHT if self.outcome == "equivalent" else SILENT
 
 
 def _in_mode(truth: dict[str, Any], spec: AdapterSpec) -> list[dict[str, Any]]:
@@ -425,7 +442,10 @@ def report(results: list[Result], verbose: bool = True) -> dict[str, Any]:
     print(
         f"\noverall kill rate {overall:.1%} ({killed}/{killed + survived}); {false_alarms} false alarm(s) on controls"
     )
+    counts = tally(r.scored for r in results if r.scored)
+    print(summary_line(counts, "mutation runs (corruptions and controls)"))
     return {
+        "counts": counts,
         "overall": overall,
         "killed": killed,
         "survived": survived,

@@ -32,11 +32,11 @@ def test_every_family_right_or_refused_by_name_none_silently_wrong(summary):
     bad = [
         (f["family"], f["outcome"], f["detail"])
         for f in summary["families"]
-        if f["outcome"] not in ("right", "refused")
+        if f["outcome"] not in ("right", "refused-as-expected")
     ]
     assert bad == []
-    assert summary["counts"]["WRONG"] == 0
-    refusals = {f["family"] for f in summary["families"] if f["outcome"] == "refused"}
+    assert summary["counts"]["silently-wrong"] == 0 and summary["counts"]["refused-wrongly"] == 0
+    refusals = {f["family"] for f in summary["families"] if f["outcome"] == "refused-as-expected"}
     assert {"llava-instruct", "pretraining-txt", "c4-lone-text", "unsupported-archive"} <= refusals
 
 
