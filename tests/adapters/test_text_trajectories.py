@@ -25,6 +25,8 @@ TEXT_FAMILIES = [
     "text-agent-observation-tags",
     "text-agent-execute-bash",
     "text-agent-tool-speaker",
+    "text-agent-ipython-python",
+    "text-agent-bash-tag-sharegpt",
 ]
 
 
