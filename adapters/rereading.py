@@ -20,13 +20,13 @@ Alternatives, by the reason that rejected the rows:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from adapters.apply import RowError, RowMapper
 from adapters.detected import Detected
+from adapters.roles import commands_before
 from adapters.spec import AdapterSpec
 from adapters.structure import decoded, get
 from adapters.trial import PLACEHOLDER_SOURCE, spec_data
@@ -35,8 +35,6 @@ from catalog.errors import DraftsetError
 NEARLY_ALL = 0.5  # share of sampled rows rejected by one reason that makes detection try other readings
 CLEAR_MAJORITY = 0.8  # share of rows another reading must map to be taken
 SAMPLE = 300
-# a command written out in the agent's text: a fenced block, or a tag pair around it (<command>, <execute_bash>)
-COMMAND_IN_TEXT = re.compile(r"```|<([A-Za-z][\w\-]*)>.+?</\1>", re.S)
 
 
 def _trial(fields: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[int, Counter[str], bool] | None:
@@ -58,33 +56,14 @@ def _trial(fields: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[int, Cou
     return mapped, reasons, calls
 
 
-def _commands_before(d: Detected, rows: list[dict[str, Any]], labels: set[str]) -> tuple[int, int]:
-    """(turns of `labels`, those right after an assistant turn that writes a command in a fence or a tag)."""
-    path, role_key, content_key = (d.fields.get(k) for k in ("messages_path", "role_key", "content_key"))
-    if not (path and role_key and content_key):
-        return 0, 0
-    assistants = {label for label, role in d.fields.get("role_map", {}).items() if role == "assistant"}
-    seen = written = 0
-    for row in rows:
-        turns = decoded(get(row, path))[0]
-        if not isinstance(turns, list):
-            continue
-        for before, turn in zip(turns, turns[1:]):
-            if isinstance(turn, dict) and turn.get(role_key) in labels:
-                seen += 1
-                text = before.get(content_key) if isinstance(before, dict) else None
-                written += (
-                    isinstance(before, dict)
-                    and before.get(role_key) in assistants
-                    and isinstance(text, str)
-                    and COMMAND_IN_TEXT.search(text) is not None
-                )
-    return seen, written
-
-
 def _observations_as_user(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str] | None:
     labels = {label for label, role in d.fields.get("role_map", {}).items() if role == "tool"}
-    seen, written = _commands_before(d, rows, labels) if labels else (0, 0)
+    path, role_key, content_key = (d.fields.get(k) for k in ("messages_path", "role_key", "content_key"))
+    if not (labels and path and role_key and content_key):
+        return None
+    lists = [v for v in (decoded(get(row, path))[0] for row in rows) if isinstance(v, list)]
+    assistants = {label for label, role in d.fields.get("role_map", {}).items() if role == "assistant"}
+    seen, written = commands_before(lists, labels, role_key, content_key, assistants)
     if not seen or written < CLEAR_MAJORITY * seen:
         return None  # the evidence is the agent's own text: a command written out before each of these turns
     role_map = {**d.fields["role_map"], **dict.fromkeys(sorted(labels), "user")}

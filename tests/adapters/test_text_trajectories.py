@@ -27,6 +27,7 @@ TEXT_FAMILIES = [
     "text-agent-tool-speaker",
     "text-agent-ipython-python",
     "text-agent-bash-tag-sharegpt",
+    "text-agent-terminal-speaker",
 ]
 
 
@@ -89,3 +90,21 @@ def test_every_text_family_builder_is_in_the_corpus() -> None:
     for build in text_agents.FAMILIES:
         fam = build(random.Random(zlib.crc32(build.__name__.encode())))
         assert (DEFAULT_CORPUS / fam.name / "family.json").exists(), fam.name
+
+
+def _relabel(rows: list[dict], speaker: str) -> list[dict]:
+    return [
+        {"messages": [{**t, "role": speaker if t["role"] == "environment" else t["role"]} for t in r["messages"]]}
+        for r in rows
+    ]
+
+
+def test_an_unknown_speaker_answering_written_commands_is_the_observation() -> None:
+    d = detect(_relabel(_episodes(write_command=True), "sandbox"))
+    assert d.fields["role_map"]["sandbox"] == "user" and "role_map.sandbox" in d.needs_review
+    assert "48/48 of its turns follow an assistant turn that writes a command" in d.reasons["role_map.sandbox"]
+
+
+def test_an_unknown_speaker_without_written_commands_stays_unmapped() -> None:
+    d = detect(_relabel(_episodes(write_command=False), "sandbox"))
+    assert "sandbox" not in d.fields["role_map"] and "left unmapped" in d.reasons["role_map.sandbox"]
