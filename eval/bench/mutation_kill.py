@@ -28,6 +28,7 @@ import argparse
 import copy
 import json
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -47,6 +48,7 @@ from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, RIGHT, SILENT, summ
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, SAMPLE, _rows, canonical, score_family
 
 Row = dict[str, Any]
+WRITTEN_COMMAND = re.compile(r"```.*?```|<([A-Za-z][\w\-]*)>.+?</\1>", re.S)  # a fenced block or a tag pair
 LABELS = ("coding", "math", "general", "writing")
 
 
@@ -273,6 +275,28 @@ def drop_call(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     return None
 
 
+def drop_written_command(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The commands an agent wrote in its text (fences, tags) cut out where the environment answers as its own
+    speaker (a label other than the user's who opens the dialogue): its output now answers nothing. Where the
+    output comes back under the user's own label, no row can tell the mutant from a user pasting output: n/a."""
+    if not shape.turn_list:
+        return None
+    turns, key, role_key = shape.turns(row), shape.spec.content_key or "", shape.spec.role_key or ""
+    if turns is None:
+        return None
+    labels = [get_path(t, role_key) if isinstance(t, dict) else None for t in turns]
+    opener = next((x for x in labels if x in shape.labels("user")), None)
+    environment = (shape.labels("user") | shape.labels("tool")) - {opener}
+    hit = False
+    for i, t in enumerate(turns[:-1]):
+        text = get_path(t, key) if isinstance(t, dict) else None
+        if labels[i] in shape.labels("assistant") and labels[i + 1] in environment and isinstance(text, str):
+            cut = WRITTEN_COMMAND.sub("", text).strip()
+            if cut != text.strip() and cut:
+                turns[i], hit = _set(t, key, cut), True
+    return shape.with_turns(row, turns) if hit else None
+
+
 def encode_turns(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     """Control: the turn list stored as a JSON string (as many exports do). Nothing changes: must pass."""
     path = shape.spec.messages_path
@@ -309,6 +333,7 @@ CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
     "label_prompt": label_prompt,
     "drop_turn": drop_turn,
     "drop_call": drop_call,
+    "drop_written_command": drop_written_command,
 }
 CONTROLS = {"unmutated": unmutated, "add_metadata": add_metadata, "encode_turns": encode_turns}
 

@@ -108,3 +108,15 @@ def test_an_unknown_speaker_answering_written_commands_is_the_observation() -> N
 def test_an_unknown_speaker_without_written_commands_stays_unmapped() -> None:
     d = detect(_relabel(_episodes(write_command=False), "sandbox"))
     assert "sandbox" not in d.fields["role_map"] and "left unmapped" in d.reasons["role_map.sandbox"]
+
+
+def test_mutations_of_text_trajectories_are_killed_and_their_controls_pass() -> None:
+    from eval.bench.mutation_kill import report, run
+
+    results = run(DEFAULT_CORPUS, only=["text-agent-env-fenced", "text-agent-terminal-speaker"])
+    summary = report(results, verbose=False)
+    assert summary["survived"] == 0 and summary["false_alarms"] == 0, summary["survivors"]
+    cut = {r.family: r.outcome for r in results if r.mutation == "drop_written_command"}
+    assert cut == {"text-agent-env-fenced": "killed", "text-agent-terminal-speaker": "killed"}
+    assert {r.outcome for r in results if r.mutation == "unmutated"} == {"equivalent"}
+    assert summary["counts"]["refused-wrongly"] == 0 and summary["counts"]["silently-wrong"] == 0
