@@ -171,7 +171,10 @@ def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any]
     native = RowMapper(spec.model_copy(update=update))
     for r, t in zip(raw, truth):
         try:
-            got = canonical(native.apply(r.row_index, r.row)[0])
+            rec = native.apply(r.row_index, r.row)[0]
+            got = canonical(rec)
+            if t is not None and "tools" in t:  # a family whose truth names its declared tools: compared too
+                got["tools"] = sorted(x.function.name for x in rec.tools or [])
         except RowError as exc:
             if t is not None and t.get("label") is False and "undesirable" in exc.reason:
                 continue  # an undesirable answer is refused for training, by name: right
