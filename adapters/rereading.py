@@ -56,16 +56,19 @@ def _trial(fields: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[int, Cou
     return mapped, reasons, calls
 
 
-def _observations_as_user(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str] | None:
+def _observations_as_user(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
     labels = {label for label, role in d.fields.get("role_map", {}).items() if role == "tool"}
     path, role_key, content_key = (d.fields.get(k) for k in ("messages_path", "role_key", "content_key"))
     if not (labels and path and role_key and content_key):
-        return None
+        return None, "no turn list with labels read as tool results"
     lists = [v for v in (decoded(get(row, path))[0] for row in rows) if isinstance(v, list)]
     assistants = {label for label, role in d.fields.get("role_map", {}).items() if role == "assistant"}
     seen, written = commands_before(lists, labels, role_key, content_key, assistants)
-    if not seen or written < CLEAR_MAJORITY * seen:
-        return None  # the evidence is the agent's own text: a command written out before each of these turns
+    if not seen or written < CLEAR_MAJORITY * seen:  # the evidence is the agent's own text, before each result
+        return None, (
+            f"only {written}/{seen} of the {', '.join(repr(x) for x in sorted(labels))} turns follow a command "
+            "written in a fence or a tag, so they are not the environment answering it"
+        )
     role_map = {**d.fields["role_map"], **dict.fromkeys(sorted(labels), "user")}
     why = (
         f"{', '.join(repr(x) for x in sorted(labels))} read as the user's turn: no sampled turn carries a tool call "
@@ -75,7 +78,8 @@ def _observations_as_user(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict
     return {**d.fields, "role_map": role_map}, why
 
 
-ALTERNATIVES: dict[str, Callable[[Detected, list[dict[str, Any]]], tuple[dict[str, Any], str] | None]] = {
+# reason → (fields of the other reading, or None with why it does not fit; the evidence either way)
+ALTERNATIVES: dict[str, Callable[[Detected, list[dict[str, Any]]], tuple[dict[str, Any] | None, str]]] = {
     "tool result with no earlier tool call": _observations_as_user,
 }
 
@@ -94,23 +98,23 @@ def reread(d: Detected, sample: list[dict[str, Any]]) -> None:
     reason, rejected = reasons.most_common(1)[0]
     if rejected < NEARLY_ALL * len(rows) or reason not in ALTERNATIVES:
         return
-    alternative = ALTERNATIVES[reason](d, rows)
-    if alternative is None:
+    fields, why = ALTERNATIVES[reason](d, rows)
+    first_words = f"the first reading rejects {rejected}/{len(rows)} sampled rows ({reason})"
+    tried = _trial(fields, rows) if fields is not None else None
+    if fields is None or tried is None or tried[2] or tried[0] < CLEAR_MAJORITY * len(rows) or tried[0] <= mapped:
+        if fields is not None:
+            why = (
+                "the other reading is no better: "
+                + (f"it maps {tried[0]}/{len(rows)}" if tried else "it is not a valid spec")
+                + (" and its rows carry tool calls" if tried and tried[2] else "")
+            )
+        d.reasons["reading"] = f"{first_words}; kept, rejected by name: {why}"  # the evidence, for the review
         return
-    fields, why = alternative
-    tried = _trial(fields, rows)
-    if tried is None:
-        return
-    n, _, calls = tried
-    if calls or n < CLEAR_MAJORITY * len(rows) or n <= mapped:
-        return
+    n = tried[0]
     changed = [k for k in fields if fields[k] != d.fields.get(k)]
     relabelled = {k: v for k, v in fields.get("role_map", {}).items() if d.fields.get("role_map", {}).get(k) != v}
     d.fields.update(fields)
-    d.reasons["reading"] = (
-        f"the first reading rejected {rejected}/{len(rows)} sampled rows ({reason}); {why}: this reading maps "
-        f"{n}/{len(rows)}"
-    )
+    d.reasons["reading"] = f"{first_words}; {why}: this reading maps {n}/{len(rows)}"
     for label, role in relabelled.items():
         d.reasons[f"role_map.{label}"] = f"{label!r} → {role}: reread (see `reading`)"
     for key in ["reading", *changed]:

@@ -60,7 +60,7 @@ def test_the_proposal_records_which_reading_it_chose_and_why() -> None:
     d = detect(rows)
     assert d.fields["role_map"]["environment"] == "user"
     why = d.reasons["reading"]
-    assert "rejected 16/16" in why and "tool result with no earlier tool call" in why and "maps 16/16" in why
+    assert "rejects 16/16" in why and "tool result with no earlier tool call" in why and "maps 16/16" in why
     assert "fence or a tag" in why and "reading" in d.needs_review
     proposal = build_proposal(d, list(enumerate(rows)), SOURCE, "")
     assert proposal.spec.reasons["reading"] == why  # what `draftset adapters show` prints in its reasons table
@@ -71,7 +71,8 @@ def test_the_proposal_records_which_reading_it_chose_and_why() -> None:
 def test_results_without_a_written_command_are_not_reread() -> None:
     rows = _episodes(write_command=False)  # nothing in the agent's text says it ran anything
     d = detect(rows)
-    assert d.fields["role_map"]["environment"] == "tool" and "reading" not in d.reasons
+    assert d.fields["role_map"]["environment"] == "tool"
+    assert "kept, rejected by name" in d.reasons["reading"] and "only 0/48" in d.reasons["reading"]
     proposal = build_proposal(d, list(enumerate(rows)), SOURCE, "")
     result = run_contract(proposal.spec, [RawRow(i, r, None) for i, r in enumerate(rows)])
     assert not result.passed  # every row still rejected by name: loud, never silently relabelled
