@@ -13,6 +13,7 @@ detect.py     the one schema detector (find and proposal), named refusals, targe
   toolcalls.py  tool declarations and calls in every common shape, calls written in text
   pycalls.py    tool calls written as Python call code, parsed with ast (never evaluated)
   declarations.py tool declarations written as JSON inside a system prompt
+  rereading.py  other readings when one reason rejects most sampled rows (environment speakers as observations)
 files.py      data files as `datasets` reads them (its extension table, fsspec compression), row by row
   media.py      media values → parts
 trial.py      a detection applied to its own sample (find's yield and sizes)
@@ -22,6 +23,7 @@ propose.py    propose + contract-test many datasets (CLI and find --propose)
 source.py     iter_raw_rows(spec_or_source, endpoint=, token=, limit=, sample=) -> RawRow stream
 apply.py      apply_row(spec, row_index, row) -> [Conversation]; RowError(field, reason)   (turns.py reads turns)
 contract.py   run_contract(spec, rows) -> ContractResult (verdict: pass | refused: <name> | fail)
+  encoded.py    JSON-string fields and compressed blobs, judged and probed by what they decode to (accounting)
 store.py      catalog `adapters` table + $DRAFTSET_HOME/adapters/<owner>__<name>.yaml
 review.py     approve / reject / map_roles / accept_edit / check_adapter
 gate.py       require_approved(catalog, repo_id, revision) -> AdapterSpec

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from adapters import encoded
 from adapters.field_kinds import SHORT, coverage, kind_of, metadata_reason, prose, substantial, value_reason, words
 from adapters.spec import AdapterSpec
 from adapters.tracing import (
@@ -59,6 +60,7 @@ class FieldReport(BaseModel):
     reason: str = ""  # the spec's drop reason, or why it is not a problem
     example: str = ""
     samples: list[str] = []  # a few values, for the proposal's metadata decisions
+    held: str = ""  # how the value is held encoded ("JSON string", "gzip blob (base64)"); judged decoded
 
 
 @dataclass
@@ -71,6 +73,7 @@ class _Stat:
     traced: int = 0
     covered: list[float] = field(default_factory=list)
     samples: list[str] = field(default_factory=list)  # the longest value of the first rows that had it
+    held: str = ""  # "JSON string", "zlib blob (base64)": judged by what it decodes to
     distinct: set[int] = field(default_factory=set)  # hashes of per-row values: labels repeat, text does not
     words: list[int] = field(default_factory=list)
 
@@ -107,9 +110,18 @@ def account(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> list[FieldReport]
         kinds: dict[str, str] = {}
         examples: dict[str, str] = {}
         values: dict[str, list[str]] = {}
+        holds: dict[str, str] = {}  # path → how its value is held encoded (adapters/encoded.py)
         for path, value in leaves(row):  # one walk per row: the probes below reuse `values`
             if path not in stats and len(stats) >= MAX_PATHS:
                 continue
+            if isinstance(value, str) and (held := encoded.decode(value)) is not None:
+                how, inner = held
+                if encoded.empty(inner):
+                    continue  # `"[]"`, `{}`: the row holds nothing in this field
+                text = "\n".join(encoded.texts(inner))
+                if text:  # judged by the text it decodes to, not by its JSON syntax or base64 letters
+                    value = text
+                    holds.setdefault(path, how)
             size = len(value) if isinstance(value, str) else 0
             per_path[path] = per_path.get(path, 0) + size
             kinds.setdefault(path, kind_of(value))
@@ -119,6 +131,7 @@ def account(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> list[FieldReport]
                     examples[path] = value
         for path, size in per_path.items():
             st = stats.setdefault(path, _Stat(kinds[path]))
+            st.held = st.held or holds.get(path, "")
             st.rows += 1
             st.lengths.append(size)
             total_chars += size
@@ -194,6 +207,7 @@ def _reports(spec: AdapterSpec, stats: dict[str, _Stat], total_chars: int) -> li
                 reason=reason,
                 example=max(st.samples, key=len, default="")[:120],
                 samples=[v[:80] for v in st.samples],
+                held=st.held,
             )
         )
     return sorted(out, key=lambda r: (-r.share, r.path))
@@ -227,8 +241,13 @@ def proposed_drops(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> dict[str, 
 def unaccounted_lines(reports: list[FieldReport]) -> list[str]:
     """One line per unaccounted field: what it is, how much text, an example, how to fix it."""
     return [
-        f"field {r.path!r} ({r.rows} rows, median {r.median_chars:.0f} chars, {r.share:.0%} of the text) is neither "
+        f"field {r.path!r} ({r.rows} rows, {_held(r)}median {r.median_chars:.0f} chars, {r.share:.0%} of the text) "
+        "is neither "
         f"mapped nor dropped: e.g. {r.example[:60]!r}; map it, or name it under `drop:` with a reason"
         for r in reports
         if r.status == "unaccounted"
     ]
+
+
+def _held(r: FieldReport) -> str:
+    return f"a {r.held} decoded to text, " if r.held else ""

@@ -22,7 +22,9 @@ from adapters.candidates import detect_battle, detect_ranked, prompt_only
 from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
 from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
+from adapters.encoded import empty as holds_nothing
 from adapters.numbered import detect_turn_columns
+from adapters.rereading import reread
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
 
@@ -111,7 +113,8 @@ def _tools_column(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> st
     for name in dict.fromkeys(k for r in rows for k in r):
         if name in skip:
             continue
-        values = [st.decoded(r.get(name))[0] for r in rows if r.get(name) not in (None, "", [])]
+        # a row that declares nothing (`"[]"`, as chats that call no tool often do) is not evidence either way
+        values = [v for v in (st.decoded(r.get(name))[0] for r in rows) if not holds_nothing(v)]
         if not values:
             continue
         ok = 0
@@ -438,6 +441,7 @@ def detect(
     elif d.layout == "columns" and "system_field" not in d.fields:
         _system_column(d, rows, skip | set(d.fields["columns"]["prompt"]) | {d.fields["columns"].get("response")})
     detect_system_tools(d, rows)
+    reread(d, rows)  # a reading that rejects nearly every row is checked against the others (adapters/rereading.py)
     return d
 
 

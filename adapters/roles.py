@@ -3,8 +3,9 @@
 Known labels map through the alias table. Unknown labels are inferred only from structure, never
 guessed freely: when the turns alternate between two speakers and one side is known (or neither is),
 the unknown side takes the role its position and text say (who speaks first, who writes longer
-answers), with the evidence in the reason and the field marked for review. Anything else stays
-unmapped so the contract fails naming the label.
+answers), with the evidence in the reason and the field marked for review. An unknown label whose turns follow
+an assistant turn that writes a command out in its text (a fence, a tag) is the environment answering it: the
+observation the agent reads next, a user turn. Anything else stays unmapped so the contract fails naming it.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
 from adapters.structure import get, text_stats
-from adapters.toolcalls import detect_text_format
+from adapters.toolcalls import COMMAND_IN_TEXT, detect_text_format
 
 if TYPE_CHECKING:
     from adapters.detected import Detected
+
+OBSERVES = 0.8  # share of a label's turns right after a command written in text that make it the environment
 
 
 def _label(t: dict[str, Any], key: str) -> Any:
@@ -73,6 +76,16 @@ def infer_role_map(d: Detected, turns: list[dict], lists: list[list[dict]], role
                         f"dialogues and {longer!r} writes longer turns: {opener!r}→user, {other!r}→assistant"
                     )
                     d.needs_review.append(f"role_map.{lab}")
+    assistants = {lab for lab, r in role_map.items() if r == "assistant"}
+    for label in unknown:
+        seen, written = commands_before(lists, {label}, role_key, content_key, assistants)
+        if label not in role_map and seen >= 3 and written >= OBSERVES * seen:
+            role_map[label] = "user"
+            d.reasons[f"role_map.{label}"] = (
+                f"{label!r} is not a known label; {written}/{seen} of its turns follow an assistant turn that writes "
+                "a command in a fence or a tag: the environment's output the agent reads next, a user turn"
+            )
+            d.needs_review.append(f"role_map.{label}")
     for label in unknown:
         if label not in role_map:
             d.reasons[f"role_map.{label}"] = (
@@ -82,6 +95,26 @@ def infer_role_map(d: Detected, turns: list[dict], lists: list[list[dict]], role
             )
             d.needs_review.append(f"role_map.{label}")
     d.decide("role_map", role_map, "labels mapped: " + ", ".join(f"{k}→{v}" for k, v in role_map.items()))
+
+
+def commands_before(
+    lists: list[list[Any]], labels: set[str], role_key: str, content_key: str, assistants: set[str]
+) -> tuple[int, int]:
+    """(turns of `labels`, those right after an assistant turn that writes a command in a fence or a tag)."""
+    seen = written = 0
+    for turns in lists:
+        for before, turn in zip(turns, turns[1:]):
+            if not (isinstance(turn, dict) and _label(turn, role_key) in labels):
+                continue
+            seen += 1
+            text = get(before, content_key) if isinstance(before, dict) else None
+            written += (
+                isinstance(before, dict)
+                and _label(before, role_key) in assistants
+                and isinstance(text, str)
+                and COMMAND_IN_TEXT.search(text) is not None
+            )
+    return seen, written
 
 
 def _prompt_like(asks: list[Any], answers: list[Any]) -> bool:

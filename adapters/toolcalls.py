@@ -43,6 +43,9 @@ FUNCTION_TAG = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.S)
 PARAMETER_TAG = re.compile(r"<parameter=([\w.\-]+)>\n?(.*?)\n?</parameter>", re.S)
 GLAIVE_QUOTED = re.compile(r"""\s*\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"arguments"\s*:\s*'(.*?)'\s*\}""", re.S)
 REACT = re.compile(r"^Action:[ \t]*([\w.\-]+)[ \t]*\nAction Input:[ \t]*(.*)\Z", re.S | re.M)
+# A command written out in an agent's own text, not as a structured call: a fenced block, or a tag pair around it
+# (<command>, <execute_bash>, <bash>). The evidence that the next speaker is the environment answering it.
+COMMAND_IN_TEXT = re.compile(r"```|<([A-Za-z][\w\-]*)>.+?</\1>", re.S)
 MARKERS = {
     "react": "Action Input:",
     "hermes": "<tool_call>",

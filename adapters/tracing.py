@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from adapters.apply import RowMapper
+from adapters.encoded import remarked
 from adapters.markup import fragments
 from adapters.records import Conversation
 from adapters.row_fields import decode_json_field
@@ -175,5 +176,12 @@ def probe_value(value: Any, pid: int, counter: list[int]) -> Any:
     if isinstance(value, float):
         return value + 0.5
     if isinstance(value, str) and value.strip():
-        return MARK.format(pid, counter[0])
+        # a JSON string is probed through its decoding: each text inside it marked, the JSON encoded again, so
+        # a field counts as read when what it decodes to reaches the record (adapters/encoded.py)
+        return remarked(value, lambda _text: _next_mark(pid, counter)) or MARK.format(pid, counter[0])
     return value
+
+
+def _next_mark(pid: int, counter: list[int]) -> str:
+    counter[0] += 1
+    return MARK.format(pid, counter[0])

@@ -9,13 +9,15 @@ looking at the registry. The registry entry is then the oracle: a small reading 
 semantics (alpaca: instruction + input → user, output → assistant, `history`, `system`; sharegpt: the tags,
 `function_call` → an assistant call, `observation` → a tool result, strict user/assistant alternation with
 rows breaking it dropped; `ranking`: chosen/rejected; `kto_tag`; media columns; a `prompt`-only entry is
-pre-training text) says what every row must become. Outcomes as in eval/bench/schema_scoreboard.py:
+pre-training text) says what every row must become, and so what each entry's expected outcome is (`expectation`:
+map, or refuse:media / refuse:plain_text). The four outcomes of eval/bench/outcomes.py:
 
-    right      the contract passes and every row maps as the registry reads it (rows LLaMA-Factory drops are
-               rejected by name, never mapped)
-    refused    refused by the expected name: media for a text-only target, or plain text with no turns
-    loud       not right, but not silent either (a refusal by another name, a failing contract)
-    WRONG      the contract passes but some row differs from the registry's reading
+    right                the contract passes and every row maps as the registry reads it (rows LLaMA-Factory
+                         drops are rejected by name, never mapped)
+    refused-as-expected  refused by the expected name: media for a text-only target, or plain text with no turns
+    refused-wrongly      an entry LLaMA-Factory trains on is refused (a proposal refusal, a failing contract), or
+                         one refused under another name than expected
+    silently-wrong       the contract passes but some row differs from the registry's reading
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import SourceSpec
 from catalog.errors import DraftsetError
+from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, SILENT, passed, refusal, summary_line, tally
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "llamafactory" / "data"
 SAMPLE = 300
@@ -56,7 +59,7 @@ SHAREGPT_TAGS = {
 class Entry:
     name: str
     expect: str  # map | refuse:<verdict>
-    outcome: str
+    outcome: str  # one of eval/bench/outcomes.py OUTCOMES
     detail: str
     seconds: float
 
@@ -192,25 +195,31 @@ def score(name: str, entry: dict[str, Any], data: Path) -> Entry:
         proposal = build_proposal(d, rows, source, "")
     except AdapterRefused as exc:
         took = time.perf_counter() - start
-        outcome = "refused" if expect == f"refuse:{exc.verdict}" else "loud"
-        return Entry(name, expect, outcome, f"refused as {exc.verdict}: {str(exc).split(': ', 1)[-1][:90]}", took)
+        detail = f"refused as {exc.verdict}: {str(exc).split(': ', 1)[-1][:90]}"
+        return Entry(name, expect, refusal(expect, exc.verdict), detail, took)
     except DraftsetError as exc:
-        return Entry(name, expect, "loud", f"no proposal: {str(exc)[:100]}", time.perf_counter() - start)
+        return Entry(name, expect, REFUSED_WRONGLY, f"no proposal: {str(exc)[:100]}", time.perf_counter() - start)
     took = time.perf_counter() - start
     result = run_contract(proposal.spec, raw[:SAMPLE])
-    if expect.startswith("refuse:"):
-        if result.verdict == f"refused: {expect.split(':', 1)[1]}":
-            return Entry(name, expect, "refused", result.summary()[:110], took)
-        outcome = "WRONG" if result.passed else "loud"
-        return Entry(name, expect, outcome, f"contract {result.summary()[:100]}", took)
     if not result.passed:
-        return Entry(name, expect, "loud", f"contract {result.summary()[:100]}", took)
+        verdict = result.verdict.removeprefix("refused: ") if result.verdict.startswith("refused: ") else None
+        outcome = refusal(expect, verdict)
+        return Entry(
+            name,
+            expect,
+            outcome,
+            result.summary()[:110] if outcome == REFUSED_OK else f"contract {result.summary()[:100]}",
+            took,
+        )
+    if expect != "map":
+        return Entry(name, expect, SILENT, f"contract passed but must be refused: {result.summary()[:90]}", took)
     bad = _mismatch(entry, RowMapper(proposal.spec.model_copy(update={"mode": "native"})), raw)
     if bad:
-        return Entry(name, expect, "WRONG", f"contract passed but {bad}", took)
+        return Entry(name, expect, passed(expect, False), f"contract passed but {bad}", took)
     spec = proposal.spec
     where = spec.columns.prompt if spec.columns else spec.messages_path
-    return Entry(name, expect, "right", f"{spec.layout} {where} ({result.n_records}/{result.n_rows} rows)", took)
+    detail = f"{spec.layout} {where} ({result.n_records}/{result.n_rows} rows)"
+    return Entry(name, expect, passed(expect, True), detail, took)
 
 
 def run(data: Path) -> list[Entry]:
@@ -222,12 +231,12 @@ def run(data: Path) -> list[Entry]:
 def report(entries: list[Entry]) -> dict[str, Any]:
     width = max(len(e.name) for e in entries)
     for e in entries:
-        print(f"{e.name:<{width}}  {e.expect:<18} {e.outcome:<8} {e.seconds * 1000:6.0f} ms  {e.detail}")
-    counts = {k: sum(e.outcome == k for e in entries) for k in ("right", "refused", "loud", "WRONG")}
+        print(f"{e.name:<{width}}  {e.expect:<18} {e.outcome:<19} {e.seconds * 1000:6.0f} ms  {e.detail}")
+    counts = tally(e.outcome for e in entries)
+    good = counts["right"] + counts["refused-as-expected"]
     print(
-        f"\nLLaMA-Factory registry, {len(entries)} local entries: {counts['right'] + counts['refused']}/{len(entries)} "
-        f"right or refused by name ({counts['right']} right, {counts['refused']} refused), {counts['loud']} loud, "
-        f"{counts['WRONG']} silently wrong; slowest proposal {max(e.seconds for e in entries):.2f} s"
+        f"\nLLaMA-Factory registry, {good}/{len(entries)} right or refused as expected. "
+        f"{summary_line(counts, 'local entries')}; slowest proposal {max(e.seconds for e in entries):.2f} s"
     )
     return {"counts": counts, "entries": [asdict(e) for e in entries]}
 

@@ -15,8 +15,10 @@ proposed and contract-tested exactly as the scoreboard does. Outcomes:
     n/a         the corruption does not apply to this family's shape
 
 Kill rate = killed / (killed + SURVIVED), per corruption and overall (goal: 100%). The controls are not
-corruptions: metadata columns (proposal drops them by name) and a turn list stored as a JSON string must still
-pass, so a kill there is a false alarm, reported apart. Figures, and what catches each former survivor:
+corruptions: the family's rows unmutated, metadata columns (proposal drops them by name) and a turn list stored
+as a JSON string must still pass, so a kill there is a false alarm, reported apart. In the four outcomes every
+bench reports (eval/bench/outcomes.py): a killed corruption is refused-as-expected, an equivalent one or a passing
+control is right, a killed control is refused-wrongly (a false alarm), a survivor is silently-wrong. Figures, and what catches each former survivor:
 eval/bench/mutation_kill_notes.md.
 """
 
@@ -26,6 +28,7 @@ import argparse
 import copy
 import json
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -41,9 +44,11 @@ from adapters.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from adapters.turns import get_path
 from catalog.errors import DraftsetError
+from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, RIGHT, SILENT, summary_line, tally
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, SAMPLE, _rows, canonical, score_family
 
 Row = dict[str, Any]
+WRITTEN_COMMAND = re.compile(r"```.*?```|<([A-Za-z][\w\-]*)>.+?</\1>", re.S)  # a fenced block or a tag pair
 LABELS = ("coding", "math", "general", "writing")
 
 
@@ -270,6 +275,28 @@ def drop_call(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     return None
 
 
+def drop_written_command(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """The commands an agent wrote in its text (fences, tags) cut out where the environment answers as its own
+    speaker (a label other than the user's who opens the dialogue): its output now answers nothing. Where the
+    output comes back under the user's own label, no row can tell the mutant from a user pasting output: n/a."""
+    if not shape.turn_list:
+        return None
+    turns, key, role_key = shape.turns(row), shape.spec.content_key or "", shape.spec.role_key or ""
+    if turns is None:
+        return None
+    labels = [get_path(t, role_key) if isinstance(t, dict) else None for t in turns]
+    opener = next((x for x in labels if x in shape.labels("user")), None)
+    environment = (shape.labels("user") | shape.labels("tool")) - {opener}
+    hit = False
+    for i, t in enumerate(turns[:-1]):
+        text = get_path(t, key) if isinstance(t, dict) else None
+        if labels[i] in shape.labels("assistant") and labels[i + 1] in environment and isinstance(text, str):
+            cut = WRITTEN_COMMAND.sub("", text).strip()
+            if cut != text.strip() and cut:
+                turns[i], hit = _set(t, key, cut), True
+    return shape.with_turns(row, turns) if hit else None
+
+
 def encode_turns(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     """Control: the turn list stored as a JSON string (as many exports do). Nothing changes: must pass."""
     path = shape.spec.messages_path
@@ -277,6 +304,11 @@ def encode_turns(shape: Shape, row: Row, rng: random.Random) -> Row | None:
         return None
     value = row.get(path)
     return {**row, path: json.dumps(value, ensure_ascii=False)} if isinstance(value, list) else None
+
+
+def unmutated(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """Control: the row as it is, proposed afresh. A kill here is a false alarm on the family itself."""
+    return copy.deepcopy(row)
 
 
 def add_metadata(shape: Shape, row: Row, rng: random.Random) -> Row | None:
@@ -301,8 +333,9 @@ CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
     "label_prompt": label_prompt,
     "drop_turn": drop_turn,
     "drop_call": drop_call,
+    "drop_written_command": drop_written_command,
 }
-CONTROLS = {"add_metadata": add_metadata, "encode_turns": encode_turns}
+CONTROLS = {"unmutated": unmutated, "add_metadata": add_metadata, "encode_turns": encode_turns}
 
 
 # -- running one mutation --------------------------------------------------------------------------
@@ -313,6 +346,15 @@ class Result:
     outcome: str  # killed | equivalent | SURVIVED | n/a
     detail: str
     seconds: float = 0.0
+
+    @property
+    def scored(self) -> str | None:
+        """The outcome among the four every bench reports (None: the mutation does not apply)."""
+        if self.outcome == "n/a":
+            return None
+        if self.outcome == "killed":
+            return REFUSED_WRONGLY if self.mutation in CONTROLS else REFUSED_OK
+        return RIGHT if self.outcome == "equivalent" else SILENT
 
 
 def _in_mode(truth: dict[str, Any], spec: AdapterSpec) -> list[dict[str, Any]]:
@@ -425,7 +467,10 @@ def report(results: list[Result], verbose: bool = True) -> dict[str, Any]:
     print(
         f"\noverall kill rate {overall:.1%} ({killed}/{killed + survived}); {false_alarms} false alarm(s) on controls"
     )
+    counts = tally(r.scored for r in results if r.scored)
+    print(summary_line(counts, "mutation runs (corruptions and controls)"))
     return {
+        "counts": counts,
         "overall": overall,
         "killed": killed,
         "survived": survived,

@@ -5,14 +5,17 @@ get them silently wrong? And does find keep the relevant ones?
 
 For each family folder (tests/fixtures/schemas/make_corpus.py writes them) the data files are read with
 the product's file readers, detected by the one detector, proposed (`build_proposal`) and contract-tested
-exactly as `draftset adapters propose` does, minus the Hub transport. Outcomes:
+exactly as `draftset adapters propose` does, minus the Hub transport. Each family declares its expected
+outcome in family.json (`expect`: `map`, or `refuse:<verdict>`); the four outcomes (eval/bench/outcomes.py):
 
-    right      the contract passes and every row maps to its canonical truth (native mode: roles, texts,
-               reasoning, tool calls with parsed arguments, per-turn training flags, preference, label)
-    refused    refused by the expected name (proposal refusal, or the contract's `refused: <name>`)
-    loud       not right, but nothing passes silently: the proposal fails or the contract fails
-    WRONG      the contract passes but the records differ from the truth (silently wrong), or a family that
-               must be refused passes
+    right                the contract passes and every row maps to its canonical truth (native mode: roles,
+                         texts, reasoning, tool calls with parsed arguments, per-turn training flags, preference,
+                         label)
+    refused-as-expected  refused by the expected name (proposal refusal, or the contract's `refused: <name>`)
+    refused-wrongly      a family that should map is refused (the proposal refuses or fails, the contract fails),
+                         or one that must be refused is refused under another name
+    silently-wrong       the contract passes but the records differ from the truth, or a family that must be
+                         refused passes
 
 Discovery: find's scoring (agents/scoring.py, the same detector) is run on every family as a candidate of
 the `agentic` and `coding` categories for the domain "agentic coding" (kept when either keeps it);
@@ -37,6 +40,7 @@ from adapters.records import Conversation, Message
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError
+from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, SILENT, passed, refusal, summary_line, tally
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "schema_corpus"
 SAMPLE = 300
@@ -46,7 +50,7 @@ SAMPLE = 300
 class Outcome:
     family: str
     expect: str
-    outcome: str  # right | refused | loud | WRONG
+    outcome: str  # one of eval/bench/outcomes.py OUTCOMES
     detail: str
     seconds: float
     relevant: bool
@@ -115,12 +119,17 @@ def score_family(folder: Path) -> Outcome:
         proposal = build_proposal(d, rows, source, card)
     except AdapterRefused as exc:
         seconds = time.perf_counter() - start
-        if expect == f"refuse:{exc.verdict}":
-            return Outcome(name, expect, "refused", str(exc).split(": ", 1)[-1][:110], seconds, meta["relevant"])
-        return Outcome(name, expect, "loud", f"refused as {exc.verdict}: {str(exc)[:100]}", seconds, meta["relevant"])
+        scored = refusal(expect, exc.verdict)
+        detail = str(exc).split(": ", 1)[-1][:110] if scored == REFUSED_OK else f"refused as {exc.verdict}: {exc}"
+        return Outcome(name, expect, scored, detail[:120], seconds, meta["relevant"])
     except DraftsetError as exc:
         return Outcome(
-            name, expect, "loud", f"no proposal: {str(exc)[:100]}", time.perf_counter() - start, meta["relevant"]
+            name,
+            expect,
+            REFUSED_WRONGLY,
+            f"no proposal: {str(exc)[:100]}",
+            time.perf_counter() - start,
+            meta["relevant"],
         )
     seconds = time.perf_counter() - start
     spec = proposal.spec
@@ -140,27 +149,19 @@ def _judge(
     result: ContractResult,
     seconds: float,
 ) -> Outcome:
-    """The outcome of a proposal whose contract ran: right, refused by name, loud or silently wrong."""
-    if expect.startswith("refuse:"):
-        wanted = expect.split(":", 1)[1]
-        if result.verdict == f"refused: {wanted}":
-            return Outcome(name, expect, "refused", result.summary()[:110], seconds, meta["relevant"])
-        if result.passed:
-            return Outcome(
-                name,
-                expect,
-                "WRONG",
-                f"mapped and passed ({spec.layout}) but must be refused as {wanted}",
-                seconds,
-                meta["relevant"],
-            )
-        return Outcome(name, expect, "loud", f"contract {result.summary()[:100]}", seconds, meta["relevant"])
+    """The outcome of a proposal whose contract ran, one of the four (eval/bench/outcomes.py)."""
     if not result.passed:
-        return Outcome(name, expect, "loud", f"contract {result.summary()[:100]}", seconds, meta["relevant"])
+        verdict = result.verdict.removeprefix("refused: ") if result.verdict.startswith("refused: ") else None
+        outcome = refusal(expect, verdict)
+        detail = result.summary()[:110] if outcome == REFUSED_OK else f"contract {result.summary()[:100]}"
+        return Outcome(name, expect, outcome, detail, seconds, meta["relevant"])
+    if expect != "map":
+        detail = f"mapped and passed ({spec.layout}) but must be refused as {expect.split(':', 1)[1]}"
+        return Outcome(name, expect, SILENT, detail, seconds, meta["relevant"])
     bad = _mismatches(spec, raw, meta["truth"])
-    if bad:
-        return Outcome(name, expect, "WRONG", f"contract passed but {bad}", seconds, meta["relevant"])
-    return Outcome(name, expect, "right", f"{spec.layout} {_describe(spec)}", seconds, meta["relevant"])
+    outcome = passed(expect, not bad)
+    detail = f"contract passed but {bad}" if bad else f"{spec.layout} {_describe(spec)}"
+    return Outcome(name, expect, outcome, detail, seconds, meta["relevant"])
 
 
 def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
@@ -170,7 +171,10 @@ def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any]
     native = RowMapper(spec.model_copy(update=update))
     for r, t in zip(raw, truth):
         try:
-            got = canonical(native.apply(r.row_index, r.row)[0])
+            rec = native.apply(r.row_index, r.row)[0]
+            got = canonical(rec)
+            if t is not None and "tools" in t:  # a family whose truth names its declared tools: compared too
+                got["tools"] = sorted(x.function.name for x in rec.tools or [])
         except RowError as exc:
             if t is not None and t.get("label") is False and "undesirable" in exc.reason:
                 continue  # an undesirable answer is refused for training, by name: right
@@ -264,8 +268,8 @@ def run(corpus: Path) -> list[Outcome]:
 def report(outcomes: list[Outcome]) -> dict[str, Any]:
     width = max(len(o.family) for o in outcomes)
     for o in outcomes:
-        print(f"{o.family:<{width}}  {o.expect:<26} {o.outcome:<8} {o.seconds * 1000:6.0f} ms  {o.detail}")
-    counts = {k: sum(o.outcome == k for o in outcomes) for k in ("right", "refused", "loud", "WRONG")}
+        print(f"{o.family:<{width}}  {o.expect:<26} {o.outcome:<19} {o.seconds * 1000:6.0f} ms  {o.detail}")
+    counts = tally(o.outcome for o in outcomes)
     truly = {o.family for o in outcomes if o.relevant and o.expect == "map"}
     kept = {o.family for o in outcomes if o.found_relevant}
     recall = len(truly & kept) / len(truly) if truly else 1.0
@@ -274,8 +278,7 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
     slowest = max(o.seconds for o in outcomes)
     slowest_contract = max(o.contract_seconds for o in outcomes)
     print(
-        f"\n{len(outcomes)} families: {counts['right']} right, {counts['refused']} refused by name, "
-        f"{counts['loud']} loud failures, {counts['WRONG']} silently wrong; slowest proposal {slowest:.2f} s, "
+        f"\n{summary_line(counts, 'families')}; slowest proposal {slowest:.2f} s, "
         f"slowest contract {slowest_contract:.2f} s"
     )
     missed = sorted(truly - kept)

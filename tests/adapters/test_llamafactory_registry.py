@@ -27,10 +27,10 @@ def test_fixture_matches_its_generator_and_the_registry_has_fourteen_local_entri
             assert json.loads((DEFAULT_DATA / info[name]["file_name"]).read_text()) == content, name
 
 
-def test_every_entry_right_or_refused_by_name(outcomes):
-    bad = {n: (e.outcome, e.detail) for n, e in outcomes.items() if e.outcome not in ("right", "refused")}
-    assert bad == {}
-    refused = {n for n, e in outcomes.items() if e.outcome == "refused"}
+def test_every_entry_right_or_refused_as_expected(outcomes):
+    bad = {n: (e.outcome, e.detail) for n, e in outcomes.items() if e.outcome not in ("right", "refused-as-expected")}
+    assert bad == {}  # the glaive demos too: `tools` "[]" on a quarter of their rows, declarations read via JSON
+    refused = {n for n, e in outcomes.items() if e.outcome == "refused-as-expected"}
     assert refused == {
         "mllm_demo",
         "mllm_audio_demo",

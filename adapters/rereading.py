@@ -1,0 +1,122 @@
+"""Other readings of a detection, tried when its first reading rejects nearly every sampled row.
+
+A check that rejects almost every row says more about the reading than about the rows: a dataset whose every
+row is broken in the same way is rarer than a reading that does not fit it. So before proposing, detection
+applies its reading to its own sample (adapters/trial.py's throw-away spec); when at least NEARLY_ALL of the
+rows are rejected, each alternative that the rejection reason points to is tried, and the one that maps the
+most rows is kept, if it maps a clear majority. The choice is recorded in `reasons["reading"]` (visible in
+`draftset adapters show`) with the evidence, and marked for review; a reading the data contradicts is never
+tried (below).
+
+Alternatives, by the reason that rejected the rows:
+- "tool result with no earlier tool call": an agent that writes its command in its own text (in a fence or a
+  tag, SWE-agent style) is answered by the environment as its own speaker. With no tool call anywhere in the
+  sample, nothing is there for a tool result to answer: the environment's output is the observation the agent
+  reads next, a user turn, as the agent's harness sent it. The evidence is in the rows: the assistant turn
+  before (nearly) every such turn writes a command out in a fence or a tag. Not taken when any sampled row
+  carries a call, or when the turns before the results write no command (a call deleted from a tool-calling
+  set: its results answer nothing, and the rows stay rejected by name).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from adapters.apply import RowError, RowMapper
+from adapters.detected import Detected
+from adapters.roles import commands_before
+from adapters.spec import AdapterSpec
+from adapters.structure import decoded, get
+from adapters.trial import PLACEHOLDER_SOURCE, spec_data
+from catalog.errors import DraftsetError
+
+NEARLY_ALL = 0.5  # share of sampled rows rejected by one reason that makes detection try other readings
+CLEAR_MAJORITY = 0.8  # share of rows another reading must map to be taken
+SAMPLE = 300
+
+
+def _trial(fields: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[int, Counter[str], bool] | None:
+    """(rows mapped, rejection reasons, any record carries a tool call) of a reading, in native mode."""
+    d = Detected(fields=dict(fields))
+    try:
+        mapper = RowMapper(AdapterSpec.from_data(spec_data(d, PLACEHOLDER_SOURCE, "native", "trial"), where="trial"))
+    except DraftsetError:
+        return None
+    mapped, reasons, calls = 0, Counter[str](), False
+    for i, row in enumerate(rows):
+        try:
+            recs = mapper.apply(i, row)
+        except (RowError, ValueError) as exc:
+            reasons[getattr(exc, "reason", str(exc))] += 1
+            continue
+        mapped += 1
+        calls = calls or any(m.tool_calls for r in recs for m in r.messages)
+    return mapped, reasons, calls
+
+
+def _observations_as_user(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+    labels = {label for label, role in d.fields.get("role_map", {}).items() if role == "tool"}
+    path, role_key, content_key = (d.fields.get(k) for k in ("messages_path", "role_key", "content_key"))
+    if not (labels and path and role_key and content_key):
+        return None, "no turn list with labels read as tool results"
+    lists = [v for v in (decoded(get(row, path))[0] for row in rows) if isinstance(v, list)]
+    assistants = {label for label, role in d.fields.get("role_map", {}).items() if role == "assistant"}
+    seen, written = commands_before(lists, labels, role_key, content_key, assistants)
+    if not seen or written < CLEAR_MAJORITY * seen:  # the evidence is the agent's own text, before each result
+        return None, (
+            f"only {written}/{seen} of the {', '.join(repr(x) for x in sorted(labels))} turns follow a command "
+            "written in a fence or a tag, so they are not the environment answering it"
+        )
+    role_map = {**d.fields["role_map"], **dict.fromkeys(sorted(labels), "user")}
+    why = (
+        f"{', '.join(repr(x) for x in sorted(labels))} read as the user's turn: no sampled turn carries a tool call "
+        f"and {written}/{seen} of these turns follow an assistant turn that writes its command in a fence or a tag, "
+        "so the environment's output is the observation the agent reads next"
+    )
+    return {**d.fields, "role_map": role_map}, why
+
+
+# reason → (fields of the other reading, or None with why it does not fit; the evidence either way)
+ALTERNATIVES: dict[str, Callable[[Detected, list[dict[str, Any]]], tuple[dict[str, Any] | None, str]]] = {
+    "tool result with no earlier tool call": _observations_as_user,
+}
+
+
+def reread(d: Detected, sample: list[dict[str, Any]]) -> None:
+    """Try the other readings when the first rejects nearly every row; keep the best, with its reason, in `d`."""
+    rows = [r for r in sample[:SAMPLE] if isinstance(r, dict)]
+    if d.layout is None or not rows:
+        return
+    first = _trial(d.fields, rows)
+    if first is None:
+        return
+    mapped, reasons, _ = first
+    if not reasons:
+        return
+    reason, rejected = reasons.most_common(1)[0]
+    if rejected < NEARLY_ALL * len(rows) or reason not in ALTERNATIVES:
+        return
+    fields, why = ALTERNATIVES[reason](d, rows)
+    first_words = f"the first reading rejects {rejected}/{len(rows)} sampled rows ({reason})"
+    tried = _trial(fields, rows) if fields is not None else None
+    if fields is None or tried is None or tried[2] or tried[0] < CLEAR_MAJORITY * len(rows) or tried[0] <= mapped:
+        if fields is not None:
+            why = (
+                "the other reading is no better: "
+                + (f"it maps {tried[0]}/{len(rows)}" if tried else "it is not a valid spec")
+                + (" and its rows carry tool calls" if tried and tried[2] else "")
+            )
+        d.reasons["reading"] = f"{first_words}; kept, rejected by name: {why}"  # the evidence, for the review
+        return
+    n = tried[0]
+    changed = [k for k in fields if fields[k] != d.fields.get(k)]
+    relabelled = {k: v for k, v in fields.get("role_map", {}).items() if d.fields.get("role_map", {}).get(k) != v}
+    d.fields.update(fields)
+    d.reasons["reading"] = f"{first_words}; {why}: this reading maps {n}/{len(rows)}"
+    for label, role in relabelled.items():
+        d.reasons[f"role_map.{label}"] = f"{label!r} → {role}: reread (see `reading`)"
+    for key in ["reading", *changed]:
+        if key not in d.needs_review:
+            d.needs_review.append(key)
