@@ -228,3 +228,19 @@ def rejected_by_cause(contract: dict[str, Any]) -> list[tuple[str, int, str]]:
 def of_record(record: Any) -> Verdict:
     """The verdict of a stored adapter (adapters.store.AdapterRecord)."""
     return verdict(record.contract, record.spec.needs_review, record.contract_current, record.open_flags)
+
+
+def approval_word(found: dict[str, Any], status: str) -> str:
+    """Whether the adapter can be approved now, from a verdict's JSON (`Verdict.to_json`, as the API sends
+    it) and the adapter's status: `approved`, `ready`, or `blocked: ...` from the verdict's own blockers; a
+    passing verdict with an open REVIEW item or flag is `blocked`, never a bare "pass" that `approve` refuses."""
+    if status == "approved":
+        return "approved"
+    blockers = list(found.get("blockers") or [])
+    if not blockers:
+        return "ready"
+    review = sum(b.startswith("REVIEW open") for b in blockers)
+    flagged = sum(b.startswith("flag ") for b in blockers)
+    parts = [f"{review} REVIEW"] * bool(review) + [f"{flagged} flag(s)"] * bool(flagged)
+    parts += ["contract"] * (len(blockers) > review + flagged)
+    return "blocked: " + ", ".join(parts)

@@ -166,6 +166,19 @@ def clean_text(text: str, keep_newlines: bool = True) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url) and ![alt](src): the words, not the address
+_MD_MARKS = re.compile(r"(^|\s)(#{1,6}|>|[-*+]|\d+\.)\s+|[*_`~]{1,3}|<[^>\n]{0,200}>|\|")
+
+
+def card_text(text: str, limit: int = 160) -> str:
+    """A card's summary as plain words for a page or a table cell: markdown's marks (headings, emphasis,
+    links, lists, tables, HTML tags) dropped, whitespace folded, cut at `limit` with an ellipsis. Never
+    rendered: the words stay untrusted text, escaped where they are shown."""
+    _, body = split_card(text or "")
+    words = " ".join(_MD_MARKS.sub(" ", _MD_LINK.sub(r"\1", clean_text(body))).split())
+    return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
+
+
 def is_plain(text: str) -> bool:
     """Text a terminal shows as it is: no escape sequence, control character, bidi override or surrogate."""
     return not (_ANSI.search(text) or _CONTROL.search(text) or "\n" in text or "\t" in text) and text == (

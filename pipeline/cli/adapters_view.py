@@ -34,19 +34,7 @@ LIST_COLUMNS = ["repo", "verdict", "approval", "status", "mode", "layout", "cate
 LIST_COLUMNS += ["revision", "spec hash"]
 
 
-def approval_cell(found: dict[str, Any], status: str) -> str:
-    """Whether the adapter can be approved now, from the verdict's own blockers: a passing verdict with an
-    open REVIEW item or flag is `blocked`, never a bare "pass" that `approve` then refuses."""
-    if status == "approved":
-        return "approved"
-    blockers = list(found.get("blockers") or [])
-    if not blockers:
-        return "ready"
-    review = sum(b.startswith("REVIEW open") for b in blockers)
-    flagged = sum(b.startswith("flag ") for b in blockers)
-    parts = [f"{review} REVIEW"] * bool(review) + [f"{flagged} flag(s)"] * bool(flagged)
-    parts += ["contract"] * (len(blockers) > review + flagged)
-    return "blocked: " + ", ".join(parts)
+approval_cell = verdict.approval_word  # one wording for the CLI, the API and the pages
 
 
 def _list_row(s: dict[str, Any], verdict_word: str) -> list[Any]:

@@ -64,3 +64,11 @@ def test_clean_text_and_redact():
     assert clean_text("a\x1b[31mb\x1b]0;t\x07c\td\n") == "abc\td\n"
     text = redact('401 {"error": "bad key sk-abcdefghijklmnop1234", "token": "hf_abcdefghijklmnopqrstu"}')
     assert "sk-abc" not in text and "hf_abc" not in text and "401" in text
+
+
+def test_a_cards_markdown_reads_as_plain_words():
+    from catalog.untrusted import card_text
+
+    card = "---\nlicense: mit\n---\n# Big **chat** set\n\n- see [the paper](https://x.y/p) <b>now</b> | col |\n"
+    assert card_text(card) == "Big chat set see the paper now col"
+    assert card_text("word " * 100, limit=20).endswith("…") and len(card_text("word " * 100, limit=20)) <= 20

@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters import review, store
 from agents.planning import human_bytes
+from catalog.untrusted import card_text
 from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError
 from pipeline.servers.service.jobs import Job
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 templates.env.filters["pretty"] = lambda v: json.dumps(v, indent=1, ensure_ascii=False, default=str)
+templates.env.filters["thousands"] = lambda v: "" if v is None else f"{v:,}" if isinstance(v, int) else v
+templates.env.filters["plain"] = card_text
 templates.env.filters["bytes"] = human_bytes  # the CLI's one unit convention: 67.2 GB below a TB, 9.2 TB above
 LOGIN_CSRF = "draftset_login_csrf"
 
@@ -98,9 +101,24 @@ async def logout(request: Request) -> RedirectResponse:
 
 
 # -- the catalog ----------------------------------------------------------------------------------
+ADAPTER_FILTERS = ("needs review", "blocked", "ready", "approved", "no adapter")
+
+
+def _adapter_matches(summary: dict | None, wanted: str) -> bool:
+    """The catalog's adapter filter: `needs review` = an open REVIEW item or flag blocks the approval."""
+    if not wanted:
+        return True
+    if summary is None:
+        return wanted == "no adapter"
+    approval = str(summary["approval"])
+    if wanted == "needs review":
+        return approval.startswith("blocked") and ("REVIEW" in approval or "flag" in approval)
+    return approval.startswith(wanted)
+
+
 @router.get("/")
 async def catalog_page(
-    request: Request, category: str = "", status: str = "", q: str = "", min_score: str = ""
+    request: Request, category: str = "", status: str = "", q: str = "", min_score: str = "", adapter: str = ""
 ) -> HTMLResponse:
     user = await _user(request)
     cat = _service(request).catalog
@@ -109,14 +127,16 @@ async def catalog_page(
     except ValueError:
         score = None
 
-    def load() -> tuple[list, list, dict | None]:
+    def load() -> tuple[list, list, dict | None, dict]:
         rows = queries.candidates(cat, category or None, status or None, q or None, score, 500)
         categories = sorted(
             {r["category"] for r in queries.candidates(cat, None, None, None, None, 5000) if r["category"]}
         )
-        return rows, categories, queries.plan(cat)
+        adapters = {r.repo_id: review_data.summary(r) for r in store.list_all(cat)} if cat.path.exists() else {}
+        rows = [r for r in rows if _adapter_matches(adapters.get(r["repo_id"]), adapter)]
+        return rows, categories, queries.plan(cat), adapters
 
-    rows, categories, plan = await run_in_threadpool(load)
+    rows, categories, plan, adapters = await run_in_threadpool(load)
     return render(
         request,
         "catalog.html",
@@ -124,7 +144,9 @@ async def catalog_page(
         rows=rows,
         plan=plan,
         categories=categories,
-        filters={"category": category, "status": status, "q": q, "min_score": min_score},
+        adapters=adapters,
+        adapter_filters=ADAPTER_FILTERS,
+        filters={"category": category, "status": status, "q": q, "min_score": min_score, "adapter": adapter},
     )
 
 

@@ -38,6 +38,7 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
         "spec_hash": record.spec_hash,
         "contract": found.kind + (" (old spec)" if contract and not record.contract_current else ""),
         "verdict": found.to_json(),  # the one verdict (adapters.verdict): the CLI and the page show the same
+        "approval": verdict.approval_word(found.to_json(), record.status),
         "next": found.next_step(record.repo_id, record.status),
         "yield": contract.get("yield"),
         "reviewed_by": record.reviewed_by,

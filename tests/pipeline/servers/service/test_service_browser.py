@@ -83,6 +83,28 @@ def test_operator_starts_a_find_and_watches_ten_agents_finish(browser, service, 
     assert re.search(r"\d [GT]B\b", page.locator("[data-testid=plan]").inner_text())
     assert page.locator("[data-testid=candidates] tbody tr").count() > 5
     shots(page, "catalog")
+    # The catalog leads on: proposed adapters are links with their status, verdict and what blocks approval.
+    links = page.locator("[data-testid=adapter-link]")
+    assert links.count() >= 2, page.content()[:2000]
+    states = page.locator("[data-testid=adapter-state]").all_inner_texts()
+    assert any(re.search(r"(proposed|approved).*(ready|blocked|approved)", s, re.S) for s in states), states
+    assert "#" not in page.locator("[data-testid=candidates] td.card").first.inner_text()  # no raw markdown
+    page.select_option("select[name=adapter]", "no adapter")
+    page.click("button:has-text('Filter')")
+    listed = page.locator("[data-testid=candidates] [data-testid=adapter-link]")
+    assert listed.count() == 0 and "adapter=no+adapter" in page.url
+    page.select_option("select[name=adapter]", "")
+    page.click("button:has-text('Filter')")
+    links.first.click()
+    page.wait_for_url(re.compile(r".*/adapters/[^/]+/[^/?]+"))
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.context.add_cookies(page.context.cookies())
+    phone.goto(service.url + "/")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways pan on a phone
+    box = phone.locator("[data-testid=candidates] tbody tr").first.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    shots(phone, "catalog-phone")
+    phone.close()
     page.close()
 
 
