@@ -162,6 +162,16 @@ CONTENT_EVIDENCE: dict[str, tuple[str, ...]] = {
     "synthetic": ("varied",),
 }
 
+# The subject a category's rows talk about, as an agents/topics.py domain: rows about it keep a candidate whose
+# rows lack the category's content kinds (a bug-fix answered in prose, a question about git). None: the
+# category's data may be about anything (chat, writing, math word problems).
+SUBJECT: dict[str, str | None] = dict.fromkeys(("coding", "agentic", "review", "multilang"), "software")
+
+# Content kinds that are the category's substance, not only its form: shown, they keep a candidate whatever
+# its rows are about (tool calls for an insurance quote are tool use). A form alone (a conversation, long prose,
+# varied prompts) does not outweigh rows that are all about one other domain.
+SUBSTANTIVE_KINDS = frozenset({"code", "shell", "tool_calls", "math", "stepwise"})
+
 # The sense a domain or category word has in this project, as the content kinds that confirm it. A card that
 # uses some of these words while no sampled row shows any of their kinds uses them in another sense
 # ("insurance agent", "genetic code", "medical coding", a film's secret agent): the rows decide, not the word.
