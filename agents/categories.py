@@ -1,7 +1,8 @@
 """The ten category briefs (intent, seed queries, Hub tag filters) and the domain reweighting.
 
-Seed queries are short terms because the Hub's `search` matches repo ids; relevance is then
-judged on the card, tags, features and rows. Weights say how much of a domain's samples a
+Seed queries are short terms because the Hub's `search` matches repo ids only; tag filters reach the
+datasets whose id lacks every seed word through what their cards declare (tags, task categories), as the Hub's
+`filter` matches them; relevance is then judged on the card, tags, features and rows. Weights say how much of a domain's samples a
 category should supply: "agentic coding" favours trajectories, tool use and coding.
 """
 
@@ -30,7 +31,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="coding instructions",
         intent="single-turn programming tasks with solutions",
         seed_queries=("code", "coder", "instruct", "magicoder", "evol"),
-        tag_filters=("task_categories:text-generation",),
+        tag_filters=("task_categories:text-generation", "code", "coding", "programming"),
         keywords=("code", "coding", "programming", "python", "instruct", "instruction", "function", "solution"),
     ),
     Category(
@@ -38,6 +39,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="agentic / tool-use trajectories",
         intent="multi-step agent trajectories with tool calls (SWE agents, function calling)",
         seed_queries=("agent", "trajectories", "swe", "tool", "function-calling", "openhands"),
+        tag_filters=("agents", "agent", "tool-use", "function-calling", "tool-calling"),
         keywords=(
             "agent",
             "agentic",
@@ -58,6 +60,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="reasoning and math",
         intent="step-by-step reasoning, math problems",
         seed_queries=("math", "reasoning", "thoughts", "gsm"),
+        tag_filters=("math", "reasoning", "chain-of-thought"),
         keywords=("math", "reasoning", "thought", "thoughts", "problem", "solution", "proof", "gsm8k"),
     ),
     Category(
@@ -65,6 +68,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="general chat",
         intent="open-domain multi-turn conversations",
         seed_queries=("chat", "conversations", "dialog"),
+        tag_filters=("conversational", "chat", "dialogue", "multi-turn"),
         keywords=("chat", "conversation", "conversations", "dialogue", "assistant", "support"),
     ),
     Category(
@@ -72,6 +76,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="standard draft-training sets",
         intent="the sets EAGLE drafts are usually trained on: ShareGPT, UltraChat",
         seed_queries=("sharegpt", "ultrachat", "vicuna"),
+        tag_filters=("sharegpt", "ultrachat"),
         keywords=("sharegpt", "ultrachat", "vicuna", "chat", "conversations", "sft"),
         base_weight=1.0,
     ),
@@ -80,6 +85,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="code review and debugging",
         intent="finding and fixing bugs, reviewing code",
         seed_queries=("review", "bugfix", "debug"),
+        tag_filters=("code-review", "debugging", "bug-fix", "software-engineering"),
         keywords=("review", "bug", "bugfix", "debug", "debugging", "fix", "code"),
     ),
     Category(
@@ -87,6 +93,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="long-form writing and analysis",
         intent="essays, reports, long answers",
         seed_queries=("writing", "essays", "longform", "analysis"),
+        tag_filters=("writing", "long-form", "essays"),
         keywords=("writing", "essay", "essays", "longform", "long-form", "analysis", "report"),
     ),
     Category(
@@ -94,6 +101,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="target-native data",
         intent="responses already written by the target model family (Kimi, DeepSeek)",
         seed_queries=("kimi", "moonshot", "deepseek"),
+        tag_filters=("kimi", "deepseek"),
         keywords=("kimi", "moonshot", "moonshotai", "deepseek", "k2", "native"),
         base_weight=1.0,
     ),
@@ -102,6 +110,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="multi-language coding",
         intent="code in many programming languages",
         seed_queries=("multilang", "polyglot", "multi-language"),
+        tag_filters=("code", "programming-languages", "multilingual-code"),
         keywords=("rust", "go", "typescript", "java", "multilang", "polyglot", "languages", "code"),
     ),
     Category(
@@ -109,6 +118,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="large synthetic instruction sets",
         intent="large synthetic instruction mixes",
         seed_queries=("hermes", "infinity", "synthetic", "instruct"),
+        tag_filters=("synthetic", "instruction-tuning", "sft"),
         keywords=("synthetic", "hermes", "infinity", "instruct", "instruction", "openhermes"),
     ),
 )

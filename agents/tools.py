@@ -28,6 +28,7 @@ from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card, load_card_yaml, split_card
 
 T = TypeVar("T")
+MAX_LISTED_DESCRIPTION = 600  # the listing's card text is read to rank hits, never stored whole
 
 
 class BudgetExceeded(Exception):
@@ -130,6 +131,7 @@ class HubTools:
                 "gated": bool(i.gated),
                 "tags": list(i.tags or []),
                 "card_data": i.card_data.to_dict() if i.card_data is not None else {},
+                "description": " ".join(str(i.description or "").split())[:MAX_LISTED_DESCRIPTION],
             }
             for i in infos
         ]
