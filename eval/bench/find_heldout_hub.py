@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.categories import CATEGORIES
-from eval.bench.find_heldout_text import OFF_DOMAIN, ON_DOMAIN
+from eval.bench.find_heldout_text import OFF_DOMAIN, ON_DOMAIN, STYLES
 from pipeline.servers.localhub.write import write_repo
 
 VARIANTS = 3
@@ -145,7 +145,8 @@ def generate(root: Path, seed: int) -> dict[str, dict[str, Any]]:
                 else:
                     repo_id = f"{rng.choice(ORGS)}-{rng.choice(NEUTRAL)}/{named}"
                 card = _card(rng, family, repo_id.split("/")[1])
-                rows = [make(rng, i) for i in range(ROWS)]
+                style = make if rng.random() < 0.5 else STYLES[family]  # the seed picks the wording too
+                rows = [style(rng, i) for i in range(ROWS)]
                 body = f"# {card['pretty_name']}\n\n{FAMILY_CARDS[family]['about']}"
                 write_repo(root, repo_id, card, {"data/train.jsonl": rows}, body=body)
                 labels[repo_id] = {"relevant": relevant, "family": family, "seedless": seedless(repo_id)}

@@ -217,3 +217,103 @@ OFF_DOMAIN = {
     "pet_chat": pet_chat,
     "travel_booking": travel_booking,
 }
+
+
+# Second wordings, in another voice: a repo draws one style per family from the seed, so a seed changes how the
+# rows are written, not only which facts fill them.
+def prose_bugfix_terse(rng: random.Random, i: int) -> Row:
+    symptom, cause, fix = _pick(rng, BUGS)
+    return {
+        "messages": [
+            {"role": "user", "content": f"why does this happen: {symptom}? worked fine last week"},
+            {"role": "assistant", "content": f"Most likely {cause}. Nothing in your change looks wrong otherwise. "
+             f"To fix it, {fix}, then rerun the failing case to confirm."},
+        ]
+    }
+
+
+def tool_chat_forum(rng: random.Random, i: int) -> Row:
+    tool, q, a = _pick(rng, TOOLS_Q)
+    return {"title": f"[{tool}] question from a new contributor", "body": q, "accepted_answer": a}
+
+
+def tagged_episode_xml(rng: random.Random, i: int) -> Row:
+    task, look, check = _pick(rng, AGENT_TASKS)
+    return {
+        "messages": [
+            {"role": "system", "content": "You are an autonomous engineer working in a sandboxed checkout."},
+            {"role": "user", "content": f"Issue: {task}."},
+            {"role": "assistant", "content": f"Let me inspect the relevant file.\n<execute_bash>\n{look}\n</execute_bash>"},
+            {"role": "user", "content": "OBSERVATION:\n  41 | def parse_date(value, fmt=None):\n  42 |     fmt = fmt or '%d/%m'"},
+            {"role": "assistant", "content": f"The default is day-first. I changed it and will verify.\n<execute_bash>\n{check}\n</execute_bash>"},
+            {"role": "user", "content": "OBSERVATION:\nall checks passed"},
+        ]
+    }
+
+
+def concurrency_ranked(rng: random.Random, i: int) -> Row:
+    prompt, good, bad = _pick(rng, CONCURRENCY)
+    return {"question": prompt, "responses": [good, bad], "ranking": [1, 2]}
+
+
+def review_comments(rng: random.Random, i: int) -> Row:
+    change = _pick(rng, REVIEW)
+    return {
+        "diff_description": f"This change {change}.",
+        "review": "Nit: the docstring still mentions the old behaviour. Also please add a regression test; the "
+        "happy path is covered but the error branch is not. Otherwise LGTM once CI is green.",
+    }
+
+
+def estate_listing(rng: random.Random, i: int) -> Row:
+    beds, street = rng.randint(1, 5), _pick(rng, STREETS)
+    return {
+        "prompt": f"Write a short listing for a {beds}-bed flat on {street} for our agency's website.",
+        "completion": f"Bright {beds}-bedroom flat with a modern kitchen, a bathroom with a shower and a "
+        "balcony. Close to schools and the station; viewings by appointment with our agents. Leasehold, "
+        "no onward chain.",
+    }
+
+
+def insurance_chat(rng: random.Random, i: int) -> Row:
+    who = _pick(rng, PEOPLE)
+    return {
+        "dialog": [
+            {"speaker": "customer", "utterance": f"Hello, it's {who}. A tree fell on my car, am I covered?"},
+            {"speaker": "agent", "utterance": "If you have comprehensive cover, yes. I'll open a claim now; the "
+             "excess is 250 and an assessor will inspect the vehicle within three days."},
+        ]
+    }
+
+
+def recipe_card(rng: random.Random, i: int) -> Row:
+    dish, items = _pick(rng, DISHES)
+    return {"title": dish, "ingredients": ", ".join(items), "method": f"Mix the {items[0]} with the {items[1]}. "
+            f"Bake for {rng.randint(20, 60)} minutes until golden; let it rest before slicing."}
+
+
+def pet_advice(rng: random.Random, i: int) -> Row:
+    pet, young = _pick(rng, PETS)
+    return {"instruction": f"How often should I feed a {young}?", "output": f"A young {pet} eats small meals "
+            "three or four times a day; switch to adult food at around a year and keep fresh water out."}
+
+
+def travel_itinerary(rng: random.Random, i: int) -> Row:
+    place = _pick(rng, PLACES)
+    return {"input": f"Plan three days in {place} on a budget.", "output": f"Day one: walk the old town and the "
+            "market. Day two: a day trip by train to the coast. Day three: museums in the morning, then the "
+            "airport. Stay in a guesthouse near the station to save money."}
+
+
+STYLES = {
+    "prose_bugfix": prose_bugfix_terse,
+    "tool_chat": tool_chat_forum,
+    "tagged_episode": tagged_episode_xml,
+    "concurrency_pair": concurrency_ranked,
+    "review_prose": review_comments,
+    "estate_chat": estate_listing,
+    "insurance_qa": insurance_chat,
+    "recipe": recipe_card,
+    "pet_chat": pet_advice,
+    "travel_booking": travel_itinerary,
+}
