@@ -81,17 +81,14 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
 
     subject = SUBJECT.get(category)
     about = topic["about"]
-    foreign = max((d for d in about if d != SOFTWARE), key=lambda d: about[d], default=None)
+    foreign: str | None = max((d for d in about if d != SOFTWARE), key=lambda d: about[d], default=None)
     software_rows = about.get(SOFTWARE, 0)
     substance = {k for k in shown if k in SUBSTANTIVE_KINDS}
-    elsewhere = (
-        foreign is not None
-        and about[foreign] >= math.ceil(FOREIGN_SHARE * n)
-        and software_rows < enough
-        and not substance
+    elsewhere = foreign is not None and (
+        about[foreign] >= math.ceil(FOREIGN_SHARE * n) and software_rows < enough and not substance
     )
     doubt = (bool(expected) and not shown) or (bool(contradicted) and not confirmed)
-    if elsewhere:
+    if elsewhere and foreign is not None:
         parts = [_about(topic, foreign, n), f"{software_rows}/{n} about software"]
         if contradicted:
             parts.append(f"the card's {', '.join(repr(t) for t in contradicted)} in another sense")

@@ -27,43 +27,79 @@ BUGS = [
     ("dates shift by one day", "the parser assumes UTC while the database stores local time", "store UTC"),
 ]
 TOOLS_Q = [
-    ("git", "I committed to main by mistake; how do I move the commit to a new branch without losing it?",
-     "Create the branch at the current commit, then reset main back one commit; the new branch keeps the work."),
-    ("git", "How do I undo a rebase that went wrong after I resolved three conflicts?",
-     "The reflog remembers where the branch pointed before the rebase; reset the branch to that entry."),
-    ("cmake", "CMake finds the wrong compiler on my machine. Where does it pick it up?",
-     "It reads the CC and CXX environment variables on the first configure and caches them; clear the build "
-     "directory's cache file and configure again with the variables set."),
-    ("gradle", "Gradle builds are slow on CI even though nothing changed. What can I cache?",
-     "Enable the build cache and keep the dependency directory between runs; the daemon is not reused on CI."),
-    ("npm", "npm install keeps changing the lock file on every machine. Why?",
-     "Different npm versions write different lock formats; pin the version in the package manifest's engines "
-     "field and use a clean install in CI."),
-    ("docker", "My Docker image is 2 GB. How do I make it smaller?",
-     "Use a multi-stage build so compilers stay in the build stage, and start from a slim base image."),
-    ("pip", "pip says two packages need incompatible versions of a dependency. How do I find which ones?",
-     "Ask the resolver to explain the conflict; it names both requirements, then pin one compatible version."),
-    ("make", "Make rebuilds everything although I changed one header. Is the dependency graph wrong?",
-     "The object files depend on every header through a wildcard; generate per-file dependencies instead."),
+    (
+        "git",
+        "I committed to main by mistake; how do I move the commit to a new branch without losing it?",
+        "Create the branch at the current commit, then reset main back one commit; the new branch keeps the work.",
+    ),
+    (
+        "git",
+        "How do I undo a rebase that went wrong after I resolved three conflicts?",
+        "The reflog remembers where the branch pointed before the rebase; reset the branch to that entry.",
+    ),
+    (
+        "cmake",
+        "CMake finds the wrong compiler on my machine. Where does it pick it up?",
+        "It reads the CC and CXX environment variables on the first configure and caches them; clear the build "
+        "directory's cache file and configure again with the variables set.",
+    ),
+    (
+        "gradle",
+        "Gradle builds are slow on CI even though nothing changed. What can I cache?",
+        "Enable the build cache and keep the dependency directory between runs; the daemon is not reused on CI.",
+    ),
+    (
+        "npm",
+        "npm install keeps changing the lock file on every machine. Why?",
+        "Different npm versions write different lock formats; pin the version in the package manifest's engines "
+        "field and use a clean install in CI.",
+    ),
+    (
+        "docker",
+        "My Docker image is 2 GB. How do I make it smaller?",
+        "Use a multi-stage build so compilers stay in the build stage, and start from a slim base image.",
+    ),
+    (
+        "pip",
+        "pip says two packages need incompatible versions of a dependency. How do I find which ones?",
+        "Ask the resolver to explain the conflict; it names both requirements, then pin one compatible version.",
+    ),
+    (
+        "make",
+        "Make rebuilds everything although I changed one header. Is the dependency graph wrong?",
+        "The object files depend on every header through a wildcard; generate per-file dependencies instead.",
+    ),
 ]
 CONCURRENCY = [
-    ("Two threads increment a shared counter and the total is too low. Why?",
-     "The increment is a read, an add and a write; without a mutex or an atomic operation two threads can read "
-     "the same value and one update is lost. Guard it with a lock or use an atomic integer.",
-     "Threads are just slow sometimes; add a sleep so they take turns."),
-    ("How do I avoid a deadlock when two functions each need two locks?",
-     "Always take the locks in one global order, or take both with a single call that acquires them together.",
-     "Deadlocks cannot happen if you use enough threads."),
-    ("Should I use async/await or threads for thousands of network requests?",
-     "For I/O-bound work async code scales better: one event loop waits on many sockets without a thread each.",
-     "Use one thread per request; the operating system will manage it."),
-    ("What is a race condition in a web handler that checks stock and then sells?",
-     "Two requests can both pass the check before either writes; do the check and the update in one "
-     "transaction or with a conditional update in the database.",
-     "It is not a race condition because the handler is fast."),
+    (
+        "Two threads increment a shared counter and the total is too low. Why?",
+        "The increment is a read, an add and a write; without a mutex or an atomic operation two threads can read "
+        "the same value and one update is lost. Guard it with a lock or use an atomic integer.",
+        "Threads are just slow sometimes; add a sleep so they take turns.",
+    ),
+    (
+        "How do I avoid a deadlock when two functions each need two locks?",
+        "Always take the locks in one global order, or take both with a single call that acquires them together.",
+        "Deadlocks cannot happen if you use enough threads.",
+    ),
+    (
+        "Should I use async/await or threads for thousands of network requests?",
+        "For I/O-bound work async code scales better: one event loop waits on many sockets without a thread each.",
+        "Use one thread per request; the operating system will manage it.",
+    ),
+    (
+        "What is a race condition in a web handler that checks stock and then sells?",
+        "Two requests can both pass the check before either writes; do the check and the update in one "
+        "transaction or with a conditional update in the database.",
+        "It is not a race condition because the handler is fast.",
+    ),
 ]
 AGENT_TASKS = [
-    ("the unit tests in the parser package fail after the upgrade", "grep -rn \"parse_date\" src/", "pytest tests/test_parser.py -x"),
+    (
+        "the unit tests in the parser package fail after the upgrade",
+        'grep -rn "parse_date" src/',
+        "pytest tests/test_parser.py -x",
+    ),
     ("the CLI crashes when the config file is missing", "cat src/cli/main.py", "python -m cli --help"),
     ("a typo in the README breaks the docs build", "git diff HEAD~1 -- docs/", "make docs"),
     ("the service returns 500 on empty payloads", "sed -n 40,80p app/handlers.py", "pytest -k empty_payload"),
@@ -97,8 +133,10 @@ def prose_bugfix(rng: random.Random, i: int) -> Row:
     symptom, cause, fix = _pick(rng, BUGS)
     lang = _pick(rng, LANGS)
     q = f"In my {lang} service {symptom}. I have checked the logs and the function's inputs look right. What is wrong?"
-    a = (f"This usually means {cause}. Read the variable's value just before the comparison and you will see it. "
-         f"The fix is to {fix}; add a unit test that covers the case so the bug does not come back.")
+    a = (
+        f"This usually means {cause}. Read the variable's value just before the comparison and you will see it. "
+        f"The fix is to {fix}; add a unit test that covers the case so the bug does not come back."
+    )
     return {"question": q, "answer": a, "language": lang.lower()}
 
 
@@ -125,7 +163,10 @@ def tagged_episode(rng: random.Random, i: int) -> Row:
             {"speaker": "user", "text": f"Task: {task}. Fix it and make the tests pass."},
             {"speaker": "agent", "text": f"I will look at the code first.\n{open_}{look}{close}"},
             {"speaker": env, "text": "src/parser/dates.py:41: def parse_date(value, fmt=None):"},
-            {"speaker": "agent", "text": f"Found it; the default format is wrong. Running the tests.\n{open_}{check}{close}"},
+            {
+                "speaker": "agent",
+                "text": f"Found it; the default format is wrong. Running the tests.\n{open_}{check}{close}",
+            },
             {"speaker": env, "text": f"{rng.randint(3, 40)} passed in {rng.randint(1, 9)}.{rng.randint(0, 99):02d}s"},
         ]
     }
@@ -151,11 +192,17 @@ def estate_chat(rng: random.Random, i: int) -> Row:
     return {
         "messages": [
             {"role": "user", "content": f"Hi, I saw the {beds}-bedroom house on {street}. Is it still available?"},
-            {"role": "assistant", "content": f"Hello {who}, yes it is. The asking price is {rng.randint(180, 900)},000 "
-             "and the garden faces south. Would you like to book a viewing this week?"},
+            {
+                "role": "assistant",
+                "content": f"Hello {who}, yes it is. The asking price is {rng.randint(180, 900)},000 "
+                "and the garden faces south. Would you like to book a viewing this week?",
+            },
             {"role": "user", "content": "Yes please. Is there a garage, and how long is the lease?"},
-            {"role": "assistant", "content": "There is a single garage. It is freehold, so no lease; the seller "
-             "has found another property and wants a quick sale. I can show you the kitchen and bathroom on Saturday."},
+            {
+                "role": "assistant",
+                "content": "There is a single garage. It is freehold, so no lease; the seller "
+                "has found another property and wants a quick sale. I can show you the kitchen and bathroom on Saturday.",
+            },
         ]
     }
 
@@ -185,8 +232,11 @@ def pet_chat(rng: random.Random, i: int) -> Row:
     return {
         "messages": [
             {"role": "user", "content": f"My {young} keeps scratching its fur. Should I see a vet?"},
-            {"role": "assistant", "content": f"Itching in a young {pet} is often fleas; check the paws and the "
-             "belly, wash the bedding, and ask your veterinarian about a treatment suitable for the breed."},
+            {
+                "role": "assistant",
+                "content": f"Itching in a young {pet} is often fleas; check the paws and the "
+                "belly, wash the bedding, and ask your veterinarian about a treatment suitable for the breed.",
+            },
         ]
     }
 
@@ -196,9 +246,12 @@ def travel_booking(rng: random.Random, i: int) -> Row:
     return {
         "conversation": [
             {"role": "user", "content": f"I need a hotel in {place} for {rng.randint(2, 7)} nights and a flight."},
-            {"role": "assistant", "content": f"I found a suite near the beach and a morning flight from the airport; "
-             "the reservation includes breakfast. Shall I send the itinerary and check-in details? Remember your "
-             "passport and the luggage allowance of one bag."},
+            {
+                "role": "assistant",
+                "content": "I found a suite near the beach and a morning flight from the airport; "
+                "the reservation includes breakfast. Shall I send the itinerary and check-in details? Remember your "
+                "passport and the luggage allowance of one bag.",
+            },
         ]
     }
 
@@ -226,8 +279,11 @@ def prose_bugfix_terse(rng: random.Random, i: int) -> Row:
     return {
         "messages": [
             {"role": "user", "content": f"why does this happen: {symptom}? worked fine last week"},
-            {"role": "assistant", "content": f"Most likely {cause}. Nothing in your change looks wrong otherwise. "
-             f"To fix it, {fix}, then rerun the failing case to confirm."},
+            {
+                "role": "assistant",
+                "content": f"Most likely {cause}. Nothing in your change looks wrong otherwise. "
+                f"To fix it, {fix}, then rerun the failing case to confirm.",
+            },
         ]
     }
 
@@ -243,9 +299,18 @@ def tagged_episode_xml(rng: random.Random, i: int) -> Row:
         "messages": [
             {"role": "system", "content": "You are an autonomous engineer working in a sandboxed checkout."},
             {"role": "user", "content": f"Issue: {task}."},
-            {"role": "assistant", "content": f"Let me inspect the relevant file.\n<execute_bash>\n{look}\n</execute_bash>"},
-            {"role": "user", "content": "OBSERVATION:\n  41 | def parse_date(value, fmt=None):\n  42 |     fmt = fmt or '%d/%m'"},
-            {"role": "assistant", "content": f"The default is day-first. I changed it and will verify.\n<execute_bash>\n{check}\n</execute_bash>"},
+            {
+                "role": "assistant",
+                "content": f"Let me inspect the relevant file.\n<execute_bash>\n{look}\n</execute_bash>",
+            },
+            {
+                "role": "user",
+                "content": "OBSERVATION:\n  41 | def parse_date(value, fmt=None):\n  42 |     fmt = fmt or '%d/%m'",
+            },
+            {
+                "role": "assistant",
+                "content": f"The default is day-first. I changed it and will verify.\n<execute_bash>\n{check}\n</execute_bash>",
+            },
             {"role": "user", "content": "OBSERVATION:\nall checks passed"},
         ]
     }
@@ -280,29 +345,42 @@ def insurance_chat(rng: random.Random, i: int) -> Row:
     return {
         "dialog": [
             {"speaker": "customer", "utterance": f"Hello, it's {who}. A tree fell on my car, am I covered?"},
-            {"speaker": "agent", "utterance": "If you have comprehensive cover, yes. I'll open a claim now; the "
-             "excess is 250 and an assessor will inspect the vehicle within three days."},
+            {
+                "speaker": "agent",
+                "utterance": "If you have comprehensive cover, yes. I'll open a claim now; the "
+                "excess is 250 and an assessor will inspect the vehicle within three days.",
+            },
         ]
     }
 
 
 def recipe_card(rng: random.Random, i: int) -> Row:
     dish, items = _pick(rng, DISHES)
-    return {"title": dish, "ingredients": ", ".join(items), "method": f"Mix the {items[0]} with the {items[1]}. "
-            f"Bake for {rng.randint(20, 60)} minutes until golden; let it rest before slicing."}
+    return {
+        "title": dish,
+        "ingredients": ", ".join(items),
+        "method": f"Mix the {items[0]} with the {items[1]}. "
+        f"Bake for {rng.randint(20, 60)} minutes until golden; let it rest before slicing.",
+    }
 
 
 def pet_advice(rng: random.Random, i: int) -> Row:
     pet, young = _pick(rng, PETS)
-    return {"instruction": f"How often should I feed a {young}?", "output": f"A young {pet} eats small meals "
-            "three or four times a day; switch to adult food at around a year and keep fresh water out."}
+    return {
+        "instruction": f"How often should I feed a {young}?",
+        "output": f"A young {pet} eats small meals "
+        "three or four times a day; switch to adult food at around a year and keep fresh water out.",
+    }
 
 
 def travel_itinerary(rng: random.Random, i: int) -> Row:
     place = _pick(rng, PLACES)
-    return {"input": f"Plan three days in {place} on a budget.", "output": f"Day one: walk the old town and the "
-            "market. Day two: a day trip by train to the coast. Day three: museums in the morning, then the "
-            "airport. Stay in a guesthouse near the station to save money."}
+    return {
+        "input": f"Plan three days in {place} on a budget.",
+        "output": "Day one: walk the old town and the "
+        "market. Day two: a day trip by train to the coast. Day three: museums in the morning, then the "
+        "airport. Stay in a guesthouse near the station to save money.",
+    }
 
 
 STYLES = {

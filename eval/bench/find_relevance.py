@@ -106,8 +106,18 @@ def heldout(seeds: list[int]) -> None:
     from eval.bench.find_heldout_hub import generate
 
     table = Table(title=f'find "{DOMAIN}" over held-out hubs (seeds {", ".join(map(str, seeds))})')
-    for col in ("seed", "variant", "relevant", "found", "found w/o seed word", "kept (recall)", "off-domain kept",
-                "review", "missed", "wrongly kept"):
+    for col in (
+        "seed",
+        "variant",
+        "relevant",
+        "found",
+        "found w/o seed word",
+        "kept (recall)",
+        "off-domain kept",
+        "review",
+        "missed",
+        "wrongly kept",
+    ):
         table.add_column(col, overflow="fold")
     totals: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-heldout-") as tmp_:
@@ -124,18 +134,44 @@ def heldout(seeds: list[int]) -> None:
                     _, statuses, _, _ = _find(url, home, config.model_copy(update={"cache": False}))
                     from catalog import Catalog
 
-                    flags = {r["repo_id"]: r["flags"] or "" for r in Catalog(home).query(
-                        "SELECT repo_id, flags FROM candidate_status")}
+                    flags = {
+                        r["repo_id"]: r["flags"] or ""
+                        for r in Catalog(home).query("SELECT repo_id, flags FROM candidate_status")
+                    }
                     kept = {r for r, s in statuses.items() if s in ("relevant", "planned")}
-                    row = [len(relevant), len(relevant & set(statuses)), len(hidden & set(statuses)),
-                           len(kept & relevant), len(kept & off), sum("relevance_review" in flags[r] for r in kept)]
+                    row = [
+                        len(relevant),
+                        len(relevant & set(statuses)),
+                        len(hidden & set(statuses)),
+                        len(kept & relevant),
+                        len(kept & off),
+                        sum("relevance_review" in flags[r] for r in kept),
+                    ]
                     totals[variant] = [a + b for a, b in zip(totals.get(variant, [0] * 7), row + [len(hidden)])]
-                    table.add_row(str(seed), variant, *map(str, row[:2]), f"{row[2]}/{len(hidden)}",
-                                  f"{row[3]} ({row[3] / len(relevant):.2f})", str(row[4]), str(row[5]),
-                                  ", ".join(sorted(relevant - kept)) or "-", ", ".join(sorted(kept & off)) or "-")
+                    table.add_row(
+                        str(seed),
+                        variant,
+                        *map(str, row[:2]),
+                        f"{row[2]}/{len(hidden)}",
+                        f"{row[3]} ({row[3] / len(relevant):.2f})",
+                        str(row[4]),
+                        str(row[5]),
+                        ", ".join(sorted(relevant - kept)) or "-",
+                        ", ".join(sorted(kept & off)) or "-",
+                    )
     for variant, t in totals.items():
-        table.add_row("all", variant, str(t[0]), str(t[1]), f"{t[2]}/{t[6]}", f"{t[3]} ({t[3] / t[0]:.2f})", str(t[4]),
-                      str(t[5]), "", "")
+        table.add_row(
+            "all",
+            variant,
+            str(t[0]),
+            str(t[1]),
+            f"{t[2]}/{t[6]}",
+            f"{t[3]} ({t[3] / t[0]:.2f})",
+            str(t[4]),
+            str(t[5]),
+            "",
+            "",
+        )
     Console(width=220).print(table)
 
 
