@@ -107,7 +107,8 @@ def score_candidate(
         flags.append("bad_card")
         reasons.append(f"+0.00 {facts['card_error']}")
 
-    n_rows, size_bytes = _rows_and_bytes(facts["configs"])
+    evaluation = facts.get("evaluation_configs") or {}  # the card's evaluation sets are no training rows
+    n_rows, size_bytes = _rows_and_bytes([c for c in facts["configs"] if c["config"] not in evaluation])
     if n_rows == 0:
         flags.append("empty")
     if n_rows:

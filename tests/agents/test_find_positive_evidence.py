@@ -193,3 +193,17 @@ def test_listing_hits_carry_the_card_text(content_hub):
     hub = HubTools(content_hub, content_hub + "/viewer", FindConfig(), cache_dir=None)
     (hit,) = hub.search("review", tag="debugging")
     assert "answered in prose" in hit["description"]
+
+
+def test_find_samples_and_counts_the_training_config_not_the_cards_evaluation_set():
+    from agents.scoring import score_candidate
+    from agents.tools import _preferred
+
+    def config(name: str, n: int) -> dict:
+        return {"config": name, "split": "train", "num_rows": n, "num_bytes": n, "features": {}, "rows": []}
+
+    configs = [config("arena", 9000), config("chats", 300)]
+    assert _preferred(configs, {"arena"})["config"] == "chats"  # before: the first config's train split
+    facts = {"card_text": "", "access": "ok", "configs": configs, "evaluation_configs": {"arena": "card"}}
+    hit = {"repo_id": "o/r", "sha": "s", "downloads": 1, "likes": 0, "gated": False, "tags": [], "card_data": {}}
+    assert score_candidate("chat", "agentic coding", hit, facts, FindConfig()).n_rows == 300  # before: 9000
