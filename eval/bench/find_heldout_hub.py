@@ -1,5 +1,5 @@
 """Held-out relevance hubs for find's benchmark (eval/bench/find_relevance.py --heldout-seeds): a small Hub folder
-per seed, with labels, built from families no fixture names (rows: eval/bench/find_heldout_text.py).
+per seed, with labels, built from families no fixture names (rows: eval/bench/find_heldout_coding.py and find_heldout_elsewhere.py).
 
 Per seed: VARIANTS repos of each on-domain family (coding data without a code block or a shell line) and of
 each off-domain family (other work under the domain's words), plus FILLER unlabelled repos that compete for
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.categories import CATEGORIES
-from eval.bench.find_heldout_text import OFF_DOMAIN, ON_DOMAIN, STYLES
+from eval.bench import find_heldout_coding, find_heldout_elsewhere
 from pipeline.servers.localhub.write import write_repo
 
 VARIANTS = 3
@@ -136,8 +136,8 @@ def generate(root: Path, seed: int) -> dict[str, dict[str, Any]]:
     """Write one held-out hub under root; return its labels: repo_id → {relevant, family, seedless}."""
     rng = random.Random(f"find-heldout-{seed}")
     labels: dict[str, dict[str, Any]] = {}
-    for relevant, families in ((True, ON_DOMAIN), (False, OFF_DOMAIN)):
-        for family, make in families.items():
+    for relevant, texts in ((True, find_heldout_coding), (False, find_heldout_elsewhere)):
+        for family, make in texts.FAMILIES.items():
             for v in range(VARIANTS):
                 named = FAMILY_CARDS[family]["seeded"][v]
                 if relevant and rng.random() < 0.5:
@@ -145,7 +145,7 @@ def generate(root: Path, seed: int) -> dict[str, dict[str, Any]]:
                 else:
                     repo_id = f"{rng.choice(ORGS)}-{rng.choice(NEUTRAL)}/{named}"
                 card = _card(rng, family, repo_id.split("/")[1])
-                style = make if rng.random() < 0.5 else STYLES[family]  # the seed picks the wording too
+                style = make if rng.random() < 0.5 else texts.STYLES[family]  # the seed picks the wording too
                 rows = [style(rng, i) for i in range(ROWS)]
                 body = f"# {card['pretty_name']}\n\n{FAMILY_CARDS[family]['about']}"
                 write_repo(root, repo_id, card, {"data/train.jsonl": rows}, body=body)
