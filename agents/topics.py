@@ -92,6 +92,24 @@ OTHER_DOMAINS: dict[str, tuple[str, ...]] = {
             striker midfielder inning innings touchdown football basketball tennis cricket""",
         "retail": """order orders shipping shipped delivery refund refunds parcel tracking store shop shopping cart
             discount coupon warranty receipt purchase purchased""",
+        "legal": """lawyer lawyers attorney attorneys solicitor court courts judge plaintiff defendant lawsuit
+            litigation contract contracts clause clauses statute statutes tort custody divorce verdict appeal
+            jurisdiction affidavit notary probate testament""",
+        "jobs": """resume cv interview interviews interviewer recruiter recruiters hiring salary salaries candidate
+            candidates employer employers employee employees vacancy vacancies payroll onboarding promotion
+            layoff internship""",
+        "fitness": """workout workouts exercise exercises gym squat squats reps cardio calories stretching yoga
+            pilates marathon jogging weightlifting muscle muscles diet""",
+        "gardening": """gardening plant plants planting soil compost seeds seedlings watering prune pruning
+            fertilizer fertiliser weeds lawn shrub shrubs roses bloom greenhouse mulch""",
+        "music": """song songs lyrics melody chord chords guitar piano drums album albums singer band concert
+            rhythm tempo chorus""",
+        "education": """student students teacher teachers classroom homework exam exams school schools semester
+            grades curriculum lesson lessons tutor tutoring""",
+        "automotive": """cars engine engines tyre tyres tire tires brake brakes mechanic gearbox transmission
+            mileage dealership clutch exhaust""",
+        "beauty": """skin skincare moisturizer moisturiser makeup lipstick hair haircut shampoo conditioner nails
+            salon fragrance perfume outfit outfits dress""",
     }.items()
 }
 _ALL: dict[str, frozenset[str]] = {SOFTWARE: frozenset(_SOFTWARE_WORDS)} | {
