@@ -44,6 +44,12 @@ react django flask fastapi node nodejs express spring rails laravel numpy pandas
 unit-test tests testing mock mocking fixture fixtures assertion assert diff patch merge conflict
 bug bugs bugfix crash crashes crashed config configuration timeout timestamp locks logging debug hotfix
 stack-overflow overflow indentation compile-time runtime-error typo refactored deprecated endpoint
+query queries mysql postgres postgresql sqlite mongodb redis index indexes indices column columns migration
+migrations orm transaction transactions containers pod pods cluster clusters namespace liveness readiness
+crashloopbackoff flexbox css html dom browser cdn dns nginx proxy load-balancer latency throughput cpu gpu ram
+kernel driver drivers firmware filesystem directory directories upload uploads login authentication auth oauth
+jwt token tokens encryption hashing script scripts scripting plugin plugins version versions versioning semver
+logs stacktraces app-server webhook webhooks serverless lambda-function bytes utf-8 unicode encoding
 function functions argument arguments return returns loop loops string strings int float bool dict list tuple
 """.split()
 

@@ -62,6 +62,17 @@ LOCK_PREFS = [
     }
     for i in range(8)
 ]
+OPS_CHAT = [
+    _chat(
+        ("user", f"Pod {i} keeps restarting with CrashLoopBackOff and the query to the database times out."),
+        (
+            "assistant",
+            "The liveness probe fires before the app is ready; add a startup probe, then read the "
+            "container logs of the previous run and check the index on the column the query filters on.",
+        ),
+    )
+    for i in range(8)
+]
 TAGGED = [
     _chat(
         ("user", f"Ticket {i}: the build fails on a fresh clone."),
@@ -92,8 +103,9 @@ LETTINGS = [
         (GIT_CHAT, "coding", ["code"]),
         (LOCK_PREFS, "coding", ["code", "coding"]),
         (GIT_CHAT, "agentic", ["agent", "tool"]),
+        (OPS_CHAT, "agentic", ["agent"]),
     ],
-    ids=["prose-fix/coding", "prose-fix/review", "git-chat/coding", "lock-prefs/coding", "git-chat/agentic"],
+    ids=["prose-fix/coding", "prose-fix/review", "git-chat/coding", "lock-prefs/coding", "git-chat/agentic", "ops"],
 )
 def test_coding_data_without_a_code_block_is_on_topic(rows, category, matched):
     v = _verdict(category, rows, matched)
@@ -151,6 +163,13 @@ def test_unclear_rows_stay_in_the_plan_flagged_for_review(tmp_path):
     c = score_candidate("agentic", "agentic coding", hit, facts, FindConfig())
     assert c.status == "relevant" and "relevance_review" in c.flags and c.relevance["verdict"] == "review"
     assert plannable(c, {}, has_token=False)
+
+
+def test_a_domain_no_lexicon_names_is_unclear_not_off_domain():
+    rows = [
+        _chat(("user", f"Why does Mars look red ({i})?"), ("assistant", "Iron oxide in its dust.")) for i in range(8)
+    ]
+    assert _verdict("coding", rows, ["code"])["verdict"] == "review"
 
 
 def test_a_category_missing_from_the_content_table_raises_no_keyerror():
