@@ -4,6 +4,11 @@ sampled rows' content, in the same run; with find's wall and CPU time (medians; 
 local Hub runs in another, so it is the figure a shared machine disturbs least) and the content probe's own cost.
 
     .venv/bin/python -m eval.bench.find_relevance [--repeats 3]
+    .venv/bin/python -m eval.bench.find_relevance --heldout-seeds 101,102,103   # generated held-out hubs
+
+With --heldout-seeds it generates one held-out hub per seed (eval/bench/find_heldout_hub.py: coding data without
+code blocks, other domains under the domain's words, ids without seed words) and reports, for the same two
+variants, recall, off-domain kept, repos found whose id lacks every seed word, and candidates left for review.
 
 The labels are below, one line of why per repo: relevant = text training data one of the ten categories wants
 for "agentic coding"; not relevant = no text (image, audio, tabular), no rows, or a card whose words are used in
