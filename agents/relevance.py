@@ -84,8 +84,11 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
     foreign: str | None = max((d for d in about if d != SOFTWARE), key=lambda d: about[d], default=None)
     software_rows = about.get(SOFTWARE, 0)
     substance = {k for k in shown if k in SUBSTANTIVE_KINDS}
-    elsewhere = foreign is not None and (
-        about[foreign] >= math.ceil(FOREIGN_SHARE * n) and software_rows < enough and not substance
+    # A category with no content kinds (`native`: the target's own answers) is about any topic: never elsewhere.
+    elsewhere = (
+        foreign is not None
+        and bool(expected)
+        and (about[foreign] >= math.ceil(FOREIGN_SHARE * n) and software_rows < enough and not substance)
     )
     doubt = (bool(expected) and not shown) or (bool(contradicted) and not confirmed)
     if elsewhere and foreign is not None:
