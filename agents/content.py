@@ -84,7 +84,7 @@ _DEV_COMMAND = re.compile(
     r"|ruff|mypy|rustc|gcc|g\+\+|javac|tox|poetry)\s+[a-z][\w.-]*(?:\s+\S+)*\s*$",
     re.MULTILINE,
 )
-_TAG = re.compile(r"</?[A-Za-z_][\w-]{0,30}(?:\s[^<>\n]{0,80})?>")
+_TAG = re.compile(r"</?[A-Za-z_][\w-]{0,30}(?:[=\s][^<>\n]{0,80})?>")  # <bash>, <cmd id="1">, <parameter=command>
 _CALL_KEYS = {"arguments", "parameters", "args", "input_schema"}
 _CALL_TYPES = {"tool_use", "tool_result", "tool_call", "function_call", "function_call_output"}  # content blocks
 CALL_SHAPE = "{name, arguments}"  # marker in a row's key set: some object had a name and arguments/parameters
@@ -100,7 +100,8 @@ _TOOL_KEYS = {
 }
 _TOOL_ROLES = {"tool", "function", "ipython", "observation", "tool_response", "tool_result"}
 _TOOL_TEXT = re.compile(
-    r"<tool_call>|<function_?calls?>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>|<invoke name=|<\|python_tag\|>"
+    r"<tool_call>|<function_?calls?>|<function=[\w.-]+>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>|<invoke name="
+    r"|<\|python_tag\|>"
     r"|\"name\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments|parameters|args)\"\s*:"
     r"|\[\s*[a-zA-Z_]\w*\((?:\s*\w+\s*=[^()]*)?\)\s*(?:,\s*[a-zA-Z_]\w*\([^()]*\)\s*)*\]",
 )

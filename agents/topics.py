@@ -42,7 +42,7 @@ deploy deployment ci pipeline build builds rebuild dev localhost port ports sock
 cache caching memory-leak garbage frontend backend server servers microservice microservices
 react django flask fastapi node nodejs express spring rails laravel numpy pandas pytorch tensorflow
 unit-test tests testing mock mocking fixture fixtures assertion assert diff patch merge conflict
-bug bugs bugfix crash crashes crashed config configuration timeout timestamp locks logging debug hotfix
+error errors bug bugs bugfix crash crashes crashed config configuration timeout timestamp locks logging debug hotfix
 stack-overflow overflow indentation compile-time runtime-error typo refactored deprecated endpoint
 query queries mysql postgres postgresql sqlite mongodb redis index indexes indices column columns migration
 migrations orm transaction transactions containers pod pods cluster clusters namespace liveness readiness

@@ -230,3 +230,10 @@ def test_find_samples_and_counts_the_training_config_not_the_cards_evaluation_se
     facts = {"card_text": "", "access": "ok", "configs": configs, "evaluation_configs": {"arena": "card"}}
     hit = {"repo_id": "o/r", "sha": "s", "downloads": 1, "likes": 0, "gated": False, "tags": [], "card_data": {}}
     assert score_candidate("chat", "agentic coding", hit, facts, FindConfig()).n_rows == 300  # before: 9000
+
+
+def test_xml_style_calls_and_parameter_tags_are_tool_use_and_commands():
+    call = "I will list the tests.\n<function=execute_bash>\n<parameter=command>git log</parameter>\n</function>"
+    rows = [_chat(("user", f"Ticket {i}: flaky test"), ("assistant", call)) for i in range(8)]
+    counts = signals(rows, detect(rows))["counts"]
+    assert counts["tool_calls"] == 8 and counts["shell"] == 8  # before: 0 and 0, the command sat in tags
