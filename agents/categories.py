@@ -2,7 +2,8 @@
 
 Seed queries are short terms because the Hub's `search` matches repo ids only; tag filters reach the
 datasets whose id lacks every seed word through what their cards declare (tags, task categories), as the Hub's
-`filter` matches them; relevance is then judged on the card, tags, features and rows. Weights say how much of a domain's samples a
+`filter` matches them; a task-category listing is broad, so its hits are ranked by their card text before any
+is inspected (agents/category_agent.py). Relevance is then judged on the card, tags, features and rows. Weights say how much of a domain's samples a
 category should supply: "agentic coding" favours trajectories, tool use and coding.
 """
 
@@ -31,7 +32,13 @@ CATEGORIES: tuple[Category, ...] = (
         title="coding instructions",
         intent="single-turn programming tasks with solutions",
         seed_queries=("code", "coder", "instruct", "magicoder", "evol"),
-        tag_filters=("task_categories:text-generation", "code", "coding", "programming"),
+        tag_filters=(
+            "task_categories:text-generation",
+            "code",
+            "coding",
+            "programming",
+            "task_categories:question-answering",
+        ),
         keywords=("code", "coding", "programming", "python", "instruct", "instruction", "function", "solution"),
     ),
     Category(
@@ -39,7 +46,14 @@ CATEGORIES: tuple[Category, ...] = (
         title="agentic / tool-use trajectories",
         intent="multi-step agent trajectories with tool calls (SWE agents, function calling)",
         seed_queries=("agent", "trajectories", "swe", "tool", "function-calling", "openhands"),
-        tag_filters=("agents", "agent", "tool-use", "function-calling", "tool-calling"),
+        tag_filters=(
+            "agents",
+            "agent",
+            "tool-use",
+            "function-calling",
+            "tool-calling",
+            "task_categories:text-generation",
+        ),
         keywords=(
             "agent",
             "agentic",
@@ -85,7 +99,13 @@ CATEGORIES: tuple[Category, ...] = (
         title="code review and debugging",
         intent="finding and fixing bugs, reviewing code",
         seed_queries=("review", "bugfix", "debug"),
-        tag_filters=("code-review", "debugging", "bug-fix", "software-engineering"),
+        tag_filters=(
+            "code-review",
+            "debugging",
+            "bug-fix",
+            "software-engineering",
+            "task_categories:question-answering",
+        ),
         keywords=("review", "bug", "bugfix", "debug", "debugging", "fix", "code"),
     ),
     Category(

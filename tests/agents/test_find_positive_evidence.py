@@ -210,6 +210,25 @@ def test_a_repo_whose_id_lacks_the_seed_words_is_found_by_its_tags(content_hub, 
     assert all(r["status"] in ("relevant", "planned") for r in rows), rows
 
 
+def test_a_repo_with_only_a_task_category_and_a_card_is_found(tmp_path):
+    root = tmp_path / "hub"
+    write_repo(
+        root,
+        "basalt-labs/pebble-granite-3",  # no seed word, no tags: a task category and the card's text
+        {"license": "mit", "language": ["en"], "task_categories": ["question-answering"], "x_downloads": 3},
+        {"data/train.jsonl": PROSE_FIX * 3},
+        body="Why a web service fails, and how to fix the bug: developers' questions answered in prose.",
+    )
+    running = server.serve_in_thread(root, host="127.0.0.1", port=0)
+    try:
+        asyncio.run(run_find(make_env(running.url, tmp_path), FindRequest("agentic coding", 1000, FindConfig())))
+    finally:
+        running.stop()
+    rows = Catalog(tmp_path).query("SELECT repo_id, status FROM candidate_status")
+    assert [r["repo_id"] for r in rows] == ["basalt-labs/pebble-granite-3"] * len(rows) and rows
+    assert all(r["status"] in ("relevant", "planned") for r in rows), rows
+
+
 def test_listing_hits_carry_the_card_text(content_hub):
     from agents.tools import HubTools
 
