@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from adapters.accounting import proposed_drops
 from adapters.apply import RowError, RowMapper
 from adapters.capped import unmatched_data_files
+from adapters.card_configs import evaluation_names
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
 from adapters.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
@@ -101,31 +102,51 @@ def _datasets_config_splits(repo_id: str, revision: str, token: str | None) -> l
     ]
 
 
-def choose_config(configs: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:
-    """(config, why, guessed): default, else `all`, else the largest data config."""
+def choose_config(
+    configs: list[str], rows: dict[str, int], evaluation: dict[str, str] | None = None
+) -> tuple[str, str, bool]:
+    """(config, why, guessed): default, else `all`, else the largest data config; never one the card calls an
+    evaluation set (adapters/card_configs.py), nor `all` when it would hold one."""
+    evaluation = evaluation or {}
     if len(configs) == 1:
         return configs[0], f"the only config ({configs[0]!r})", False
     data = [c for c in configs if c.lower() not in METADATA_CONFIGS] or configs
+    passed = [c for c in data if c in evaluation]
+    if passed:
+        data = [c for c in data if c not in evaluation and c != "all"]  # `all` is the union: it holds them
+        if not data:
+            raise DraftsetError(
+                f"every config of {configs} is an evaluation set by the card: "
+                + "; ".join(f"{c}: {evaluation[c]}" for c in passed),
+                hint="an evaluation set is never trained on: pick another dataset",
+            )
+    note = (
+        ("; passed over as evaluation sets: " + "; ".join(f"{c!r} ({evaluation[c]})" for c in passed)) if passed else ""
+    )
     for name in ("default", "all"):
         if name in data:
             return (
                 name,
-                f"{name!r} chosen among {configs}" + (" (the union of the others)" if name == "all" else ""),
-                name != "default",
+                f"{name!r} chosen among {configs}" + (" (the union of the others)" if name == "all" else "") + note,
+                name != "default" or bool(passed),
             )
     best = max(data, key=lambda c: (rows.get(c, 0), -data.index(c)))
-    return best, f"largest config among {configs} ({rows.get(best, 0)} rows)", True
+    return best, f"largest config among {configs} ({rows.get(best, 0)} rows){note}", True
 
 
-def choose_split(splits: list[str], rows: dict[str, int]) -> tuple[str, str, bool]:
-    """(split, why, guessed): train, else a train-like (sft first), else the largest."""
+def choose_split(
+    splits: list[str], rows: dict[str, int], evaluation: dict[str, str] | None = None
+) -> tuple[str, str, bool]:
+    """(split, why, guessed): train, else a train-like (sft first), else the largest that is not an evaluation
+    split by its name or the card."""
     if "train" in splits:
         return "train", "the `train` split", False
     trainish = sorted((s for s in splits if "train" in s.lower()), key=lambda s: ("sft" not in s.lower(), len(s)))
     if trainish:
         return trainish[0], f"no `train` split; {trainish[0]!r} is the training split among {splits}", True
-    best = max(splits, key=lambda s: (rows.get(s, 0), -splits.index(s)))
-    return best, f"no train-like split; largest of {splits} ({rows.get(best, 0)} rows)", True
+    usable = [s for s in splits if s not in (evaluation or {})] or splits
+    best = max(usable, key=lambda s: (rows.get(s, 0), -usable.index(s)))
+    return best, f"no train-like split; largest of {usable} ({rows.get(best, 0)} rows)", True
 
 
 def resolve_data_files(repo_id: str, config: str, split: str, revision: str, token: str | None) -> list[str]:
@@ -215,9 +236,15 @@ def propose_adapter(
         split_rows = {(s["config"], s["split"]): s["num_rows"] for s in sizes.get("splits", [])}
     except DraftsetError:
         config_rows, split_rows = {}, {}  # sizes only break ties; their absence is not an error
-    config, config_why, config_guess = choose_config(list(dict.fromkeys(c for c, _ in pairs)), config_rows)
+    siblings = [f.rfilename for f in info.siblings or []]
+    readme = _card_text(repo_id, info.sha, siblings, endpoint, token)  # the card decides what is evaluation data
+    card_data = info.card_data.to_dict() if info.card_data is not None else {}
+    names = list(dict.fromkeys(c for c, _ in pairs))
+    config, config_why, config_guess = choose_config(names, config_rows, evaluation_names(names, readme, card_data))
     splits = [s for c, s in pairs if c == config]
-    split, split_why, split_guess = choose_split(splits, {s: split_rows.get((config, s), 0) for s in splits})
+    split, split_why, split_guess = choose_split(
+        splits, {s: split_rows.get((config, s), 0) for s in splits}, evaluation_names(splits, readme, card_data)
+    )
     files = resolve_data_files(repo_id, config, split, info.sha, token)
     if not files:
         raise DraftsetError(f"{repo_id} ({config}/{split}) has no data files", hint="pick another dataset")
@@ -226,7 +253,7 @@ def propose_adapter(
     card = ""
     if info.card_data is not None:
         card = str(info.card_data.to_dict()) + " " + str(getattr(info, "description", "") or "")
-    card += " " + _card_text(source, [f.rfilename for f in info.siblings or []], endpoint, token)
+    card += " " + readme
     d, rows, why_rows = _detection(repo_id, source, catalog, endpoint, token, sample_rows, card, files)
     if d.layout is None and d.refusal is None and llm is not None and rows:
         from adapters.llm_spec import propose_with_llm
@@ -419,7 +446,7 @@ def _schema_rows(source: SourceSpec, endpoint: str, token: str | None) -> list[d
     return [{f.name: _example(f.type, f.name) for f in schema}]
 
 
-def _card_text(source: SourceSpec, siblings: list[str], endpoint: str, token: str | None) -> str:
+def _card_text(repo_id: str, revision: str, siblings: list[str], endpoint: str, token: str | None) -> str:
     """The README body (untrusted text: only searched for the target's name, never executed).
 
     A repo without a README has no card (""); a README that exists but cannot be fetched is an error,
@@ -427,6 +454,6 @@ def _card_text(source: SourceSpec, siblings: list[str], endpoint: str, token: st
     """
     if "README.md" not in siblings:
         return ""
-    path = download(source, "README.md", endpoint=endpoint, token=token)
+    path = HubClient(endpoint, token).download(repo_id, "README.md", revision)
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.read(200_000)

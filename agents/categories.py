@@ -1,7 +1,9 @@
 """The ten category briefs (intent, seed queries, Hub tag filters) and the domain reweighting.
 
-Seed queries are short terms because the Hub's `search` matches repo ids; relevance is then
-judged on the card, tags, features and rows. Weights say how much of a domain's samples a
+Seed queries are short terms because the Hub's `search` matches repo ids only; tag filters reach the
+datasets whose id lacks every seed word through what their cards declare (tags, task categories), as the Hub's
+`filter` matches them; a task-category listing is broad, so its hits are ranked by their card text before any
+is inspected (agents/category_agent.py). Relevance is then judged on the card, tags, features and rows. Weights say how much of a domain's samples a
 category should supply: "agentic coding" favours trajectories, tool use and coding.
 """
 
@@ -30,7 +32,13 @@ CATEGORIES: tuple[Category, ...] = (
         title="coding instructions",
         intent="single-turn programming tasks with solutions",
         seed_queries=("code", "coder", "instruct", "magicoder", "evol"),
-        tag_filters=("task_categories:text-generation",),
+        tag_filters=(
+            "task_categories:text-generation",
+            "code",
+            "coding",
+            "programming",
+            "task_categories:question-answering",
+        ),
         keywords=("code", "coding", "programming", "python", "instruct", "instruction", "function", "solution"),
     ),
     Category(
@@ -38,6 +46,14 @@ CATEGORIES: tuple[Category, ...] = (
         title="agentic / tool-use trajectories",
         intent="multi-step agent trajectories with tool calls (SWE agents, function calling)",
         seed_queries=("agent", "trajectories", "swe", "tool", "function-calling", "openhands"),
+        tag_filters=(
+            "agents",
+            "agent",
+            "tool-use",
+            "function-calling",
+            "tool-calling",
+            "task_categories:text-generation",
+        ),
         keywords=(
             "agent",
             "agentic",
@@ -58,6 +74,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="reasoning and math",
         intent="step-by-step reasoning, math problems",
         seed_queries=("math", "reasoning", "thoughts", "gsm"),
+        tag_filters=("math", "reasoning", "chain-of-thought"),
         keywords=("math", "reasoning", "thought", "thoughts", "problem", "solution", "proof", "gsm8k"),
     ),
     Category(
@@ -65,6 +82,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="general chat",
         intent="open-domain multi-turn conversations",
         seed_queries=("chat", "conversations", "dialog"),
+        tag_filters=("conversational", "chat", "dialogue", "multi-turn"),
         keywords=("chat", "conversation", "conversations", "dialogue", "assistant", "support"),
     ),
     Category(
@@ -72,6 +90,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="standard draft-training sets",
         intent="the sets EAGLE drafts are usually trained on: ShareGPT, UltraChat",
         seed_queries=("sharegpt", "ultrachat", "vicuna"),
+        tag_filters=("sharegpt", "ultrachat"),
         keywords=("sharegpt", "ultrachat", "vicuna", "chat", "conversations", "sft"),
         base_weight=1.0,
     ),
@@ -80,6 +99,13 @@ CATEGORIES: tuple[Category, ...] = (
         title="code review and debugging",
         intent="finding and fixing bugs, reviewing code",
         seed_queries=("review", "bugfix", "debug"),
+        tag_filters=(
+            "code-review",
+            "debugging",
+            "bug-fix",
+            "software-engineering",
+            "task_categories:question-answering",
+        ),
         keywords=("review", "bug", "bugfix", "debug", "debugging", "fix", "code"),
     ),
     Category(
@@ -87,6 +113,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="long-form writing and analysis",
         intent="essays, reports, long answers",
         seed_queries=("writing", "essays", "longform", "analysis"),
+        tag_filters=("writing", "long-form", "essays"),
         keywords=("writing", "essay", "essays", "longform", "long-form", "analysis", "report"),
     ),
     Category(
@@ -94,6 +121,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="target-native data",
         intent="responses already written by the target model family (Kimi, DeepSeek)",
         seed_queries=("kimi", "moonshot", "deepseek"),
+        tag_filters=("kimi", "deepseek"),
         keywords=("kimi", "moonshot", "moonshotai", "deepseek", "k2", "native"),
         base_weight=1.0,
     ),
@@ -102,6 +130,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="multi-language coding",
         intent="code in many programming languages",
         seed_queries=("multilang", "polyglot", "multi-language"),
+        tag_filters=("code", "programming-languages", "multilingual-code"),
         keywords=("rust", "go", "typescript", "java", "multilang", "polyglot", "languages", "code"),
     ),
     Category(
@@ -109,6 +138,7 @@ CATEGORIES: tuple[Category, ...] = (
         title="large synthetic instruction sets",
         intent="large synthetic instruction mixes",
         seed_queries=("hermes", "infinity", "synthetic", "instruct"),
+        tag_filters=("synthetic", "instruction-tuning", "sft"),
         keywords=("synthetic", "hermes", "infinity", "instruct", "instruction", "openhermes"),
     ),
 )
@@ -161,6 +191,16 @@ CONTENT_EVIDENCE: dict[str, tuple[str, ...]] = {
     "multilang": ("code",),
     "synthetic": ("varied",),
 }
+
+# The subject a category's rows talk about, as an agents/topics.py domain: rows about it keep a candidate whose
+# rows lack the category's content kinds (a bug-fix answered in prose, a question about git). None: the
+# category's data may be about anything (chat, writing, math word problems).
+SUBJECT: dict[str, str | None] = dict.fromkeys(("coding", "agentic", "review", "multilang"), "software")
+
+# Content kinds that are the category's substance, not only its form: shown, they keep a candidate whatever
+# its rows are about (tool calls for an insurance quote are tool use). A form alone (a conversation, long prose,
+# varied prompts) does not outweigh rows that are all about one other domain.
+SUBSTANTIVE_KINDS = frozenset({"code", "shell", "tool_calls", "math", "stepwise"})
 
 # The sense a domain or category word has in this project, as the content kinds that confirm it. A card that
 # uses some of these words while no sampled row shows any of their kinds uses them in another sense

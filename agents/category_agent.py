@@ -33,11 +33,13 @@ class AgentContext:
 
 
 def _prefilter(brief: Brief, hit: dict[str, Any]) -> float:
-    """Cheap ordering of hits before spending Hub calls on them: term overlap, then popularity."""
+    """Cheap ordering of hits before spending Hub calls on them: term overlap with what the listing says of the
+    repo (id, pretty name, tags and task categories, the card's text), then popularity. A repo whose id names
+    none of the brief's words is ranked by its card as much as one that does."""
     words = set(tokens(brief.domain)) | set(BY_KEY[brief.category].keywords)
     pretty = str(hit["card_data"].get("pretty_name") or "")
-    doc = set(tokens(" ".join([hit["repo_id"], pretty, " ".join(hit["tags"])])))
-    return len(words & doc) + min(hit["downloads"], 10**9) / 10**10
+    listed = " ".join([hit["repo_id"], pretty, " ".join(hit["tags"]), str(hit.get("description") or "")])
+    return len(words & set(tokens(listed))) + min(hit["downloads"], 10**9) / 10**10
 
 
 def _id_hints(brief: Brief, hit: dict[str, Any]) -> int:

@@ -51,7 +51,7 @@ class FindConfig(Strict):
     budget: AgentBudget = AgentBudget()
     capacity: Capacity = Capacity()
     search_limit: int = Field(30, ge=1, description="results asked per Hub search")
-    max_queries: int = Field(8, ge=1, description="searches per agent")
+    max_queries: int = Field(14, ge=1, description="searches per agent (seed words, then tag filters)")
     inspect_top: int = Field(12, ge=1, description="hits per agent whose card/features/rows are read")
     share_cap: float = Field(0.35, gt=0, le=1, description="max share of the new samples from one dataset")
     min_relevance: float = Field(0.05, ge=0, le=1, description="below this a candidate is marked irrelevant")

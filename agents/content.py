@@ -35,6 +35,7 @@ from typing import Any
 
 from adapters.detected import Detected
 from adapters.records import Conversation
+from agents import topics
 
 MAX_ROWS = 8
 MAX_LEAF_CHARS = 6000
@@ -75,6 +76,15 @@ _SHELL_LINE = re.compile(
     (?:\s+\S+)*?\s+(?:-{1,2}[\w-]+|\S*/\S*|\S+\.\w{1,5}|\||&&|>{1,2}|2>&1)(?:\s+\S+)*\s*$""",
     re.VERBOSE | re.MULTILINE,
 )
+# A developer tool's own subcommand ("git status", "pytest tests/", "cargo build"): these words are not English,
+# so no argument shape is needed. Commands an agent writes inside tags (`<bash>git diff</bash>`, `<execute>`)
+# are read as lines once the tags are taken off (_TAG).
+_DEV_COMMAND = re.compile(
+    r"^\s*(?:\$\s+)?(?:sudo\s+)?(?:git|pytest|pip3?|npm|npx|yarn|pnpm|docker|cargo|kubectl|conda|mvn|gradle|cmake"
+    r"|ruff|mypy|rustc|gcc|g\+\+|javac|tox|poetry)\s+[a-z][\w.-]*(?:\s+\S+)*\s*$",
+    re.MULTILINE,
+)
+_TAG = re.compile(r"</?[A-Za-z_][\w-]{0,30}(?:[=\s][^<>\n]{0,80})?>")  # <bash>, <cmd id="1">, <parameter=command>
 _CALL_KEYS = {"arguments", "parameters", "args", "input_schema"}
 _CALL_TYPES = {"tool_use", "tool_result", "tool_call", "function_call", "function_call_output"}  # content blocks
 CALL_SHAPE = "{name, arguments}"  # marker in a row's key set: some object had a name and arguments/parameters
@@ -90,7 +100,8 @@ _TOOL_KEYS = {
 }
 _TOOL_ROLES = {"tool", "function", "ipython", "observation", "tool_response", "tool_result"}
 _TOOL_TEXT = re.compile(
-    r"<tool_call>|<function_?calls?>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>|<invoke name=|<\|python_tag\|>"
+    r"<tool_call>|<function_?calls?>|<function=[\w.-]+>|<\|tool_call|\[TOOL_CALLS\]|<tool_use>|<invoke name="
+    r"|<\|python_tag\|>"
     r"|\"name\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments|parameters|args)\"\s*:"
     r"|\[\s*[a-zA-Z_]\w*\((?:\s*\w+\s*=[^()]*)?\)\s*(?:,\s*[a-zA-Z_]\w*\([^()]*\)\s*)*\]",
 )
@@ -152,18 +163,13 @@ def row_signals(row: dict[str, Any], answer_labels: set[str], answered: bool = F
     """The content kinds one row shows. answer_labels: role labels the detector maps to `assistant`;
     answered: the detector reads this row as a prompt with its answer (columns, rendered transcripts)."""
     strings, keys, lists = _leaves(row)
-    budget, kept = MAX_ROW_CHARS, []
-    for s in strings:
-        if budget <= 0:
-            break
-        kept.append(s[:budget])
-        budget -= len(s)
+    kept = _bounded(strings)
     text = "\n".join(kept)
-    lines = _short_lines(text)
+    lines = _short_lines(_TAG.sub("\n", text))
     found: set[str] = set()
     if _FENCE.search(text) or len(set(m.group(0).strip() for m in _CODE_LINE.finditer(lines))) >= 2:
         found.add("code")
-    if _SHELL_LINE.search(lines) or _SHELL_FENCE.search(text):
+    if _SHELL_LINE.search(lines) or _DEV_COMMAND.search(lines) or _SHELL_FENCE.search(text):
         found.add("shell")
     roles = [label for turns in lists for label in _labels(turns)]
     if (
@@ -186,6 +192,22 @@ def row_signals(row: dict[str, Any], answer_labels: set[str], answered: bool = F
     if any(_is_prose(s) for s in kept):
         found.add("long_prose")
     return found
+
+
+def _bounded(strings: list[str]) -> list[str]:
+    """The row's strings up to MAX_ROW_CHARS in all."""
+    budget, kept = MAX_ROW_CHARS, []
+    for s in strings:
+        if budget <= 0:
+            break
+        kept.append(s[:budget])
+        budget -= len(s)
+    return kept
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """The row's own text (JSON strings decoded), bounded as the signals read it: what agents/topics.py reads."""
+    return "\n".join(_bounded(_leaves(row)[0]))
 
 
 def _short_lines(text: str) -> str:
@@ -290,6 +312,7 @@ def signals(
     return {
         "rows": len(sample),
         "counts": {k: counts.get(k, 0) for k in KINDS},
+        "topics": topics.topics([row_text(r) for r in sample]),
         "opening": {
             "words": opening,
             "rows": repeats,

@@ -214,7 +214,7 @@ def review_queries(run_id: str, plan_id: str) -> list[str]:
         ),
         sql_command(
             "SELECT repo_id, category, status, relevance, relevance_evidence FROM candidate_status "
-            f"WHERE last_run_id = '{rid}' AND relevance IN ('off_domain', 'on_content')"
+            f"WHERE last_run_id = '{rid}' AND relevance IN ('off_domain', 'on_content', 'on_topic', 'review')"
         ),
         sql_command(
             f"SELECT repo_id, score_reasons FROM candidates WHERE last_run_id = '{rid}' AND status = 'irrelevant'"

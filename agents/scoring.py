@@ -77,6 +77,8 @@ def score_candidate(
     )
     if verdict["verdict"] == "off_domain":
         flags.append("off_domain")
+    elif verdict["verdict"] == "review":  # kept in the plan, with its evidence, for a person to settle
+        flags.append("relevance_review")
     weights = category_weights(domain)
     part(0.15 * weights[category] / max(weights.values()), f"domain fit of {cat.title}")
     if structure["layout"] == "messages":
@@ -105,7 +107,8 @@ def score_candidate(
         flags.append("bad_card")
         reasons.append(f"+0.00 {facts['card_error']}")
 
-    n_rows, size_bytes = _rows_and_bytes(facts["configs"])
+    evaluation = facts.get("evaluation_configs") or {}  # the card's evaluation sets are no training rows
+    n_rows, size_bytes = _rows_and_bytes([c for c in facts["configs"] if c["config"] not in evaluation])
     if n_rows == 0:
         flags.append("empty")
     if n_rows:
@@ -123,7 +126,7 @@ def score_candidate(
     else:
         mode = "regenerate"
 
-    kept_on_content = verdict["verdict"] == "on_content"
+    kept_on_content = verdict["verdict"] in ("on_content", "on_topic", "review")
     irrelevant = (
         why_not_text is not None
         or "empty" in flags

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import httpx
 from huggingface_hub.errors import HfHubHTTPError
 
+from adapters.card_configs import evaluation_names
 from agents import inspection
 from agents.configuration import FindConfig
 from agents.state import AgentCounts
@@ -28,6 +29,7 @@ from catalog.limits import MAX_CARD_BYTES, LimitExceeded
 from catalog.untrusted import check_card, load_card_yaml, split_card
 
 T = TypeVar("T")
+MAX_LISTED_DESCRIPTION = 600  # the listing's card text is read to rank hits, never stored whole
 
 
 class BudgetExceeded(Exception):
@@ -130,6 +132,7 @@ class HubTools:
                 "gated": bool(i.gated),
                 "tags": list(i.tags or []),
                 "card_data": i.card_data.to_dict() if i.card_data is not None else {},
+                "description": " ".join(str(i.description or "").split())[:MAX_LISTED_DESCRIPTION],
             }
             for i in infos
         ]
@@ -229,7 +232,9 @@ class HubTools:
                 )
         if not facts["configs"]:
             return
-        first = _preferred(facts["configs"])
+        names = list(dict.fromkeys(c["config"] for c in facts["configs"]))
+        facts["evaluation_configs"] = evaluation_names(names, facts["card_text"]) if len(names) > 1 else {}
+        first = _preferred(facts["configs"], set(facts["evaluation_configs"]))
         rows = self._viewer(category, "first-rows", dataset=repo_id, config=first["config"], split=first["split"])
         if rows is not None:
             first["rows"] = [r.get("row", {}) for r in rows.get("rows", [])][:10]
@@ -237,9 +242,10 @@ class HubTools:
                 first["features"] = {f["name"]: f["type"] for f in rows["features"]}
 
 
-def _preferred(configs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The split to sample: a train split of the first config if there is one."""
-    for c in configs:
+def _preferred(configs: list[dict[str, Any]], evaluation: set[str]) -> dict[str, Any]:
+    """The split to sample: a train split of the first config the card does not call an evaluation set."""
+    trainable = [c for c in configs if c["config"] not in evaluation] or configs
+    for c in trainable:
         if "train" in c["split"]:
             return c
-    return configs[0]
+    return trainable[0]

@@ -199,7 +199,7 @@ def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tup
                 run(  # the card's words overruled by the sampled rows, both ways (issue 20, item 5)
                     "sql",
                     "SELECT repo_id, relevance, relevance_evidence FROM candidate_status "
-                    "WHERE relevance IN ('off_domain', 'on_content') ORDER BY relevance, repo_id",
+                    "WHERE relevance IN ('off_domain', 'on_content', 'on_topic', 'review') ORDER BY relevance, repo_id",
                 ),
             ],
         ),

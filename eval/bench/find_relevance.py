@@ -4,6 +4,11 @@ sampled rows' content, in the same run; with find's wall and CPU time (medians; 
 local Hub runs in another, so it is the figure a shared machine disturbs least) and the content probe's own cost.
 
     .venv/bin/python -m eval.bench.find_relevance [--repeats 3]
+    .venv/bin/python -m eval.bench.find_relevance --heldout-seeds 101,102,103   # generated held-out hubs
+
+With --heldout-seeds it generates one held-out hub per seed (eval/bench/find_heldout_hub.py: coding data without
+code blocks, other domains under the domain's words, ids without seed words) and reports, for the same two
+variants, recall, off-domain kept, repos found whose id lacks every seed word, and candidates left for review.
 
 The labels are below, one line of why per repo: relevant = text training data one of the ten categories wants
 for "agentic coding"; not relevant = no text (image, audio, tabular), no rows, or a card whose words are used in
@@ -100,10 +105,89 @@ def _scores(kept: set[str], relevant: set[str], seen: set[str]) -> dict[str, flo
     }
 
 
+def heldout(seeds: list[int]) -> None:
+    """Recall, off-domain kept and discovery by content on generated held-out hubs (eval/bench/find_heldout_hub.py),
+    card words only (the naive baseline) and card + rows, per seed and summed."""
+    from eval.bench.find_heldout_hub import generate
+
+    table = Table(title=f'find "{DOMAIN}" over held-out hubs (seeds {", ".join(map(str, seeds))})')
+    for col in (
+        "seed",
+        "variant",
+        "relevant",
+        "found",
+        "found w/o seed word",
+        "kept (recall)",
+        "off-domain kept",
+        "review",
+        "missed",
+        "wrongly kept",
+    ):
+        table.add_column(col, overflow="fold")
+    totals: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-heldout-") as tmp_:
+        tmp = Path(tmp_)
+        os.environ["HF_HOME"] = str(tmp / "hf")
+        for seed in seeds:
+            labels = generate(tmp / f"hub-{seed}", seed)
+            relevant = {r for r, lab in labels.items() if lab["relevant"]}
+            off = {r for r, lab in labels.items() if lab["relevant"] is False}
+            hidden = {r for r in relevant if labels[r]["seedless"]}
+            with local_hub(tmp / f"hub-{seed}")() as url:
+                for variant, config in VARIANTS.items():
+                    home = tmp / f"home-{seed}-{len(totals)}-{variant[:4]}"
+                    _, statuses, _, _ = _find(url, home, config.model_copy(update={"cache": False}))
+                    from catalog import Catalog
+
+                    flags = {
+                        r["repo_id"]: r["flags"] or ""
+                        for r in Catalog(home).query("SELECT repo_id, flags FROM candidate_status")
+                    }
+                    kept = {r for r, s in statuses.items() if s in ("relevant", "planned")}
+                    row = [
+                        len(relevant),
+                        len(relevant & set(statuses)),
+                        len(hidden & set(statuses)),
+                        len(kept & relevant),
+                        len(kept & off),
+                        sum("relevance_review" in flags[r] for r in kept),
+                    ]
+                    totals[variant] = [a + b for a, b in zip(totals.get(variant, [0] * 7), row + [len(hidden)])]
+                    table.add_row(
+                        str(seed),
+                        variant,
+                        *map(str, row[:2]),
+                        f"{row[2]}/{len(hidden)}",
+                        f"{row[3]} ({row[3] / len(relevant):.2f})",
+                        str(row[4]),
+                        str(row[5]),
+                        ", ".join(sorted(relevant - kept)) or "-",
+                        ", ".join(sorted(kept & off)) or "-",
+                    )
+    for variant, t in totals.items():
+        table.add_row(
+            "all",
+            variant,
+            str(t[0]),
+            str(t[1]),
+            f"{t[2]}/{t[6]}",
+            f"{t[3]} ({t[3] / t[0]:.2f})",
+            str(t[4]),
+            str(t[5]),
+            "",
+            "",
+        )
+    Console(width=220).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--heldout-seeds", default="", help="comma-separated seeds: generated held-out hubs instead")
     args = parser.parse_args()
+    if args.heldout_seeds:
+        heldout([int(s) for s in args.heldout_seeds.split(",")])
+        return
     relevant = _repos(FIXTURE_HUB) - set(NOT_RELEVANT)
     results: dict[str, list[tuple[float, dict[str, str], int, float]]] = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="bench-relevance-") as tmp_:

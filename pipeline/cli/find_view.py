@@ -83,9 +83,11 @@ def show_candidates(candidates: list[dict[str, Any]]) -> None:
 
 
 def show_relevance(candidates: list[dict[str, Any]]) -> None:
-    """The candidates whose content overruled their card: off-domain (the card's words in another sense) and
-    kept on content (a terse or non-English card), each with the evidence from its sampled rows."""
-    overruled = [c for c in candidates if (c.get("relevance") or {}).get("verdict") in ("off_domain", "on_content")]
+    """The candidates whose content overruled their card or is left to a person: off-domain (rows about another
+    domain), kept on content (a terse or non-English card), kept on topic (rows about software without its usual
+    shapes) and flagged for review (neither), each with the evidence from its sampled rows."""
+    shown = ("off_domain", "on_content", "on_topic", "review")
+    overruled = [c for c in candidates if (c.get("relevance") or {}).get("verdict") in shown]
     if overruled:
         print_table(
             ("repo", "category", "relevance", "evidence from the sampled rows", "status"),

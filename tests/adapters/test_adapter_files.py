@@ -128,17 +128,14 @@ def test_card_is_empty_only_when_the_repo_has_no_readme(hub_url):
     from huggingface_hub import HfApi
 
     from adapters.infer import _card_text
-    from adapters.spec import SourceSpec
     from catalog.errors import DraftsetError
 
     repo_id = "moonshot-fans/kimi-k2-chat-native"
     sha = HfApi(endpoint=hub_url).dataset_info(repo_id).sha
-    source = SourceSpec(repo_id=repo_id, revision=sha, config="default", split="train", data_files=["x"])
-    assert "license" in _card_text(source, ["README.md"], hub_url, None)
-    assert _card_text(source, ["data/x.jsonl"], hub_url, None) == ""  # no README: no card, nothing fetched
-    gone = source.model_copy(update={"revision": "0" * 40})
+    assert "license" in _card_text(repo_id, sha, ["README.md"], hub_url, None)
+    assert _card_text(repo_id, sha, ["data/x.jsonl"], hub_url, None) == ""  # no README: no card, nothing fetched
     with pytest.raises(DraftsetError, match="revision 0+ of"):  # an unreadable README is not an empty card
-        _card_text(gone, ["README.md"], hub_url, None)
+        _card_text(repo_id, "0" * 40, ["README.md"], hub_url, None)
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])

@@ -85,19 +85,34 @@ def test_probe_reads_a_bounded_sample():
 
 
 # -- the verdict: card words checked against the rows ---------------------------------------------------------
-def test_card_words_in_another_sense_are_off_domain_with_the_evidence():
-    rows = [_turns(("agent", f"Policy {i} is active."), ("customer", "thanks"), ("agent", "bye")) for i in range(8)]
+def test_card_words_in_another_sense_are_off_domain_on_the_other_domains_words():
+    rows = [
+        _turns(
+            ("agent", f"Policy {i}: your claim was approved; the deductible is 500."),
+            ("customer", "will my premium rise at renewal?"),
+            ("agent", "The adjuster says no; coverage stays the same."),
+        )
+        for i in range(8)
+    ]
     v = judge("agentic", ["agent", "tool"], 0.5, signals(rows, detect(rows)))
     assert v["verdict"] == "off_domain" and v["relevance"] == 0.0
-    assert "0/8 sampled rows show tool calls or shell commands" in v["evidence"]
+    assert "8/8 sampled rows are about insurance" in v["evidence"] and "0/8 about software" in v["evidence"]
     assert "'agent', 'tool'" in v["evidence"] and v["senses"] == {"agent": False, "tool": False}
 
 
+def test_the_absence_of_a_cue_is_not_evidence_it_goes_to_review():
+    rows = [_turns(("agent", f"Item {i} is active."), ("customer", "thanks"), ("agent", "bye")) for i in range(8)]
+    v = judge("agentic", ["agent", "tool"], 0.5, signals(rows, detect(rows)))
+    assert v["verdict"] == "review" and v["relevance"] > 0
+    assert "0/8 sampled rows show tool calls or shell commands" in v["evidence"]
+
+
 def test_one_incidental_line_does_not_make_a_dataset_agentic():
-    rows = [{"prompt": f"Scene {i}", "completion": "INT. SAFEHOUSE - NIGHT\nHe waits."} for i in range(7)]
+    rows = [{"prompt": f"Scene {i}", "completion": "INT. SAFEHOUSE - NIGHT\nThe spy waits."} for i in range(7)]
     rows.append({"prompt": "Scene 7", "completion": "The hacker types:\n$ ls -la /vault"})
     v = judge("agentic", ["agent", "tools"], 0.5, signals(rows, detect(rows)))
-    assert v["verdict"] == "off_domain" and "1/8 sampled rows show tool calls or shell commands" in v["evidence"]
+    assert v["verdict"] == "off_domain" and "sampled rows are about film" in v["evidence"]
+    assert "shell commands 1/8" in v["evidence"]
 
 
 def test_a_native_card_naming_nothing_is_not_kept():
