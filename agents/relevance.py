@@ -85,14 +85,26 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
     software_rows = about.get(SOFTWARE, 0)
     substance = {k for k in shown if k in SUBSTANTIVE_KINDS}
     # A category with no content kinds (`native`: the target's own answers) is about any topic: never elsewhere.
+    # Rows about other domains, each row named by its own (a general instruction set spreads over many, no one
+    # of which need dominate): positive evidence all the same, row by row, as long as few rows are about software.
+    others = {d: c for d, c in about.items() if d != SOFTWARE and c}
     elsewhere = (
         foreign is not None
         and bool(expected)
-        and (about[foreign] >= math.ceil(FOREIGN_SHARE * n) and software_rows < enough and not substance)
+        and (sum(others.values()) >= math.ceil(FOREIGN_SHARE * n) and software_rows < enough and not substance)
     )
     doubt = (bool(expected) and not shown) or (bool(contradicted) and not confirmed)
     if elsewhere and foreign is not None:
-        parts = [_about(topic, foreign, n), f"{software_rows}/{n} about software"]
+        spread = sorted(others, key=lambda d: -others[d])
+        parts = (
+            [_about(topic, foreign, n)]
+            if others[foreign] >= math.ceil(FOREIGN_SHARE * n)
+            else [
+                f"{sum(others.values())}/{n} sampled rows are about other domains ("
+                + ", ".join(f"{d} {others[d]}" for d in spread)
+                + ")"
+            ]
+        ) + [f"{software_rows}/{n} about software"]
         if contradicted:
             parts.append(f"the card's {', '.join(repr(t) for t in contradicted)} in another sense")
         return {

@@ -287,7 +287,7 @@ def report(outcomes: list[Outcome]) -> dict[str, Any]:
         f"discovery (agentic coding): recall {recall:.2f} ({len(truly & kept)}/{len(truly)}), precision "
         f"{precision:.2f} ({len(in_domain_kept & truly)}/{len(kept)})"
         + (f"; missed {missed}" if missed else "")
-        + (f"; kept out-of-domain {extra}" if extra else "")
+        + (f"; kept although their source is labelled off-domain (rows about software): {len(extra)}" if extra else "")
     )
     return {
         "counts": counts,

@@ -40,11 +40,6 @@ def test_every_family_right_or_refused_by_name_none_silently_wrong(summary):
     assert {"llava-instruct", "pretraining-txt", "c4-lone-text", "unsupported-archive"} <= refusals
 
 
-# In-domain families find still drops, each named with why, so the gap stays visible until discovery reads them
-# (#33 item 2, discovery's part: commands inline in tags are taken for "no shell commands in the rows").
-KNOWN_DISCOVERY_MISSES = {"text-agent-bash-tag-sharegpt"}
-
-
 def _missed(summary) -> set[str]:
     return {
         f["family"] for f in summary["families"] if f["relevant"] and f["expect"] == "map" and not f["found_relevant"]
@@ -52,13 +47,13 @@ def _missed(summary) -> set[str]:
 
 
 def test_discovery_keeps_every_mappable_in_domain_family(summary):
-    assert _missed(summary) - KNOWN_DISCOVERY_MISSES == set()
-    assert summary["precision"] >= 0.9
-
-
-@pytest.mark.xfail(strict=True, reason="discovery misses agent commands written inline in tags (#33 item 2)")
-def test_discovery_keeps_agent_logs_whose_commands_sit_inline_in_tags(summary):
-    assert not _missed(summary) & KNOWN_DISCOVERY_MISSES
+    """Recall only. Precision is not measured here: every family's rows come from one software-prose generator
+    (tests/fixtures/schemas), so a family labelled off-domain by its source (dolly, alpaca) still has rows about
+    software, and relevance judges rows by what they are about (agents/relevance.py). Off-domain kept is
+    measured where rows differ by domain: eval/bench/find_relevance.py --heldout-seeds and
+    tests/agents/test_find_positive_evidence.py."""
+    assert _missed(summary) == set()
+    assert "text-agent-bash-tag-sharegpt" not in _missed(summary)  # commands inline in tags (#33 item 2)
 
 
 def test_proposal_is_fast(summary):

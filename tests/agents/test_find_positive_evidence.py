@@ -256,3 +256,30 @@ def test_xml_style_calls_and_parameter_tags_are_tool_use_and_commands():
     rows = [_chat(("user", f"Ticket {i}: flaky test"), ("assistant", call)) for i in range(8)]
     counts = signals(rows, detect(rows))["counts"]
     assert counts["tool_calls"] == 8 and counts["shell"] == 8  # before: 0 and 0, the command sat in tags
+
+
+MIXED_GENERAL = [  # a general instruction set: each row about some other domain, none of them dominating
+    _chat(
+        ("user", "Which deductible should I pick for my home insurance premium and claims history?"),
+        ("assistant", "A higher deductible lowers the premium if claims are rare."),
+    ),
+    _chat(
+        ("user", "How many tablespoons of flour go into this pancake recipe with two eggs?"),
+        ("assistant", "Use eight tablespoons of flour and a cup of milk for the batter."),
+    ),
+    _chat(
+        ("user", "The realtor says the letting agent wants a deposit before the viewing of the flat."),
+        ("assistant", "Ask the letting agent for the tenancy terms before paying any deposit."),
+    ),
+    _chat(
+        ("user", "My puppy keeps chewing the leash; how do I train the dog to walk calmly?"),
+        ("assistant", "Reward the puppy with treats when the dog walks without pulling the leash."),
+    ),
+]
+
+
+@pytest.mark.parametrize("category", ["coding", "agentic"])
+def test_rows_spread_over_other_domains_are_off_domain_with_each_named(category):
+    found = _verdict(category, MIXED_GENERAL, ["code"])
+    assert found["verdict"] == "off_domain", found["evidence"]
+    assert "about other domains" in found["evidence"] and "0/4 about software" in found["evidence"], found["evidence"]
