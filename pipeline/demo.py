@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.rule import Rule
@@ -126,38 +127,20 @@ def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tup
     run = lambda *args, **kw: lambda: draftset(*args, env=env, **kw)  # noqa: E731 (a step is a thunk)
     proposed: list[str] = []
 
-    def approve_proposed() -> None:
+    def read_json(*args: str) -> Any:
+        """What a script reads of the CLI: one command's --json (or sql's json) document, quietly."""
         import json
 
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pipeline.cli.app",
-                "sql",
-                "--format",
-                "json",
-                "SELECT repo_id FROM adapters WHERE status = 'proposed' ORDER BY repo_id",
-            ],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        proposed[:] = [r["repo_id"] for r in json.loads(out)]
+        command = [sys.executable, "-m", "pipeline.cli.app", *args]
+        return json.loads(subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+
+    def approve_proposed() -> None:
+        query = "SELECT repo_id FROM adapters WHERE status = 'proposed' ORDER BY repo_id"
+        proposed[:] = [r["repo_id"] for r in read_json("sql", "--format", "json", query)]
         for repo in proposed:
             # The demo stands in for the person who looked at each open REVIEW item (a split or config guess):
             # it names each one with --checked, as that person would; a failing contract is still refused.
-            shown = subprocess.run(
-                [sys.executable, "-m", "pipeline.cli.app", "adapters", "show", repo, "--json"],
-                env=env,
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            document = json.loads(shown)
+            document = read_json("adapters", "show", repo, "--json")
             if not document["verdict"]["passed"]:  # never forced: a failing contract stays unapproved, said so
                 said = f"left unapproved: {repo}: {document['verdict']['headline']} (next: {document['next']})"
                 console.print(Text(said, style="yellow"))  # Hub text, printed literally
