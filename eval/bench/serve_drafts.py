@@ -4,7 +4,8 @@ capture manifest, never the weights' values. Shapes follow draftset export (midl
 
 Targets are shaped like the real ones (no weights): a Llama target (LlamaForCausalLM, 8 layers),
 Kimi-K2.5 (KimiK25ForConditionalGeneration, 61 layers in text_config, SGLang's DeepSeek-V3 path),
-Kimi-K2 (DeepseekV3ForCausalLM), GPT-OSS (24 layers) and Mixtral (no EAGLE3 capture in SGLang).
+Kimi-K2 (DeepseekV3ForCausalLM), DeepSeek-V3 (MLA fields), a Llama with a 131072 context, GPT-OSS (24
+layers) and Mixtral (no EAGLE3 capture in SGLang).
 """
 
 from __future__ import annotations
@@ -28,6 +29,20 @@ TARGETS: dict[str, dict] = {
     },
     "kimi-k2": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "num_hidden_layers": 61},
     "gpt-oss": {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "num_hidden_layers": 24},
+    "llama-long": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": 8,
+        "max_position_embeddings": 131072,
+    },
+    "deepseek-v3": {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "num_hidden_layers": 61,
+        "kv_lora_rank": 512,
+        "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64,
+    },
     "mixtral": {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_hidden_layers": 32},
 }
 
@@ -52,6 +67,8 @@ def make_draft(
     t2d_off: bool = False,
     extra_key: str | None = None,
     top: list[int] | None = None,
+    longest_row: int | None = None,
+    config_edit: dict | None = None,
 ) -> Path:
     """A draft exported for `target` (its written SGLang ids from the one layer rule unless `written`)."""
     tdir = make_target(root, target)
@@ -77,6 +94,7 @@ def make_draft(
         "rms_norm_eps": 1e-6,
         "rope_theta": 10000.0,
         "max_position_embeddings": 256,
+        "rope_scaling": None,
         "vocab_size": V,
         "draft_vocab_size": K,
         "tie_word_embeddings": False,
@@ -91,7 +109,10 @@ def make_draft(
             "max_length": 256,
             "target_architecture": cfg_t["architectures"][0],
             "sglang_tap_rule": rule.name,
+            "longest_training_row": longest_row,
+            "rope": {"rope_theta": 10000.0, "rope_scaling": None},
         },
+        **(config_edit or {}),
     }
     (d / "config.json").write_text(json.dumps(cfg))
     f = np.float32
