@@ -22,6 +22,7 @@ from eval.checks.serve_context import Draft, Finding
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 DERIVE_SRC = "python/sglang/srt/utils/hf_transformers_utils.py get_context_length, SGLang 0.5.x"
 STARTUP_SRC = "python/sglang/srt/configs/model_config.py _derive_context_length, SGLang 0.5.x (PR #9388)"
+ALLOW = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 _HUMAN = re.compile(r"^(\d+)([kKmM]?)$")
 
 
@@ -65,8 +66,11 @@ def vllm_max_model_len(tokens: list[str]) -> tuple[int | None, str | None]:
     return None, None
 
 
-def context_limits(draft: Draft, served: int | None, flag: str | None, target: dict, engine: str) -> Iterator[Finding]:
-    """`served`/`flag`: the context the command sets; None falls back to the target's derived context."""
+def context_limits(
+    draft: Draft, served: int | None, flag: str | None, target: dict, engine: str, env: list[str] | None = None
+) -> Iterator[Finding]:
+    """`served`/`flag`: the context the command sets; None falls back to the target's derived context.
+    `env`: the command's leading words (VAR=value among them: SGLang reads its startup override from there)."""
     trained, what = trained_context(draft)
     if not trained:
         return
@@ -79,9 +83,12 @@ def context_limits(draft: Draft, served: int | None, flag: str | None, target: d
     startup = ""
     dpe = draft.cfg.get("max_position_embeddings")
     if engine == "sglang" and isinstance(dpe, int) and served > dpe:
+        allowed = any(e.partition("=")[0] == ALLOW and e.partition("=")[2].lower() in ("1", "true") for e in env or [])
         startup = (
-            f"; SGLang also stops at startup (draft max_position_embeddings {dpe} < {served}) unless "
-            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+            f"; {ALLOW}=1 lets SGLang start the draft past its max_position_embeddings {dpe}"
+            if allowed
+            else f"; SGLang also stops at startup (draft max_position_embeddings {dpe} < {served}: ValueError) "
+            f"unless {ALLOW}=1 is in its environment"
         )
     flag_name = "--context-length" if engine == "sglang" else "--max-model-len"
     yield Finding(

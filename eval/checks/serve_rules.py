@@ -271,7 +271,7 @@ def context_length(c: SGLangContext) -> Iterator[Finding]:
     """--context-length (or, unset, the target's own context) against the draft's trained positions."""
     served = c.cmd.get("context_length")
     flag = c.cmd.written("context_length") if served else None
-    yield from context_limits(c.draft, served, flag, c.target, "sglang")
+    yield from context_limits(c.draft, served, flag, c.target, "sglang", c.cmd.prefix)
 
 
 FLAG_RULES: list[Callable[[SGLangContext], Iterator[Finding]]] = [algorithm, draft_path, chain, context_length]

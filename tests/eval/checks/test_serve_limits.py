@@ -84,6 +84,13 @@ def test_the_flag_wins_over_the_target_default_and_rope_edits_are_errors(tmp_pat
     draft, _, cmd = materialize(tmp_path, "a", {"target": "llama-long"}, SG)
     (f,) = [f for f in check_serve(draft, cmd).findings if f.rule == "serve.context_length"]
     assert "131072" in f.problem and "--max-length 131072" in f.fix
+    assert "stops at startup" in f.why and "ValueError" in f.why  # the draft's max_position_embeddings is 256
+    (g,) = [
+        f
+        for f in check_serve(draft, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 " + cmd).findings
+        if f.rule == "serve.context_length"
+    ]
+    assert g.severity == "warning" and "stops at startup" not in g.why and "lets SGLang start" in g.why
     assert check_serve(draft, cmd + " --context-length 256").clean
     yarn = {"rope_scaling": {"rope_type": "yarn", "factor": 32.0}}
     bad, _, cmd = materialize(tmp_path, "b", {"config_edit": yarn}, SG)
