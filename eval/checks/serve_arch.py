@@ -64,7 +64,7 @@ def draft_architecture(draft: Draft, target: dict, engine: str) -> Iterator[Find
         "it loads and serves (its own GQA KV cache beside the target's MLA cache), but it is not the layout the "
         "field's Kimi/DeepSeek drafts are tuned and benchmarked with; published accept lengths for MLA drafts "
         "do not carry over",
-        "accept it knowingly (measure with `draftset eval`), or use an MLA draft: draftset does not train one yet "
+        "accept it knowingly (measure it: `draftset check accept-length`), or use an MLA draft: draftset does not train one yet "
         "(issue 30)",
         VLLM_SRC if engine == "vllm" else SGLANG_SRC,
     )
