@@ -27,7 +27,9 @@ _HUMAN = re.compile(r"^(\d+)([kKmM]?)$")
 
 
 def derived_context(config: dict) -> int | None:
-    """The context an engine serves when no flag sets it (None when config.json names none)."""
+    """The context an engine serves when no flag sets it. None when the config names none: SGLang would then
+    assume 2048, but such a config is usually the partial one check serve rebuilt from the draft's own record
+    (serve_context.resolve_target), so no warning is raised on a guess."""
     text = config.get("text_config") or config
     scaling = text.get("rope_scaling") or {}
     factor = scaling.get("factor", 1) if isinstance(scaling, dict) else 1
