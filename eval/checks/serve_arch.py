@@ -54,7 +54,11 @@ def draft_architecture(draft: Draft, target: dict, engine: str) -> Iterator[Find
     if not is_mla_target(target) or is_mla_draft(draft):
         return
     arch = (draft.cfg.get("architectures") or ["LlamaForCausalLMEagle3"])[0]
-    mla = "Eagle3DeepseekV2ForCausalLM" if engine == "vllm" else "DeepseekV3ForCausalLMEagle3"
+    mla = (
+        "Eagle3DeepseekV2ForCausalLM"
+        if engine == "vllm"
+        else "DeepseekV3ForCausalLMEagle3; vLLM names it Eagle3DeepseekV2ForCausalLM"
+    )
     yield Finding(
         "serve.draft_architecture",
         "warning",
