@@ -152,6 +152,14 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
         set(),
     ),
     ("vllm --max-model-len within training", {}, vllm(V3, "--max-model-len 256"), "clean", set()),
+    ("MLA draft on DeepSeek-V3", {"target": "deepseek-v3", "mla": True}, GOOD, "clean", set()),
+    (
+        "MLA draft on Kimi-K2.5, vllm",
+        {"target": "kimi-k25", "taps": [3, 31, 59], "mla": True},
+        vllm(V3),
+        "clean",
+        set(),
+    ),
     # -- planted faults ------------------------------------------------------------------------
     ("--context-length 4096 past training", {}, GOOD + " --context-length 4096", "warning", {"serve.context_length"}),
     (
@@ -172,6 +180,36 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
     ),
     ("draft rope_theta edited", {"config_edit": {"rope_theta": 50000.0}}, GOOD, "error", {"serve.draft_rope"}),
     ("DeepSeek-V3 (MLA) target, Llama-style draft", {"target": "deepseek-v3"}, GOOD, "warning", MLA),
+    (
+        "MLA class over Llama-style weights",
+        {
+            "target": "deepseek-v3",
+            "config_edit": {
+                "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+                "kv_lora_rank": 8,
+                "qk_rope_head_dim": 4,
+                "qk_nope_head_dim": 4,
+                "v_head_dim": 4,
+            },
+        },
+        GOOD,
+        "error",
+        {"weights.mla.attention"},
+    ),
+    (
+        "MLA draft config without kv_lora_rank",
+        {"target": "deepseek-v3", "mla": True, "config_edit": {"kv_lora_rank": None}},
+        GOOD,
+        "error",
+        {"mla.config.missing"},
+    ),
+    (
+        "MLA draft with 2 layers on SGLang",
+        {"target": "deepseek-v3", "mla": True, "config_edit": {"num_hidden_layers": 2}},
+        GOOD,
+        "error",
+        {"mla.layers.count"},
+    ),
     (
         "--config YAML sets EAGLE",
         {"yaml": {"speculative-algorithm": "EAGLE", "speculative-eagle-topk": 1}},

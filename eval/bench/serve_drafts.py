@@ -47,6 +47,33 @@ TARGETS: dict[str, dict] = {
 }
 
 
+GQA_ATTENTION = [
+    ("self_attn.q_proj.weight", (16, 2 * H)),
+    ("self_attn.k_proj.weight", (16, 2 * H)),
+    ("self_attn.v_proj.weight", (16, 2 * H)),
+    ("self_attn.o_proj.weight", (H, 16)),
+]
+# deepseek_eagle3.py's layer 0 (q_lora_rank 8, kv_lora_rank 8, rope 4, nope 4, v 4, 2 heads): 2H in
+MLA_ATTENTION = [
+    ("self_attn.q_a_proj.weight", (8, 2 * H)),
+    ("self_attn.q_a_layernorm.weight", (8,)),
+    ("self_attn.q_b_proj.weight", (2 * 8, 8)),
+    ("self_attn.kv_a_proj_with_mqa.weight", (8 + 4, 2 * H)),
+    ("self_attn.kv_a_layernorm.weight", (8,)),
+    ("self_attn.kv_b_proj.weight", (2 * 8, 8)),
+    ("self_attn.o_proj.weight", (H, 2 * 4)),
+]
+MLA_DRAFT_CONFIG = {
+    "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "q_lora_rank": 8,
+    "kv_lora_rank": 8,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 4,
+    "v_head_dim": 4,
+}
+
+
 def make_target(root: Path, name: str) -> Path:
     d = Path(root) / f"target-{name}"
     d.mkdir(parents=True, exist_ok=True)
@@ -69,6 +96,7 @@ def make_draft(
     top: list[int] | None = None,
     longest_row: int | None = None,
     config_edit: dict | None = None,
+    mla: bool = False,
 ) -> Path:
     """A draft exported for `target` (its written SGLang ids from the one layer rule unless `written`)."""
     tdir = make_target(root, target)
@@ -112,17 +140,16 @@ def make_draft(
             "longest_training_row": longest_row,
             "rope": {"rope_theta": 10000.0, "rope_scaling": None},
         },
+        **(MLA_DRAFT_CONFIG if mla else {}),
         **(config_edit or {}),
     }
     (d / "config.json").write_text(json.dumps(cfg))
     f = np.float32
+    attention = MLA_ATTENTION if mla else GQA_ATTENTION
     w = {
         f"{key_prefix}{p}": np.zeros(s, f)
         for p, s in [
-            ("self_attn.q_proj.weight", (16, 2 * H)),
-            ("self_attn.k_proj.weight", (16, 2 * H)),
-            ("self_attn.v_proj.weight", (16, 2 * H)),
-            ("self_attn.o_proj.weight", (H, 16)),
+            *attention,
             ("mlp.gate_proj.weight", (32, H)),
             ("mlp.up_proj.weight", (32, H)),
             ("mlp.down_proj.weight", (H, 32)),

@@ -45,9 +45,13 @@ def is_mla_target(target: dict) -> bool:
     return bool(types & set(MLA_MODEL_TYPES)) or any(a.startswith(("DeepseekV2", "DeepseekV3")) for a in archs)
 
 
+def names_mla_class(draft: Draft) -> bool:
+    """The engine builds what config.json's architectures names: this decides which loader reads the keys."""
+    return any(a in MLA_DRAFTS for a in draft.cfg.get("architectures") or [])
+
+
 def is_mla_draft(draft: Draft) -> bool:
-    archs = draft.cfg.get("architectures") or []
-    return any(a in MLA_DRAFTS for a in archs) or any("kv_a_proj_with_mqa" in k for k in draft.tensors)
+    return names_mla_class(draft) or any("kv_a_proj_with_mqa" in k for k in draft.tensors)
 
 
 def draft_architecture(draft: Draft, target: dict, engine: str) -> Iterator[Finding]:
