@@ -20,6 +20,8 @@ def vllm(spec: dict, *extra: str) -> str:
     return " ".join(["vllm serve {model}", *extra, "--speculative-config", "'" + json.dumps(spec) + "'"])
 
 
+MLA = {"serve.draft_architecture"}  # a Llama-style draft on an MLA target: loads, but not the engines' MLA path
+LONG_ROPE = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}
 V3 = {"method": "eagle3", "model": "{draft}", "num_speculative_tokens": 3}
 
 # (kind, draft variant, command, verdict, rules)
@@ -87,10 +89,10 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
         set(),
     ),
     ("layers.0.* keys", {"key_prefix": "layers.0."}, GOOD, "clean", set()),
-    ("Kimi-K2.5 default taps", {"target": "kimi-k25"}, GOOD, "clean", set()),
-    ("Kimi-K2.5 taps 3,31,59", {"target": "kimi-k25", "taps": [3, 31, 59]}, GOOD, "clean", set()),
-    ("Kimi-K2.5 auto choice = TTT 3", {"target": "kimi-k25"}, f"sglang serve {{model}} {SPEC}", "clean", set()),
-    ("Kimi-K2 (DeepseekV3) taps 4,30,57", {"target": "kimi-k2", "taps": [4, 30, 57]}, GOOD, "clean", set()),
+    ("Kimi-K2.5 default taps", {"target": "kimi-k25"}, GOOD, "warning", MLA),
+    ("Kimi-K2.5 taps 3,31,59", {"target": "kimi-k25", "taps": [3, 31, 59]}, GOOD, "warning", MLA),
+    ("Kimi-K2.5 auto choice = TTT 3", {"target": "kimi-k25"}, f"sglang serve {{model}} {SPEC}", "warning", MLA),
+    ("Kimi-K2 (DeepseekV3) taps 4,30,57", {"target": "kimi-k2", "taps": [4, 30, 57]}, GOOD, "warning", MLA),
     ("GPT-OSS taps with n", {"target": "gpt-oss", "taps": [2, 12, 24]}, GOOD, "clean", set()),
     (
         "other flags kept",
@@ -118,7 +120,7 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
         "clean",
         set(),
     ),
-    ("vllm Kimi-K2.5", {"target": "kimi-k25", "taps": [3, 31, 59]}, vllm(V3), "clean", set()),
+    ("vllm Kimi-K2.5", {"target": "kimi-k25", "taps": [3, 31, 59]}, vllm(V3), "warning", MLA),
     (
         "--config YAML",
         {
@@ -141,7 +143,73 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
         "clean",
         set(),
     ),
+    ("--context-length = build max_length", {"longest_row": 200}, GOOD + " --context-length 256", "clean", set()),
+    (
+        "long-context target capped by --context-length",
+        {"target": "llama-long"},
+        GOOD + " --context-length 256",
+        "clean",
+        set(),
+    ),
+    ("vllm --max-model-len within training", {}, vllm(V3, "--max-model-len 256"), "clean", set()),
+    ("MLA draft on DeepSeek-V3", {"target": "deepseek-v3", "mla": True}, GOOD, "clean", set()),
+    (
+        "MLA draft on Kimi-K2.5, vllm",
+        {"target": "kimi-k25", "taps": [3, 31, 59], "mla": True},
+        vllm(V3),
+        "clean",
+        set(),
+    ),
     # -- planted faults ------------------------------------------------------------------------
+    ("--context-length 4096 past training", {}, GOOD + " --context-length 4096", "warning", {"serve.context_length"}),
+    (
+        "--context-length=512 past max_length 256",
+        {"longest_row": 200},
+        GOOD + " --context-length=512",
+        "warning",
+        {"serve.context_length"},
+    ),
+    ("long-context target, no --context-length", {"target": "llama-long"}, GOOD, "warning", {"serve.context_length"}),
+    ("vllm --max-model-len 8k", {}, vllm(V3, "--max-model-len 8k"), "warning", {"serve.context_length"}),
+    (
+        "draft config given the target's YaRN",
+        {"config_edit": {"rope_scaling": LONG_ROPE}},
+        GOOD,
+        "error",
+        {"serve.draft_rope"},
+    ),
+    ("draft rope_theta edited", {"config_edit": {"rope_theta": 50000.0}}, GOOD, "error", {"serve.draft_rope"}),
+    ("DeepSeek-V3 (MLA) target, Llama-style draft", {"target": "deepseek-v3"}, GOOD, "warning", MLA),
+    (
+        "MLA class over Llama-style weights",
+        {
+            "target": "deepseek-v3",
+            "config_edit": {
+                "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+                "kv_lora_rank": 8,
+                "qk_rope_head_dim": 4,
+                "qk_nope_head_dim": 4,
+                "v_head_dim": 4,
+            },
+        },
+        GOOD,
+        "error",
+        {"weights.mla.attention"},
+    ),
+    (
+        "MLA draft config without kv_lora_rank",
+        {"target": "deepseek-v3", "mla": True, "config_edit": {"kv_lora_rank": None}},
+        GOOD,
+        "error",
+        {"mla.config.missing"},
+    ),
+    (
+        "MLA draft with 2 layers on SGLang",
+        {"target": "deepseek-v3", "mla": True, "config_edit": {"num_hidden_layers": 2}},
+        GOOD,
+        "error",
+        {"mla.layers.count"},
+    ),
     (
         "--config YAML sets EAGLE",
         {"yaml": {"speculative-algorithm": "EAGLE", "speculative-eagle-topk": 1}},

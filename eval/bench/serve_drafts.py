@@ -4,7 +4,8 @@ capture manifest, never the weights' values. Shapes follow draftset export (midl
 
 Targets are shaped like the real ones (no weights): a Llama target (LlamaForCausalLM, 8 layers),
 Kimi-K2.5 (KimiK25ForConditionalGeneration, 61 layers in text_config, SGLang's DeepSeek-V3 path),
-Kimi-K2 (DeepseekV3ForCausalLM), GPT-OSS (24 layers) and Mixtral (no EAGLE3 capture in SGLang).
+Kimi-K2 (DeepseekV3ForCausalLM), DeepSeek-V3 (MLA fields), a Llama with a 131072 context, GPT-OSS (24
+layers) and Mixtral (no EAGLE3 capture in SGLang).
 """
 
 from __future__ import annotations
@@ -28,7 +29,48 @@ TARGETS: dict[str, dict] = {
     },
     "kimi-k2": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "num_hidden_layers": 61},
     "gpt-oss": {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "num_hidden_layers": 24},
+    "llama-long": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": 8,
+        "max_position_embeddings": 131072,
+    },
+    "deepseek-v3": {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "num_hidden_layers": 61,
+        "kv_lora_rank": 512,
+        "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64,
+    },
     "mixtral": {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_hidden_layers": 32},
+}
+
+
+GQA_ATTENTION = [
+    ("self_attn.q_proj.weight", (16, 2 * H)),
+    ("self_attn.k_proj.weight", (16, 2 * H)),
+    ("self_attn.v_proj.weight", (16, 2 * H)),
+    ("self_attn.o_proj.weight", (H, 16)),
+]
+# deepseek_eagle3.py's layer 0 (q_lora_rank 8, kv_lora_rank 8, rope 4, nope 4, v 4, 2 heads): 2H in
+MLA_ATTENTION = [
+    ("self_attn.q_a_proj.weight", (8, 2 * H)),
+    ("self_attn.q_a_layernorm.weight", (8,)),
+    ("self_attn.q_b_proj.weight", (2 * 8, 8)),
+    ("self_attn.kv_a_proj_with_mqa.weight", (8 + 4, 2 * H)),
+    ("self_attn.kv_a_layernorm.weight", (8,)),
+    ("self_attn.kv_b_proj.weight", (2 * 8, 8)),
+    ("self_attn.o_proj.weight", (H, 2 * 4)),
+]
+MLA_DRAFT_CONFIG = {
+    "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "q_lora_rank": 8,
+    "kv_lora_rank": 8,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 4,
+    "v_head_dim": 4,
 }
 
 
@@ -52,6 +94,9 @@ def make_draft(
     t2d_off: bool = False,
     extra_key: str | None = None,
     top: list[int] | None = None,
+    longest_row: int | None = None,
+    config_edit: dict | None = None,
+    mla: bool = False,
 ) -> Path:
     """A draft exported for `target` (its written SGLang ids from the one layer rule unless `written`)."""
     tdir = make_target(root, target)
@@ -77,6 +122,7 @@ def make_draft(
         "rms_norm_eps": 1e-6,
         "rope_theta": 10000.0,
         "max_position_embeddings": 256,
+        "rope_scaling": None,
         "vocab_size": V,
         "draft_vocab_size": K,
         "tie_word_embeddings": False,
@@ -91,17 +137,19 @@ def make_draft(
             "max_length": 256,
             "target_architecture": cfg_t["architectures"][0],
             "sglang_tap_rule": rule.name,
+            "longest_training_row": longest_row,
+            "rope": {"rope_theta": 10000.0, "rope_scaling": None},
         },
+        **(MLA_DRAFT_CONFIG if mla else {}),
+        **(config_edit or {}),
     }
     (d / "config.json").write_text(json.dumps(cfg))
     f = np.float32
+    attention = MLA_ATTENTION if mla else GQA_ATTENTION
     w = {
         f"{key_prefix}{p}": np.zeros(s, f)
         for p, s in [
-            ("self_attn.q_proj.weight", (16, 2 * H)),
-            ("self_attn.k_proj.weight", (16, 2 * H)),
-            ("self_attn.v_proj.weight", (16, 2 * H)),
-            ("self_attn.o_proj.weight", (H, 16)),
+            *attention,
             ("mlp.gate_proj.weight", (32, H)),
             ("mlp.up_proj.weight", (32, H)),
             ("mlp.down_proj.weight", (H, 32)),

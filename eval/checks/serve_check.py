@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.checks.serve_arch import draft_architecture
 from eval.checks.serve_context import Draft, Finding, resolve_target
 from eval.checks.serve_draft_rules import (
     serving_facts,
@@ -21,6 +22,8 @@ from eval.checks.serve_draft_rules import (
     vllm_layers,
     weights,
 )
+from eval.checks.serve_limits import context_limits, rope_settings, vllm_max_model_len
+from eval.checks.serve_mla_draft import mla_draft_rules, without_llama_key_rules
 from eval.checks.serve_rules import FLAG_RULES, SGLangContext, parse_errors
 from eval.checks.sglang_args import LaunchCommand
 from eval.checks.sglang_flags import SGLANG_VERSION, native_parser, native_version
@@ -137,8 +140,12 @@ def _check(
         vfindings = [
             *vllm_rules(vcmd, draft),
             *vllm_layers(draft, target, origin),
-            *weights(draft, target, "vllm"),
+            *without_llama_key_rules(draft, list(weights(draft, target, "vllm"))),
+            *mla_draft_rules(draft, "vllm"),
             *serving_facts(draft, vcmd.model, None, system_prompt, thinking),
+            *context_limits(draft, *vllm_max_model_len(vcmd.tokens), target, "vllm"),
+            *rope_settings(draft),
+            *draft_architecture(draft, target, "vllm"),
         ]
         return ServeReport("vllm", vcmd, vfindings, origin, [vllm_tap_rule(target).describe()], "vLLM 0.33.0 forms")
     cmd = LaunchCommand.parse(tokens)
@@ -173,7 +180,12 @@ def _check(
         for rule in FLAG_RULES:
             findings += list(rule(ctx))
     applied.append(sglang_tap_rule(target).describe())
-    findings += [*sglang_layers(draft, target, origin), *weights(draft, target, "sglang")]
+    findings += [
+        *sglang_layers(draft, target, origin),
+        *without_llama_key_rules(draft, list(weights(draft, target, "sglang"))),
+    ]
+    findings += list(mla_draft_rules(draft, "sglang"))
+    findings += [*rope_settings(draft), *draft_architecture(draft, target, "sglang")]
     findings += list(
         serving_facts(
             draft,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.checks.serve_context import Draft, Finding
+from eval.checks.serve_limits import context_limits
 from eval.checks.sglang_args import LaunchCommand, resolve_flag
 from eval.checks.sglang_flags import SGLANG_VERSION, builtin_table
 from eval.checks.sglang_startup import HOOK, Startup
@@ -267,20 +268,10 @@ def chain(c: SGLangContext) -> Iterator[Finding]:
 
 
 def context_length(c: SGLangContext) -> Iterator[Finding]:
-    m = c.draft.manifest
-    trained = c.draft.meta.get("max_length") or (m.max_length if m else None)
+    """--context-length (or, unset, the target's own context) against the draft's trained positions."""
     served = c.cmd.get("context_length")
-    if trained and served and served > trained:
-        yield Finding(
-            "serve.context_length",
-            "warning",
-            c.cmd.written("context_length"),
-            f"serving context {served} > training length {trained}",
-            "past its training length the draft's acceptance collapses",
-            f"--context-length {trained}, or train on longer rows",
-            "draft config.json (draftset.max_length)",
-            {"context_length": str(trained)},
-        )
+    flag = c.cmd.written("context_length") if served else None
+    yield from context_limits(c.draft, served, flag, c.target, "sglang", c.cmd.prefix)
 
 
 FLAG_RULES: list[Callable[[SGLangContext], Iterator[Finding]]] = [algorithm, draft_path, chain, context_length]

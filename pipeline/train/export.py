@@ -24,8 +24,11 @@ SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")
 SGLANG_BUFFERS = ("d2t", "t2d")
 
 
-def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict, target: dict | None = None) -> dict:
-    """`target` is the target's config.json: SGLang's id shift depends on its architecture (layers.py)."""
+def draft_config_json(
+    draft: dict, manifest: CaptureManifest, train: dict, target: dict | None = None, longest_row: int | None = None
+) -> dict:
+    """`target` is the target's config.json: SGLang's id shift depends on its architecture (layers.py).
+    `longest_row`: the longest training row, the last position the draft learned (check serve's context limit)."""
     plan = manifest.plan
     target = target or target_config(manifest.model_dir, manifest.model_type, manifest.n_layers)
     rule = sglang_tap_rule({**target, "num_hidden_layers": manifest.n_layers})
@@ -45,6 +48,7 @@ def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict, targe
         "rms_norm_eps": draft["rms_norm_eps"],
         "rope_theta": draft["rope_theta"],
         "max_position_embeddings": draft["max_position_embeddings"],
+        "rope_scaling": None,  # the draft trains plain RoPE (draft_model._rope); never the target's YaRN
         "vocab_size": draft["vocab_size"],
         "draft_vocab_size": draft["draft_vocab_size"],
         "tie_word_embeddings": False,
@@ -65,6 +69,8 @@ def draft_config_json(draft: dict, manifest: CaptureManifest, train: dict, targe
             "system_prompt": manifest.system_prompt,
             "thinking": manifest.thinking,
             "max_length": draft["max_position_embeddings"],
+            "longest_training_row": longest_row or None,
+            "rope": {"rope_theta": draft["rope_theta"], "rope_scaling": None},  # what training used
         },
     }
 
@@ -83,7 +89,8 @@ def export_draft(checkpoint: Path, out_dir: Path) -> Path:
         )
     resolved = json.loads(resolved_path.read_text())
     manifest = CaptureManifest.model_validate(resolved["capture_manifest"])
-    config = draft_config_json(resolved["draft"], manifest, resolved["train"])
+    longest = (resolved.get("metrics") or {}).get("longest_training_row")
+    config = draft_config_json(resolved["draft"], manifest, resolved["train"], longest_row=longest)
     state = load_file(str(checkpoint / "draft.safetensors"))
     foreign = [k for k in state if not (k.startswith(SGLANG_PREFIXES) or k in SGLANG_BUFFERS)]
     if foreign:

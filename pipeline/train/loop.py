@@ -263,6 +263,7 @@ class TrainStage(Stage[TrainConfig]):
             "rank0_tokens": trained_tokens,
             "rank0_loop_seconds": round(loop_seconds, 3),
             "rank0_save_seconds": round(self.saving, 3),
+            "longest_training_row": max(self.lengths.values(), default=0),  # the draft's trained positions
         }
         if self.lead:  # the final checkpoint, before the base writes the manifest that lists it
             save_checkpoint(self.train_dir / CHECKPOINT, self.draft, config, self.manifest, metrics, self.held_ids)

@@ -112,7 +112,7 @@ def test_weight_keys_no_engine_loads(toy, tmp_path):
         f
         for f in check_serve(
             bad,
-            f"vllm serve {toy.model} --speculative-config "
+            f"vllm serve {toy.model} --max-model-len 64 --speculative-config "
             f'\'{{"method": "eagle3", "model": "{bad}", '
             f'"num_speculative_tokens": 3}}\'',
         ).findings

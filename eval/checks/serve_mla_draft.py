@@ -1,0 +1,76 @@
+"""A draft that names the engines' MLA draft class: what their loaders read (config fields, weight keys).
+
+draftset does not train MLA drafts yet (issue 30); these rules let `check serve` vet one brought from
+elsewhere (e.g. a public Kimi draft) instead of judging it by the Llama draft's key table. Followed:
+  SGLang python/sglang/srt/models/deepseek_eagle3.py (sgl-project/sglang @ 76066f8f): the layer reads
+      config.qk_nope_head_dim, qk_rope_head_dim, v_head_dim, kv_lora_rank, max_position_embeddings
+      directly (absent: AttributeError at startup; q_lora_rank is optional); `num_hidden_layers != 1`
+      raises ValueError; load_weights renames midlayer. -> layers.0., prefixes model. and skips any name
+      that is not a parameter, silently.
+  vLLM  vllm/model_executor/models/deepseek_eagle3.py (vllm-project/vllm @ 0c838b5a): the same fields via
+      getattr with 0 defaults (a zero-width MLA), several layers allowed; DeepseekV2Eagle3Model.load_weights
+      also `continue`s past unknown names, silently.
+Only the attention differs from the Llama draft: MLA projections (kv_a_proj_with_mqa, kv_b_proj, o_proj,
+q_a_proj/q_b_proj or q_proj) instead of q/k/v_proj; fc, norm, lm_head, d2t and the MLP are shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from eval.checks.serve_arch import SGLANG_SRC, VLLM_SRC, names_mla_class
+from eval.checks.serve_context import Draft, Finding
+
+MLA_CONFIG = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "max_position_embeddings")
+MLA_ATTENTION = (("kv_a_proj_with_mqa", "fused_qkv_a_proj_with_mqa"), ("kv_b_proj",), ("o_proj",))
+LLAMA_KEY_RULES = ("weights.sglang.not_loaded", "weights.vllm.refused")  # mirror llama_eagle3.py, not this loader
+
+
+def mla_draft_rules(draft: Draft, engine: str) -> Iterator[Finding]:
+    if not names_mla_class(draft):
+        return
+    src = SGLANG_SRC if engine == "sglang" else VLLM_SRC
+    missing = [k for k in MLA_CONFIG if draft.cfg.get(k) is None]
+    if missing:
+        yield Finding(
+            "mla.config.missing",
+            "error",
+            "draft config.json",
+            f"an MLA draft config without {missing}",
+            "SGLang reads them as attributes (AttributeError at startup); vLLM defaults them to 0 (a zero-width "
+            "attention that cannot hold the trained weights)",
+            "copy the MLA fields the draft was trained with into its config.json",
+            src,
+        )
+    layers = int(draft.cfg.get("num_hidden_layers", 1))
+    if engine == "sglang" and layers != 1:
+        yield Finding(
+            "mla.layers.count",
+            "error",
+            "draft config.json num_hidden_layers",
+            f"num_hidden_layers = {layers}",
+            "SGLang's MLA EAGLE-3 draft raises ValueError('Eagle3 currently only supports 1 layer')",
+            "serve a one-layer draft, or serve this one with vLLM (it builds several layers)",
+            src,
+        )
+    names = [k.replace("midlayer.", "layers.0.") for k in draft.tensors]
+    attention = [k for k in names if ".self_attn." in k]
+    absent = [alts[0] for alts in MLA_ATTENTION if not any(f"self_attn.{a}." in k for a in alts for k in attention)]
+    if absent:
+        gqa = [k for k in attention if any(f"self_attn.{p}." in k for p in ("k_proj", "v_proj"))]
+        yield Finding(
+            "weights.mla.attention",
+            "error",
+            "draft model.safetensors keys",
+            f"the draft names an MLA class but has no self_attn {absent} weights"
+            + (f" (it has GQA keys {gqa[:2]}: a Llama-style layer)" if gqa else ""),
+            "both engines build MLA attention for this class and skip unknown names silently: the attention "
+            "stays random, the server runs at near-zero acceptance",
+            "set architectures to LlamaForCausalLMEagle3 for a Llama-style draft, or export the MLA weights",
+            src,
+        )
+
+
+def without_llama_key_rules(draft: Draft, findings: list[Finding]) -> list[Finding]:
+    """An MLA draft's keys are judged by mla_draft_rules, not by the Llama loader's table."""
+    return [f for f in findings if f.rule not in LLAMA_KEY_RULES] if names_mla_class(draft) else findings
