@@ -200,7 +200,7 @@ def test_users_and_role_map_through_the_service(team):
 @pytest.mark.parametrize(
     "args",
     [
-        ("adapters", "propose", CLEAN),
+        ("adapters", "edit", CLEAN),  # propose goes through the service now (test_proposing_one_dataset...)
         ("dedup",),
         ("mix", "m", "--samples", "10"),
         ("regenerate", "m", "--endpoint", "http://127.0.0.1:9"),
