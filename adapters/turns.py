@@ -15,6 +15,7 @@ from adapters import rendered
 from adapters.records import normalize_call
 from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec
+from adapters.structure import zipped
 
 BLOCK_TYPES = ("tool_use", "tool_result", "thinking")
 
@@ -184,6 +185,7 @@ class TurnReader:
                 return fast
 
         spec = self.spec
+        turns = zipped(turns)  # a struct of arrays (speaker list beside text list) is a list of turns
         if not isinstance(turns, list):
             raise self.error(path, f"expected a list of turns, got {_name(turns)}")
         role_key, content_key, flag_key, calls_key = (
