@@ -42,6 +42,7 @@ ADDED_FIELDS = {
     "parts_key",
     "completion_path",
     "pair_keys",
+    "zip_paths",
     "drop",
     "max_bad_fraction",
     "tools_in_system",
@@ -189,6 +190,11 @@ class AdapterSpec(SpecModel):
     tools_in_system: bool | None = Field(None, description="tool declarations written as JSON in the system prompt")
     parts_key: str | None = Field(None, description="per-turn key holding media parts")
     completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
+    zip_paths: list[str] | None = Field(
+        None,
+        description="turns stored as parallel arrays (a speaker column beside a text column): these columns, "
+        "zipped into turn objects keyed by their last path segment; messages_path is the first of them",
+    )
     pair_keys: list[str] | None = Field(
         None, description="utterances given as exchanges: [user key, assistant key] of each item ([] for 2-item lists)"
     )

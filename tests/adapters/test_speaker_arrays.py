@@ -73,3 +73,20 @@ def test_an_asking_opener_may_be_the_assistant_but_a_stating_one_may_not() -> No
     assert "role_sequence" not in names(_record(greeting))
     assert "role_sequence" in names(_record(lost_user))
     assert "role_sequence" in names(_record(inverted))  # native record ending on a 'user' turn: no last word
+
+
+def test_top_level_speaker_and_text_columns_are_zipped_and_read_right() -> None:
+    from adapters.apply import RowMapper
+    from adapters.infer import build_proposal
+    from adapters.spec import SourceSpec
+
+    rows = [{"speaker": r["dialogue"]["speaker"], "text": r["dialogue"]["utterance"], "id": r["id"]} for r in _rows()]
+    d = detect(rows)
+    assert d.layout == "messages"
+    assert d.fields["zip_paths"] == ["speaker", "text"]
+    source = SourceSpec(repo_id="o/d", revision="0" * 40, config="default", split="train", data_files=["chats.jsonl"])
+    spec = build_proposal(d, list(enumerate(rows)), source, "").spec
+    assert spec.zip_paths == ["speaker", "text"]
+    rec = RowMapper(spec).apply(0, rows[0])[0]
+    assert [m.role for m in rec.messages][:2] == ["assistant", "user"]
+    assert rec.messages[0].content == GREETING
