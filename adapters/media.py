@@ -1,7 +1,8 @@
 """Media in rows (images, audio, video) → message parts `{type, ref}`, so none disappears unseen.
 
 Recognised shapes: HF `Image`/`Audio` feature values (`{"bytes", "path"}`, `{"array", "sampling_rate"}`),
-path / URL strings with a media extension, lists of those, and OpenAI / LLaVA content parts
+path / URL strings with a media extension, attachment records (`{file_name, url, mime_type}`: by mime type or
+the file's extension), lists of those, and OpenAI / LLaVA content parts
 (`{"type": "image_url", "image_url": {"url"}}`, `{"type": "image"}`). Bytes are never copied into a
 record: a part refers back to where they are (`row:<field>[i]` for inline bytes).
 """
@@ -21,6 +22,9 @@ FIELD_HINTS = {
     "audio": ("audio", "speech", "wav"),
     "video": ("video", "clip"),
 }
+# Keys of an attachment record: its mime type, and the names / addresses of its file.
+MIME_KEYS = ("mime_type", "mimetype", "mime", "content_type", "media_type", "contentType", "mimeType")
+NAME_KEYS = ("url", "file_name", "filename", "name", "file", "uri", "src")
 PLACEHOLDERS = ("<image>", "<audio>", "<video>", "<|image|>", "<img>", "<|image_pad|>")
 PLACEHOLDER_RX = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 
@@ -38,12 +42,28 @@ def kind_of(value: Any, field: str = "") -> str | None:
         if "bytes" in value or "path" in value:
             path = str(value.get("path") or "")
             return _by_extension(path) or _by_field(field) or "image"
-        return None
+        # An attachment record (`{file_name, url, mime_type}`): its mime type, else a named file's extension.
+        for key in MIME_KEYS:
+            mime = value.get(key)
+            if isinstance(mime, str) and (kind := mime.strip().lower().split("/")[0]) in EXTENSIONS:
+                return kind
+            if isinstance(mime, str) and mime.strip().lower() == "application/pdf":
+                return "file"  # a document the text refers to: not text the row carries
+        names: list[str] = [v for k in NAME_KEYS if isinstance(v := value.get(k), str)]
+        for n in names:
+            if found := _by_extension(n.split("?")[0]):
+                return found
+        return "file" if any(n.lower().split("?")[0].endswith(".pdf") for n in names) and _attachment(value) else None
     if isinstance(value, (bytes, bytearray)):
         return _by_field(field) or "image"
     if isinstance(value, str) and len(value) < 2048:
         return _by_extension(value.split("?")[0])
     return None
+
+
+def _attachment(value: dict[str, Any]) -> bool:
+    """A record that names a file and where it is (or what it is): an attachment, not a citation's title."""
+    return sum(isinstance(value.get(k), str) for k in (*MIME_KEYS, *NAME_KEYS)) >= 2
 
 
 def _by_extension(path: str) -> str | None:
@@ -60,7 +80,7 @@ def _ref(value: Any, where: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        for key in ("path", "url"):
+        for key in ("path", "url", "uri", "src", "file_name", "filename", "file", "name"):
             if isinstance(value.get(key), str) and value[key]:
                 return value[key]
         inner = value.get("image_url") or value.get(value.get("type", ""))
