@@ -9,6 +9,11 @@ over held-out shapes found passing silently. eval/bench/mutation_kill.py applies
     language_swap     answers replaced by text in another script than the prompt's
     system_into_user  the system turn removed and its text pasted in front of the first user turn
     drop_result       the tool result after a call deleted
+    (on every row)
+    move_answer_half  the second half of the answer moved to a new column
+    swap_column_names the prompt and answer columns' names exchanged
+(An extra context column is not here: its right mapping joins the passage into the prompt, which the bench's
+unmutated truth cannot express, so every right answer would read as a survivor.)
 """
 
 from __future__ import annotations
@@ -99,6 +104,27 @@ def drop_result(shape: Any, row: Row, rng: random.Random) -> Row | None:
     return None
 
 
+def move_answer_half(shape: Any, row: Row, rng: random.Random) -> Row | None:
+    """The second half of the answer moved into a new column `answer_cont` (an answer split over two fields)."""
+    moved: list[str] = []
+
+    def edit(p: str, a: str) -> tuple[str, str]:
+        words = a.split(" ")
+        moved.append(" ".join(words[len(words) // 2 :]))
+        return p, " ".join(words[: len(words) // 2])
+
+    out = _edit(shape, row, edit)
+    return None if out is None or len(moved[0].split()) < 3 else {**out, "answer_cont": moved[0]}
+
+
+def swap_column_names(shape: Any, row: Row, rng: random.Random) -> Row | None:
+    """The prompt and answer columns' names exchanged (each text under the other's name)."""
+    cols = shape.columns()
+    if not cols or cols[0] not in row or cols[1] not in row:
+        return None
+    return {**row, cols[0]: row[cols[1]], cols[1]: row[cols[0]]}
+
+
 TEXT_CORRUPTIONS: dict[str, Callable[[Any, Row, random.Random], Row | None]] = {
     "echo_prompt": echo_prompt,
     "wrap_some": wrap_some,
@@ -107,5 +133,8 @@ TEXT_CORRUPTIONS: dict[str, Callable[[Any, Row, random.Random], Row | None]] = {
     "language_swap": language_swap,
     "system_into_user": system_into_user,
     "drop_result": drop_result,
+    "move_answer_half": move_answer_half,
+    "swap_column_names": swap_column_names,
 }
-PARTIAL = set(TEXT_CORRUPTIONS)  # applied to every third row only
+# applied to every third row only; the last two are whole-dataset changes of the layout
+PARTIAL = set(TEXT_CORRUPTIONS) - {"move_answer_half", "swap_column_names"}
