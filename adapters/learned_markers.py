@@ -100,16 +100,32 @@ def learn_grammar(texts: list[str]) -> tuple[Grammar, dict[str, str], int] | Non
         markers = _by_position(texts, roleless)
         if not markers:
             return None
-    markers = dict(sorted(markers.items()))  # one order whatever the hash seed: the spec hash is stable
-    ends = sorted(c for c in roleless if c not in markers and not any(c in m for m in markers))
-    has_head = any(_head(t, markers, ends) for t in texts)
-    preamble = "system" if has_head else None
-    ok = _reads(texts, markers, ends, preamble)
+    fit = _fit(texts, markers, roleless)
+    # A role word that also heads lines inside turns (`Answer:` in an assistant's text) splits them wrongly:
+    # the set without it, if that reads more rows. Between sets that read as many, the one keeping more special
+    # tokens (a template's tokens are never content, a word label may be), then the more specific markers.
+    if fit[3] < SHARE * len(texts) and len(markers) <= 8:
+        rank = lambda f: (f[3], sum(bool(TOKEN.match(m)) for m in f[0]), sum(map(len, f[0])))  # noqa: E731
+        for drop in sorted(markers):
+            rest = {m: r for m, r in markers.items() if m != drop}
+            if {"user", "assistant"} <= set(rest.values()):
+                fit = max(fit, _fit(texts, rest, roleless), key=rank)
+    markers, ends, preamble, ok = fit
     if ok < SHARE * len(texts):
         return None
     markers_rx = tuple((re.escape(m), r) for m, r in markers.items())
     grammar = Grammar("learned from the rows", markers_rx, ends=tuple(ends), preamble=preamble)
     return grammar, markers, ok
+
+
+def _fit(
+    texts: list[str], markers: dict[str, str], roleless: list[str]
+) -> tuple[dict[str, str], list[str], str | None, int]:
+    """(markers, stripped tokens, preamble role, rows read as an alternating dialogue) for one marker set."""
+    markers = dict(sorted(markers.items()))  # one order whatever the hash seed: the spec hash is stable
+    ends = sorted(c for c in roleless if c not in markers and not any(c in m for m in markers))
+    preamble = "system" if any(_head(t, markers, ends) for t in texts) else None
+    return markers, ends, preamble, _reads(texts, markers, ends, preamble)
 
 
 def _head(text: str, markers: dict[str, str], ends: list[str]) -> str:

@@ -114,3 +114,24 @@ def test_prose_logs_and_html_are_not_chats() -> None:
     html = [f"<div><p>Step {i}</p><p>Then run make.</p></div>" for i in range(10)]
     for texts in (prose, logs, html):
         assert learn_grammar(texts) is None
+
+
+def test_a_role_word_heading_lines_inside_turns_is_not_taken_for_a_marker() -> None:
+    texts = [
+        f"<human>: {u}\n<bot>: Here is the fix.\nAnswer: {a}\n"
+        + ("<human>: thanks\n<bot>: Glad it helped.\n" if i % 2 else "")
+        for i, (u, a) in enumerate(PAIRS * 3)
+    ]
+    grammar, markers, ok = learn_grammar(texts)
+    assert markers == {"<bot>:": "assistant", "<human>:": "user"} and ok == len(texts)
+    turns = turns_of(texts[0], markers, anchored=False, ends=grammar.ends, preamble=grammar.preamble)
+    assert turns[1] == ("assistant", f"Here is the fix.\nAnswer: {PAIRS[0][1]}")
+
+
+def test_between_label_sets_the_more_specific_markers_win() -> None:
+    texts = [
+        f"GPT4 Correct User: {u}<|end_of_turn|>GPT4 Correct Assistant: Sure.\nAnswer: {a}<|end_of_turn|>"
+        for u, a in PAIRS * 3
+    ]
+    _, markers, _ = learn_grammar(texts)
+    assert markers == {"GPT4 Correct Assistant:": "assistant", "GPT4 Correct User:": "user"}
