@@ -197,7 +197,11 @@ def _parallel_arrays(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
     like any other, never metadata beside a text list read alone (which guesses who speaks first)."""
     values = {k: [st.decoded(r.get(k)) for r in rows] for k in dict.fromkeys(k for r in rows for k in r)}
     names = [k for k, vs in values.items() if k not in skip and all(isinstance(v, list) and v for v, _ in vs)]
-    group = [k for k in names if all(len(a[0]) == len(b[0]) for a, b in zip(values[k], values[names[0]]))]
+    # columns of one length row by row; the largest such group (a `tags` list of another length stays apart)
+    by_lengths: dict[tuple[int, ...], list[str]] = {}
+    for k in names:
+        by_lengths.setdefault(tuple(len(v) for v, _ in values[k]), []).append(k)
+    group = max(by_lengths.values(), key=len, default=[])
     if len(group) < 2:
         return []
     lists = [st.zipped({k: values[k][i][0] for k in group}) for i in range(len(rows))]
@@ -206,6 +210,9 @@ def _parallel_arrays(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
     cand = _dicts_candidate(group[0], lists, 0, "dicts")
     if cand is None or cand.get("kind") != "dicts":
         return []
+    # only the speaker and text columns are zipped: any other array of that length is judged as its own column
+    group = [k for k in group if k in (cand["role_key"], cand["content_key"])]
+    cand["path"] = group[0]
     encoded = [k for k in group if any(was_json for _, was_json in values[k])]
     cand.update(
         zip_paths=group,

@@ -90,3 +90,17 @@ def test_top_level_speaker_and_text_columns_are_zipped_and_read_right() -> None:
     rec = RowMapper(spec).apply(0, rows[0])[0]
     assert [m.role for m in rec.messages][:2] == ["assistant", "user"]
     assert rec.messages[0].content == GREETING
+
+
+def test_other_arrays_beside_the_speaker_and_text_columns_are_not_zipped() -> None:
+    rows = [
+        {
+            "speaker": r["dialogue"]["speaker"],
+            "text": r["dialogue"]["utterance"],
+            "sent_at": [f"2024-05-0{k + 1}T10:00:00Z" for k in range(3)],
+            "tags": ["ci", "lint"],
+        }
+        for r in _rows()
+    ]
+    d = detect(rows)
+    assert d.fields["zip_paths"] == ["speaker", "text"]
