@@ -156,11 +156,7 @@ class RowMapper:
     def _media(self, row: dict[str, Any], messages: list[Turn]) -> None:
         spec = self.media
         found = [p for m in messages if "parts" in m for p in m["parts"]]
-        row_parts = []
-        if spec:
-            for name in spec.fields:
-                if name in row:
-                    row_parts += media_mod.parts_of(row[name], name)
+        row_parts = media_mod.row_parts(row, spec.fields) if spec else []
         marks = media_mod.placeholders_in([m["content"] for m in messages]) if spec and spec.placeholders else []
         if not (found or row_parts or marks):
             return

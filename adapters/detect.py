@@ -84,6 +84,9 @@ def _media(d: Detected, rows: list[dict[str, Any]], features: dict[str, Any]) ->
     for name in columns:
         if name not in fields and media_mod.is_media_field([r.get(name) for r in rows], name):
             fields.append(name)
+    for name in columns:  # a mime-type column (`image/png`) beside an opaque url: an attachment, not metadata
+        if name not in fields and media_mod.mime_column([r.get(name) for r in rows]):
+            fields += [k for k in media_mod.attachment_columns(rows, name) if k not in fields]
     texts = [v for r in rows for _, v in st.walk(r) if isinstance(v, str)]
     texts += [
         t[k]

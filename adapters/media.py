@@ -113,5 +113,40 @@ def is_media_field(values: list[Any], field: str) -> str | None:
     return None
 
 
+_MIME = re.compile(r"^\s*(?:image|audio|video)/[\w.+-]+\s*$|^\s*application/pdf\s*$", re.I)
+
+
+def mime_column(values: list[Any]) -> bool:
+    """A column of media mime types (`image/png`): the row has an attachment, wherever its bytes are."""
+    present = [v for v in values if v not in (None, "")]
+    return bool(present) and sum(isinstance(v, str) and bool(_MIME.match(v)) for v in present) >= 0.8 * len(present)
+
+
+def attachment_columns(rows: list[dict[str, Any]], mime: str) -> list[str]:
+    """The columns that locate the attachment a mime column describes: those sharing its name's prefix
+    (`file_mime` → `file_url`, `file_name`), else url-valued columns; the mime column itself comes last."""
+    prefix = re.split(r"[_.-]", mime, maxsplit=1)[0].lower()
+    names = [k for k in dict.fromkeys(k for r in rows for k in r) if k != mime]
+    urls = [k for k in names if all(isinstance(r.get(k), str) and "://" in r[k] for r in rows if r.get(k))]
+    same = [k for k in names if re.split(r"[_.-]", k, maxsplit=1)[0].lower() == prefix and k != prefix]
+    located = [k for k in same if all(isinstance(r.get(k), str) for r in rows if r.get(k) is not None)] or urls
+    return [*located, mime]
+
+
+def row_parts(row: dict[str, Any], fields: list[str]) -> list[dict[str, str]]:
+    """Media parts of a row's media fields. A mime column (`image/png`) types the attachment its sibling
+    fields locate (an opaque url, a bare file name), which no extension names."""
+    parts = [p for name in fields if name in row for p in parts_of(row[name], name)]
+    if parts:
+        return parts
+    mimes = [row[k] for k in fields if mime_column([row.get(k)])]
+    refs = [row[k] for k in fields if isinstance(row.get(k), str) and row[k].strip() and not mime_column([row[k]])]
+    if mimes and refs:
+        mime = mimes[0].strip().lower()
+        kind = "file" if mime == "application/pdf" else mime.split("/")[0]
+        return [{"type": kind, "ref": refs[0][:512]}]
+    return []
+
+
 def placeholders_in(texts: list[str]) -> list[str]:
     return sorted({m.group(0) for t in texts for m in PLACEHOLDER_RX.finditer(t)})

@@ -47,3 +47,47 @@ def test_attachments_refuse_by_the_media_verdict_or_keep_as_parts() -> None:
     assert [p.model_dump() for m in rec.messages for p in (m.parts or [])] == [
         {"type": "image", "ref": "https://f.example.org/00000"}
     ]
+
+
+def test_a_mime_column_beside_an_opaque_url_names_the_attachment() -> None:
+    rows = [
+        {
+            "messages": r["messages"],
+            "file_url": f"https://f.example.org/{i:05x}",
+            "file_mime": "image/png",
+            "file_name": f"shot-{i}",
+        }
+        for i, r in enumerate(_rows())
+    ]
+    d = detect(rows)
+    assert d.fields["media"]["fields"] == ["file_url", "file_name", "file_mime"]
+    source = SourceSpec(repo_id="o/d", revision="0" * 40, config="default", split="train", data_files=["t.jsonl"])
+    from adapters.infer import AdapterRefused
+
+    try:
+        spec = build_proposal(d, list(enumerate(rows)), source, "").spec
+    except AdapterRefused as exc:  # refused by the media verdict: named, not dropped
+        assert exc.verdict == "media"
+    else:
+        assert spec.media is not None and spec.media.policy == "refuse"
+
+
+def test_an_opaque_url_typed_by_its_mime_column_is_refused_or_kept_as_a_part() -> None:
+    from adapters.contract import run_contract
+    from adapters.source import RawRow
+
+    rows = [
+        {"messages": r["messages"], "file_url": f"https://f.example.org/{i:05x}", "file_mime": "image/png"}
+        for i, r in enumerate(_rows())
+    ]
+    source = SourceSpec(repo_id="o/d", revision="0" * 40, config="default", split="train", data_files=["t.jsonl"])
+    spec = build_proposal(detect(rows), list(enumerate(rows)), source, "").spec
+    result = run_contract(spec, [RawRow(row_index=i, row=x, error=None) for i, x in enumerate(rows)])
+    assert result.verdict == "refused: media"
+    keep = spec.model_copy(
+        update={"media": MediaSpec(fields=["file_url", "file_mime"], policy="keep"), "mode": "native"}
+    )
+    rec = RowMapper(keep).apply(0, rows[0])[0]
+    assert [p.model_dump() for m in rec.messages for p in (m.parts or [])] == [
+        {"type": "image", "ref": "https://f.example.org/00000"}
+    ]
