@@ -7,6 +7,7 @@ detect.py     the one schema detector (find and proposal), named refusals, targe
   roles.py      role maps (aliases as priors, unknown labels by structure) and per-turn fields
   columns.py    single-turn columns by content (instruction/definition columns lead the prompt), transcripts
   rendered.py   public chat templates as data (ChatML, Llama-2/3, Gemma, Alpaca, Vicuna, ...) → turns
+  learned_markers.py speaker markers of any other template, learned from the rows when consistent across them
   numbered.py   conversations over numbered or paired columns (message_1..N, question_i/answer_i)
   answers.py    answers beside a prompt turn list (chosen/rejected turn objects), KTO labels
   candidates.py several candidate answers (ranked, battles) under a named policy
@@ -24,6 +25,7 @@ source.py     iter_raw_rows(spec_or_source, endpoint=, token=, limit=, sample=) 
 apply.py      apply_row(spec, row_index, row) -> [Conversation]; RowError(field, reason)   (turns.py reads turns)
 contract.py   run_contract(spec, rows) -> ContractResult (verdict: pass | refused: <name> | fail)
   encoded.py    JSON-string fields and compressed blobs, judged and probed by what they decode to (accounting)
+  text_checks.py  checks that read the text over a fraction of rows (echo, wrapper, cut, escaped, script, ...)
 store.py      catalog `adapters` table + $DRAFTSET_HOME/adapters/<owner>__<name>.yaml
 review.py     approve / reject / map_roles / accept_edit / check_adapter
 gate.py       require_approved(catalog, repo_id, revision) -> AdapterSpec

@@ -20,6 +20,7 @@ ROLE_ALIASES: dict[str, str] = {
             "model",
             "bot",
             "chatgpt",
+            "chatbot",
             "ai",
             "agent",
             "bard",

@@ -22,7 +22,7 @@ from adapters.declarations import tools_in_text
 from adapters.records import RECORD_VERSION, Conversation
 from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
 from adapters.spec import AdapterSpec, PreferenceSpec
-from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls
+from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls, result_tag
 from adapters.turns import TurnReader, get_path, split_transcript
 from catalog import limits
 
@@ -99,6 +99,8 @@ class RowMapper:
             record["tools"] = tools_in_text(next((m["content"] for m in messages if m["role"] == "system"), None))
         if spec.text_tool_calls:
             self._calls_from_text(spec.text_tool_calls, messages)
+        if spec.text_tool_results:
+            _results_from_text(spec.text_tool_results, messages)
         if self.tools_possible:
             link_tool_turns(messages)
         if self.media_possible:
@@ -154,11 +156,7 @@ class RowMapper:
     def _media(self, row: dict[str, Any], messages: list[Turn]) -> None:
         spec = self.media
         found = [p for m in messages if "parts" in m for p in m["parts"]]
-        row_parts = []
-        if spec:
-            for name in spec.fields:
-                if name in row:
-                    row_parts += media_mod.parts_of(row[name], name)
+        row_parts = media_mod.row_parts(row, spec.fields) if spec else []
         marks = media_mod.placeholders_in([m["content"] for m in messages]) if spec and spec.placeholders else []
         if not (found or row_parts or marks):
             return
@@ -291,3 +289,13 @@ __all__ = [
     "split_transcript",
     "type_name",
 ]
+
+
+def _results_from_text(tags: list[str], messages: list[Turn]) -> None:
+    """User turns that are wholly a result element right after a call (or after another result) are tool
+    results: the dataset wrote the environment's reply under the user's name."""
+    for i in range(1, len(messages)):
+        m, prev = messages[i], messages[i - 1]
+        after_call = (prev["role"] == "assistant" and prev.get("tool_calls")) or prev["role"] == "tool"
+        if m["role"] == "user" and after_call and result_tag(m.get("content") or "", tags):
+            m["role"] = "tool"

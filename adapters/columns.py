@@ -84,7 +84,8 @@ def _markers(text: str) -> list[str]:
 
 
 def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
-    from adapters.rendered import Grammar, best_grammar
+    from adapters.learned_markers import learn_grammar
+    from adapters.rendered import BY_NAME, Grammar, best_grammar
 
     found: dict[str, tuple[dict[str, str], int, int]] = {}
     grammars: dict[str, Grammar] = {}
@@ -104,6 +105,11 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
         if len(ok) >= 0.8 * len(values):
             counts = Counter(x for m in ok for x in m)
             found[name] = ({x: _speaker(x) or "user" for x in counts}, len(ok), len(values))
+            continue
+        # No listed template and no line-start labels: markers learned from the rows, when consistent.
+        learned = learn_grammar(values)
+        if learned:
+            found[name], grammars[name] = (learned[1], learned[2], len(values)), learned[0]
     if not found:
         return False
     chosen = next((n for n in CHOSEN if n in found), None)
@@ -115,7 +121,12 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
     if grammar is not None:
         section.update(template=grammar.name, anchored=grammar.anchored, ends=list(grammar.ends))
         section.update(preamble=grammar.preamble, merge=grammar.merge)
-        where = f"rendered by the {grammar.name} chat template (adapters/rendered.py)"
+        where = (
+            f"rendered by the {grammar.name} chat template (adapters/rendered.py)"
+            if grammar.name in BY_NAME
+            else "rendered by a template not in adapters/rendered.py: markers learned from the rows, consistent "
+            "across them (adapters/learned_markers.py)"
+        )
     else:
         where = "at line starts"
     d.decide(

@@ -34,6 +34,9 @@ from adapters.plausibility import (
 from adapters.records import Conversation
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
+from adapters.text_checks import OK as TEXT_OK
+from adapters.text_checks import WHY as TEXT_WHY
+from adapters.text_checks import text_problems
 from catalog.untrusted import command, is_plain, label_word
 
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
@@ -361,6 +364,7 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         + prompt_column_labels(spec, raw)
         + unstated_task(spec, view)
         + _split_prompts(spec, raw)
+        + text_problems(view, answers_trained=spec.mode == "native")
     }
     out = []
     for name, ok in (
@@ -370,6 +374,7 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         ("answer_repeated", "answers vary from row to row"),
         ("prompt_unasked", "prompts state their task"),
         ("prompt_split", "no prompt column is joined mid-sentence"),
+        *TEXT_OK.items(),
     ):
         p = found.get(name)
         out.append(
@@ -378,8 +383,8 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
                 passed=p is None,
                 level=p["level"] if p else "error",
                 detail=p["detail"] if p else ok,
-                why=WHY[name],
-                count=len(p["rows"]) if p else 0,
+                why=WHY.get(name) or TEXT_WHY[name],
+                count=p.get("count", len(p["rows"])) if p else 0,
                 examples=[{"row_index": i, "detail": ""} for i in p["rows"]] if p else [],
             )
         )

@@ -86,6 +86,9 @@ def _media(d: Detected, rows: list[dict[str, Any]], features: dict[str, Any]) ->
     for name in columns:
         if name not in fields and media_mod.is_media_field([r.get(name) for r in rows], name):
             fields.append(name)
+    for name in columns:  # a mime-type column (`image/png`) beside an opaque url: an attachment, not metadata
+        if name not in fields and media_mod.mime_column([r.get(name) for r in rows]):
+            fields += [k for k in media_mod.attachment_columns(rows, name) if k not in fields]
     texts = [v for r in rows for _, v in st.walk(r) if isinstance(v, str)]
     texts += [
         t[k]
@@ -160,35 +163,69 @@ def _turn_candidates(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[st
                     }
                 )
             continue
-        turns = [t for lst in lists for t in lst]
-        leaves = st.leaf_paths(turns)
-        roles = sorted(((*st.role_key_score(lists, p, v), p) for p, v in leaves.items()), reverse=True)
-        contents = sorted(((*st.content_key_score(p, v), p) for p, v in leaves.items()), reverse=True)
-        role = next((r for r in roles if r[0] > 0.3), None)
-        content = next((c for c in contents if c[0] >= 0.15 and (role is None or c[2] != role[2])), None)
-        if content is None:
-            continue
-        if role is None:
-            unlabelled = _unlabelled(path, lists, encoded, turns, leaves, contents)
-            if unlabelled is not None:
-                found.append(unlabelled)
-            continue
-        found.append(
-            {
-                "path": path,
-                "kind": kind,
-                "lists": lists,
-                "encoded": encoded,
-                "turns": turns,
-                "role_key": role[2],
-                "role_why": role[1],
-                "content_key": content[2],
-                "content_why": content[1],
-                "score": role[0] + 0.5 * min(1.0, content[0]) + st.name_prior(path),
-                "why": f"{path!r} holds lists of turn objects",
-            }
-        )
+        cand = _dicts_candidate(path, lists, encoded, kind)
+        if cand is not None:
+            found.append(cand)
+    found += _parallel_arrays(rows, skip)
     return sorted(found, key=lambda c: (-c["score"], c["path"]))
+
+
+def _dicts_candidate(path: str, lists: list[list[Any]], encoded: int, kind: str) -> dict[str, Any] | None:
+    """A list of turn objects: its speaker and text keys by their values, or an unlabelled reading."""
+    turns = [t for lst in lists for t in lst]
+    leaves = st.leaf_paths(turns)
+    roles = sorted(((*st.role_key_score(lists, p, v), p) for p, v in leaves.items()), reverse=True)
+    contents = sorted(((*st.content_key_score(p, v), p) for p, v in leaves.items()), reverse=True)
+    role = next((r for r in roles if r[0] > 0.3), None)
+    content = next((c for c in contents if c[0] >= 0.15 and (role is None or c[2] != role[2])), None)
+    if content is None:
+        return None
+    if role is None:
+        return _unlabelled(path, lists, encoded, turns, leaves, contents)
+    return {
+        "path": path,
+        "kind": kind,
+        "lists": lists,
+        "encoded": encoded,
+        "turns": turns,
+        "role_key": role[2],
+        "role_why": role[1],
+        "content_key": content[2],
+        "content_why": content[1],
+        "score": role[0] + 0.5 * min(1.0, content[0]) + st.name_prior(path),
+        "why": f"{path!r} holds lists of turn objects",
+    }
+
+
+def _parallel_arrays(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[str, Any]]:
+    """Turns stored as parallel list columns (`speaker: [...]`, `text: [...]`, one item per turn): the columns
+    whose lists have one length in every row, zipped into turn objects. A speaker column is then a role key
+    like any other, never metadata beside a text list read alone (which guesses who speaks first)."""
+    values = {k: [st.decoded(r.get(k)) for r in rows] for k in dict.fromkeys(k for r in rows for k in r)}
+    names = [k for k, vs in values.items() if k not in skip and all(isinstance(v, list) and v for v, _ in vs)]
+    # columns of one length row by row; the largest such group (a `tags` list of another length stays apart)
+    by_lengths: dict[tuple[int, ...], list[str]] = {}
+    for k in names:
+        by_lengths.setdefault(tuple(len(v) for v, _ in values[k]), []).append(k)
+    group = max(by_lengths.values(), key=len, default=[])
+    if len(group) < 2:
+        return []
+    lists = [st.zipped({k: values[k][i][0] for k in group}) for i in range(len(rows))]
+    if not all(isinstance(lst, list) and all(isinstance(t, dict) for t in lst) for lst in lists):
+        return []
+    cand = _dicts_candidate(group[0], lists, 0, "dicts")
+    if cand is None or cand.get("kind") != "dicts":
+        return []
+    # only the speaker and text columns are zipped: any other array of that length is judged as its own column
+    group = [k for k in group if k in (cand["role_key"], cand["content_key"])]
+    cand["path"] = group[0]
+    encoded = [k for k in group if any(was_json for _, was_json in values[k])]
+    cand.update(
+        zip_paths=group,
+        zip_encoded=encoded,
+        why=f"columns {group} are parallel arrays, one item per turn: zipped into turns",
+    )
+    return [cand]
 
 
 def _unlabelled(
@@ -343,6 +380,11 @@ def _turn_layout(d: Detected, cand: dict[str, Any], rejected: dict[str, Any] | N
         _first_role(d, cand, card_text)
     else:
         d.decide("messages_path", path, cand["why"] + (" (the chosen side of a preference pair)" if rejected else ""))
+        if cand.get("zip_paths"):
+            d.decide("zip_paths", cand["zip_paths"], cand["why"], review=True)
+            for name in cand["zip_encoded"]:  # an array column stored as a JSON string is decoded like a turn list
+                d.fields.setdefault("json_fields", []).append(name)
+                d.reasons["json_fields"] = f"array column(s) {cand['zip_encoded']} stored as JSON strings: decoded"
         d.decide(
             "role_key",
             cand["role_key"],

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from adapters.markup import fragments
+from adapters.structure import decoded
 
 SUBSTANTIAL_MEDIAN = 40  # chars: a field whose median value is this long holds text, not a label
 SUBSTANTIAL_SHARE = 0.05  # ... or this share of all the rows' text, with values at least SHORT long
@@ -30,14 +31,34 @@ _DIFF = re.compile(r"^(?:diff --git |--- \S)", re.M)
 def coverage(text: str, haystack: str) -> float:
     """Share of `text`'s characters found in `haystack`, line by line (a rendered copy still counts).
 
-    A unified diff counts by its added lines: a trajectory's final patch repeats the edits its turns made."""
+    A unified diff counts by its added lines: a trajectory's final patch repeats the edits its turns made.
+    A JSON string (a second encoding of the turns beside their list column) counts by the strings it holds:
+    its keys, quotes and escapes are the encoding, not text a copy must repeat."""
     lines = fragments(text, min_chars=1)  # markup and speaker headings are not text a copy must repeat
+    value, was_json = decoded(text)
+    if was_json:
+        lines = [ln for s in _strings(value) for ln in fragments(s, min_chars=1)]
     if _DIFF.search(text):
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         lines = [ln[1:].strip() for ln in lines if ln.startswith("+") and not ln.startswith("+++")]
         lines = [ln for ln in lines if ln]
     total = sum(len(ln) for ln in lines)
     return sum(len(ln) for ln in lines if ln in haystack) / total if total else 1.0
+
+
+def _strings(value: Any) -> list[str]:
+    """The string leaves of a decoded JSON value, in order (an explicit stack: no recursion limit to hit)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return out
 
 
 def prose(values: list[str]) -> bool:

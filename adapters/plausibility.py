@@ -133,11 +133,26 @@ def _sequence(rec: Conversation, out: list[tuple[str, str]]) -> None:
             continue
         prev = msgs[i - 1] if i > opening else None
         if prev is None:
+            if _assistant_first(msgs[opening:], rec.mode):
+                continue
             out.append(("role_sequence", f"messages[{i}] assistant turn opens the conversation: it answers nothing"))
             break
         if prev.role == "assistant" and not prev.tool_calls:
             out.append(("role_sequence", f"messages[{i}] assistant turn follows an assistant turn that called nothing"))
             break
+
+
+def _assistant_first(msgs: list[Any], mode: str) -> bool:
+    """A conversation the assistant opens for real (a support agent's greeting, a system-initiative dialogue):
+    the opener asks, a user turn answers it and, when the record keeps its answers, the assistant has the last word.
+    Roles inverted by a wrong mapping are judged across rows from the exchanges themselves (answers that read
+    as requests: `_swapped`), not by who opens one row."""
+    spoken = [m for m in msgs if m.role in ("user", "assistant")]
+    last_word = mode != "native" or spoken[-1].role == "assistant"  # regenerate records end on the cut user turn
+    # An opener that solicits ("What can I help with?"), where an answer left opening a row by a lost user turn
+    # states things.
+    asks = spoken[0].content.rstrip().endswith(("?", "？"))
+    return len(spoken) >= 2 and spoken[1].role == "user" and last_word and asks
 
 
 def _norm(text: str) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
 from adapters.structure import get, text_stats
-from adapters.toolcalls import COMMAND_IN_TEXT, detect_text_format
+from adapters.toolcalls import COMMAND_IN_TEXT, detect_text_format, result_tag
 
 if TYPE_CHECKING:
     from adapters.detected import Detected
@@ -204,6 +204,18 @@ def detect_turn_fields(d: Detected, turns: list[dict], role_key: str, content_ke
             break
     assistant_texts = [get(t, content_key) for t in by_role.get("assistant", [])]
     detect_markers(d, [t for t in assistant_texts if isinstance(t, str)], structured="tool_calls_key" in d.fields)
+    if "text_tool_calls" in d.fields:
+        user_texts = [t for t in (get(x, content_key) for x in by_role.get("user", [])) if isinstance(t, str)]
+        tags = sorted({tag for t in user_texts if (tag := result_tag(t))})
+        if tags:
+            n = sum(result_tag(t) is not None for t in user_texts)
+            d.decide(
+                "text_tool_results",
+                tags,
+                f"{n} user turn(s) are wholly a {', '.join(f'<{t}>' for t in tags)} element: after a call, "
+                "they are its tool result, not the user speaking",
+                review=True,
+            )
 
 
 def detect_markers(d: Detected, texts: list[str], structured: bool = False) -> None:

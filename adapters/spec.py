@@ -34,6 +34,7 @@ ADDED_FIELDS = {
     "tool_call_id_key",
     "tool_name_key",
     "text_tool_calls",
+    "text_tool_results",
     "media",
     "preference",
     "label_field",
@@ -42,13 +43,14 @@ ADDED_FIELDS = {
     "parts_key",
     "completion_path",
     "pair_keys",
+    "zip_paths",
     "drop",
     "max_bad_fraction",
     "tools_in_system",
     "turn_columns",
     "candidates",
 }
-TextToolFormat = Literal["hermes", "functioncall", "function_tag", "react", "json", "pycall"]
+TextToolFormat = Literal["hermes", "functioncall", "function_tag", "invoke", "react", "json", "pycall"]
 
 
 class SpecModel(BaseModel):
@@ -185,10 +187,20 @@ class AdapterSpec(SpecModel):
     tool_call_id_key: str | None = Field(None, description="tool turns: key of the id of the call answered")
     tool_name_key: str | None = Field(None, description="tool turns: key naming the function")
     text_tool_calls: TextToolFormat | None = Field(None, description="tool calls written inside assistant text")
+    text_tool_results: list[str] | None = Field(
+        None,
+        description="result elements (e.g. tool_response): a user turn that is wholly one, right after a call, "
+        "is that call's tool result",
+    )
     tools_field: str | None = Field(None, description="column holding the tool declarations")
     tools_in_system: bool | None = Field(None, description="tool declarations written as JSON in the system prompt")
     parts_key: str | None = Field(None, description="per-turn key holding media parts")
     completion_path: str | None = Field(None, description="turn list appended after messages_path (TRL completion)")
+    zip_paths: list[str] | None = Field(
+        None,
+        description="turns stored as parallel arrays (a speaker column beside a text column): these columns, "
+        "zipped into turn objects keyed by their last path segment; messages_path is the first of them",
+    )
     pair_keys: list[str] | None = Field(
         None, description="utterances given as exchanges: [user key, assistant key] of each item ([] for 2-item lists)"
     )

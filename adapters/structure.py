@@ -35,6 +35,21 @@ def decoded(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def zipped(value: Any) -> Any:
+    """A conversation stored as a struct of arrays (`{"speaker": [...], "text": [...]}`, as `datasets` hands a
+    `Sequence` of structs back) as the list of turn objects it stands for; any other value unchanged. The
+    arrays must be of one length and one of them text, so a record of unrelated lists is not zipped."""
+    if not isinstance(value, dict) or len(value) < 2:
+        return value
+    arrays = list(value.values())
+    if not all(isinstance(a, list) for a in arrays) or len({len(a) for a in arrays}) != 1 or not arrays[0]:
+        return value
+    if not any(all(isinstance(x, str) for x in a) for a in arrays):
+        return value
+    keys = list(value)
+    return [dict(zip(keys, items, strict=True)) for items in zip(*arrays, strict=True)]
+
+
 def walk(value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
     """(dotted path, value) of every field under a row, through nested objects (not into lists)."""
     if not isinstance(value, dict) or depth > MAX_DEPTH:
@@ -111,6 +126,7 @@ def turn_list_paths(rows: list[dict[str, Any]]) -> dict[str, tuple[list[list[Any
                 continue
             present[path] += 1
             value, was_json = decoded(value)
+            value = zipped(value)
             if isinstance(value, list) and value:
                 lists.setdefault(path, []).append(value)
                 encoded[path] += was_json

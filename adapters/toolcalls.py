@@ -5,7 +5,8 @@ parameters}` (hermes, glaive), and xlam's parameter maps (`{"x": {"type": "float
 not JSON schema) whose Python type names are translated to JSON-schema types.
 
 Calls written inside assistant text are parsed here, never evaluated: hermes `<tool_call>{json}</tool_call>`,
-glaive `<functioncall> {json}`, SWE-smith / Qwen `<function=name><parameter=k>v</parameter></function>`,
+glaive `<functioncall> {json}`, SWE-smith / Qwen `<function=name><parameter=k>v</parameter></function>`, Anthropic-style
+`<invoke name="x"><parameter name="k">v</parameter></invoke>`,
 a whole turn that is one JSON call object, and Python call code `[name(arg=value)]` (adapters/pycalls.py). Each parser returns (calls, text without the calls).
 """
 
@@ -42,6 +43,12 @@ FUNCTIONCALL = re.compile(r"<functioncall>\s*")
 FUNCTION_TAG = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.S)
 PARAMETER_TAG = re.compile(r"<parameter=([\w.\-]+)>\n?(.*?)\n?</parameter>", re.S)
 GLAIVE_QUOTED = re.compile(r"""\s*\{\s*"name"\s*:\s*"([^"]+)"\s*,\s*"arguments"\s*:\s*'(.*?)'\s*\}""", re.S)
+# Anthropic-style XML calls: `<function_calls><invoke name="x"><parameter name="k">v</parameter></invoke>...`
+INVOKE = re.compile(r"""<invoke\s+name=["']([\w.\-]+)["']\s*>(.*?)</invoke>""", re.S)
+INVOKE_PARAMETER = re.compile(r"""<parameter\s+name=["']([\w.\-]+)["']\s*>\n?(.*?)\n?</parameter>""", re.S)
+INVOKE_WRAPPER = re.compile(r"</?(?:antml:)?function_calls>")
+# Elements that wrap a tool's output when a dataset writes results as a user (or human) turn.
+RESULT_TAGS = ("tool_response", "tool_result", "function_results", "function_result", "function_response")
 REACT = re.compile(r"^Action:[ \t]*([\w.\-]+)[ \t]*\nAction Input:[ \t]*(.*)\Z", re.S | re.M)
 # A command written out in an agent's own text, not as a structured call: a fenced block, or a tag pair around it
 # (<command>, <execute_bash>, <bash>). The evidence that the next speaker is the environment answering it.
@@ -51,6 +58,7 @@ MARKERS = {
     "hermes": "<tool_call>",
     "functioncall": "<functioncall>",
     "function_tag": "<function=",
+    "invoke": "<invoke name=",
 }
 
 
@@ -164,6 +172,14 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
             for i, (name, body) in enumerate(found)
         ]
         return calls, FUNCTION_TAG.sub("", text).strip() if calls else text
+    if fmt == "invoke":
+        found = INVOKE.findall(text)
+        calls = [
+            normalize_call({"name": name, "arguments": _typed(INVOKE_PARAMETER.findall(body))}, f"{prefix}_{i}")
+            for i, (name, body) in enumerate(found)
+        ]
+        rest = INVOKE_WRAPPER.sub("", INVOKE.sub("", text)).strip()
+        return (calls, rest) if calls else ([], text)
     if fmt == "react":  # ToolBench / LangChain ReAct: `Action: name` then `Action Input: {json}` at the end
         m = REACT.search(text)
         if not m:
@@ -184,6 +200,26 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
             return [], text
         return _as_calls(_loads(stripped, "tool call"), prefix), ""
     raise ToolFormatError(f"unknown text tool-call format {fmt!r}")
+
+
+def _typed(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Parameter values as written: JSON where the text is JSON (`5`, `true`, `[1, 2]`), else the string."""
+    out: dict[str, Any] = {}
+    for key, raw in pairs:
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def result_tag(text: str, tags: list[str] | tuple[str, ...] = RESULT_TAGS) -> str | None:
+    """The result element (`tool_response`) that wraps the whole of `text`, or None."""
+    stripped = text.strip()
+    for tag in tags:
+        if stripped.startswith(f"<{tag}>") and stripped.endswith(f"</{tag}>"):
+            return tag
+    return None
 
 
 def detect_text_format(texts: list[str]) -> tuple[str | None, str]:

@@ -15,6 +15,7 @@ from adapters import rendered
 from adapters.records import normalize_call
 from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec
+from adapters.structure import zipped
 
 BLOCK_TYPES = ("tool_use", "tool_result", "thinking")
 
@@ -85,7 +86,10 @@ class TurnReader:
             return self._transcript(get_path(row, field), field)
         if layout == "turn_columns":
             return self._turn_columns(row)
-        turns = self._turn_list(get_path(row, path), path)
+        value = get_path(row, path)
+        if self.spec.zip_paths:  # parallel arrays, zipped into turn objects by `_turn_list`
+            value = {p.rsplit(".", 1)[-1]: get_path(row, p) for p in self.spec.zip_paths}
+        turns = self._turn_list(value, path)
         if self.spec.completion_path:  # TRL prompt-completion, LLaMA-Factory ranking: the answer lives apart
             turns += self._answer(get_path(row, self.spec.completion_path), self.spec.completion_path)
         return turns
@@ -184,6 +188,7 @@ class TurnReader:
                 return fast
 
         spec = self.spec
+        turns = zipped(turns)  # a struct of arrays (speaker list beside text list) is a list of turns
         if not isinstance(turns, list):
             raise self.error(path, f"expected a list of turns, got {_name(turns)}")
         role_key, content_key, flag_key, calls_key = (

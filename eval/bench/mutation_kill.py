@@ -44,6 +44,7 @@ from adapters.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from adapters.turns import get_path
 from catalog.errors import DraftsetError
+from eval.bench.mutation_text import PARTIAL, TEXT_CORRUPTIONS
 from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, RIGHT, SILENT, summary_line, tally
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, SAMPLE, _rows, canonical, score_family
 
@@ -334,6 +335,7 @@ CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
     "drop_turn": drop_turn,
     "drop_call": drop_call,
     "drop_written_command": drop_written_command,
+    **TEXT_CORRUPTIONS,  # on every third row (eval/bench/mutation_text.py)
 }
 CONTROLS = {"unmutated": unmutated, "add_metadata": add_metadata, "encode_turns": encode_turns}
 
@@ -400,12 +402,14 @@ def mutate_family(folder: Path, name: str, fn: Callable[[Shape, Row, random.Rand
     shape = Shape(build_proposal(d0, base_rows, source, card).spec)
     rng = random.Random(f"{meta['name']}/{name}")
     mutated, truth, changed = [], [], 0
-    for r, t in zip(raw, meta["truth"]):
-        new = fn(shape, r.row, rng) if isinstance(r.row, dict) else None
+    partial = name in PARTIAL
+    for k, (r, t) in enumerate(zip(raw, meta["truth"])):
+        chosen = not partial or k % 3 == 0
+        new = fn(shape, r.row, rng) if isinstance(r.row, dict) and chosen else None
         changed += new is not None
         mutated.append(RawRow(r.row_index, new if new is not None else r.row, r.error))
         truth.append(t)
-    if changed < max(1, len(raw) // 2):
+    if changed < (2 if partial else max(1, len(raw) // 2)):
         return Result(meta["name"], name, "n/a", f"applies to {changed}/{len(raw)} rows")
     start = time.perf_counter()
     rows = [(r.row_index, r.row) for r in mutated if r.row is not None]

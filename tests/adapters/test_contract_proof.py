@@ -195,11 +195,19 @@ def test_swapped_columns_and_label_prompts_fail_by_name() -> None:
 
 
 def test_mutations_of_passing_families_are_killed_and_controls_pass() -> None:
-    results = run(DEFAULT_CORPUS, only=["alpaca", "sharegpt-vicuna", "kimi-native-tools", "trl-prompt-completion"])
+    from eval.bench.mutation_text import PARTIAL
+
+    whole_rows = [m for m in [*CORRUPTIONS, *CONTROLS] if m not in PARTIAL]
+    only = ["alpaca", "sharegpt-vicuna", "kimi-native-tools", "trl-prompt-completion"]
+    results = run(DEFAULT_CORPUS, only=only, mutations=whole_rows)
     summary = report(results, verbose=False)
-    assert {r.mutation for r in results} == set(CORRUPTIONS) | set(CONTROLS)
+    assert {r.mutation for r in results} == set(whole_rows)
     assert summary["killed"] >= 15 and summary["survived"] == 0, summary["survivors"]
     assert summary["false_alarms"] == 0
+    # Corruptions of a third of the rows: killed wherever they reach what is trained in 2+ sampled rows
+    # (sharegpt-vicuna's single-turn rows keep only one mutated answer as context: a known survivor).
+    partial = report(run(DEFAULT_CORPUS, only=["alpaca", "kimi-native-tools"], mutations=sorted(PARTIAL)), False)
+    assert partial["killed"] >= 4 and partial["survived"] == 0, partial["survivors"]
 
 
 def test_a_re_proposal_keeps_a_persons_drop_decisions_and_tolerance() -> None:

@@ -1,0 +1,204 @@
+"""Checks that read what the text says, over the whole sample, and fail on a *fraction* of rows: a corruption
+that touches 30% of rows leaves the other 70% looking fine, so a rule that needs every row never fires.
+
+Each check counts the rows that show it, with examples, and fails when that share reaches its threshold. The
+thresholds come from what clean data shows (eval/bench/mutation_kill_notes.md): on the schema corpus every one
+of these counts is 0 of the sampled rows, and in public chat data the honest cases (an answer quoting a short
+prompt, a truncated reply, a translation request) stay well under the share set here. Shares are of the rows the
+check can judge (exchanges with prose answers, records with calls), and at least MIN_HITS rows must show it, so
+one odd row never refuses a dataset.
+
+    answer_echo       the answer opens by repeating its whole prompt (an export that prefixed the request)
+    answer_wrapped    answers wholly inside one element (`<answer>...</answer>`) the adapter does not strip
+    answer_cut        prose answers that stop mid-sentence (a length-capped export)
+    escaped_markup    HTML-escaped text (`&lt;div&gt;`, `&amp;`): the model would learn the entities
+    answer_language   answers in another script than their prompts, where no prompt asks for a translation
+    system_in_user    the system prompt of other rows pasted into the first user turn
+    call_unanswered   a tool call the assistant follows itself, with no result between (the result was deleted)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from typing import Any
+
+from adapters.records import Conversation
+
+MIN_HITS = 2  # rows that must show a pattern before its share is judged
+SHARES = {  # failing share of the judged rows
+    "answer_echo": 0.1,
+    "answer_wrapped": 0.1,
+    "answer_cut": 0.2,  # truncated replies exist in honest chat dumps; a capped export cuts far more
+    "escaped_markup": 0.1,
+    "answer_language": 0.2,
+    "system_in_user": 0.1,
+    "call_unanswered": 0.1,
+}
+WHY: dict[str, str] = {
+    "answer_echo": "an answer that opens by repeating its prompt trains the model to parrot the request",
+    "answer_wrapped": "a wrapper element around whole answers is markup the model would learn to emit",
+    "answer_cut": "answers cut mid-sentence teach the model to stop mid-thought",
+    "escaped_markup": "HTML-escaped text (&lt; &gt; &amp;) is an export artefact, trained as literal entities",
+    "answer_language": "an answer in another script than its prompt, unasked, is a mis-aligned or swapped column",
+    "system_in_user": "a system prompt pasted into the user's turn trains instructions as if the user said them",
+    "call_unanswered": "a tool call followed by the conversation going on without its result lost the result turn",
+}
+OK = {
+    "answer_echo": "no answer opens by repeating its prompt",
+    "answer_wrapped": "answers are not wrapped in an element",
+    "answer_cut": "prose answers end their sentences",
+    "escaped_markup": "no HTML-escaped markup",
+    "answer_language": "answers are in the script of their prompts (or were asked for another)",
+    "system_in_user": "no system prompt pasted into a user turn",
+    "call_unanswered": "every tool call that the conversation goes on from has its result",
+}
+
+_WRAP = re.compile(r"^\s*<([A-Za-z][\w-]{0,30})>.*</\1>\s*$", re.S)
+_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
+_END = re.compile(r"""[.!?…。！？:;)\]}"'`*>|\-~\d]\s*$|```\s*$""")
+_LAST_WORD = re.compile(r"[^\W\d_]{2,}\s*$", re.U)
+_TRANSLATE = re.compile(
+    r"translat|traduc|übersetz|翻译|翻訳|번역|перевед|in (?:english|chinese|french|german|spanish|japanese|korean|"
+    r"russian|arabic|hindi|portuguese|italian)|into [A-Z][a-z]+",
+    re.I,
+)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _kept(rec: Conversation, answers_trained: bool) -> list[Any]:
+    """The turns that reach training: all of them, or (regenerate) the context up to the last user turn, whose
+    earlier answers the target reads as history."""
+    msgs = rec.messages
+    if answers_trained:
+        return list(msgs)
+    last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
+    return list(msgs[: last_user + 1])
+
+
+def _exchanges(msgs: list[Any]) -> list[tuple[str, str]]:
+    """(prompt, answer text) of each user turn the assistant answers next (a call's own text included)."""
+    return [
+        (m.content, msgs[i + 1].content)
+        for i, m in enumerate(msgs[:-1])
+        if m.role == "user" and msgs[i + 1].role == "assistant" and m.content.strip() and msgs[i + 1].content.strip()
+    ]
+
+
+def script(text: str) -> str | None:
+    """The dominant writing system of `text`'s letters (LATIN, CJK, HANGUL, CYRILLIC, ...), None without letters."""
+    counts: Counter[str] = Counter()
+    for ch in text[:2000]:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            word = name.split(" ")[0]
+            counts["CJK" if word in ("CJK", "HIRAGANA", "KATAKANA") else word] += 1
+    if not counts:
+        return None
+    top, n = counts.most_common(1)[0]
+    return top if n >= 0.6 * sum(counts.values()) else None
+
+
+_LIST_LINE = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|#+)\s")
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+
+
+def _prose(answer: str) -> bool:
+    """An answer of sentences (several words, no code block, not ending on a list item or heading), whose end
+    and script can be judged."""
+    last = answer.rstrip().rsplit("\n", 1)[-1]
+    return (
+        len(answer.split()) >= 8
+        and "```" not in answer
+        and not answer.lstrip().startswith(("{", "[", "<"))
+        and not _LIST_LINE.match(last)
+    )
+
+
+def text_problems(records: list[Conversation], answers_trained: bool = True) -> list[dict[str, Any]]:
+    """[{name, level, detail, rows, count}] for every check over its threshold; [] on a clean sample.
+
+    `answers_trained` False (regenerate mode): only the context up to the cut is read; the answer after it is
+    the target's to rewrite, so a wrapped or cut final answer there changes nothing."""
+    hits: dict[str, list[tuple[int, str]]] = {name: [] for name in SHARES}
+    judged: Counter[str] = Counter()
+    systems = {
+        _norm(r.messages[0].content) for r in records if r.messages[0].role == "system" and r.messages[0].content
+    }
+    for rec in records:
+        row = rec.source.row_index
+        kept = _kept(rec, answers_trained)
+        pairs = _exchanges(kept)
+        if pairs:
+            for name in ("answer_echo", "answer_language", "answer_wrapped"):
+                judged[name] += 1
+            echo = next((p for p, a in pairs if _echoes(p, a)), None)
+            if echo is not None:
+                hits["answer_echo"].append((row, f"answer opens with its prompt {_norm(echo)[:40]!r}"))
+            # code is written in Latin letters whatever the language: judged on the prose outside code only
+            swap = next(
+                (
+                    (sp, sa)
+                    for p, a in pairs
+                    if (sp := script(_CODE.sub(" ", p))) and (sa := script(_CODE.sub(" ", a))) and sp != sa
+                ),
+                None,
+            )
+            if swap and not any(_TRANSLATE.search(p) for p, _ in pairs):
+                hits["answer_language"].append((row, f"prompt in {swap[0]} script, answer in {swap[1]}"))
+            wrapped = next((m.group(1) for _, a in pairs if (m := _WRAP.match(a))), None)
+            if wrapped:
+                hits["answer_wrapped"].append((row, f"answer wholly inside <{wrapped}>"))
+            prose = [a for _, a in pairs if _prose(a)]
+            if prose:
+                judged["answer_cut"] += 1
+                cut = next((a for a in prose if not _END.search(a) and _LAST_WORD.search(a)), None)
+                if cut is not None:
+                    hits["answer_cut"].append((row, f"answer ends mid-sentence: …{cut.rstrip()[-40:]!r}"))
+        texts = [m.content for m in kept if m.content]
+        judged["escaped_markup"] += 1
+        escaped = next((t for t in texts if len(_ENTITY.findall(t)) >= 2), None)
+        if escaped is not None:
+            ent = _ENTITY.search(escaped)
+            hits["escaped_markup"].append((row, f"HTML entities in the text: {ent.group(0) if ent else ''!r}"))
+        first_user = next((m for m in rec.messages if m.role == "user"), None)
+        if first_user is not None:
+            judged["system_in_user"] += 1
+            head = _norm(first_user.content)
+            pasted = next((s for s in systems if len(s) >= 30 and head.startswith(s) and len(head) > len(s)), None)
+            if pasted:
+                hits["system_in_user"].append((row, f"first user turn opens with a system prompt {pasted[:40]!r}"))
+        calls = [i for i, m in enumerate(rec.messages) if m.role == "assistant" and m.tool_calls]
+        if calls:
+            judged["call_unanswered"] += 1
+            msgs = rec.messages
+            # the next speaker is the assistant again: nothing answered the call. (A user turn after a call is the
+            # environment in agent logs that write observations as the user, SWE-agent's `OBSERVATION:`.)
+            lost = next((i for i in calls if i + 1 < len(msgs) and msgs[i + 1].role == "assistant"), None)
+            if lost is not None:
+                lost_calls = msgs[lost].tool_calls or []
+                name = lost_calls[0].function.name if lost_calls else "?"
+                hits["call_unanswered"].append((row, f"messages[{lost}] calls {name!r}, then the assistant again"))
+    out = []
+    for name, found in hits.items():
+        n, total = len({i for i, _ in found}), judged[name]
+        if n >= MIN_HITS and total and n >= SHARES[name] * total:
+            out.append(
+                {
+                    "name": name,
+                    "level": "error",
+                    "detail": f"{n} of {total} rows: " + "; ".join(f"row {i} {d}" for i, d in found[:3]),
+                    "rows": [i for i, _ in found][:5],
+                    "count": n,
+                }
+            )
+    return out
+
+
+def _echoes(prompt: str, answer: str) -> bool:
+    p, a = _norm(prompt), _norm(answer)
+    return len(p) >= 20 and a.startswith(p) and len(a) > len(p) + 20

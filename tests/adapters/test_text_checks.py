@@ -1,0 +1,124 @@
+"""Checks that read what the text says and fail on a fraction of rows (issue 33, item 6). Each corruption on a
+third of the rows fails its check with a count and examples; the clean rows, and honest look-alikes (a bullet
+list, code answers to Chinese prompts, a translation request, SWE-agent observations as user turns), do not."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from adapters.records import Conversation
+from adapters.text_checks import script, text_problems
+
+PROMPTS = [f"How do I stop test number {i} from failing only on the CI runners?" for i in range(12)]
+ANSWERS = [
+    f"Freeze the clock in fixture {i}, then rerun the suite under load to confirm the timing was the cause."
+    for i in range(12)
+]
+SYSTEM = "You are a careful assistant. Answer precisely and explain your reasoning briefly."
+
+
+def _rec(i: int, turns: list[dict], mode: str = "native") -> Conversation:
+    return Conversation.model_validate(
+        {
+            "id": f"r{i}",
+            "source": {"repo_id": "o/d", "revision": "r", "config": "default", "split": "train", "row_index": i},
+            "category": "coding",
+            "mode": mode,
+            "messages": turns,
+        }
+    )
+
+
+def _chat(i: int, prompt: str | None = None, answer: str | None = None, system: bool = False) -> Conversation:
+    turns = [{"role": "system", "content": SYSTEM}] if system else []
+    turns += [{"role": "user", "content": prompt or PROMPTS[i]}, {"role": "assistant", "content": answer or ANSWERS[i]}]
+    return _rec(i, turns)
+
+
+def _names(records: list[Conversation]) -> dict[str, dict]:
+    return {p["name"]: p for p in text_problems(records)}
+
+
+def test_clean_rows_raise_nothing() -> None:
+    assert _names([_chat(i, system=i % 2 == 0) for i in range(12)]) == {}
+
+
+CORRUPT = {
+    "answer_echo": lambda i: _chat(i, answer=f"{PROMPTS[i]}\n\n{ANSWERS[i]}"),
+    "answer_wrapped": lambda i: _chat(i, answer=f"<answer>{ANSWERS[i]}</answer>"),
+    "answer_cut": lambda i: _chat(i, answer=" ".join(ANSWERS[i].split()[:11])),
+    "escaped_markup": lambda i: _chat(i, answer=html.escape(f"<p>{ANSWERS[i]}</p>")),
+    "answer_language": lambda i: _chat(
+        i, answer="首先用最小的输入复现这个问题，然后逐步缩小范围，直到找到真正的原因。"
+    ),
+    "system_in_user": lambda i: _chat(i, prompt=f"{SYSTEM}\n\n{PROMPTS[i]}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPT))
+def test_a_third_of_rows_corrupted_fails_its_check_with_count_and_examples(name: str) -> None:
+    records = [CORRUPT[name](i) if i % 3 == 0 else _chat(i, system=name == "system_in_user") for i in range(12)]
+    found = _names(records)
+    assert name in found, found
+    assert found[name]["count"] == 4 and found[name]["rows"][:2] == [0, 3]
+    assert found[name]["level"] == "error"
+
+
+def test_one_odd_row_is_not_a_dataset_problem() -> None:
+    records = [CORRUPT["answer_cut"](0)] + [_chat(i) for i in range(1, 12)]
+    assert "answer_cut" not in _names(records)
+
+
+def test_honest_look_alikes_pass() -> None:
+    bullets = "Three things help here:\n- freeze the clock in the fixture\n- pin the seed\n- rerun under load"
+    code = "可以这样写：\n```python\ndef first(xs):\n    return xs[0] if xs else None\n```"
+    rows = [
+        _chat(0, answer=bullets),
+        _chat(1, answer=bullets),
+        _chat(2, prompt="这个函数怎么写？请给出代码。", answer=code),
+        _chat(3, prompt="这个函数怎么写？请给出代码。", answer=code),
+        _chat(4, prompt="Translate into Chinese: the build is green again.", answer="构建又通过了。"),
+        _chat(5, prompt="Translate into Chinese: the tests pass.", answer="测试通过了。"),
+    ]
+    assert _names(rows) == {}
+
+
+def _calls(i: int, result: bool, then: str = "assistant") -> Conversation:
+    call = {"id": f"c{i}", "type": "function", "function": {"name": "run_shell", "arguments": '{"command": "ls"}'}}
+    turns = [
+        {"role": "user", "content": PROMPTS[i]},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    if result:
+        turns.append({"role": "tool", "content": "src tests", "tool_call_id": f"c{i}", "name": "run_shell"})
+    turns.append({"role": then, "content": ANSWERS[i]})
+    return _rec(i, turns)
+
+
+def test_a_deleted_tool_result_fails_but_an_observation_as_user_passes() -> None:
+    deleted = [_calls(i, result=i % 3 != 0) for i in range(12)]
+    assert _names(deleted)["call_unanswered"]["count"] == 4
+    observations = [_calls(i, result=False, then="user") for i in range(12)]
+    assert "call_unanswered" not in _names(observations)
+
+
+def test_regenerate_mode_reads_only_the_context() -> None:
+    final_wrapped = [
+        _rec(
+            i,
+            [{"role": "user", "content": PROMPTS[i]}, {"role": "assistant", "content": f"<a>{ANSWERS[i]}</a>"}],
+            "regenerate",
+        )
+        for i in range(12)
+    ]
+    assert text_problems(final_wrapped, answers_trained=False) == []
+    assert any(p["name"] == "answer_wrapped" for p in text_problems(final_wrapped, answers_trained=True))
+
+
+def test_script_reads_the_dominant_writing_system() -> None:
+    assert script("Freeze the clock") == "LATIN"
+    assert script("首先复现这个问题") == "CJK"
+    assert script("テストを直す") == "CJK"
+    assert script("12345 !!") is None
