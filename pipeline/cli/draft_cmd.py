@@ -10,7 +10,16 @@ from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.capture.config import CaptureConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
-from pipeline.cli.common import CONFIG_OPTION, catalog, console, field_option, print_table, resolve_named, settings
+from pipeline.cli.common import (
+    CONFIG_OPTION,
+    catalog,
+    console,
+    field_option,
+    literal,
+    print_table,
+    resolve_named,
+    settings,
+)
 from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
 
@@ -113,6 +122,9 @@ def train(
     batch_tokens: int | None = field_option(TrainConfig, "batch_tokens", help="tokens per batch"),
     ttt_steps: int | None = field_option(TrainConfig, "ttt_steps", help="training-time-test steps"),
     max_steps: int | None = field_option(TrainConfig, "max_steps", help="stop after this many steps"),
+    max_seconds: float | None = field_option(
+        TrainConfig, "max_seconds", help="stop resumably after this many seconds in the loop (--resume goes on)"
+    ),
     device: str | None = field_option(TrainConfig, "device", help="auto | cpu | cuda:N"),
     save_every: int | None = field_option(
         TrainConfig, "save_every", help="steps between resumable states (and every epoch end)"
@@ -140,11 +152,12 @@ def train(
         "batch_tokens": batch_tokens,
         "ttt_steps": ttt_steps,
         "max_steps": max_steps,
+        "max_seconds": max_seconds,
         "device": device,
         "save_every": save_every,
         "resume": resume,
     }
-    settable = [*flags, "heldout_every", "grad_clip", "seed", "log_every", "warmup_steps"]
+    settable = [*flags, "heldout_every", "grad_clip", "seed", "log_every", "warmup_steps", "save_every_s"]
     values = stage_settings(TrainConfig, config_file, flags, settable=settable)
     online, model = values["online"], values.get("model_dir")
     if online and model is None:
@@ -166,6 +179,10 @@ def train(
         title="draft accuracy per step",
         records=records,
     )
+    for line in metrics.get("warnings") or []:  # said again after the table, where the user reads
+        console.print(literal(f"warning: {line}", style="yellow"))
+    if not metrics.get("complete", True):
+        console.print(literal("stopped early (max steps/seconds): `draftset train ... --resume` goes on"))
     console.print(f"draft exported to {out}", highlight=False)
 
 

@@ -28,6 +28,7 @@ class TrainConfig(StageConfig):
     log_every: int = 10
     warmup_steps: int = 0  # linear warmup, then constant
     save_every: int = 500  # steps between resumable states (and at every epoch end)
+    save_every_s: float = 300  # and at most this long between them: a kill loses minutes, not the run
     resume: bool = False
     online: bool = False  # taps from the target's forward inside the loop (needs build_dir, model_dir)
     tp: bool = False  # online, under torchrun: one target tensor-parallel across the ranks

@@ -194,6 +194,7 @@ class TrainStage(Stage[TrainConfig]):
     def process(self, rows: Iterable[Any], run: StageRun) -> dict[str, Any]:
         config, source, pos, device = self.config, self.source, self.pos, self.device
         trained_tokens, t_loop = 0, time.perf_counter()
+        last_save, first_step = t_loop, self.step
 
         def done() -> bool:
             late = bool(config.max_seconds) and out_of_time(t_loop, config.max_seconds or 0, device)
@@ -236,9 +237,15 @@ class TrainStage(Stage[TrainConfig]):
                     if epoch == 0:
                         run.emitted(len(ids) - len(non_finite))
                     if self.lead and (self.step % config.log_every == 0 or self.step == 1):
-                        _log(self.log_path, self.step, epoch, loss, stats, time.perf_counter() - t0, ids)
-                    if config.save_every and self.step % config.save_every == 0:
+                        rate = (time.perf_counter() - t_loop) / max(self.step - first_step, 1)  # s a step, this run
+                        eta = rate * max(total - self.step, 0)
+                        _log(self.log_path, self.step, epoch, loss, stats, time.perf_counter() - t0, ids, total, eta)
+                    # every save_every steps, and on a clock (the ranks agree, as for max_seconds), so a kill of a
+                    # long CPU run loses minutes of it, not hours
+                    timed = bool(config.save_every_s) and out_of_time(last_save, config.save_every_s, device)
+                    if (config.save_every and self.step % config.save_every == 0) or timed:
                         self.save(epoch, k + 1)
+                        last_save = time.perf_counter()
                     if done():
                         resume_at, stopped = (epoch, k + 1), True
                         break
@@ -255,7 +262,7 @@ class TrainStage(Stage[TrainConfig]):
         def evaluate_on(ids: list[str]) -> list[float]:
             return evaluate(self.draft, self.target, source, ids[:64], config.ttt_steps, device, self.dtype)
 
-        metrics = {
+        metrics: dict[str, Any] = {
             "train_step_accuracy": evaluate_on(self.train_ids),
             "heldout_step_accuracy": evaluate_on(self.held_ids) if self.held_ids else None,
             "steps": self.step,
@@ -265,6 +272,9 @@ class TrainStage(Stage[TrainConfig]):
             "rank0_save_seconds": round(self.saving, 3),
             "longest_training_row": max(self.lengths.values(), default=0),  # the draft's trained positions
         }
+        metrics["warnings"] = accuracy_warnings(metrics)
+        for line in metrics["warnings"] if self.lead else []:
+            print(f"warning: {line}", flush=True)
         if self.lead:  # the final checkpoint, before the base writes the manifest that lists it
             save_checkpoint(self.train_dir / CHECKPOINT, self.draft, config, self.manifest, metrics, self.held_ids)
         return {"checkpoint": CHECKPOINT, "metrics": metrics}
@@ -282,8 +292,37 @@ def run_train(config: TrainConfig, catalog: Catalog | None = None) -> Path:
     return ckpt
 
 
+NEAR_ZERO = 0.02  # held-out first-step accuracy below this: the draft predicts (almost) nothing
+
+
+def accuracy_warnings(metrics: dict[str, Any]) -> list[str]:
+    """What a user must hear before checking or serving the draft: a held-out first-step accuracy near zero
+    (too few steps, a wrong learning rate, or rows the target did not write) is a draft worth nothing."""
+    held = metrics.get("heldout_step_accuracy") or metrics.get("train_step_accuracy") or []
+    if not held or held[0] >= NEAR_ZERO:
+        return []
+    which = "held-out" if metrics.get("heldout_step_accuracy") else "train"
+    how = (
+        "the run stopped early: train it on with --resume"
+        if not metrics.get("complete")
+        else ("train longer (more --epochs or data) or change --lr; `draftset check draft` will find no speed-up")
+    )
+    return [
+        f"{which} accuracy at step 0 is {held[0]:.3f} after {metrics.get('steps', 0)} steps (below {NEAR_ZERO}): "
+        f"this draft predicts almost nothing; {how}"
+    ]
+
+
 def _log(
-    path: Path, step: int, epoch: int, loss: torch.Tensor, stats: list[StepStats], seconds: float, ids: list[str]
+    path: Path,
+    step: int,
+    epoch: int,
+    loss: torch.Tensor,
+    stats: list[StepStats],
+    seconds: float,
+    ids: list[str],
+    total: int = 0,
+    eta_s: float | None = None,
 ) -> None:
     entry = {
         "step": step,
@@ -292,11 +331,19 @@ def _log(
         "seconds": round(seconds, 4),
         "step_accuracy": [round(int(s.correct) / max(int(s.count), 1), 4) for s in stats],
         "batch": ids,
+        "total_steps": total,
+        "eta_s": None if eta_s is None else round(eta_s, 1),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         f.write(json.dumps(entry) + "\n")
-    print(f"step {step} loss {entry['loss']:.4f} acc@step {entry['step_accuracy']}", flush=True)
+    left = f" · step {step}/{total}, ETA {_hms(eta_s)}" if total and eta_s is not None else ""
+    print(f"step {step} loss {entry['loss']:.4f} acc@step {entry['step_accuracy']}{left}", flush=True)
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def save_checkpoint(

@@ -180,3 +180,38 @@ def test_a_time_box_stops_resumably_and_says_whether_every_epoch_was_trained(toy
         e["step"] for e in map(json.loads, (tmp_path / "boxed" / "train" / "train_log.jsonl").read_text().splitlines())
     ]
     assert done["complete"] is True and done["steps"] > 1 and log == sorted(set(log))  # on from step 1, none twice
+
+
+def test_a_clock_saves_resumable_state_the_log_has_an_eta_and_a_useless_draft_is_warned(
+    toy, tmp_path, capsys, monkeypatch
+):
+    from pipeline.train import loop
+
+    saved: list[int] = []
+    real = loop.save_state
+    monkeypatch.setattr(
+        loop, "save_state", lambda path, d, o, s, pos, c: (saved.append(pos.step), real(path, d, o, s, pos, c))
+    )
+
+    config = TrainConfig(
+        capture_dir=toy.capture,
+        out_dir=tmp_path / "clocked",
+        epochs=1,
+        batch_tokens=96,
+        ttt_steps=2,
+        max_steps=3,
+        save_every=0,  # no step-count saves: only the clock (a tiny interval) saves mid-epoch
+        save_every_s=1e-9,
+        log_every=1,
+        device="cpu",
+    )
+    metrics = json.loads((run_train(config) / "resolved.json").read_text())["metrics"]
+    assert saved[:3] == [1, 2, 3]  # the clock saved after every step (then the end-of-run save)
+    log = [json.loads(x) for x in (tmp_path / "clocked" / "train" / "train_log.jsonl").read_text().splitlines()]
+    assert all(e["total_steps"] == 3 and e["eta_s"] is not None for e in log) and log[-1]["eta_s"] == 0
+    assert ", ETA 0:00:00" in capsys.readouterr().out
+    assert metrics["complete"] is False and isinstance(metrics["warnings"], list)
+    near_zero = {"heldout_step_accuracy": [0.004, 0.0], "steps": 40, "complete": True}
+    (line,) = loop.accuracy_warnings(near_zero)
+    assert "held-out accuracy at step 0 is 0.004 after 40 steps" in line and "train longer" in line
+    assert loop.accuracy_warnings({"heldout_step_accuracy": [0.31, 0.2], "complete": True}) == []
