@@ -44,111 +44,13 @@ from adapters.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from adapters.turns import get_path
 from catalog.errors import DraftsetError
+from eval.bench.mutation_shape import Row, Shape, _edit_exchange, _set
 from eval.bench.mutation_text import PARTIAL, TEXT_CORRUPTIONS
 from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, RIGHT, SILENT, summary_line, tally
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, SAMPLE, _rows, canonical, score_family
 
-Row = dict[str, Any]
 WRITTEN_COMMAND = re.compile(r"```.*?```|<([A-Za-z][\w\-]*)>.+?</\1>", re.S)  # a fenced block or a tag pair
 LABELS = ("coding", "math", "general", "writing")
-
-
-# -- where the text lives in a family's raw rows (read from its right spec) ----------------------
-@dataclass
-class Shape:
-    spec: AdapterSpec
-
-    @property
-    def turn_list(self) -> bool:
-        return self.spec.layout in ("messages", "trajectory") and bool(self.spec.role_key and self.spec.content_key)
-
-    def labels(self, role: str) -> set[str]:
-        return {label for label, r in self.spec.role_map.items() if r == role}
-
-    def _paths(self) -> list[str]:
-        return [p for p in (self.spec.messages_path, self.spec.completion_path) if p]
-
-    def turns(self, row: Row) -> list[Row] | None:
-        """The row's turns, prompt and completion lists concatenated (TRL prompt-completion)."""
-        out: list[Row] = []
-        for path in self._paths():
-            value = get_path(row, path)
-            if isinstance(value, str) and path in self.spec.json_fields:
-                value = json.loads(value)
-            if not isinstance(value, list):
-                return None
-            out += copy.deepcopy(value)
-        return out
-
-    def with_turns(self, row: Row, turns: list[Row]) -> Row:
-        """Write turns back: the prompt list keeps its length, the completion list takes the rest."""
-        paths = self._paths()
-        sizes = [
-            len(get_path(row, p) if not isinstance(get_path(row, p), str) else json.loads(get_path(row, p)))
-            for p in paths
-        ]
-        if len(paths) == 1:
-            sizes = [len(turns)]
-        else:
-            sizes = [min(sizes[0], len(turns)), max(0, len(turns) - min(sizes[0], len(turns)))]
-        start = 0
-        for path, size in zip(paths, sizes):
-            encoded = isinstance(get_path(row, path), str)
-            part = turns[start : start + size]
-            row = _set(row, path, json.dumps(part, ensure_ascii=False) if encoded else part)
-            start += size
-        return row
-
-    def first_exchange(self, turns: list[Row]) -> tuple[int, int] | None:
-        """Indices of the first user turn and the assistant turn right after it (string contents only)."""
-        role_key, content_key = self.spec.role_key or "", self.spec.content_key or ""
-        users, assistants = self.labels("user"), self.labels("assistant")
-        for i, t in enumerate(turns[:-1]):
-            nxt = turns[i + 1]
-            if (
-                isinstance(t, dict)
-                and isinstance(nxt, dict)
-                and get_path(t, role_key) in users
-                and get_path(nxt, role_key) in assistants
-                and isinstance(get_path(t, content_key), str)
-                and isinstance(get_path(nxt, content_key), str)
-            ):
-                return i, i + 1
-        return None
-
-    def columns(self) -> tuple[str, str] | None:
-        cols = self.spec.columns
-        return (cols.prompt[0], cols.response) if cols and cols.response and "." not in cols.prompt[0] else None
-
-
-def _set(row: Row, path: str, value: Any) -> Row:
-    """A copy of `row` with the dotted `path` set."""
-    head, _, rest = path.partition(".")
-    out = dict(row)
-    out[head] = _set(out.get(head) or {}, rest, value) if rest else value
-    return out
-
-
-def _edit_exchange(shape: Shape, row: Row, edit: Callable[[str, str], tuple[str, str]]) -> Row | None:
-    """Apply edit(prompt, answer) → (prompt, answer) to the row's first exchange, whatever the layout."""
-    cols = shape.columns()
-    if cols:
-        p, a = row.get(cols[0]), row.get(cols[1])
-        if not (isinstance(p, str) and isinstance(a, str)):
-            return None
-        new_p, new_a = edit(p, a)
-        return {**row, cols[0]: new_p, cols[1]: new_a}
-    if not shape.turn_list:
-        return None
-    turns = shape.turns(row)
-    ex = shape.first_exchange(turns) if turns else None
-    if turns is None or ex is None:
-        return None
-    key = shape.spec.content_key or ""
-    u, a = ex
-    new_p, new_a = edit(get_path(turns[u], key), get_path(turns[a], key))
-    turns[u], turns[a] = _set(turns[u], key, new_p), _set(turns[a], key, new_a)
-    return shape.with_turns(row, turns)
 
 
 # -- the corruptions ---------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.turns import get_path
+from eval.bench.mutation_shape import _edit_exchange, _set
 
 Row = dict[str, Any]
 OTHER_SCRIPT = [
@@ -34,7 +35,6 @@ OTHER_SCRIPT = [
 
 
 def _edit(shape: Any, row: Row, edit: Callable[[str, str], tuple[str, str]]) -> Row | None:
-    from eval.bench.mutation_kill import _edit_exchange  # one home for "edit the first exchange, any layout"
 
     return _edit_exchange(shape, row, edit)
 
@@ -83,7 +83,6 @@ def system_into_user(shape: Any, row: Row, rng: random.Random) -> Row | None:
     users = [i for i, t in enumerate(turns) if isinstance(t, dict) and get_path(t, role_key) in shape.labels("user")]
     if not isinstance(system, str) or not system.strip() or not users:
         return None
-    from eval.bench.mutation_kill import _set
 
     u = users[0]
     turns[u] = _set(turns[u], key, f"{system}\n\n{get_path(turns[u], key)}")
