@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters import review, store
 from agents.planning import human_bytes
+from catalog.errors import DraftsetError, NotFound
 from catalog.untrusted import card_text
 from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError
@@ -198,7 +199,9 @@ async def adapters_page(request: Request) -> HTMLResponse:
 
 
 @router.get("/adapters/{owner}/{name}")
-async def adapter_page(request: Request, owner: str, name: str, rows: int = 20, done: str = "") -> HTMLResponse:
+async def adapter_page(
+    request: Request, owner: str, name: str, rows: int = 20, done: str = "", refused: str = ""
+) -> HTMLResponse:
     user = await _user(request)
     s = _service(request)
     data = await run_in_threadpool(
@@ -211,7 +214,16 @@ async def adapter_page(request: Request, owner: str, name: str, rows: int = 20, 
             cache=s.cache,
         )
     )
-    return render(request, "adapter.html", user, a=data, rows=rows, done=done, max_rows=review_data.MAX_PREVIEW_ROWS)
+    return render(
+        request,
+        "adapter.html",
+        user,
+        a=data,
+        rows=rows,
+        done=done,
+        refused=refused[:2000],  # the approval's refusal, shown as text beside the form it came from
+        max_rows=review_data.MAX_PREVIEW_ROWS,
+    )
 
 
 @router.post("/adapters/{owner}/{name}/{action}")
@@ -229,9 +241,15 @@ async def adapter_action(
     user = await _user(request, "reviewer")
     repo_id, cat = f"{owner}/{name}", _service(request).catalog
     if action == "approve":
-        if checked:
-            await run_in_threadpool(review.mark_checked, cat, repo_id, checked, user.name)
-        await run_in_threadpool(review.approve, cat, repo_id, user.name, note or None, force == "on")
+        try:
+            if checked:
+                await run_in_threadpool(review.mark_checked, cat, repo_id, checked, user.name)
+            await run_in_threadpool(review.approve, cat, repo_id, user.name, note or None, force == "on")
+        except NotFound:
+            raise
+        except DraftsetError as exc:  # refused: back on the adapter's own page, the reason beside the form
+            said = quote(f"{exc}" + (f" · next: {exc.hint}" if exc.hint else ""), safe="")
+            return RedirectResponse(f"/adapters/{owner}/{name}?refused={said}#decide", status_code=303)
     elif action == "reject":
         await run_in_threadpool(review.reject, cat, repo_id, user.name, note)
     elif action == "test":

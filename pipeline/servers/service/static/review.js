@@ -128,3 +128,23 @@
   const wanted = /^#row-(\d+)$/.exec(window.location.hash);
   if (!(wanted && goTo(wanted[1]))) show();
 })();
+
+// Approve is enabled only when the API would take it: nothing blocks it, every open REVIEW item is ticked
+// (when those are the only blockers), or force is ticked with a note (the server still decides).
+(function () {
+  const form = document.querySelector("[data-testid=approve-form]");
+  if (!form) return;
+  const button = form.querySelector("[data-testid=approve]");
+  const boxes = Array.from(form.querySelectorAll("[data-testid=checked]"));
+  const force = form.querySelector("[data-testid=force]");
+  const note = form.querySelector("[data-testid=approve-note]");
+  function update() {
+    const state = form.dataset.approvable;
+    const ticked = boxes.length > 0 && boxes.every(b => b.checked);
+    const forced = force.checked && note.value.trim() !== "";
+    button.disabled = !(state === "yes" || (state === "review" && ticked) || forced);
+  }
+  form.addEventListener("input", update);
+  form.addEventListener("change", update);
+  update();
+})();

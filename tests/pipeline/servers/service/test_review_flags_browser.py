@@ -108,9 +108,9 @@ def test_a_stored_flag_changes_the_verdict_blocks_approval_until_resolved(
     refused = through_service("adapters", "approve", REPO, ok=False)
     assert refused.exit_code == 1 and "1 open reviewer flag" in str(refused.exception)
 
-    page.click("[data-testid=approve]")  # the page's approval is refused the same way, with the way out
-    assert "open reviewer flag" in page.inner_text("main") and "--resolve" in page.inner_text("main")
-    page.go_back()
+    # The page's Approve is disabled for the same reason, said beside it (resolving the flag below enables it).
+    assert page.locator("[data-testid=approve]").is_disabled()
+    assert f"flag {flag_id} open" in page.inner_text("[data-testid=approve-blocked]")
 
     resolve = page.locator(f"[data-testid=resolve-form][data-flag='{flag_id}']")
     resolve.locator("[data-testid=resolve-note]").fill("content key fixed upstream; this row reads right")

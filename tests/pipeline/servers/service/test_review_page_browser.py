@@ -130,13 +130,21 @@ def test_phone_keeps_the_decision_on_screen_and_approves_a_checked_item(browser,
     assert "source.split" in page.inner_text("[data-testid=verdict]")
     shots(page, "review-phone")
     page.screenshot(path=str(screen / "review-phone-screen.png"))  # what the phone shows, the pinned bar included
-    page.click("[data-testid=approve]")  # the REVIEW item is still open: refused, with the way out
-    assert "open REVIEW item" in page.inner_text("main")
-    page.go_back()
+    # The REVIEW items are open: Approve is disabled, and the page says why and what enables it.
+    assert page.locator("[data-testid=approve]").is_disabled()
+    blocked = page.inner_text("[data-testid=approve-blocked]")
+    assert "REVIEW open: source.split" in blocked and "Tick each item" in blocked
+    # A page that still sends it (an old tab, a script) is refused on this page, beside the form, not a dead end.
+    page.evaluate("document.querySelector('[data-testid=approve]').disabled = false")
+    page.click("[data-testid=approve]")
+    page.wait_for_url(re.compile(r".*/adapters/.*\?refused=.*"))
+    assert "open REVIEW item" in page.inner_text("[data-testid=refused]")
+    assert page.locator("[data-testid=approve-form]").count() == 1 and _no_sideways_scroll(page)
     boxes = page.locator("[data-testid=checked]")
     assert boxes.count() >= 1  # source.split, and the category (no find ran here)
     for i in range(boxes.count()):
         boxes.nth(i).check()
+        assert page.locator("[data-testid=approve]").is_disabled() == (i < boxes.count() - 1)
     page.fill("[data-testid=approve-note]", "split checked against the card")
     page.click("[data-testid=approve]")
     page.wait_for_url(re.compile(r".*\?done=approved"))
