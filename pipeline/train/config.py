@@ -27,6 +27,8 @@ class TrainConfig(StageConfig):
     max_seconds: float | None = None  # stop resumably after this long in the loop (a time-boxed GPU lease)
     log_every: int = 10
     warmup_steps: int = 0  # linear warmup, then constant
+    fc_norm: bool = False  # EAGLE-3.1: per-tap RMSNorm before the fusion fc
+    norm_output: bool = False  # EAGLE-3.1: the post-norm state feeds the next draft step
     save_every: int = 500  # steps between resumable states (and at every epoch end)
     resume: bool = False
     online: bool = False  # taps from the target's forward inside the loop (needs build_dir, model_dir)

@@ -35,10 +35,19 @@ if TYPE_CHECKING:
 CHECKPOINT = "checkpoint"
 
 
-def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_length: int) -> Eagle3Draft:
-    """A draft shaped after the target's config.json, with the build's draft vocabulary."""
+def build_draft(
+    target_dir: Path,
+    manifest: CaptureManifest,
+    vocab: dict,
+    max_length: int,
+    fc_norm: bool = False,
+    norm_output: bool = False,
+) -> Eagle3Draft:
+    """A draft shaped after the target's config.json, with the build's draft vocabulary (and the EAGLE-3.1
+    options when asked)."""
     mcfg = model_config(target_dir)
-    draft = Eagle3Draft(DraftConfig.from_target(mcfg, len(manifest.taps.aux), int(vocab["d2t"].numel()), max_length))
+    n_aux, k = len(manifest.taps.aux), int(vocab["d2t"].numel())
+    draft = Eagle3Draft(DraftConfig.from_target(mcfg, n_aux, k, max_length, fc_norm, norm_output))
     if int(vocab["t2d"].numel()) != manifest.vocab_size:
         raise DraftsetError(
             f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is {manifest.vocab_size}",
@@ -143,7 +152,9 @@ class TrainStage(Stage[TrainConfig]):
         self.lengths = self.source.lengths(self.train_ids)
         max_length = manifest.max_length or max(self.lengths.values(), default=0)
         target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
-        self.draft = build_draft(target_dir, manifest, self.source.vocab, max_length).to(self.device)
+        self.draft = build_draft(
+            target_dir, manifest, self.source.vocab, max_length, config.fc_norm, config.norm_output
+        ).to(self.device)
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)
         self.sched = torch.optim.lr_scheduler.LambdaLR(
