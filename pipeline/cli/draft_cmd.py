@@ -144,7 +144,17 @@ def train(
         "save_every": save_every,
         "resume": resume,
     }
-    settable = [*flags, "heldout_every", "grad_clip", "seed", "log_every", "warmup_steps", "fc_norm", "norm_output"]
+    settable = [
+        *flags,
+        "heldout_every",
+        "grad_clip",
+        "seed",
+        "log_every",
+        "warmup_steps",
+        "schedule",
+        "fc_norm",
+        "norm_output",
+    ]
     values = stage_settings(TrainConfig, config_file, flags, settable=settable)
     online, model = values["online"], values.get("model_dir")
     if online and model is None:

@@ -25,6 +25,7 @@ from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
+from pipeline.train.schedule import lr_factor
 from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import Batch, StepStats, TTTObjective, step_accuracy, total_loss
 
@@ -158,7 +159,7 @@ class TrainStage(Stage[TrainConfig]):
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)
         self.sched = torch.optim.lr_scheduler.LambdaLR(
-            self.opt, lambda s: min(1.0, (s + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+            self.opt, lambda s: lr_factor(s, config.warmup_steps, self.total_steps(), config.schedule)
         )
         self.log_path, self.state_path = self.train_dir / "train_log.jsonl", self.train_dir / CHECKPOINT / STATE
         self.order = config.model_dump(mode="json")
@@ -185,6 +186,15 @@ class TrainStage(Stage[TrainConfig]):
 
     def has_output(self) -> bool:
         return False  # resumed from the saved state (ORDER_KEYS checked there), never merged by id
+
+    def total_steps(self) -> int | None:
+        """The run's optimizer steps (epochs × this rank's batches, capped by max_steps), for the cosine tail;
+        None under constant, so the batching is not computed for nothing."""
+        if self.config.schedule == "constant":
+            return None
+        if not hasattr(self, "_total"):
+            self._total = min(self.config.epochs * len(self.rank_batches(0)), self.config.max_steps or 10**12)
+        return self._total
 
     def rank_batches(self, epoch: int) -> list[list[str]]:
         batches = token_batches(self.lengths, self.config.batch_tokens, self.config.seed, epoch)
