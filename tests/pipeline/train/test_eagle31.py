@@ -73,3 +73,18 @@ def test_the_options_change_the_computation():
         p, b = _chain(plain, aux, emb), _chain(both, aux, emb)
     assert not torch.allclose(p[0], b[0])  # fc_norm rescales step 0's input
     assert "fc_norm.0.weight" not in plain.state_dict()  # plain EAGLE-3 keeps its keys unchanged
+
+
+def test_export_config_names_the_options_only_when_on(toy):
+    from pipeline.capture.manifest import CaptureManifest
+    from pipeline.train.export import draft_config_json
+
+    resolved = json.loads((toy.draft / "train" / "checkpoint" / "resolved.json").read_text())
+    manifest = CaptureManifest.model_validate(resolved["capture_manifest"])
+    plain = draft_config_json(resolved["draft"], manifest, resolved["train"])
+    on = draft_config_json({**resolved["draft"], "fc_norm": True, "norm_output": True}, manifest, resolved["train"])
+    assert "fc_norm" not in plain and "norm_output" not in plain
+    assert on["fc_norm"] is True and on["norm_output"] is True
+    _, required = engine_params(on)
+    assert {f"model.fc_norm.{k}.weight" for k in range(len(manifest.taps.aux))} <= required
+    assert DraftConfig.from_exported(on, len(manifest.taps.aux)).fc_norm
