@@ -114,7 +114,8 @@ class DraftRunner:
         attn = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         residual = hidden + att.o_proj(attn.transpose(1, 2).reshape(1, n, -1))
         out = residual + layer.mlp(layer.post_attention_layernorm(residual))
-        return self.draft.lm_head(self.draft.norm(out))[0], out, k, v
+        normed = self.draft.norm(out)  # EAGLE-3.1 norm_output feeds this normed state on, as training did
+        return self.draft.lm_head(normed)[0], (normed if self.draft.config.norm_output else out), k, v
 
     def commit(self, states: list[torch.Tensor], next_tokens: list[int]) -> None:
         """Step 0 over positions whose aux the target just produced; next_tokens[i] = x[p_i + 1]."""
@@ -126,7 +127,7 @@ class DraftRunner:
         tokens = torch.tensor(next_tokens, device=aux.device)
         with torch.inference_mode():
             past = None if self.k is None or self.v is None else (self.k, self.v)
-            logits, out, self.k, self.v = self._block(tokens, self.draft.fc(aux), pos, past)
+            logits, out, self.k, self.v = self._block(tokens, self.draft.fuse(aux), pos, past)
         self.last_out, self.last_logits = out[:, -1:], logits[-1]
 
     def propose(self, steps: int) -> list[int]:

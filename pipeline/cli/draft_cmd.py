@@ -157,7 +157,18 @@ def train(
         "save_every": save_every,
         "resume": resume,
     }
-    settable = [*flags, "heldout_every", "grad_clip", "seed", "log_every", "warmup_steps", "save_every_s"]
+    settable = [
+        *flags,
+        "heldout_every",
+        "grad_clip",
+        "seed",
+        "log_every",
+        "warmup_steps",
+        "save_every_s",
+        "schedule",
+        "fc_norm",
+        "norm_output",
+    ]
     values = stage_settings(TrainConfig, config_file, flags, settable=settable)
     online, model = values["online"], values.get("model_dir")
     if online and model is None:

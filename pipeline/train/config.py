@@ -4,6 +4,7 @@ and --config)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import model_validator
 
@@ -26,7 +27,10 @@ class TrainConfig(StageConfig):
     max_steps: int | None = None
     max_seconds: float | None = None  # stop resumably after this long in the loop (a time-boxed GPU lease)
     log_every: int = 10
-    warmup_steps: int = 0  # linear warmup, then constant
+    warmup_steps: int = 0  # linear warmup, then the schedule
+    schedule: Literal["constant", "cosine"] = "constant"  # after warm-up (pipeline/train/schedule.py)
+    fc_norm: bool = False  # EAGLE-3.1: per-tap RMSNorm before the fusion fc
+    norm_output: bool = False  # EAGLE-3.1: the post-norm state feeds the next draft step
     save_every: int = 500  # steps between resumable states (and at every epoch end)
     save_every_s: float = 300  # and at most this long between them: a kill loses minutes, not the run
     resume: bool = False

@@ -2,7 +2,10 @@
 
 fc (n_aux·H_target → H) fuses the target's aux taps; one decoder layer takes [norm(embed); norm(fused)]
 (2H in, H out) with Llama attention (RoPE, GQA) and MLP; `norm` + `lm_head` score the draft vocabulary.
-The layer's pre-norm output is fed back as the next step's fused state (training-time test). Written
+The layer's pre-norm output is fed back as the next step's fused state (training-time test). EAGLE-3.1's
+two options: `fc_norm` (one RMSNorm per aux tap before fc, weights `fc_norm.{k}.weight`, the key
+eval/checks/draft_weights.py maps to SGLang's `model.fc_norm.{k}.weight`) and `norm_output` (the post-norm
+state, the one lm_head reads, is what the next step gets). Written
 by hand because no library ships this exact module; parameter names mirror SGLang so export renames
 nothing.
 """
@@ -32,9 +35,19 @@ class DraftConfig(BaseModel):
     vocab_size: int
     draft_vocab_size: int
     max_position_embeddings: int
+    fc_norm: bool = False  # EAGLE-3.1: RMSNorm each aux tap before the fusion fc
+    norm_output: bool = False  # EAGLE-3.1: feed the post-norm hidden state to the next draft step
 
     @classmethod
-    def from_target(cls, mcfg: dict, n_aux: int, draft_vocab_size: int, max_length: int) -> DraftConfig:
+    def from_target(
+        cls,
+        mcfg: dict,
+        n_aux: int,
+        draft_vocab_size: int,
+        max_length: int,
+        fc_norm: bool = False,
+        norm_output: bool = False,
+    ) -> DraftConfig:
         heads = int(mcfg["num_attention_heads"])
         hidden = int(mcfg["hidden_size"])
         return cls(
@@ -50,12 +63,15 @@ class DraftConfig(BaseModel):
             vocab_size=int(mcfg["vocab_size"]),
             draft_vocab_size=draft_vocab_size,
             max_position_embeddings=max_length,
+            fc_norm=fc_norm,
+            norm_output=norm_output,
         )
 
     @classmethod
     def from_exported(cls, cfg: dict, n_aux: int) -> DraftConfig:
         """The draft's own shape from an exported config.json (which names the taps' count by engine keys)."""
-        return cls(**{k: cfg[k] for k in cls.model_fields if k != "n_aux"}, n_aux=n_aux)
+        options = {"fc_norm": bool(cfg.get("fc_norm", False)), "norm_output": bool(cfg.get("norm_output", False))}
+        return cls(**{k: cfg[k] for k in cls.model_fields if k != "n_aux" and k not in options}, **options, n_aux=n_aux)
 
     @classmethod
     def tiny(
@@ -175,18 +191,30 @@ class Eagle3Draft(nn.Module):
         super().__init__()
         self.config = c
         self.fc = nn.Linear(c.n_aux * c.target_hidden_size, c.hidden_size, bias=False)
+        if c.fc_norm:
+            self.fc_norm = nn.ModuleList(RMSNorm(c.target_hidden_size, eps=c.rms_norm_eps) for _ in range(c.n_aux))
         self.midlayer = MidLayer(c)
         self.norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.lm_head = nn.Linear(c.hidden_size, c.draft_vocab_size, bias=False)
         self.register_buffer("d2t", torch.zeros(c.draft_vocab_size, dtype=torch.long))
         self.register_buffer("t2d", torch.zeros(c.vocab_size, dtype=torch.bool))
 
+    def fuse(self, aux: torch.Tensor) -> torch.Tensor:
+        """Step 0's fused state from the concatenated taps [B, L, n_aux·H_target], each tap normed first
+        under fc_norm (the taps' scales differ by layer depth; the norm evens them out before fc)."""
+        if self.config.fc_norm:
+            taps = aux.split(self.config.target_hidden_size, -1)
+            aux = torch.cat([norm(t) for norm, t in zip(self.fc_norm, taps, strict=True)], -1)
+        return self.fc(aux)
+
     def step(
         self, embeds: torch.Tensor, hidden: torch.Tensor, pos: torch.Tensor, cache: list
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One speculation step: (draft logits [B, L, K], pre-norm output fed to the next step)."""
+        """One speculation step: (draft logits [B, L, K], the state fed to the next step: the layer's
+        pre-norm output, or under norm_output the normed one lm_head reads)."""
         out = self.midlayer(embeds, hidden, pos, cache)
-        return self.lm_head(self.norm(out)), out
+        normed = self.norm(out)
+        return self.lm_head(normed), (normed if self.config.norm_output else out)
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids + self.d2t[draft_ids]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pipeline.train.draft_model import Eagle3Draft
 
 WEIGHTS = "model.safetensors"
-SGLANG_PREFIXES = ("midlayer.", "fc.", "norm.", "lm_head.")
+SGLANG_PREFIXES = ("midlayer.", "fc.", "fc_norm.", "norm.", "lm_head.")
 SGLANG_BUFFERS = ("d2t", "t2d")
 
 
@@ -55,6 +55,10 @@ def draft_config_json(
         "bias": False,
         "torch_dtype": "bfloat16",
         "eagle_config": {"eagle_aux_hidden_state_layer_ids": sglang_ids, "use_aux_hidden_state": True},
+        # EAGLE-3.1 options as top-level booleans (the fields eval/checks/draft_weights.py reads; written only
+        # when on, so a plain EAGLE-3 config stays byte-identical to what engines without them load)
+        **({"fc_norm": True} if draft.get("fc_norm") else {}),
+        **({"norm_output": True} if draft.get("norm_output") else {}),
         "eagle_aux_hidden_state_layer_ids": plan.vllm_ids(),
         "draftset": {
             "hf_hidden_state_ids": plan.aux,

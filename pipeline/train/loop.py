@@ -25,6 +25,7 @@ from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_model import DraftConfig, Eagle3Draft
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
+from pipeline.train.schedule import lr_factor
 from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import Batch, StepStats, TTTObjective, step_accuracy, total_loss
 
@@ -35,10 +36,19 @@ if TYPE_CHECKING:
 CHECKPOINT = "checkpoint"
 
 
-def build_draft(target_dir: Path, manifest: CaptureManifest, vocab: dict, max_length: int) -> Eagle3Draft:
-    """A draft shaped after the target's config.json, with the build's draft vocabulary."""
+def build_draft(
+    target_dir: Path,
+    manifest: CaptureManifest,
+    vocab: dict,
+    max_length: int,
+    fc_norm: bool = False,
+    norm_output: bool = False,
+) -> Eagle3Draft:
+    """A draft shaped after the target's config.json, with the build's draft vocabulary (and the EAGLE-3.1
+    options when asked)."""
     mcfg = model_config(target_dir)
-    draft = Eagle3Draft(DraftConfig.from_target(mcfg, len(manifest.taps.aux), int(vocab["d2t"].numel()), max_length))
+    n_aux, k = len(manifest.taps.aux), int(vocab["d2t"].numel())
+    draft = Eagle3Draft(DraftConfig.from_target(mcfg, n_aux, k, max_length, fc_norm, norm_output))
     if int(vocab["t2d"].numel()) != manifest.vocab_size:
         raise DraftsetError(
             f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is {manifest.vocab_size}",
@@ -143,11 +153,13 @@ class TrainStage(Stage[TrainConfig]):
         self.lengths = self.source.lengths(self.train_ids)
         max_length = manifest.max_length or max(self.lengths.values(), default=0)
         target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
-        self.draft = build_draft(target_dir, manifest, self.source.vocab, max_length).to(self.device)
+        self.draft = build_draft(
+            target_dir, manifest, self.source.vocab, max_length, config.fc_norm, config.norm_output
+        ).to(self.device)
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)
         self.sched = torch.optim.lr_scheduler.LambdaLR(
-            self.opt, lambda s: min(1.0, (s + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+            self.opt, lambda s: lr_factor(s, config.warmup_steps, self.total_steps(), config.schedule)
         )
         self.log_path, self.state_path = self.train_dir / "train_log.jsonl", self.train_dir / CHECKPOINT / STATE
         self.order = config.model_dump(mode="json")
@@ -174,6 +186,15 @@ class TrainStage(Stage[TrainConfig]):
 
     def has_output(self) -> bool:
         return False  # resumed from the saved state (ORDER_KEYS checked there), never merged by id
+
+    def total_steps(self) -> int | None:
+        """The run's optimizer steps (epochs × this rank's batches, capped by max_steps), for the cosine tail;
+        None under constant, so the batching is not computed for nothing."""
+        if self.config.schedule == "constant":
+            return None
+        if not hasattr(self, "_total"):
+            self._total = min(self.config.epochs * len(self.rank_batches(0)), self.config.max_steps or 10**12)
+        return self._total
 
     def rank_batches(self, epoch: int) -> list[list[str]]:
         batches = token_batches(self.lengths, self.config.batch_tokens, self.config.seed, epoch)

@@ -79,7 +79,7 @@ def ttt_steps(draft: Eagle3Draft, target: FrozenTarget, batch: Batch, steps: int
         target_p = torch.softmax(tlogits[..., draft.to_target_ids(hot)].float(), -1)  # over the draft vocab
         del tlogits
     n = batch.input_ids.shape[1]
-    hidden = draft.fc(batch.aux)
+    hidden = draft.fuse(batch.aux)
     cache: list = []
     stats = []
     for k in range(steps):
