@@ -126,6 +126,12 @@ def train(
         TrainConfig, "max_seconds", help="stop resumably after this many seconds in the loop (--resume goes on)"
     ),
     device: str | None = field_option(TrainConfig, "device", help="auto | cpu | cuda:N"),
+    fc_norm: bool | None = field_option(
+        TrainConfig, "fc_norm", "--fc-norm", help="EAGLE-3.1: an RMSNorm on each tap before the fusion layer"
+    ),
+    norm_output: bool | None = field_option(
+        TrainConfig, "norm_output", "--norm-output", help="EAGLE-3.1: the post-norm state feeds the next step"
+    ),
     save_every: int | None = field_option(
         TrainConfig, "save_every", help="steps between resumable states (and every epoch end)"
     ),
@@ -154,6 +160,8 @@ def train(
         "max_steps": max_steps,
         "max_seconds": max_seconds,
         "device": device,
+        "fc_norm": fc_norm,
+        "norm_output": norm_output,
         "save_every": save_every,
         "resume": resume,
     }
@@ -166,8 +174,6 @@ def train(
         "warmup_steps",
         "save_every_s",
         "schedule",
-        "fc_norm",
-        "norm_output",
     ]
     values = stage_settings(TrainConfig, config_file, flags, settable=settable)
     online, model = values["online"], values.get("model_dir")
