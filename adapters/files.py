@@ -56,7 +56,8 @@ FORMATS = ("parquet", "arrow", "jsonl", "json", "csv", "tsv")
 MAX_ROW_BYTES = limits.MAX_ROW_BYTES
 PARQUET_BATCH_ROWS = 4096
 
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # long answers exceed csv's 128 KB default
+# long answers exceed csv's 128 KB default; a field past the row limit is refused by the reader itself
+csv.field_size_limit(min(sys.maxsize, MAX_ROW_BYTES))
 
 
 def compression(name: str) -> str | None:
@@ -102,14 +103,42 @@ def file_format(name: str) -> str | None:
     return None
 
 
+class _Decompressed(io.RawIOBase):
+    """A decompressor's bytes, at most `budget` of them: past it, reading is a LimitExceeded naming the file
+    (a gzip of empty lines, or of one endless field, gives gigabytes without a single row to count)."""
+
+    def __init__(self, stream: IO[bytes], name: str, size: int):
+        self._stream, self._name, self._size, self._given = stream, name, size, 0
+        self._budget = limits.decoded_budget(size)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._stream.read(len(buffer))
+        self._given += len(data)
+        if self._given > self._budget:
+            raise limits.LimitExceeded(
+                "file_over_limit",
+                f"{self._name}: decompresses to more than {self._budget:,} bytes "
+                f"(over {limits.MAX_DECODED_RATIO}x its {self._size:,} bytes on disk: a bomb?)",
+            )
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 def _open_binary(path: Path) -> IO[bytes]:
-    """The file's bytes, decompressed by fsspec when its name says it is compressed."""
+    """The file's bytes, decompressed by fsspec when its name says it is compressed, up to the decoded budget
+    of catalog/limits.py; a buffer gives every reader the same file API (zstd cannot readline(size))."""
     kind = compression(path.name)
     if kind is None:
         return open(path, "rb")
     stream = fsspec.open(str(path), "rb", compression=kind).open()
-    # some decompressors (zstd) read but cannot readline(size): a buffer gives every reader the same file API
-    return cast(IO[bytes], stream if isinstance(stream, io.BufferedIOBase) else io.BufferedReader(stream))
+    return cast(IO[bytes], io.BufferedReader(_Decompressed(stream, path.name, path.stat().st_size)))
 
 
 # What a broken compressed stream or a vanishing file raises mid-read (gzip: EOFError/BadGzipFile/zlib.error).
@@ -155,6 +184,8 @@ def iter_file(path: Path, name: str, wanted: set[int] | None = None) -> Iterator
         for result in readers[fmt]():
             produced += 1
             yield result
+    except limits.LimitExceeded as exc:  # a whole-file limit (decompressed bytes): named, with its reason
+        yield None, RowProblem.of(f"{exc} (after {produced} rows)", exc.reason, name, produced + 1)
     except Exception as exc:  # noqa: BLE001 - untrusted bytes; the message names the file and position
         yield (
             None,
@@ -202,23 +233,42 @@ def _parquet(path: Path, name: str, wanted: set[int] | None) -> Iterator[RowResu
         offset += n
 
 
-def _arrow(path: Path, name: str) -> Iterator[RowResult]:
-    """Arrow IPC, as `datasets` writes it (a stream) or as a file with a footer; batch by batch."""
-    with _open_binary(path) as fh:
-        data = pa.py_buffer(fh.read())
-    try:
-        batches: Any = pa.ipc.open_stream(data)
-    except pa.ArrowInvalid:
+def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:
+    """Arrow IPC batches, as `datasets` writes them (a stream) or from a file with a footer, read one message
+    at a time from disk (never the whole file: a sparse 2 GB file is mostly a hole). A compressed file is
+    read through the decompressed-bytes budget; the file format needs seeking, so it is read whole then."""
+    if compression(path.name) is None:
         try:
-            ipc = pa.ipc.open_file(data)
-        except pa.ArrowInvalid as exc:
-            yield None, RowProblem.of(f"{name}: not a readable Arrow file ({_short(exc)})", "unreadable_file", name)
+            stream = pa.ipc.open_stream(pa.OSFile(str(path)))
+        except pa.ArrowInvalid:  # not a stream: the file format, footer first
+            ipc = pa.ipc.open_file(pa.OSFile(str(path)))
+            yield from (ipc.get_batch(i) for i in range(ipc.num_record_batches))
             return
-        batches = (ipc.get_batch(i) for i in range(ipc.num_record_batches))
+        yield from stream
+        return
+    with _open_binary(path) as fh:
+        try:
+            stream = pa.ipc.open_stream(pa.PythonFile(fh, mode="r"))
+        except pa.ArrowInvalid:
+            stream = None
+        if stream is not None:
+            yield from stream
+            return
+    with _open_binary(path) as fh:
+        ipc = pa.ipc.open_file(pa.py_buffer(fh.read()))
+        yield from (ipc.get_batch(i) for i in range(ipc.num_record_batches))
+
+
+def _arrow(path: Path, name: str) -> Iterator[RowResult]:
+    """Arrow IPC batch by batch; each batch decoded on its own (in the capped child: adapters/capped.py)."""
     offset = 0
-    for batch in batches:
-        yield from _batch_rows(batch, name, offset)
-        offset += batch.num_rows
+    try:
+        for batch in _arrow_batches(path):
+            yield from _batch_rows(batch, name, offset)
+            offset += batch.num_rows
+    except pa.ArrowInvalid as exc:
+        where = "not a readable Arrow file" if offset == 0 else f"unreadable after {offset} rows"
+        yield None, RowProblem.of(f"{name}: {where} ({_short(exc)})", "unreadable_file", name, offset + 1)
 
 
 def _batch_rows(batch: pa.RecordBatch, name: str, offset: int) -> Iterator[RowResult]:
@@ -434,18 +484,63 @@ def _has_bad_text(row: dict[str, Any]) -> bool:
         return True
 
 
+class _RecordTooLarge(Exception):
+    """The CSV record being read passed MAX_ROW_BYTES: the rest of its line was skipped unread."""
+
+
+class _BoundedLines:
+    """The text's lines for csv.reader, none longer than MAX_ROW_BYTES and no record (lines since `start()`)
+    over it: csv holds a whole line before it checks any field, so one 1 GB field cost gigabytes."""
+
+    def __init__(self, fh: IO[str]):
+        self._fh, self.record = fh, 0
+
+    def start(self) -> None:
+        self.record = 0
+
+    def __iter__(self) -> _BoundedLines:
+        return self
+
+    def __next__(self) -> str:
+        line = self._fh.readline(MAX_ROW_BYTES + 1)
+        if not line:
+            raise StopIteration
+        self.record += len(line)
+        if self.record > MAX_ROW_BYTES:
+            while line and not line.endswith("\n"):  # skip the rest of the line, never holding it
+                line = self._fh.readline(1 << 20)
+            self.record = 0
+            raise _RecordTooLarge
+        return line
+
+
 def _csv(path: Path, name: str, delimiter: str) -> Iterator[RowResult]:
-    """Undecodable bytes are kept as surrogate escapes so the reader goes on; that row alone is refused."""
+    """Undecodable bytes are kept as surrogate escapes so the reader goes on; that row alone is refused.
+    Lines come through _BoundedLines, so a runaway field or record is refused without being built."""
     line = 0
     try:
         with _open_binary(path) as raw:
             fh = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="")
-            reader = csv.DictReader(fh, delimiter=delimiter)
+            lines = _BoundedLines(fh)
+            reader = csv.DictReader(lines, delimiter=delimiter)
             while True:
+                lines.start()
                 try:
                     row = next(reader)
                 except StopIteration:
                     return
+                except _RecordTooLarge:  # csv resets its parser at the next record
+                    line = reader.line_num + 1
+                    yield (
+                        None,
+                        RowProblem.of(
+                            f"{name}:{line}: record over the {MAX_ROW_BYTES:,}-byte limit (skipped unread)",
+                            "too_large",
+                            name,
+                            line,
+                        ),
+                    )
+                    continue
                 except csv.Error as exc:
                     if reader.line_num == line:  # no progress: the reader cannot resync
                         yield (

@@ -124,6 +124,14 @@ class OverBudget(DraftsetError):
         self.total = total
 
 
+class TimedOut(DraftsetError):
+    """The child was killed for time: silent for `limit_s` (`idle`), or past its wall-clock deadline."""
+
+    def __init__(self, message: str, limit_s: float, idle: bool):
+        super().__init__(message, hint="the data may be hostile or huge")
+        self.limit_s, self.idle = limit_s, idle
+
+
 class ChildDied(DraftsetError):
     """The child ended without finishing (a signal, the memory limit): `why` says which."""
 
@@ -207,12 +215,17 @@ def stream_isolated(
     memory: int = limits.MAX_WORKER_MEMORY,
     preload: tuple[str, ...] = (),
     max_bytes: int | None = None,
+    deadline_s: float | None = None,
 ) -> Iterator[Any]:
     """The items of the generator fn(*args), run in a child capped at `memory` of address space, in
     chunks of at most CHUNK_ITEMS items / CHUNK_BYTES bytes. A child silent for `idle_timeout_s` is
-    killed (DraftsetError); a child that dies is ChildDied; items past `max_bytes` in all are OverBudget;
-    its own error is a DraftsetError. Closing the generator early (a limit reached) kills the child."""
+    killed (TimedOut, idle); a child that has kept this side waiting `deadline_s` in all is killed (TimedOut:
+    a wall clock on its work, so a child that keeps sending, or keeps working on input that gives nothing,
+    is bounded too; a slow caller's own time per item is not counted); a child that dies is
+    ChildDied; items past `max_bytes` in all are OverBudget; its own error is a DraftsetError. Closing the
+    generator early (a limit reached) kills the child."""
     import pickle
+    import time
 
     ctx = _context(preload)
     parent, child = ctx.Pipe(duplex=False)
@@ -220,12 +233,21 @@ def stream_isolated(
     proc.start()
     child.close()
     finished = False
+    spent = 0.0  # seconds spent waiting on the child: its work, not the time the caller takes per item
     try:
         while True:
-            if not parent.poll(idle_timeout_s):
-                raise DraftsetError(f"{what} made no progress for {idle_timeout_s:g} s", hint="the data may be hostile")
+            wait = idle_timeout_s if deadline_s is None else min(idle_timeout_s, deadline_s - spent)
+            started = time.monotonic()
+            ready = parent.poll(max(0.0, wait))
+            spent += time.monotonic() - started
+            if not ready:
+                if deadline_s is not None and spent >= deadline_s:
+                    raise TimedOut(f"{what} passed its {deadline_s:g} s limit", deadline_s, idle=False)
+                raise TimedOut(f"{what} made no progress for {idle_timeout_s:g} s", idle_timeout_s, idle=True)
             try:
+                started = time.monotonic()
                 kind, payload = parent.recv()
+                spent += time.monotonic() - started
             except EOFError:
                 proc.join(5)
                 code = proc.exitcode
@@ -234,6 +256,8 @@ def stream_isolated(
             if kind == "items":
                 for data in payload:
                     yield pickle.loads(data)
+                if deadline_s is not None and spent >= deadline_s:  # a child that keeps sending
+                    raise TimedOut(f"{what} passed its {deadline_s:g} s limit", deadline_s, idle=False)
             elif kind == "done":
                 finished = True
                 return

@@ -15,6 +15,9 @@ Why each limit exists:
 - request time / response bytes: what one request to the local Hub may cost.
 - decoded bytes per file: a 1.3 KB parquet file of dictionary pages decodes to ~10 GB; a file may give at
   most MAX_DECODED_RATIO times its size (adapters/capped.py), decoded in a worker capped at MAX_WORKER_MEMORY.
+  The same budget bounds the bytes a decompressor hands out (a gzip of empty lines gives no rows at all).
+- read time per file: a compressed file of millions of empty lines kept one reader busy for 15+ minutes;
+  each capped read of one file ends after MAX_FILE_READ_S of wall clock, however busy it is.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ MAX_WORKER_MEMORY = 2 * 1024**3  # address space of the process that parses one 
 # text compresses 3-10x, dictionary-heavy columns ~20x; a decompression bomb is 1,000x and more.
 MAX_DECODED_RATIO = 100
 MIN_DECODED_BUDGET = 256 * 1024**2
+MAX_FILE_READ_S = 300.0  # wall clock for reading one data file in the capped child (real shards: < 60 s/GB)
+
+
+def decoded_budget(size_on_disk: int) -> int:
+    """Bytes one data file may decode to (decompressed bytes, decoded rows): a multiple of its size, with a floor."""
+    return max(MIN_DECODED_BUDGET, MAX_DECODED_RATIO * size_on_disk)
 
 
 class LimitExceeded(DraftsetError):

@@ -50,6 +50,10 @@ def check_read_only(query: str) -> None:
                 f"draftset sql is read-only: {kind} statements are refused (only SELECT, SHOW, DESCRIBE, EXPLAIN)",
                 hint=READ_ONLY_HINT,
             )
+    if len(statements) > 1:  # each check (read-only, secrets, limits) is made on one statement, the one that runs
+        raise DraftsetError(
+            f"one statement per query: this one has {len(statements)}", hint="send each statement on its own"
+        )
 
 
 def _check_text(query: str) -> None:

@@ -52,7 +52,13 @@ def regenerate_cmd(
     temperature: float | None = field_option(RegenConfig, "temperature", help="Sampling temperature."),
     seed: int | None = field_option(RegenConfig, "seed", help="Base seed; each request gets hash(seed, id, turn)."),
     max_attempts: int | None = field_option(RetryPolicy, "max_attempts", help="Attempts per request."),
-    timeout: float | None = field_option(RetryPolicy, "timeout_s", "--timeout", min=0.001, help="Seconds per request."),
+    timeout: float | None = field_option(
+        RetryPolicy,
+        "timeout_s",
+        "--timeout",
+        min=0.001,
+        help="Seconds per request: a wall-clock deadline for the whole reply (a trickling server cannot stretch it).",
+    ),
     backoff: float | None = field_option(
         RetryPolicy, "backoff_s", "--backoff", help="First retry delay in s, doubling."
     ),

@@ -30,6 +30,8 @@ from catalog.errors import DraftsetError
 from pipeline.regenerate.config import RetryPolicy
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
+# One reply's body: a 32K-token answer with logprobs is a few MB; a server that never stops sending is cut here.
+MAX_REPLY_BYTES = 64 * 1024 * 1024
 START_HINT = (
     "start one: `draftset serve-dev DIR --port N` (toy target) or on a GPU host "
     "`python -m sglang.launch_server --model-path <target> --port N --reasoning-parser <parser>` "
@@ -142,6 +144,10 @@ def over_max_tokens(reply: Reply, max_tokens: int, count_tokens: Callable[[str],
 
 def _classify(exc: Exception) -> tuple[str, int | str, bool]:
     """(reason, status, retryable) for one failed attempt."""
+    if (big := _too_large(exc)) is not None:  # the same request would get the same endless reply
+        return f"{big}", "too_large", False
+    if isinstance(exc, TimeoutError):
+        return f"request passed its deadline ({exc})", "timeout", True
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         return f"HTTP {status}: {str(exc.message)[:200]}", status, status in RETRYABLE_STATUS or status >= 500
@@ -152,6 +158,44 @@ def _classify(exc: Exception) -> tuple[str, int | str, bool]:
     if isinstance(exc, ValueError):  # BadResponse or invalid JSON: often a transient proxy hiccup
         return f"bad response: {exc}", "bad_response", True
     return f"{type(exc).__name__}: {exc}", "error", False
+
+
+class ReplyTooLarge(Exception):
+    """The endpoint's reply body passed MAX_REPLY_BYTES: reading stopped there."""
+
+
+class _CappedBody(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, limit: int):
+        self._inner, self._limit = inner, limit
+
+    async def __aiter__(self) -> Any:
+        given = 0
+        async for chunk in self._inner:
+            given += len(chunk)
+            if given > self._limit:
+                raise ReplyTooLarge(f"reply body over {self._limit:,} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedTransport(httpx2.AsyncHTTPTransport):
+    """Every reply body read through _CappedBody: bounded before it is held, whatever the client does."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        response = await super().handle_async_request(request)
+        response.stream = _CappedBody(response.stream, MAX_REPLY_BYTES)
+        return response
+
+
+def _too_large(exc: BaseException) -> ReplyTooLarge | None:
+    seen: BaseException | None = exc
+    while seen is not None:  # the openai client wraps transport errors (APIConnectionError from ...)
+        if isinstance(seen, ReplyTooLarge):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 class EndpointPool:
@@ -165,7 +209,7 @@ class EndpointPool:
         tls = httpx2.create_ssl_context()  # loading CA certificates costs ~0.1 s: once, not once per lane
 
         def lane(url: str) -> openai.AsyncOpenAI:
-            http = openai.DefaultAsyncHttpxClient(limits=limits, verify=tls)
+            http = openai.DefaultAsyncHttpxClient(transport=_BoundedTransport(limits=limits, verify=tls))
             return openai.AsyncOpenAI(
                 base_url=base_url(url), api_key=api_key, max_retries=0, timeout=retry.timeout_s, http_client=http
             )
@@ -220,7 +264,13 @@ class EndpointPool:
             started = time.monotonic()
             asked: float | None = None
             try:
-                raw = await endpoint.lane().post("/chat/completions", body=body, cast_to=bytes)
+                # a deadline, not httpx's per-read idle timeout: a server trickling a byte at a time never idles
+                try:
+                    raw = await asyncio.wait_for(
+                        endpoint.lane().post("/chat/completions", body=body, cast_to=bytes), self.retry.timeout_s
+                    )
+                except TimeoutError:
+                    raise TimeoutError(f"{self.retry.timeout_s:g} s") from None
                 return _reply(json.loads(raw), endpoint.url, attempt, time.monotonic() - started)
             except Exception as exc:  # classified below; anything unknown is not retried
                 endpoint.failures += 1

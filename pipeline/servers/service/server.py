@@ -19,6 +19,7 @@ def _server(settings: Settings, url: str, log_level: str, access_log: bool) -> u
     import uvicorn
 
     from catalog.sql import cancel_all
+    from pipeline.servers.service.access_log import install as drop_query_strings
     from pipeline.servers.service.app import create_app
 
     class Server(uvicorn.Server):
@@ -29,18 +30,19 @@ def _server(settings: Settings, url: str, log_level: str, access_log: bool) -> u
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
             cancel_all()
 
-    # The access log shows method, path and status only: tokens travel in headers and form bodies.
+    # The access log shows method, path and status only: tokens travel in headers and form bodies, and a
+    # query string (where a pasted token would sit) is dropped from each line (access_log.py).
     # Keep-alive 30 s, not uvicorn's 5: a client's pooled connection idle for 5 s while other requests
     # were slow was closed just as the client reused it (ReadError under 50 readers in bench_service).
-    return Server(
-        uvicorn.Config(
-            create_app(settings, url=url),
-            log_level=log_level,
-            access_log=access_log,
-            timeout_graceful_shutdown=5,
-            timeout_keep_alive=30,
-        )
+    config = uvicorn.Config(
+        create_app(settings, url=url),
+        log_level=log_level,
+        access_log=access_log,
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=30,
     )
+    drop_query_strings()  # after Config: it (re)configures uvicorn's loggers
+    return Server(config)
 
 
 def serve(settings: Settings, host: str = LOOPBACK, port: int = 8800) -> None:

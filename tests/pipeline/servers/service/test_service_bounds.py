@@ -251,3 +251,13 @@ def test_session_cookies_are_secure_behind_tls(tmp_path, secure):
             assert ("; secure" in session.lower()) is secure and "httponly" in session.lower()
     finally:
         running.stop()
+
+
+@pytest.mark.parametrize(
+    "query", ["SELECT 1; SELECT * FROM users", "SELECT name FROM users;\nSELECT token_hash FROM users"]
+)
+def test_one_statement_per_request_so_a_second_cannot_slip_past_the_checks(bounded, query):
+    with bounded.api("viewer") as viewer:
+        resp = viewer.post("/api/sql", json={"query": query})
+    assert resp.status_code == 400 and "one statement per query: this one has 2" in resp.json()["error"], resp.text
+    assert "token_hash" not in resp.json().get("columns", [])
