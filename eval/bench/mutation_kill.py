@@ -149,12 +149,10 @@ def drop_turn(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     cols = shape.columns()
     if cols:
         return {k: v for k, v in row.items() if k != cols[0]} if cols[0] in row else None
-    if not shape.turn_list:
+    found = shape.exchange(row)
+    if found is None:
         return None
-    turns = shape.turns(row)
-    ex = shape.first_exchange(turns) if turns else None
-    if turns is None or ex is None:
-        return None
+    turns, ex = found
     del turns[ex[0]]
     return shape.with_turns(row, turns)
 

@@ -82,6 +82,12 @@ class Shape:
                 return i, i + 1
         return None
 
+    def exchange(self, row: Row) -> tuple[list[Row], tuple[int, int]] | None:
+        """The row's turns (a copy) and its first user/assistant exchange, or None (no turn list, no exchange)."""
+        turns = self.turns(row) if self.turn_list else None
+        ex = self.first_exchange(turns) if turns else None
+        return None if turns is None or ex is None else (turns, ex)
+
     def columns(self) -> tuple[str, str] | None:
         cols = self.spec.columns
         return (cols.prompt[0], cols.response) if cols and cols.response and "." not in cols.prompt[0] else None
@@ -104,14 +110,11 @@ def _edit_exchange(shape: Shape, row: Row, edit: Callable[[str, str], tuple[str,
             return None
         new_p, new_a = edit(p, a)
         return {**row, cols[0]: new_p, cols[1]: new_a}
-    if not shape.turn_list:
+    found = shape.exchange(row)
+    if found is None:
         return None
-    turns = shape.turns(row)
-    ex = shape.first_exchange(turns) if turns else None
-    if turns is None or ex is None:
-        return None
+    turns, (u, a) = found
     key = shape.spec.content_key or ""
-    u, a = ex
     new_p, new_a = edit(get_path(turns[u], key), get_path(turns[a], key))
     turns[u], turns[a] = _set(turns[u], key, new_p), _set(turns[a], key, new_a)
     return shape.with_turns(row, turns)
