@@ -119,9 +119,12 @@ def map_roles(catalog: Catalog, repo_id: str, assignments: list[str], by: str) -
 
 
 def _labels_seen(record: store.AdapterRecord) -> set[str] | None:
-    """The role labels a mapping can name: those the spec already maps and those the last contract counted in
-    the sampled rows (raw labels, whatever the spec made of them). None when no contract has read any rows yet,
-    so there is nothing to check a label against."""
+    """The role labels a mapping can name: those the spec already maps and those the contract counted in the
+    sampled rows. Only a contract of this very spec counts: one run on an older spec may have read labels
+    under another role key or path, and a right label must never be refused for it. None: nothing to check
+    a label against (no current contract), so the label is taken as given."""
+    if not record.contract_current:
+        return None
     counted = (record.contract or {}).get("role_counts") or {}
     if not counted and not (record.contract or {}).get("n_rows"):
         return None
