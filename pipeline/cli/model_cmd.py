@@ -195,11 +195,17 @@ def serve_dev_cmd(
     host: str = typer.Option(LOOPBACK, "--host", help="Interface to bind."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
     served_name: str = typer.Option(None, "--served-model-name", help="Model id clients send (default: dir name)."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda[:N]."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16 (a GPU's serving dtype)."),
+    max_batch: int = typer.Option(
+        1, "--max-batch", min=1, help="Answer up to N waiting plain requests in one batch (GPU; 1 = one at a time)."
+    ),
 ) -> None:
     """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
     from pipeline.servers.devserver import serve
+    from pipeline.servers.devserver.server import EngineOptions
 
-    serve(model_dir, host=host, port=port, served_name=served_name)
+    serve(model_dir, host=host, port=port, served_name=served_name, options=EngineOptions(device, dtype, max_batch))
 
 
 class BuildSource(str, Enum):

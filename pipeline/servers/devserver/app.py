@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from pipeline.servers.devserver.batching import Batcher
 from pipeline.servers.devserver.constrain import forced_call_schema, response_schema
 from pipeline.servers.devserver.engine import Detokenizer, Engine, Generation, SamplingParams, normalise_messages
 from pipeline.servers.devserver.errors import RequestError
@@ -29,6 +30,9 @@ def _sse(payload: dict[str, Any]) -> str:
 
 
 def create_app(engine: Engine) -> Starlette:
+    # Plain requests (no stream, no grammar) go to the batch worker when the engine batches; the rest stay serial.
+    batcher = Batcher(engine, engine.max_batch) if engine.max_batch > 1 else None
+
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "model": engine.served_name})
 
@@ -70,16 +74,12 @@ def create_app(engine: Engine) -> Starlette:
                 _stream(engine, req, prompt_ids, params, constraint), media_type="text/event-stream"
             )
         detok = Detokenizer(engine, req.thinking)
-        loop = asyncio.get_running_loop()
-        cancelled = threading.Event()
-        watcher = asyncio.create_task(_watch_disconnect(request, cancelled))
-        try:
-            gen = await loop.run_in_executor(
-                None, engine.generate, prompt_ids, params, detok.push, cancelled, constraint
-            )
-        finally:
-            cancelled.set()
-            watcher.cancel()
+        if batcher is not None and constraint is None:
+            gen = await batcher.submit(prompt_ids, params)
+            for token in gen.completion_ids:
+                detok.push(token)
+        else:
+            gen = await _serial(request, engine, prompt_ids, params, detok, constraint)
         content, calls, finish = _answer(req, detok, gen.finish_reason)
         message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
         if req.thinking:
@@ -107,6 +107,25 @@ def create_app(engine: Engine) -> Starlette:
         ],
         exception_handlers={Exception: internal},
     )
+
+
+async def _serial(
+    request: Request,
+    engine: Engine,
+    prompt_ids: list[int],
+    params: SamplingParams,
+    detok: Detokenizer,
+    constraint: Any | None,
+) -> Generation:
+    """One request on the engine's lock, in a worker thread; stopped early when the client leaves."""
+    loop = asyncio.get_running_loop()
+    cancelled = threading.Event()
+    watcher = asyncio.create_task(_watch_disconnect(request, cancelled))
+    try:
+        return await loop.run_in_executor(None, engine.generate, prompt_ids, params, detok.push, cancelled, constraint)
+    finally:
+        cancelled.set()
+        watcher.cancel()
 
 
 async def _watch_disconnect(request: Request, cancelled: threading.Event) -> None:

@@ -1,7 +1,8 @@
 """The dev server's generation engine: one model, one lock, transformers' `generate` underneath.
 
 CPU generation is serialised (one request at a time holds the lock): with two cores, batching buys
-little for a toy model, and a lock makes the per-request seed exact and the KV cache private.
+little for a toy model, and a lock makes the per-request seed exact and the KV cache private. On a GPU,
+`max_batch` > 1 answers plain requests in batches (pipeline/servers/devserver/batching.py).
 """
 
 from __future__ import annotations
@@ -40,7 +41,14 @@ class Generation:
 
 
 class Engine:
-    def __init__(self, model_dir: Path, served_name: str | None = None):
+    def __init__(
+        self,
+        model_dir: Path,
+        served_name: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_batch: int = 1,
+    ):
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").is_file():
             raise DraftsetError(
@@ -55,7 +63,13 @@ class Engine:
         self.model_dir = model_dir
         self.served_name = served_name or model_dir.resolve().name
         self.tokenizer = load_chat_tokenizer(model_dir)
-        self.model = load_target(model_dir, torch.float32)
+        if dtype not in ("float32", "bfloat16"):
+            raise DraftsetError(f"--dtype {dtype!r}: float32 or bfloat16")
+        if max_batch < 1:
+            raise DraftsetError(f"--max-batch {max_batch}: at least 1")
+        self.device = torch.device(device)
+        self.model = load_target(model_dir, getattr(torch, dtype)).to(self.device)
+        self.max_batch = max_batch
         self.max_positions = int(self.model.config.max_position_embeddings)
         self.eos_id = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
         # A vocabulary without think tokens (SmolLM2's ChatML) would map them to <unk>: no reasoning phase then.
@@ -141,8 +155,8 @@ class Engine:
             else:
                 torch.seed()  # fresh entropy, so unseeded requests differ
             self.model.generate(
-                torch.tensor([prompt_ids]),
-                attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+                torch.tensor([prompt_ids], device=self.device),
+                attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long, device=self.device),
                 max_new_tokens=budget,
                 do_sample=sample,
                 eos_token_id=self.eos_id,
@@ -154,6 +168,36 @@ class Engine:
             )
         finish = "stop" if produced and produced[-1] == self.eos_id else "length"
         return Generation(produced, finish)
+
+    def generate_batch(self, prompts: list[list[int]], budgets: list[int], params: SamplingParams) -> list[Generation]:
+        """One left-padded `generate` for several prompts; each row is cut at end-of-turn and at its own budget."""
+        import torch
+
+        from pipeline.servers.devserver.batching import left_padded
+
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
+        ids, mask = left_padded(prompts, pad)
+        sample = params.temperature > 0
+        extra = {"temperature": params.temperature, "top_p": params.top_p, "top_k": None} if sample else {}
+        with self._lock, torch.inference_mode():
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+            out = self.model.generate(
+                ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                max_new_tokens=max(budgets),
+                do_sample=sample,
+                eos_token_id=self.eos_id,
+                pad_token_id=pad,
+                **extra,
+            )
+        results = []
+        for row, budget in zip(out[:, ids.shape[1] :].tolist(), budgets):
+            row = row[:budget]
+            if self.eos_id in row:
+                row = row[: row.index(self.eos_id) + 1]
+            results.append(Generation(row, "stop" if row and row[-1] == self.eos_id else "length"))
+        return results
 
 
 class Detokenizer:

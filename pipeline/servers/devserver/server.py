@@ -6,7 +6,7 @@ after the port is ours, so a busy port is one clear error before seconds of load
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,30 +16,53 @@ if TYPE_CHECKING:
     import uvicorn
 
 
-def _uvicorn_server(model_dir: Path, host: str, port: int, served_name: str | None, log_level: str) -> uvicorn.Server:
+@dataclass(frozen=True)
+class EngineOptions:
+    """Where and how the dev server runs its model: CPU fp32 one at a time (the default), or batched on a GPU."""
+
+    device: str = "cpu"
+    dtype: str = "float32"
+    max_batch: int = 1
+
+
+def _uvicorn_server(
+    model_dir: Path, host: str, port: int, served_name: str | None, log_level: str, options: EngineOptions
+) -> uvicorn.Server:
     import uvicorn
 
     from pipeline.servers.devserver.app import create_app
     from pipeline.servers.devserver.engine import Engine
 
-    app = create_app(Engine(Path(model_dir), served_name))
+    engine = Engine(Path(model_dir), served_name, options.device, options.dtype, options.max_batch)
+    app = create_app(engine)
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False))
 
 
-def serve(model_dir: Path, host: str = LOOPBACK, port: int = 8000, served_name: str | None = None) -> None:
+def serve(
+    model_dir: Path,
+    host: str = LOOPBACK,
+    port: int = 8000,
+    served_name: str | None = None,
+    options: EngineOptions = EngineOptions(),
+) -> None:
     """Serve until interrupted; prints the base URL once the port is bound."""
     sock, url = listen(host, port, exposes="anyone who can reach it can run the model (the dev server checks no token)")
     print(f"serving {model_dir} on {url}/v1 (Ctrl-C to stop)", flush=True)
-    run_foreground(sock, lambda: _uvicorn_server(model_dir, host, port, served_name, "info"))
+    run_foreground(sock, lambda: _uvicorn_server(model_dir, host, port, served_name, "info", options))
 
 
 def serve_in_thread(
-    model_dir: Path, port: int = 0, host: str = LOOPBACK, served_name: str | None = None, timeout_s: float = 60.0
+    model_dir: Path,
+    port: int = 0,
+    host: str = LOOPBACK,
+    served_name: str | None = None,
+    timeout_s: float = 60.0,
+    options: EngineOptions = EngineOptions(),
 ) -> RunningServer:
     """Start the server in a daemon thread and wait until it accepts connections; port 0 picks a free one.
     `.url` is the base URL for the openai client, ending in /v1."""
     running = start_in_thread(
-        lambda: _uvicorn_server(model_dir, host, port, served_name, "warning"),
+        lambda: _uvicorn_server(model_dir, host, port, served_name, "warning", options),
         host,
         port,
         name="the dev server",

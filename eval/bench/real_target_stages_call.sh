@@ -1,0 +1,32 @@
+#!/bin/bash
+# One device call of eval/bench/real_target_stages.py (resumable; calls back to back on one warm machine).
+# The GGUF (98 MB) and the packages the GPU image lacks (site.tar.xz, 25 MB) travel in parts over the first calls
+# (a call carries at most 64 MiB): .gpuwork/p1..p3 hold the GGUF's parts, .gpuwork/s the packages. Each call
+# copies what it carried to ~/gw; the run starts once the GGUF is whole.
+#     bash eval/bench/real_target_stages_call.sh smoke|BUDGET_S [extra args for real_target_stages]
+REPO=$PWD; G=~/gw; mkdir -p $G ~/wk
+ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null  # regenerate keeps thousands of requests in flight
+for f in .gpuwork/p*/gg.*; do [ -f "$f" ] && cp -n "$f" $G/; done
+if [ ! -d /tmp/site/duckdb ] && [ -f .gpuwork/s/site.tar.xz ]; then
+  mkdir -p /tmp/site && tar xJf .gpuwork/s/site.tar.xz -C /tmp/site || exit 3
+  # draftset is not pip-installed there: its entry points (the `check`/`report` commands) need a dist-info
+  mkdir -p /tmp/site/draftset-0.1.0.dist-info
+  printf 'Metadata-Version: 2.1\nName: draftset\nVersion: 0.1.0\n' > /tmp/site/draftset-0.1.0.dist-info/METADATA
+  printf '[draftset.commands]\ncheck = eval.cli.check_cmd:register\nreport = eval.cli.report_cmd:register\n' \
+    > /tmp/site/draftset-0.1.0.dist-info/entry_points.txt
+fi
+if [ ! -f $G/smol.gguf ] && [ -f $G/gg.ad ]; then cat $G/gg.aa $G/gg.ab $G/gg.ac $G/gg.ad > $G/smol.gguf; md5sum $G/smol.gguf; fi
+export PYTHONPATH=/tmp/site:$REPO PYTHONUNBUFFERED=1
+if [ "$1" = smoke ]; then
+  python3 -c "import duckdb, datatrove, pydantic, openai, fastapi, uvicorn, datasets, gguf, torch; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__)"
+  python3 -m pipeline.cli.app check --help | head -5; ls -la $G; nproc; free -g | head -2; exit 0
+fi
+[ -f $G/smol.gguf ] || { echo "GGUF not whole yet:"; ls -la $G; exit 0; }
+BUDGET=$1; shift
+set -o pipefail
+timeout -s INT $((BUDGET + 30)) python3 -m eval.bench.real_target_stages --gguf $G/smol.gguf --work ~/wk --out $OUT \
+  --budget-s $BUDGET "$@" 2>&1 | grep -v '^\s*$' | tee $OUT/log.txt
+rc=$?
+tar czf $OUT/logs.tgz -C ~/wk logs recipes stages.json 2>/dev/null
+nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
+exit $rc

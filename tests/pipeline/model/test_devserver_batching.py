@@ -1,0 +1,114 @@
+"""The dev server's batched mode: concurrent plain requests share one `generate`, and each gets its own answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pipeline.servers.devserver.engine import Engine, SamplingParams
+
+
+@pytest.fixture(scope="module")
+def serial(toy_model_dir):
+    return Engine(toy_model_dir)
+
+
+@pytest.fixture(scope="module")
+def batched(toy_model_dir):
+    from pipeline.servers.devserver import serve_in_thread
+    from pipeline.servers.devserver.server import EngineOptions
+
+    running = serve_in_thread(toy_model_dir, options=EngineOptions(max_batch=8))
+    yield running
+    running.stop()
+
+
+PROMPTS = [
+    "Tell me about tokenizers.",
+    "Why is the sky blue?",
+    "A haiku on autumn, please.",
+    "Explain dedup in one line.",
+    "Count to five.",
+    "What is a draft model?",
+]
+
+
+def _greedy(engine: Engine, prompt: str, max_tokens: int) -> list[int]:
+    ids = engine.render([{"role": "user", "content": prompt}], None, False)
+    return engine.generate(ids, SamplingParams(max_tokens, 0.0, 1.0, None), on_token=lambda t: None).completion_ids
+
+
+def test_concurrent_greedy_requests_get_what_one_at_a_time_would(serial, batched):
+    import openai
+
+    budgets = [6, 12, 3, 12, 9, 1]  # each row is cut at its own max_tokens, not the batch's largest
+
+    async def ask_all() -> list:
+        client = openai.AsyncOpenAI(base_url=batched.url, api_key="unused", max_retries=0, timeout=60)
+        model = (await client.models.list()).data[0].id
+        return await asyncio.gather(
+            *(
+                client.chat.completions.create(
+                    model=model,
+                    messages=[{"role": "user", "content": p}],
+                    max_tokens=n,
+                    temperature=0,
+                    extra_body={"return_token_ids": True, "chat_template_kwargs": {"enable_thinking": False}},
+                )
+                for p, n in zip(PROMPTS, budgets)
+            )
+        )
+
+    replies = asyncio.run(ask_all())
+    for prompt, budget, reply in zip(PROMPTS, budgets, replies):
+        choice = reply.choices[0]
+        want = _greedy(serial, prompt, budget)
+        assert choice.model_extra["token_ids"] == want, prompt
+        assert len(want) <= budget
+        assert choice.finish_reason == ("stop" if want[-1] == serial.eos_id else "length")
+        assert reply.usage.completion_tokens == len(want)
+
+
+def test_requests_that_arrive_together_share_a_batch(toy_model_dir):
+    from pipeline.servers.devserver.batching import Batcher
+
+    engine = Engine(toy_model_dir, max_batch=4)
+    batcher = Batcher(engine, max_batch=4)
+    prompt = engine.render([{"role": "user", "content": "hello"}], None, False)
+    greedy = SamplingParams(4, 0.0, 1.0, None)
+
+    async def ten() -> list:
+        return await asyncio.gather(*(batcher.submit(prompt, greedy) for _ in range(10)))
+
+    results = asyncio.run(ten())
+    assert len({tuple(r.completion_ids) for r in results}) == 1  # the same prompt, greedy: one answer
+    assert batcher.largest == 4 and batcher.batches == 3  # 4 + 4 + 2, never one request per batch
+
+
+def test_a_failing_batch_answers_every_request_with_the_error(toy_model_dir):
+    from pipeline.servers.devserver.batching import Batcher
+
+    engine = Engine(toy_model_dir, max_batch=2)
+    batcher = Batcher(engine, max_batch=2)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory (planted)")
+
+    engine.generate_batch = broken  # type: ignore[method-assign]
+
+    async def two() -> list:
+        prompt = engine.render([{"role": "user", "content": "hi"}], None, False)
+        return await asyncio.gather(
+            *(batcher.submit(prompt, SamplingParams(2, 0.0, 1.0, None)) for _ in range(2)), return_exceptions=True
+        )
+
+    results = asyncio.run(two())
+    assert [str(r) for r in results] == ["out of memory (planted)"] * 2
+
+
+def test_engine_refuses_an_unknown_dtype(toy_model_dir):
+    from catalog.errors import DraftsetError
+
+    with pytest.raises(DraftsetError, match="float32 or bfloat16"):
+        Engine(toy_model_dir, dtype="float8")
