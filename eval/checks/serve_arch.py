@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eval.checks.serve_context import Draft, Finding
+from pipeline.train.draft_arch import is_mla_target  # one rule for both: the architecture train picks, and this
 
-MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim")
-MLA_MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
+__all__ = ["is_mla_target"]
+
 MLA_DRAFTS = (
     "Eagle3DeepseekV2ForCausalLM",
     "Eagle3DeepseekV3ForCausalLM",
@@ -33,16 +34,6 @@ MLA_DRAFTS = (
 )
 VLLM_SRC = "vllm/model_executor/models/deepseek_eagle3.py (vllm-project/vllm @ 0c838b5a)"
 SGLANG_SRC = "python/sglang/srt/models/deepseek_eagle3.py (sgl-project/sglang @ 76066f8f)"
-
-
-def is_mla_target(target: dict) -> bool:
-    """DeepSeek-V3-shaped: MLA fields in the (text) config, or a DeepSeek-V2/V3 / Kimi-K2 model_type."""
-    text = target.get("text_config") or target
-    if any(text.get(k) is not None for k in MLA_FIELDS):
-        return True
-    types = {text.get("model_type"), target.get("model_type")}
-    archs = [*(target.get("architectures") or []), *(text.get("architectures") or [])]
-    return bool(types & set(MLA_MODEL_TYPES)) or any(a.startswith(("DeepseekV2", "DeepseekV3")) for a in archs)
 
 
 def names_mla_class(draft: Draft) -> bool:

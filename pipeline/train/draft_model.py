@@ -13,11 +13,15 @@ nothing.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 from torch.nn import functional as F
+
+if TYPE_CHECKING:
+    from pipeline.train.draft_mla import DraftMLAConfig, MLAAttention
 
 
 class DraftConfig(BaseModel):
@@ -66,6 +70,9 @@ class DraftConfig(BaseModel):
             fc_norm=fc_norm,
             norm_output=norm_output,
         )
+
+    def attention(self) -> Attention:
+        return Attention(self)
 
     @classmethod
     def from_exported(cls, cfg: dict, n_aux: int) -> DraftConfig:
@@ -124,41 +131,51 @@ class RMSNorm(nn.RMSNorm):
         return F.rms_norm(x.to(self.weight.dtype), self.normalized_shape, self.weight, self.eps).to(x.dtype)
 
 
+def ttt_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: list, scale: float) -> torch.Tensor:
+    """EAGLE-3's training-time-test attention over q, k [B, h, L, d_qk] and v [B, h, L, d_v] (every head's own
+    keys: GQA and MLA expand theirs first). Step 0 attends causally over step-0 keys; step k also attends to its
+    own position's keys of steps 1..k (the chain a served draft builds). `cache` collects each step's (k, v)."""
+    n = q.shape[2]
+    cache.append((k, v))
+    if len(cache) == 1:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    k0, v0 = cache[0]
+    causal = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
+    s0 = (q @ k0.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
+    diag = torch.stack([(q * ki).sum(-1) * scale for ki, _ in cache[1:]], -1)  # [B, h, L, steps]
+    p = torch.softmax(torch.cat([s0, diag], -1).float(), -1).to(q.dtype)
+    return p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
+
+
 class Attention(nn.Module):
+    """Llama attention (RoPE, GQA) over the layer's 2H input."""
+
     def __init__(self, c: DraftConfig):
         super().__init__()
         self.c = c
+        self.scale = 1.0 / math.sqrt(c.head_dim)
         self.q_proj = nn.Linear(2 * c.hidden_size, c.num_attention_heads * c.head_dim, bias=False)
         self.k_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
         self.v_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
         self.o_proj = nn.Linear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=False)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
-        """Step 0 attends causally over step-0 keys; step k also attends to its own position's keys of
-        steps 1..k (the chain a served draft builds), which is EAGLE-3's training-time-test mask."""
+    def project(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(q, k, v) [B, heads, L, head_dim] at positions pos, RoPE applied, KV heads repeated to every head."""
         c, (b, n, _) = self.c, x.shape
         q = self.q_proj(x).view(b, n, c.num_attention_heads, c.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
         q, k = _rope(q, pos, c.rope_theta), _rope(k, pos, c.rope_theta)
         rep = c.num_attention_heads // c.num_key_value_heads
-        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-        cache.append((k, v))
-        if len(cache) == 1:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            scale = 1.0 / math.sqrt(c.head_dim)
-            k0, v0 = cache[0]
-            causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-            s0 = (q @ k0.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
-            diag = torch.stack([(q * ki).sum(-1) * scale for ki, _ in cache[1:]], -1)  # [B, h, L, steps]
-            p = torch.softmax(torch.cat([s0, diag], -1).float(), -1).to(q.dtype)
-            out = p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
-        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+        return q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
+        out = ttt_attention(*self.project(x, pos), cache, self.scale)
+        return self.o_proj(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
 
 
 class MLP(nn.Module):
-    def __init__(self, c: DraftConfig):
+    def __init__(self, c: DraftConfig | DraftMLAConfig):
         super().__init__()
         self.gate_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
         self.up_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
@@ -169,11 +186,13 @@ class MLP(nn.Module):
 
 
 class MidLayer(nn.Module):
-    def __init__(self, c: DraftConfig):
+    def __init__(self, c: DraftConfig | DraftMLAConfig):
         super().__init__()
         self.input_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.hidden_norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
-        self.self_attn = Attention(c)
+        self.self_attn: Attention | MLAAttention = (
+            c.attention()
+        )  # Llama GQA here; MLA for a DraftMLAConfig (pipeline/train/draft_mla.py)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.mlp = MLP(c)
 
@@ -187,7 +206,7 @@ class Eagle3Draft(nn.Module):
     d2t: torch.Tensor  # buffers, registered in __init__
     t2d: torch.Tensor
 
-    def __init__(self, c: DraftConfig):
+    def __init__(self, c: DraftConfig | DraftMLAConfig):
         super().__init__()
         self.config = c
         self.fc = nn.Linear(c.n_aux * c.target_hidden_size, c.hidden_size, bias=False)
