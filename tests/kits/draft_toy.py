@@ -141,6 +141,19 @@ def make_dsv3(model_dir: Path, q_lora_rank: int | None = 48) -> Path:
     return model_dir
 
 
+def train_mla_toy(root: Path) -> tuple[Path, Path, Path, Path]:
+    """(target, build, capture, draft): a tiny DeepSeek-V3 target, its capture, and the MLA draft its architecture
+    gets, trained offline for a few epochs and exported (a few seconds on CPU)."""
+    from pipeline.capture.run import CaptureConfig, run_capture
+    from pipeline.train.loop import TrainConfig, run_train
+
+    model, build = make_dsv3(root / "model"), make_build(root / "build", n_rows=12, vocab_size=DSV3_VOCAB)
+    run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=root / "capture", device="cpu"))
+    common = {"epochs": 3, "lr": 3e-3, "batch_tokens": 128, "ttt_steps": 2, "log_every": 1, "device": "cpu"}
+    run_train(TrainConfig(capture_dir=root / "capture", out_dir=root / "draft", **common))
+    return model, build, root / "capture", root / "draft"
+
+
 @dataclass
 class Toy:
     root: Path

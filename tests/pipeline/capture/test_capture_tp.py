@@ -65,7 +65,8 @@ def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
 
 @pytest.mark.slow
 def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
-    """`train --online --tp`: the target spans the ranks; the draft trains on its taps, as in one process."""
+    """`train --online --tp`: the target spans the ranks; the draft, the MLA one this DeepSeek-V3 target gets by
+    default, trains on its taps with the losses of one process."""
     model, build = dsv3
     args = [
         "--online",
@@ -94,6 +95,7 @@ def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
     assert [e["batch"] for e in logs[0]] == [e["batch"] for e in logs[1]] and len(logs[0]) == 3
     for a, b in zip(*logs):
         assert abs(a["loss"] - b["loss"]) <= 2e-3 * abs(a["loss"])  # same taps, same draft steps
-    assert json.loads((tmp_path / "tp" / "config.json").read_text())["draftset"]["n_target_layers"] == 8
+    cfg = json.loads((tmp_path / "tp" / "config.json").read_text())
+    assert cfg["draftset"]["n_target_layers"] == 8 and cfg["architectures"] == ["Eagle3DeepseekV2ForCausalLM"]
     assert CaptureManifest.load(tmp_path / "tp").model_type == "deepseek_v3"
     assert not list((tmp_path / "tp").rglob("shard-*"))  # no hidden states written

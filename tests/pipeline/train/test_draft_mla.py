@@ -17,7 +17,7 @@ from pipeline.train.draft_mla import ENGINE_ROPE_THETA, DraftMLAConfig
 from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.export import load_exported
 from pipeline.train.ttt import collate
-from tests.kits.draft_toy import DSV3_VOCAB, make_build, make_dsv3
+from tests.kits.draft_toy import make_dsv3, train_mla_toy
 
 MLA_KEYS = ("q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
 
@@ -99,14 +99,8 @@ def test_architecture_follows_the_target_and_can_be_forced(tmp_path):
 @pytest.fixture(scope="module")
 def mla_run(tmp_path_factory):
     """A tiny DeepSeek-V3 target, its capture, and an MLA draft trained offline on it and exported."""
-    from pipeline.capture.run import CaptureConfig, run_capture
-    from pipeline.train.loop import TrainConfig, run_train
-
     root = tmp_path_factory.mktemp("mla")
-    model, build = make_dsv3(root / "model"), make_build(root / "build", n_rows=12, vocab_size=DSV3_VOCAB)
-    run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=root / "capture", device="cpu"))
-    common = {"epochs": 3, "lr": 3e-3, "batch_tokens": 128, "ttt_steps": 2, "log_every": 1, "device": "cpu"}
-    run_train(TrainConfig(capture_dir=root / "capture", out_dir=root / "draft", **common))
+    model, build, _, _ = train_mla_toy(root)
     return root, model, build
 
 
