@@ -204,6 +204,20 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
         {"mla.config.missing"},
     ),
     (
+        "MLA draft without q_lora_rank on SGLang",
+        {"target": "deepseek-v3", "mla": True, "config_edit": {"q_lora_rank": None}},
+        GOOD,
+        "warning",
+        {"mla.q_lora.missing"},
+    ),
+    (
+        "MLA draft trained at rope_theta 50000, vllm",
+        {"target": "kimi-k25", "taps": [3, 31, 59], "mla": True, "rope_theta": 50000.0},
+        vllm(V3),
+        "warning",
+        {"mla.rope.vllm_base"},
+    ),
+    (
         "MLA draft with 2 layers on SGLang",
         {"target": "deepseek-v3", "mla": True, "config_edit": {"num_hidden_layers": 2}},
         GOOD,

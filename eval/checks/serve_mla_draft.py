@@ -1,15 +1,20 @@
 """A draft that names the engines' MLA draft class: what their loaders read (config fields, weight keys).
 
-draftset does not train MLA drafts yet (issue 30); these rules let `check serve` vet one brought from
-elsewhere (e.g. a public Kimi draft) instead of judging it by the Llama draft's key table. Followed:
+draftset trains this draft for DeepSeek-V3-shaped targets (pipeline/train/draft_mla.py, exported as
+`Eagle3DeepseekV2ForCausalLM`); these rules vet it, or one brought from elsewhere (e.g. a public Kimi draft),
+instead of judging it by the Llama draft's key table. Followed:
   SGLang python/sglang/srt/models/deepseek_eagle3.py (sgl-project/sglang @ 76066f8f): the layer reads
       config.qk_nope_head_dim, qk_rope_head_dim, v_head_dim, kv_lora_rank, max_position_embeddings
-      directly (absent: AttributeError at startup; q_lora_rank is optional); `num_hidden_layers != 1`
-      raises ValueError; load_weights renames midlayer. -> layers.0., prefixes model. and skips any name
-      that is not a parameter, silently.
+      directly (absent: AttributeError at startup; q_lora_rank is optional there); `num_hidden_layers != 1`
+      raises ValueError; the module is `model.midlayer`, so checkpoint names `midlayer.*` load as they are
+      (later versions, @ 5da6caea and kimi_k25_eagle3.py @ 054a1cef, also map `layers.0.` to `midlayer.`);
+      names that are not parameters are skipped, silently. kimi_k25_eagle3.py, which registers
+      Eagle3DeepseekV2ForCausalLM in newer SGLang, raises ValueError when the config has no q_lora_rank.
   vLLM  vllm/model_executor/models/deepseek_eagle3.py (vllm-project/vllm @ 0c838b5a): the same fields via
-      getattr with 0 defaults (a zero-width MLA), several layers allowed; DeepseekV2Eagle3Model.load_weights
-      also `continue`s past unknown names, silently.
+      getattr with 0 defaults (a zero-width MLA), several layers allowed; midlayer. -> layers.0.;
+      DeepseekV2Eagle3Model.load_weights also `continue`s past unknown names, silently. Its layer rebuilds the
+      rope parameters from rope_scaling alone: with none set, get_rope's default base 10000 applies, not the
+      config's rope_theta (transformers 4 configs).
 Only the attention differs from the Llama draft: MLA projections (kv_a_proj_with_mqa, kv_b_proj, o_proj,
 q_a_proj/q_b_proj or q_proj) instead of q/k/v_proj; fc, norm, lm_head, d2t and the MLP are shared.
 """
@@ -20,6 +25,9 @@ from collections.abc import Iterator
 
 from eval.checks.serve_arch import SGLANG_SRC, VLLM_SRC, names_mla_class
 from eval.checks.serve_context import Draft, Finding
+from pipeline.train.draft_mla import ENGINE_ROPE_THETA
+
+SGLANG_KIMI_SRC = "python/sglang/srt/models/kimi_k25_eagle3.py (sgl-project/sglang @ 054a1cef)"
 
 MLA_CONFIG = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "max_position_embeddings")
 MLA_ATTENTION = (("kv_a_proj_with_mqa", "fused_qkv_a_proj_with_mqa"), ("kv_b_proj",), ("o_proj",))
@@ -51,6 +59,32 @@ def mla_draft_rules(draft: Draft, engine: str) -> Iterator[Finding]:
             f"num_hidden_layers = {layers}",
             "SGLang's MLA EAGLE-3 draft raises ValueError('Eagle3 currently only supports 1 layer')",
             "serve a one-layer draft, or serve this one with vLLM (it builds several layers)",
+            src,
+        )
+    if engine == "sglang" and not draft.cfg.get("q_lora_rank") and not missing:
+        yield Finding(
+            "mla.q_lora.missing",
+            "warning",
+            "draft config.json q_lora_rank",
+            "an MLA draft without q_lora_rank (a plain q_proj)",
+            "newer SGLang serves Eagle3DeepseekV2ForCausalLM with kimi_k25_eagle3.py, which raises ValueError "
+            "('Eagle3 MLA layer requires q_lora_rank'); older deepseek_eagle3.py built a q_proj for it",
+            "serve it with an SGLang whose deepseek_eagle3.py builds q_proj, or with vLLM; a draft for a target "
+            "with q_lora_rank (DeepSeek-V3, Kimi-K2) gets one from `draftset train`",
+            SGLANG_KIMI_SRC,
+        )
+    theta = draft.cfg.get("rope_theta")
+    if engine == "vllm" and not draft.cfg.get("rope_scaling") and theta is not None and theta != ENGINE_ROPE_THETA:
+        yield Finding(
+            "mla.rope.vllm_base",
+            "warning",
+            "draft config.json rope_theta",
+            f"an MLA draft with rope_theta {theta} and no rope_scaling",
+            "vLLM's Eagle3 DeepseekV2 layer sets its rope parameters to {'rope_type': 'default'} when rope_scaling "
+            f"is unset, so get_rope rotates with base {ENGINE_ROPE_THETA:g}, not {theta}: positions the draft did "
+            "not learn (with transformers 4 configs; transformers 5 passes rope_theta through)",
+            f"measure it on this vLLM (`draftset check accept-length`), or retrain at rope_theta "
+            f"{ENGINE_ROPE_THETA:g} (what `draftset train` uses for MLA drafts)",
             src,
         )
     names = [k.replace("midlayer.", "layers.0.") for k in draft.tensors]

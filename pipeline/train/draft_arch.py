@@ -99,9 +99,9 @@ def mla_config_json(config: dict, draft: dict) -> dict:
         "v_head_dim": draft["v_head_dim"],
         "rope_interleave": True,  # HF's name for the interleaved-pair rope the draft trained
         "rope_parameters": {"rope_type": "default", "rope_theta": draft["rope_theta"]},  # transformers >= 5
-        # one dense layer: SGLang's DeepseekV2DecoderLayer builds MoE for layer 0 unless n_routed_experts is null
-        # or first_k_dense_replace > 0; vLLM's Eagle3 layer is always dense
-        "n_routed_experts": None,
+        # one dense layer: SGLang's DeepseekV2DecoderLayer (deepseek_eagle3.py @ 76066f8f builds on it) makes layer 0
+        # MoE unless first_k_dense_replace > 0; vLLM's Eagle3 layer is always dense. (n_routed_experts: null would
+        # say it too, but transformers >= 5 refuses the config: the field is a strict int.)
         "first_k_dense_replace": 1,
     }
     head = ("architectures", "model_type")

@@ -28,9 +28,10 @@ from torch import nn
 
 from pipeline.train.draft_model import RMSNorm, ttt_attention
 
-# vLLM's Eagle3 DeepseekV2 layer replaces the config's rope parameters with {"rope_type": "default"} when
-# rope_scaling is unset, so get_rope falls back to base 10000 whatever rope_theta the draft config says;
-# SGLang reads rope_theta as written. Training at 10000 (and writing it) is the one value both apply.
+# vLLM's Eagle3 DeepseekV2 layer rebuilds the rope parameters from `config.rope_scaling`: unset (transformers 4)
+# gives {"rope_type": "default"} with no base, so get_rope falls back to 10000 whatever rope_theta says; under
+# transformers 5 `rope_scaling` returns the rope_parameters, rope_theta included. SGLang reads rope_theta (or
+# rope_parameters) as written. Training at 10000, and writing it, is the one base every one of these applies.
 ENGINE_ROPE_THETA = 10000.0
 
 

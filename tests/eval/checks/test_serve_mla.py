@@ -86,3 +86,29 @@ def test_check_draft_measures_the_mla_draft(mla):
     report = check_draft(draft, capture, model, max_samples=4, max_new=8)
     assert report.train.accept_length >= 1.0 and report.wirings  # the target's forward, every wiring, run
     assert report.wirings[0].hf_ids == report.train.hf_ids
+
+
+def test_loader_limits_of_mla_drafts_are_warned_per_engine(mla, tmp_path):
+    """No q_lora_rank: newer SGLang's kimi_k25_eagle3.py refuses it; a rope_theta other than 10000 without
+    rope_scaling: vLLM's Eagle3 DeepseekV2 layer rotates at base 10000. Each is said for its engine only."""
+    import shutil
+
+    model, _, _, draft = mla
+    bad = tmp_path / "bad"
+    shutil.copytree(draft, bad)
+    cfg = json.loads((bad / "config.json").read_text())
+    (bad / "config.json").write_text(json.dumps({**cfg, "q_lora_rank": None}))
+    sglang, vllm = (check_serve(bad, c.format(model=model, draft=bad)) for c in (SG, VLLM))
+    (f,) = [f for f in sglang.findings if f.rule == "mla.q_lora.missing"]
+    assert f.severity == "warning" and "kimi_k25_eagle3.py" in f.source
+    assert "mla.q_lora.missing" not in {f.rule for f in vllm.findings}
+    rope = {
+        **cfg,
+        "rope_theta": 50000.0,
+        "draftset": {**cfg["draftset"], "rope": {"rope_theta": 50000.0, "rope_scaling": None}},
+    }
+    (bad / "config.json").write_text(json.dumps(rope))
+    sglang, vllm = (check_serve(bad, c.format(model=model, draft=bad)) for c in (SG, VLLM))
+    (g,) = [f for f in vllm.findings if f.rule == "mla.rope.vllm_base"]
+    assert "base 10000" in g.why and "50000" in g.problem
+    assert "mla.rope.vllm_base" not in {f.rule for f in sglang.findings}

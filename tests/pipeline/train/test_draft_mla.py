@@ -125,6 +125,12 @@ def test_offline_mla_draft_exports_the_engine_layout(mla_run):
     assert {f"midlayer.self_attn.{k}.weight" for k in MLA_KEYS} <= keys
     assert not any(p in k for k in keys for p in ("k_proj", "v_proj", "q_proj."))  # no GQA layer
     assert tuple(kv_a.shape) == (target["kv_lora_rank"] + target["qk_rope_head_dim"], 2 * target["hidden_size"])
+    from transformers import AutoConfig  # the engines read the draft's config.json through it: it must validate
+
+    seen = AutoConfig.from_pretrained(draft)
+    assert type(seen).__name__ == "DeepseekV3Config" and seen.num_hidden_layers == 1 and seen.first_k_dense_replace
+    assert (seen.q_lora_rank, seen.kv_lora_rank) == (target["q_lora_rank"], target["kv_lora_rank"])
+    assert seen.rope_parameters == {"rope_type": "default", "rope_theta": ENGINE_ROPE_THETA}
     log = [json.loads(line) for line in (draft / "train" / "train_log.jsonl").read_text().splitlines()]
     assert log[-1]["loss"] < log[0]["loss"]  # it learned
 
