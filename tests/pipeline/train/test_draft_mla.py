@@ -194,3 +194,24 @@ def test_llama_draft_can_be_forced_on_an_mla_target(mla_run, tmp_path):
     run_train(TrainConfig(capture_dir=root / "capture", out_dir=tmp_path / "llama", **common))
     cfg = json.loads((tmp_path / "llama" / "config.json").read_text())
     assert cfg["architectures"] == ["LlamaForCausalLMEagle3"] and "kv_lora_rank" not in cfg
+
+
+def test_resume_refuses_another_draft_architecture(mla_run, tmp_path):
+    """A state saved for the MLA draft cannot be resumed as a Llama-style one (one line, not a state-dict trace);
+    a state saved before draft_arch existed resumes under auto, the architecture it was trained with."""
+    import shutil
+
+    from pipeline.train.loop import TrainConfig, TrainStage
+    from pipeline.train.resume import STATE
+
+    root, _, _ = mla_run
+    out = tmp_path / "resume"
+    shutil.copytree(root / "draft" / "train", out / "train")
+    common = {"capture_dir": root / "capture", "out_dir": out, "batch_tokens": 128, "ttt_steps": 2, "device": "cpu"}
+    with pytest.raises(DraftsetError, match="cannot resume: draft_arch differ"):
+        TrainStage(TrainConfig(**common, resume=True, draft_arch="llama"))
+    state_path = out / "train" / "checkpoint" / STATE
+    state = torch.load(state_path, weights_only=False)
+    del state["order"]["draft_arch"]
+    torch.save(state, state_path)
+    assert TrainStage(TrainConfig(**common, resume=True)).pos.epoch == 3  # every epoch done: resumes at the end
