@@ -218,6 +218,20 @@ CASES: list[tuple[str, dict, str, str, set[str]]] = [
         {"mla.rope.vllm_base"},
     ),
     (
+        "MLA draft over 4 taps on SGLang",
+        {"target": "deepseek-v3", "mla": True, "taps": [2, 3, 4, 5]},
+        GOOD,
+        "warning",
+        {"mla.fc.taps"},
+    ),
+    (
+        "EAGLE-3.1 MLA draft on SGLang",
+        {"target": "deepseek-v3", "mla": True, "config_edit": {"fc_norm": True}},
+        GOOD,
+        "warning",
+        {"mla.eagle31.sglang"},
+    ),
+    (
         "MLA draft with 2 layers on SGLang",
         {"target": "deepseek-v3", "mla": True, "config_edit": {"num_hidden_layers": 2}},
         GOOD,

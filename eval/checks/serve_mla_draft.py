@@ -61,18 +61,8 @@ def mla_draft_rules(draft: Draft, engine: str) -> Iterator[Finding]:
             "serve a one-layer draft, or serve this one with vLLM (it builds several layers)",
             src,
         )
-    if engine == "sglang" and not draft.cfg.get("q_lora_rank") and not missing:
-        yield Finding(
-            "mla.q_lora.missing",
-            "warning",
-            "draft config.json q_lora_rank",
-            "an MLA draft without q_lora_rank (a plain q_proj)",
-            "newer SGLang serves Eagle3DeepseekV2ForCausalLM with kimi_k25_eagle3.py, which raises ValueError "
-            "('Eagle3 MLA layer requires q_lora_rank'); older deepseek_eagle3.py built a q_proj for it",
-            "serve it with an SGLang whose deepseek_eagle3.py builds q_proj, or with vLLM; a draft for a target "
-            "with q_lora_rank (DeepSeek-V3, Kimi-K2) gets one from `draftset train`",
-            SGLANG_KIMI_SRC,
-        )
+    if engine == "sglang" and not missing:
+        yield from sglang_version_limits(draft)
     theta = draft.cfg.get("rope_theta")
     if engine == "vllm" and not draft.cfg.get("rope_scaling") and theta is not None and theta != ENGINE_ROPE_THETA:
         yield Finding(
@@ -108,3 +98,46 @@ def mla_draft_rules(draft: Draft, engine: str) -> Iterator[Finding]:
 def without_llama_key_rules(draft: Draft, findings: list[Finding]) -> list[Finding]:
     """An MLA draft's keys are judged by mla_draft_rules, not by the Llama loader's table."""
     return [f for f in findings if f.rule not in LLAMA_KEY_RULES] if names_mla_class(draft) else findings
+
+
+def sglang_version_limits(draft: Draft) -> Iterator[Finding]:
+    """What one SGLang MLA draft loader takes and another does not; the command does not say which SGLang runs,
+    so these are warnings naming the versions."""
+    if not draft.cfg.get("q_lora_rank"):
+        yield Finding(
+            "mla.q_lora.missing",
+            "warning",
+            "draft config.json q_lora_rank",
+            "an MLA draft without q_lora_rank (a plain q_proj)",
+            "newer SGLang serves Eagle3DeepseekV2ForCausalLM with kimi_k25_eagle3.py, which raises ValueError "
+            "('Eagle3 MLA layer requires q_lora_rank'); older deepseek_eagle3.py built a q_proj for it",
+            "serve it with an SGLang whose deepseek_eagle3.py builds q_proj, or with vLLM; a draft for a target "
+            "with q_lora_rank (DeepSeek-V3, Kimi-K2) gets one from `draftset train`",
+            SGLANG_KIMI_SRC,
+        )
+    taps = (draft.cfg.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids") or [None] * 3
+    if len(taps) != 3:
+        yield Finding(
+            "mla.fc.taps",
+            "warning",
+            "draft config.json eagle_config.eagle_aux_hidden_state_layer_ids",
+            f"an MLA draft over {len(taps)} taps",
+            "SGLang's deepseek_eagle3.py @ 76066f8f sizes fc for 3 taps (hidden_size * 3): the fc weight does not "
+            "fit and loading stops; kimi_k25_eagle3.py and deepseek_eagle3.py @ 5da6caea size it from eagle_config",
+            "serve it with a newer SGLang or vLLM, or train on 3 taps (`--layers` left at its default)",
+            SGLANG_SRC,
+        )
+    options = [k for k in ("fc_norm", "norm_output") if draft.cfg.get(k)]
+    if options:
+        yield Finding(
+            "mla.eagle31.sglang",
+            "warning",
+            "draft config.json " + " / ".join(options),
+            f"an EAGLE-3.1 MLA draft ({', '.join(options)})",
+            "only kimi_k25_eagle3.py builds fc_norm and feeds the post-norm state on; deepseek_eagle3.py "
+            "(@ 76066f8f, 5da6caea) has neither: it skips fc_norm.* silently and feeds the pre-norm state, so the "
+            "draft runs unlike it trained, with no error",
+            "serve it with an SGLang whose Eagle3DeepseekV2ForCausalLM is kimi_k25_eagle3.py, or with vLLM (both "
+            "options), or train without --fc-norm / --norm-output",
+            SGLANG_KIMI_SRC,
+        )

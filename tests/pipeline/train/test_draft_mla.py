@@ -215,3 +215,21 @@ def test_resume_refuses_another_draft_architecture(mla_run, tmp_path):
     del state["order"]["draft_arch"]
     torch.save(state, state_path)
     assert TrainStage(TrainConfig(**common, resume=True)).pos.epoch == 3  # every epoch done: resumes at the end
+
+
+def test_eagle31_options_train_and_export_on_the_mla_draft(mla_run, tmp_path):
+    """fc_norm / norm_output are the shared draft's: the MLA draft trains and exports them as vLLM and SGLang's
+    kimi_k25_eagle3.py read them (top-level flags, fc_norm.{k}.weight), and reloads identically."""
+    from pipeline.train.loop import TrainConfig, run_train
+
+    root, _, _ = mla_run
+    common = {"max_steps": 2, "batch_tokens": 128, "ttt_steps": 2, "device": "cpu", "lr": 1e-2}
+    run_train(
+        TrainConfig(capture_dir=root / "capture", out_dir=tmp_path / "e31", fc_norm=True, norm_output=True, **common)
+    )
+    cfg = json.loads((tmp_path / "e31" / "config.json").read_text())
+    assert cfg["architectures"] == [MLA_ARCHITECTURE] and cfg["fc_norm"] is True and cfg["norm_output"] is True
+    with safe_open(str(tmp_path / "e31" / "model.safetensors"), framework="pt") as f:
+        assert {f"fc_norm.{k}.weight" for k in range(3)} <= set(f.keys())
+    draft, _, _ = load_exported(tmp_path / "e31")
+    assert draft.config.fc_norm and draft.config.norm_output and isinstance(draft.config, DraftMLAConfig)
