@@ -112,3 +112,15 @@ def test_loader_limits_of_mla_drafts_are_warned_per_engine(mla, tmp_path):
     (g,) = [f for f in vllm.findings if f.rule == "mla.rope.vllm_base"]
     assert "base 10000" in g.why and "50000" in g.problem
     assert "mla.rope.vllm_base" not in {f.rule for f in sglang.findings}
+
+
+def test_speculative_decoding_with_the_mla_draft_is_greedy_decoding(mla):
+    """`check accept-length`'s decoder on the DeepSeek-V3 target (its KV cache cropped after rejections) with the
+    MLA draft proposing: every output token equals plain greedy decoding."""
+    from eval.specdecode.evaluate import measure
+
+    model, _, capture, draft = mla
+    r = measure(draft, capture, model, steps=[2], n_prompts=2, max_new=10, with_wrong=False, device="cpu")
+    (run,) = r.runs
+    assert run.ties == 0 and run.n_tokens == r.greedy_tokens > 0  # measure raises on a real difference
+    assert run.accept_length >= 1.0 and len(run.step_acceptance) == 2
