@@ -23,10 +23,9 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict
 from torch import nn
 
-from pipeline.train.draft_model import RMSNorm, ttt_attention
+from pipeline.train.draft_model import DraftShape, RMSNorm, ttt_attention
 
 # vLLM's Eagle3 DeepseekV2 layer rebuilds the rope parameters from `config.rope_scaling`: unset (transformers 4)
 # gives {"rope_type": "default"} with no base, so get_rope falls back to 10000 whatever rope_theta says; under
@@ -35,72 +34,28 @@ from pipeline.train.draft_model import RMSNorm, ttt_attention
 ENGINE_ROPE_THETA = 10000.0
 
 
-class DraftMLAConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class DraftMLAConfig(DraftShape):
+    """The target's own MLA shape (heads, latent ranks, head dims; the dense MLP width from DraftShape): the
+    draft's cache then has the target's MLA layout."""
 
     attention_kind: Literal["mla"] = "mla"  # tells a saved draft dump from the Llama one (pipeline/train/draft_arch.py)
-    hidden_size: int
-    target_hidden_size: int
-    n_aux: int
-    num_attention_heads: int
     q_lora_rank: int | None
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
-    intermediate_size: int
-    rms_norm_eps: float
-    rope_theta: float
-    vocab_size: int
-    draft_vocab_size: int
-    max_position_embeddings: int
-    fc_norm: bool = False
-    norm_output: bool = False
+
+    @classmethod
+    def own_fields(cls, text: dict) -> dict:
+        q_lora = text.get("q_lora_rank")
+        return {
+            "q_lora_rank": int(q_lora) if q_lora else None,
+            **{k: int(text[k]) for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")},
+            "rope_theta": ENGINE_ROPE_THETA,  # not the target's: see ENGINE_ROPE_THETA
+        }
 
     def attention(self) -> MLAAttention:
         return MLAAttention(self)
-
-    @classmethod
-    def from_target(
-        cls,
-        mcfg: dict,
-        n_aux: int,
-        draft_vocab_size: int,
-        max_length: int,
-        fc_norm: bool = False,
-        norm_output: bool = False,
-    ) -> DraftMLAConfig:
-        """The target's own MLA shape (heads, latent ranks, head dims, dense MLP width): the draft's cache then
-        has the target's MLA layout. The MLP is the target's dense one (`intermediate_size`, not the experts')."""
-        text = mcfg.get("text_config") or mcfg
-        hidden = int(text["hidden_size"])
-        q_lora = text.get("q_lora_rank")
-        return cls(
-            hidden_size=hidden,
-            target_hidden_size=hidden,
-            n_aux=n_aux,
-            num_attention_heads=int(text["num_attention_heads"]),
-            q_lora_rank=int(q_lora) if q_lora else None,
-            kv_lora_rank=int(text["kv_lora_rank"]),
-            qk_nope_head_dim=int(text["qk_nope_head_dim"]),
-            qk_rope_head_dim=int(text["qk_rope_head_dim"]),
-            v_head_dim=int(text["v_head_dim"]),
-            intermediate_size=int(text["intermediate_size"]),
-            rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)),
-            rope_theta=ENGINE_ROPE_THETA,
-            vocab_size=int(text["vocab_size"]),
-            draft_vocab_size=draft_vocab_size,
-            max_position_embeddings=max_length,
-            fc_norm=fc_norm,
-            norm_output=norm_output,
-        )
-
-    @classmethod
-    def from_exported(cls, cfg: dict, n_aux: int) -> DraftMLAConfig:
-        """The draft's shape from its exported config.json (pipeline/train/draft_arch.mla_config_json)."""
-        own = [k for k in cls.model_fields if k not in ("attention_kind", "n_aux", "fc_norm", "norm_output")]
-        options = {"fc_norm": bool(cfg.get("fc_norm", False)), "norm_output": bool(cfg.get("norm_output", False))}
-        return cls.model_validate({**{k: cfg.get(k) for k in own}, **options, "n_aux": n_aux})
 
 
 def rope_interleaved(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:

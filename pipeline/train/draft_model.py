@@ -13,7 +13,7 @@ nothing.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -24,15 +24,16 @@ if TYPE_CHECKING:
     from pipeline.train.draft_mla import DraftMLAConfig, MLAAttention
 
 
-class DraftConfig(BaseModel):
+class DraftShape(BaseModel):
+    """What every draft architecture has: the fusion over the taps, the layer's width and MLP, norms, vocabularies,
+    trained positions and the EAGLE-3.1 options. Each architecture adds its attention's fields (`own_fields`)."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
     hidden_size: int
     target_hidden_size: int
     n_aux: int
     num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
     intermediate_size: int
     rms_norm_eps: float
     rope_theta: float
@@ -43,6 +44,11 @@ class DraftConfig(BaseModel):
     norm_output: bool = False  # EAGLE-3.1: feed the post-norm hidden state to the next draft step
 
     @classmethod
+    def own_fields(cls, text: dict) -> dict:
+        """The architecture's attention fields from the target's (text) config; may override rope_theta."""
+        raise NotImplementedError
+
+    @classmethod
     def from_target(
         cls,
         mcfg: dict,
@@ -51,34 +57,53 @@ class DraftConfig(BaseModel):
         max_length: int,
         fc_norm: bool = False,
         norm_output: bool = False,
-    ) -> DraftConfig:
-        heads = int(mcfg["num_attention_heads"])
-        hidden = int(mcfg["hidden_size"])
-        return cls(
-            hidden_size=hidden,
-            target_hidden_size=hidden,
-            n_aux=n_aux,
-            num_attention_heads=heads,
-            num_key_value_heads=int(mcfg.get("num_key_value_heads") or heads),
-            head_dim=int(mcfg.get("head_dim") or hidden // heads),
-            intermediate_size=int(mcfg["intermediate_size"]),
-            rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
-            rope_theta=float(mcfg.get("rope_theta") or (mcfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)),
-            vocab_size=int(mcfg["vocab_size"]),
-            draft_vocab_size=draft_vocab_size,
-            max_position_embeddings=max_length,
-            fc_norm=fc_norm,
-            norm_output=norm_output,
-        )
+    ) -> Self:
+        """A draft as wide as the target, with its heads, MLP width, norm eps and RoPE base (a multimodal config's
+        text model: Kimi-K2.5 nests it under text_config)."""
+        text = mcfg.get("text_config") or mcfg
+        hidden = int(text["hidden_size"])
+        shared = {
+            "hidden_size": hidden,
+            "target_hidden_size": hidden,
+            "n_aux": n_aux,
+            "num_attention_heads": int(text["num_attention_heads"]),
+            "intermediate_size": int(text["intermediate_size"]),
+            "rms_norm_eps": float(text.get("rms_norm_eps", 1e-6)),
+            "rope_theta": float(
+                text.get("rope_theta") or (text.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+            ),
+            "vocab_size": int(text["vocab_size"]),
+            "draft_vocab_size": draft_vocab_size,
+            "max_position_embeddings": max_length,
+            "fc_norm": fc_norm,
+            "norm_output": norm_output,
+        }
+        return cls(**{**shared, **cls.own_fields(text)})
+
+    @classmethod
+    def from_exported(cls, cfg: dict, n_aux: int) -> Self:
+        """The draft's own shape from an exported config.json (which names the taps' count by engine keys)."""
+        options = {"fc_norm": bool(cfg.get("fc_norm", False)), "norm_output": bool(cfg.get("norm_output", False))}
+        own = [k for k in cls.model_fields if k not in ("n_aux", "attention_kind", *options)]
+        return cls.model_validate({**{k: cfg[k] for k in own}, **options, "n_aux": n_aux})
+
+
+class DraftConfig(DraftShape):
+    """The Llama-style draft: RoPE + GQA attention (num_key_value_heads of head_dim)."""
+
+    num_key_value_heads: int
+    head_dim: int
+
+    @classmethod
+    def own_fields(cls, text: dict) -> dict:
+        heads = int(text["num_attention_heads"])
+        return {
+            "num_key_value_heads": int(text.get("num_key_value_heads") or heads),
+            "head_dim": int(text.get("head_dim") or int(text["hidden_size"]) // heads),
+        }
 
     def attention(self) -> Attention:
         return Attention(self)
-
-    @classmethod
-    def from_exported(cls, cfg: dict, n_aux: int) -> DraftConfig:
-        """The draft's own shape from an exported config.json (which names the taps' count by engine keys)."""
-        options = {"fc_norm": bool(cfg.get("fc_norm", False)), "norm_output": bool(cfg.get("norm_output", False))}
-        return cls(**{k: cfg[k] for k in cls.model_fields if k != "n_aux" and k not in options}, **options, n_aux=n_aux)
 
     @classmethod
     def tiny(
