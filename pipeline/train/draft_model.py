@@ -7,7 +7,9 @@ two options: `fc_norm` (one RMSNorm per aux tap before fc, weights `fc_norm.{k}.
 eval/checks/draft_weights.py maps to SGLang's `model.fc_norm.{k}.weight`) and `norm_output` (the post-norm
 state, the one lm_head reads, is what the next step gets). Written
 by hand because no library ships this exact module; parameter names mirror SGLang so export renames
-nothing.
+nothing. The attention is the config's (`DraftConfig.attention()`): this module's GQA layer, or DeepSeek's MLA
+for a `DraftMLAConfig` (pipeline/train/draft_mla.py); both run EAGLE-3's training-time-test mask through
+`ttt_attention`.
 """
 
 from __future__ import annotations
