@@ -97,6 +97,7 @@ def make_draft(
     longest_row: int | None = None,
     config_edit: dict | None = None,
     mla: bool = False,
+    rope_theta: float = 10000.0,  # as trained and as written (config_edit changes only what is written)
 ) -> Path:
     """A draft exported for `target` (its written SGLang ids from the one layer rule unless `written`)."""
     tdir = make_target(root, target)
@@ -120,7 +121,7 @@ def make_draft(
         "num_hidden_layers": 1,
         "hidden_act": "silu",
         "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0,
+        "rope_theta": rope_theta,
         "max_position_embeddings": 256,
         "rope_scaling": None,
         "vocab_size": V,
@@ -138,7 +139,7 @@ def make_draft(
             "target_architecture": cfg_t["architectures"][0],
             "sglang_tap_rule": rule.name,
             "longest_training_row": longest_row,
-            "rope": {"rope_theta": 10000.0, "rope_scaling": None},
+            "rope": {"rope_theta": rope_theta, "rope_scaling": None},
         },
         **(MLA_DRAFT_CONFIG if mla else {}),
         **(config_edit or {}),

@@ -121,7 +121,7 @@ def rope_settings(draft: Draft) -> Iterator[Finding]:
             f"the draft's config.json sets {served}, training used {trained}",
             "the engine rotates the draft's queries and keys by the config's RoPE: other frequencies than "
             "training's scramble every attention score, with no error",
-            f"restore rope_theta = {trained['rope_theta']} and rope_scaling = {trained['rope_scaling']} "
+            f"restore rope_theta = {trained.get('rope_theta')} and rope_scaling = {trained.get('rope_scaling')} "
             "(re-export: draftset export CHECKPOINT)",
             "python/sglang/srt/models/llama_eagle3.py (LlamaAttention rope from config), SGLang 0.5.x",
         )

@@ -20,7 +20,7 @@ from typing import Any, Literal, overload
 import torch
 from torch.nn import functional as F
 
-from pipeline.train.draft_model import Eagle3Draft, _rope
+from pipeline.train.draft_model import Eagle3Draft
 
 
 class TargetRunner:
@@ -97,21 +97,16 @@ class DraftRunner:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The draft's one layer on new positions over `past` keys: (logits [n, K], out [1, n, H], k, v)."""
         layer = self.draft.midlayer
-        att, c = layer.self_attn, layer.self_attn.c
+        att = layer.self_attn  # Llama GQA or MLA: project() gives every head's q, k, v with rope applied
         embeds = F.embedding(tokens, self.embed)[None]
         x = torch.cat([layer.input_layernorm(embeds), layer.hidden_norm(hidden)], -1)
         n = x.shape[1]
-        q = att.q_proj(x).view(1, n, c.num_attention_heads, c.head_dim).transpose(1, 2)
-        k = att.k_proj(x).view(1, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
-        v = att.v_proj(x).view(1, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
-        q, k = _rope(q, pos, c.rope_theta), _rope(k, pos, c.rope_theta)
-        rep = c.num_attention_heads // c.num_key_value_heads
-        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+        q, k, v = att.project(x, pos)
         if past is not None:
             k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
         before = k.shape[2] - n  # new query i sees every earlier key and new keys up to itself
         mask = torch.arange(k.shape[2], device=x.device)[None, :] <= before + torch.arange(n, device=x.device)[:, None]
-        attn = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        attn = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=att.scale)
         residual = hidden + att.o_proj(attn.transpose(1, 2).reshape(1, n, -1))
         out = residual + layer.mlp(layer.post_attention_layernorm(residual))
         normed = self.draft.norm(out)  # EAGLE-3.1 norm_output feeds this normed state on, as training did

@@ -132,6 +132,12 @@ def train(
     norm_output: bool | None = field_option(
         TrainConfig, "norm_output", "--norm-output", help="EAGLE-3.1: the post-norm state feeds the next step"
     ),
+    draft_arch: str | None = field_option(
+        TrainConfig,
+        "draft_arch",
+        "--draft-arch",
+        help="auto (an MLA draft for DeepSeek-V3/Kimi targets, Llama-style otherwise) | llama | mla",
+    ),
     save_every: int | None = field_option(
         TrainConfig, "save_every", help="steps between resumable states (and every epoch end)"
     ),
@@ -162,6 +168,7 @@ def train(
         "device": device,
         "fc_norm": fc_norm,
         "norm_output": norm_output,
+        "draft_arch": draft_arch,
         "save_every": save_every,
         "resume": resume,
     }

@@ -29,6 +29,7 @@ FLAGS: dict[str, str | tuple[str, str]] = {
     "online": "taps from the target's forward (INPUT is a build)",
     "layers": "online: aux taps as HF hidden-state indices",
     "tp": "online under torchrun: one target tensor-parallel across ranks",
+    "draft_arch": "auto (MLA for DeepSeek-V3/Kimi targets, else Llama) | llama | mla",
 }
 
 

@@ -31,6 +31,7 @@ class TrainConfig(StageConfig):
     schedule: Literal["constant", "cosine"] = "constant"  # after warm-up (pipeline/train/schedule.py)
     fc_norm: bool = False  # EAGLE-3.1: per-tap RMSNorm before the fusion fc
     norm_output: bool = False  # EAGLE-3.1: the post-norm state feeds the next draft step
+    draft_arch: Literal["auto", "llama", "mla"] = "auto"  # auto: MLA for DeepSeek-V3/Kimi targets (draft_arch.py)
     save_every: int = 500  # steps between resumable states (and at every epoch end)
     save_every_s: float = 300  # and at most this long between them: a kill loses minutes, not the run
     resume: bool = False

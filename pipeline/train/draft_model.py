@@ -7,28 +7,35 @@ two options: `fc_norm` (one RMSNorm per aux tap before fc, weights `fc_norm.{k}.
 eval/checks/draft_weights.py maps to SGLang's `model.fc_norm.{k}.weight`) and `norm_output` (the post-norm
 state, the one lm_head reads, is what the next step gets). Written
 by hand because no library ships this exact module; parameter names mirror SGLang so export renames
-nothing.
+nothing. The attention is the config's (`DraftConfig.attention()`): this module's GQA layer, or DeepSeek's MLA
+for a `DraftMLAConfig` (pipeline/train/draft_mla.py); both run EAGLE-3's training-time-test mask through
+`ttt_attention`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Self
 
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 from torch.nn import functional as F
 
+if TYPE_CHECKING:
+    from pipeline.train.draft_mla import DraftMLAConfig, MLAAttention
 
-class DraftConfig(BaseModel):
+
+class DraftShape(BaseModel):
+    """What every draft architecture has: the fusion over the taps, the layer's width and MLP, norms, vocabularies,
+    trained positions and the EAGLE-3.1 options. Each architecture adds its attention's fields (`own_fields`)."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
     hidden_size: int
     target_hidden_size: int
     n_aux: int
     num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
     intermediate_size: int
     rms_norm_eps: float
     rope_theta: float
@@ -39,6 +46,11 @@ class DraftConfig(BaseModel):
     norm_output: bool = False  # EAGLE-3.1: feed the post-norm hidden state to the next draft step
 
     @classmethod
+    def own_fields(cls, text: dict) -> dict:
+        """The architecture's attention fields from the target's (text) config; may override rope_theta."""
+        raise NotImplementedError
+
+    @classmethod
     def from_target(
         cls,
         mcfg: dict,
@@ -47,31 +59,53 @@ class DraftConfig(BaseModel):
         max_length: int,
         fc_norm: bool = False,
         norm_output: bool = False,
-    ) -> DraftConfig:
-        heads = int(mcfg["num_attention_heads"])
-        hidden = int(mcfg["hidden_size"])
-        return cls(
-            hidden_size=hidden,
-            target_hidden_size=hidden,
-            n_aux=n_aux,
-            num_attention_heads=heads,
-            num_key_value_heads=int(mcfg.get("num_key_value_heads") or heads),
-            head_dim=int(mcfg.get("head_dim") or hidden // heads),
-            intermediate_size=int(mcfg["intermediate_size"]),
-            rms_norm_eps=float(mcfg.get("rms_norm_eps", 1e-6)),
-            rope_theta=float(mcfg.get("rope_theta") or (mcfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)),
-            vocab_size=int(mcfg["vocab_size"]),
-            draft_vocab_size=draft_vocab_size,
-            max_position_embeddings=max_length,
-            fc_norm=fc_norm,
-            norm_output=norm_output,
-        )
+    ) -> Self:
+        """A draft as wide as the target, with its heads, MLP width, norm eps and RoPE base (a multimodal config's
+        text model: Kimi-K2.5 nests it under text_config)."""
+        text = mcfg.get("text_config") or mcfg
+        hidden = int(text["hidden_size"])
+        shared = {
+            "hidden_size": hidden,
+            "target_hidden_size": hidden,
+            "n_aux": n_aux,
+            "num_attention_heads": int(text["num_attention_heads"]),
+            "intermediate_size": int(text["intermediate_size"]),
+            "rms_norm_eps": float(text.get("rms_norm_eps", 1e-6)),
+            "rope_theta": float(
+                text.get("rope_theta") or (text.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+            ),
+            "vocab_size": int(text["vocab_size"]),
+            "draft_vocab_size": draft_vocab_size,
+            "max_position_embeddings": max_length,
+            "fc_norm": fc_norm,
+            "norm_output": norm_output,
+        }
+        return cls(**{**shared, **cls.own_fields(text)})
 
     @classmethod
-    def from_exported(cls, cfg: dict, n_aux: int) -> DraftConfig:
+    def from_exported(cls, cfg: dict, n_aux: int) -> Self:
         """The draft's own shape from an exported config.json (which names the taps' count by engine keys)."""
         options = {"fc_norm": bool(cfg.get("fc_norm", False)), "norm_output": bool(cfg.get("norm_output", False))}
-        return cls(**{k: cfg[k] for k in cls.model_fields if k != "n_aux" and k not in options}, **options, n_aux=n_aux)
+        own = [k for k in cls.model_fields if k not in ("n_aux", "attention_kind", *options)]
+        return cls.model_validate({**{k: cfg[k] for k in own}, **options, "n_aux": n_aux})
+
+
+class DraftConfig(DraftShape):
+    """The Llama-style draft: RoPE + GQA attention (num_key_value_heads of head_dim)."""
+
+    num_key_value_heads: int
+    head_dim: int
+
+    @classmethod
+    def own_fields(cls, text: dict) -> dict:
+        heads = int(text["num_attention_heads"])
+        return {
+            "num_key_value_heads": int(text.get("num_key_value_heads") or heads),
+            "head_dim": int(text.get("head_dim") or int(text["hidden_size"]) // heads),
+        }
+
+    def attention(self) -> Attention:
+        return Attention(self)
 
     @classmethod
     def tiny(
@@ -124,41 +158,51 @@ class RMSNorm(nn.RMSNorm):
         return F.rms_norm(x.to(self.weight.dtype), self.normalized_shape, self.weight, self.eps).to(x.dtype)
 
 
+def ttt_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: list, scale: float) -> torch.Tensor:
+    """EAGLE-3's training-time-test attention over q, k [B, h, L, d_qk] and v [B, h, L, d_v] (every head's own
+    keys: GQA and MLA expand theirs first). Step 0 attends causally over step-0 keys; step k also attends to its
+    own position's keys of steps 1..k (the chain a served draft builds). `cache` collects each step's (k, v)."""
+    n = q.shape[2]
+    cache.append((k, v))
+    if len(cache) == 1:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    k0, v0 = cache[0]
+    causal = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
+    s0 = (q @ k0.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
+    diag = torch.stack([(q * ki).sum(-1) * scale for ki, _ in cache[1:]], -1)  # [B, h, L, steps]
+    p = torch.softmax(torch.cat([s0, diag], -1).float(), -1).to(q.dtype)
+    return p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
+
+
 class Attention(nn.Module):
+    """Llama attention (RoPE, GQA) over the layer's 2H input."""
+
     def __init__(self, c: DraftConfig):
         super().__init__()
         self.c = c
+        self.scale = 1.0 / math.sqrt(c.head_dim)
         self.q_proj = nn.Linear(2 * c.hidden_size, c.num_attention_heads * c.head_dim, bias=False)
         self.k_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
         self.v_proj = nn.Linear(2 * c.hidden_size, c.num_key_value_heads * c.head_dim, bias=False)
         self.o_proj = nn.Linear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=False)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
-        """Step 0 attends causally over step-0 keys; step k also attends to its own position's keys of
-        steps 1..k (the chain a served draft builds), which is EAGLE-3's training-time-test mask."""
+    def project(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(q, k, v) [B, heads, L, head_dim] at positions pos, RoPE applied, KV heads repeated to every head."""
         c, (b, n, _) = self.c, x.shape
         q = self.q_proj(x).view(b, n, c.num_attention_heads, c.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, n, c.num_key_value_heads, c.head_dim).transpose(1, 2)
         q, k = _rope(q, pos, c.rope_theta), _rope(k, pos, c.rope_theta)
         rep = c.num_attention_heads // c.num_key_value_heads
-        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-        cache.append((k, v))
-        if len(cache) == 1:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            scale = 1.0 / math.sqrt(c.head_dim)
-            k0, v0 = cache[0]
-            causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
-            s0 = (q @ k0.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
-            diag = torch.stack([(q * ki).sum(-1) * scale for ki, _ in cache[1:]], -1)  # [B, h, L, steps]
-            p = torch.softmax(torch.cat([s0, diag], -1).float(), -1).to(q.dtype)
-            out = p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
-        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+        return q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
+        out = ttt_attention(*self.project(x, pos), cache, self.scale)
+        return self.o_proj(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
 
 
 class MLP(nn.Module):
-    def __init__(self, c: DraftConfig):
+    def __init__(self, c: DraftConfig | DraftMLAConfig):
         super().__init__()
         self.gate_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
         self.up_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
@@ -169,11 +213,13 @@ class MLP(nn.Module):
 
 
 class MidLayer(nn.Module):
-    def __init__(self, c: DraftConfig):
+    def __init__(self, c: DraftConfig | DraftMLAConfig):
         super().__init__()
         self.input_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.hidden_norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
-        self.self_attn = Attention(c)
+        self.self_attn: Attention | MLAAttention = (
+            c.attention()
+        )  # Llama GQA here; MLA for a DraftMLAConfig (pipeline/train/draft_mla.py)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.mlp = MLP(c)
 
@@ -187,7 +233,7 @@ class Eagle3Draft(nn.Module):
     d2t: torch.Tensor  # buffers, registered in __init__
     t2d: torch.Tensor
 
-    def __init__(self, c: DraftConfig):
+    def __init__(self, c: DraftConfig | DraftMLAConfig):
         super().__init__()
         self.config = c
         self.fc = nn.Linear(c.n_aux * c.target_hidden_size, c.hidden_size, bias=False)

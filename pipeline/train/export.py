@@ -1,4 +1,5 @@
-"""Export a checkpoint to the layout SGLang (`LlamaForCausalLMEagle3`) and vLLM/speculators load.
+"""Export a checkpoint to the layout SGLang (`LlamaForCausalLMEagle3`) and vLLM/speculators load (an MLA draft:
+`Eagle3DeepseekV2ForCausalLM`, its fields from pipeline/train/draft_arch.py).
 
 config.json carries both engines' layer-id keys derived from the capture manifest (never retyped),
 the draft and target vocab sizes and the serving facts (chat template hash, system prompt, thinking,
@@ -15,6 +16,7 @@ from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
 from pipeline.capture.layers import sglang_tap_rule, target_config, written_ids
 from pipeline.capture.manifest import MANIFEST, CaptureManifest
+from pipeline.train.draft_arch import exported_draft_config, is_mla_dump, mla_config_json
 
 if TYPE_CHECKING:
     from pipeline.train.draft_model import Eagle3Draft
@@ -34,15 +36,15 @@ def draft_config_json(
     rule = sglang_tap_rule({**target, "num_hidden_layers": manifest.n_layers})
     # An architecture without SGLang EAGLE3 capture still gets the common (+1) form; check serve reports it.
     sglang_ids = written_ids(rule if rule.name != "none" else rule.model_copy(update={"name": "plus_one"}), plan.aux)
-    return {
+    config = {
         "architectures": ["LlamaForCausalLMEagle3"],
         "model_type": "llama",
         "hidden_size": draft["hidden_size"],
         "target_hidden_size": draft["target_hidden_size"],
         "intermediate_size": draft["intermediate_size"],
         "num_attention_heads": draft["num_attention_heads"],
-        "num_key_value_heads": draft["num_key_value_heads"],
-        "head_dim": draft["head_dim"],
+        "num_key_value_heads": draft.get("num_key_value_heads"),  # GQA only (the MLA draft drops both)
+        "head_dim": draft.get("head_dim"),
         "num_hidden_layers": 1,
         "hidden_act": "silu",
         "rms_norm_eps": draft["rms_norm_eps"],
@@ -77,6 +79,7 @@ def draft_config_json(
             "rope": {"rope_theta": draft["rope_theta"], "rope_scaling": None},  # what training used
         },
     }
+    return mla_config_json(config, draft) if is_mla_dump(draft) else config  # the MLA draft: draft_arch.py
 
 
 def export_draft(checkpoint: Path, out_dir: Path) -> Path:
@@ -116,7 +119,7 @@ def load_exported(draft_dir: Path) -> tuple[Eagle3Draft, CaptureManifest, dict[s
     """(Eagle3Draft in fp32, capture manifest, config.json) from an exported draft dir."""
     from safetensors.torch import load_file
 
-    from pipeline.train.draft_model import DraftConfig, Eagle3Draft
+    from pipeline.train.draft_model import Eagle3Draft
 
     draft_dir = Path(draft_dir)
     for need in ("config.json", WEIGHTS, MANIFEST):
@@ -124,7 +127,7 @@ def load_exported(draft_dir: Path) -> tuple[Eagle3Draft, CaptureManifest, dict[s
             raise DraftsetError(f"{draft_dir} has no {need}", hint="export it with `draftset export CHECKPOINT`")
     cfg = json.loads((draft_dir / "config.json").read_text())
     manifest = CaptureManifest.load(draft_dir)
-    draft = Eagle3Draft(DraftConfig.from_exported(cfg, len(manifest.taps.aux)))
+    draft = Eagle3Draft(exported_draft_config(cfg, len(manifest.taps.aux)))
     state = {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(draft_dir / WEIGHTS)).items()}
     draft.load_state_dict(state)
     return draft.eval(), manifest, cfg

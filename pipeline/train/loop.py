@@ -23,7 +23,8 @@ from pipeline.capture.runtime import dist_info, pick_device, progress
 from pipeline.stage import Stage, StageRun, rank_dir
 from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
-from pipeline.train.draft_model import DraftConfig, Eagle3Draft
+from pipeline.train.draft_arch import DraftArch, draft_config_for
+from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
 from pipeline.train.schedule import lr_factor
 from pipeline.train.target_head import FrozenTarget
@@ -43,12 +44,13 @@ def build_draft(
     max_length: int,
     fc_norm: bool = False,
     norm_output: bool = False,
+    draft_arch: DraftArch = "auto",
 ) -> Eagle3Draft:
     """A draft shaped after the target's config.json, with the build's draft vocabulary (and the EAGLE-3.1
-    options when asked)."""
+    options when asked); `draft_arch` auto: an MLA draft for a DeepSeek-V3-shaped target (train/draft_arch.py)."""
     mcfg = model_config(target_dir)
     n_aux, k = len(manifest.taps.aux), int(vocab["d2t"].numel())
-    draft = Eagle3Draft(DraftConfig.from_target(mcfg, n_aux, k, max_length, fc_norm, norm_output))
+    draft = Eagle3Draft(draft_config_for(mcfg, draft_arch, n_aux, k, max_length, fc_norm, norm_output))
     if int(vocab["t2d"].numel()) != manifest.vocab_size:
         raise DraftsetError(
             f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is {manifest.vocab_size}",
@@ -154,7 +156,7 @@ class TrainStage(Stage[TrainConfig]):
         max_length = manifest.max_length or max(self.lengths.values(), default=0)
         target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
         self.draft = build_draft(
-            target_dir, manifest, self.source.vocab, max_length, config.fc_norm, config.norm_output
+            target_dir, manifest, self.source.vocab, max_length, config.fc_norm, config.norm_output, config.draft_arch
         ).to(self.device)
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)

@@ -24,7 +24,9 @@ from catalog.io import atomic_path
 STATE = "trainer_state.pt"
 # Settings that decide which batches exist and in which order: resuming under other values would
 # train a different sequence than the one the state was saved in.
-ORDER_KEYS = ("batch_tokens", "seed", "heldout_every", "ttt_steps", "online", "capture_dir", "build_dir")
+ORDER_KEYS = ("batch_tokens", "seed", "heldout_every", "ttt_steps", "online", "capture_dir", "build_dir", "draft_arch")
+# Keys added after states were first written, with the value a state saved before them was trained under.
+LATER_KEYS = {"draft_arch": "auto"}
 
 
 @dataclass
@@ -71,7 +73,8 @@ def load_state(path: Path, draft: nn.Module, opt: Optimizer, sched: LRScheduler,
             hint="run without --resume to start training from scratch",
         )
     payload = torch.load(path, map_location="cpu", weights_only=False)  # our own file, written by save_state
-    changed = [k for k in ORDER_KEYS if payload["order"].get(k) != str(config.get(k))]
+    saved = {**LATER_KEYS, **payload["order"]}
+    changed = [k for k in ORDER_KEYS if saved.get(k) != str(config.get(k))]
     if changed:
         raise DraftsetError(
             f"cannot resume: {', '.join(changed)} differ from the interrupted run",

@@ -106,6 +106,54 @@ def make_build(
     return build_dir
 
 
+DSV3_VOCAB = 512
+
+
+def make_dsv3(model_dir: Path, q_lora_rank: int | None = 48) -> Path:
+    """A random DeepSeek-V3-shaped target (MLA attention, shared + routed experts, a dense first layer): the
+    architecture of Kimi-K2.5, small enough for CPU; q_lora_rank None gives DeepSeek-V2-Lite's plain q_proj."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+    cfg = DeepseekV3Config(
+        vocab_size=DSV3_VOCAB,
+        hidden_size=128,
+        intermediate_size=256,
+        moe_intermediate_size=64,
+        num_hidden_layers=8,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        n_shared_experts=1,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_group=2,
+        topk_group=1,
+        first_k_dense_replace=1,
+        kv_lora_rank=32,
+        q_lora_rank=q_lora_rank,
+        qk_rope_head_dim=16,
+        v_head_dim=32,
+        qk_nope_head_dim=32,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    DeepseekV3ForCausalLM(cfg).save_pretrained(model_dir)
+    return model_dir
+
+
+def train_mla_toy(root: Path) -> tuple[Path, Path, Path, Path]:
+    """(target, build, capture, draft): a tiny DeepSeek-V3 target, its capture, and the MLA draft its architecture
+    gets, trained offline for a few epochs and exported (a few seconds on CPU)."""
+    from pipeline.capture.run import CaptureConfig, run_capture
+    from pipeline.train.loop import TrainConfig, run_train
+
+    model, build = make_dsv3(root / "model"), make_build(root / "build", n_rows=12, vocab_size=DSV3_VOCAB)
+    run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=root / "capture", device="cpu"))
+    common = {"epochs": 3, "lr": 3e-3, "batch_tokens": 128, "ttt_steps": 2, "log_every": 1, "device": "cpu"}
+    run_train(TrainConfig(capture_dir=root / "capture", out_dir=root / "draft", **common))
+    return model, build, root / "capture", root / "draft"
+
+
 @dataclass
 class Toy:
     root: Path

@@ -17,39 +17,8 @@ import torch
 
 from pipeline.capture.manifest import CaptureManifest
 from pipeline.capture.store import CaptureReader
-from tests.kits.draft_toy import make_build
-
-VOCAB = 512
-
-
-def make_dsv3(model_dir: Path) -> Path:
-    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
-
-    cfg = DeepseekV3Config(
-        vocab_size=VOCAB,
-        hidden_size=128,
-        intermediate_size=256,
-        moe_intermediate_size=64,
-        num_hidden_layers=8,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        n_shared_experts=1,
-        n_routed_experts=8,
-        num_experts_per_tok=2,
-        n_group=2,
-        topk_group=1,
-        first_k_dense_replace=1,
-        kv_lora_rank=32,
-        q_lora_rank=48,
-        qk_rope_head_dim=16,
-        v_head_dim=32,
-        qk_nope_head_dim=32,
-        max_position_embeddings=256,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(0)
-    DeepseekV3ForCausalLM(cfg).save_pretrained(model_dir)
-    return model_dir
+from tests.kits.draft_toy import DSV3_VOCAB as VOCAB
+from tests.kits.draft_toy import make_build, make_dsv3
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +65,8 @@ def test_tensor_parallel_capture_equals_single_process(dsv3, tmp_path):
 
 @pytest.mark.slow
 def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
-    """`train --online --tp`: the target spans the ranks; the draft trains on its taps, as in one process."""
+    """`train --online --tp`: the target spans the ranks; the draft, the MLA one this DeepSeek-V3 target gets by
+    default, trains on its taps with the losses of one process."""
     model, build = dsv3
     args = [
         "--online",
@@ -125,6 +95,7 @@ def test_online_training_with_a_tensor_parallel_target(dsv3, tmp_path):
     assert [e["batch"] for e in logs[0]] == [e["batch"] for e in logs[1]] and len(logs[0]) == 3
     for a, b in zip(*logs):
         assert abs(a["loss"] - b["loss"]) <= 2e-3 * abs(a["loss"])  # same taps, same draft steps
-    assert json.loads((tmp_path / "tp" / "config.json").read_text())["draftset"]["n_target_layers"] == 8
+    cfg = json.loads((tmp_path / "tp" / "config.json").read_text())
+    assert cfg["draftset"]["n_target_layers"] == 8 and cfg["architectures"] == ["Eagle3DeepseekV2ForCausalLM"]
     assert CaptureManifest.load(tmp_path / "tp").model_type == "deepseek_v3"
     assert not list((tmp_path / "tp").rglob("shard-*"))  # no hidden states written
