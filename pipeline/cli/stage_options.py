@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal, get_args, get_origin
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import click
 
@@ -26,7 +27,8 @@ from pipeline.stage.config import field_flag, field_help, settable_fields
 
 
 def _kinds(annotation: Any) -> tuple[Any, ...]:
-    return get_args(annotation) if get_args(annotation) and get_origin(annotation) is not Literal else (annotation,)
+    """The members of a union (`int | None` → int, None); anything else is itself."""
+    return get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
 
 
 def _is_int_list(annotation: Any) -> bool:
