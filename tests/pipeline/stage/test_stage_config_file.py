@@ -12,7 +12,7 @@ from pipeline.build.config import BuildConfig
 from pipeline.dedup.config import DedupConfig
 from pipeline.mix.config import MixConfig
 from pipeline.stage import stage_settings
-from tests.pipeline.test_mix import SOURCES, _ingest
+from tests.pipeline.mix.test_mix import SOURCES, _ingest
 
 
 def _messages(err: str) -> list[str]:

@@ -11,13 +11,13 @@ import pytest
 from pydantic import ValidationError
 
 from agents import content
-from agents.categories import BY_KEY, CATEGORIES, KIND_NAMES, Category, category_weights
+from agents.categories import BY_KEY, CATEGORIES, KIND_NAMES, Category, briefs, category_weights
 from agents.categories.registry import RegistryError, discover
 from agents.relevance import judge
 from agents.topics import SOFTWARE
 
-ROOT = Path(__file__).resolve().parents[2]
-BRIEFS = ROOT / "agents" / "categories" / "briefs"
+ROOT = Path(__file__).resolve().parents[3]
+BRIEFS = Path(briefs.__path__[0])
 
 
 def test_every_brief_file_is_one_registered_category():
