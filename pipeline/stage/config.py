@@ -35,10 +35,16 @@ class StageConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def setting(default: Any, help: str, *, flag: str | None = None, **constraints: Any) -> Any:
+def setting(default: Any, help: str, *, flag: str | None = None, inherited: bool = False, **constraints: Any) -> Any:
     """A field a person sets: its default, its help (shown by every entry point), its flag when not
-    `--field-name` (`--model` for model_dir), and its Field constraints (ge=..., the range every entry checks)."""
-    extra: dict[str, Any] = {"settable": True, **({"flag": flag} if flag else {})}
+    `--field-name` (`--model` for model_dir; `--on/--off` for a bool with two), and its Field constraints
+    (ge=..., the range every entry checks). `inherited`: left out, the stage decides (build's thinking mode
+    follows the regeneration's), so the model's default is not filled in."""
+    extra: dict[str, Any] = {
+        "settable": True,
+        **({"flag": flag} if flag else {}),
+        **({"inherited": True} if inherited else {}),
+    }
     return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
@@ -62,6 +68,10 @@ def declares_settings(model: type[BaseModel]) -> bool:
 def settable_fields(model: type[BaseModel]) -> list[str]:
     """The fields a person may set, in declaration order."""
     return [name for name in model.model_fields if _extra(model, name).get("settable") is True]
+
+
+def inherited_fields(model: type[BaseModel]) -> list[str]:
+    return [name for name in settable_fields(model) if _extra(model, name).get("inherited") is True]
 
 
 def field_flag(model: type[BaseModel], name: str) -> str:
@@ -134,6 +144,7 @@ def stage_settings(
     `unset`: fields whose absence means "let the stage decide" (e.g. build's thinking mode, inherited from the
     regeneration): they get no model default here."""
     settable = list(settable) if settable is not None else settable_fields(model)
+    unset = [*unset, *inherited_fields(model)]
     data = read_config_file(path) if path is not None else {}
     for key in data:
         if key not in model.model_fields:
