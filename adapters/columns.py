@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters import structure as st
 from adapters.aliases import canonical_role
+from adapters.rendered import BY_NAME
 from adapters.roles import detect_markers
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ REJECTED = ("rejected", "dispreferred", "worse", "loser", "response_rejected", "
 MARKER = re.compile(r"(?:^|\n)[ \t]*((?:#{1,3} ?)?[A-Za-z][A-Za-z_]{1,20}(?: [A-Za-z]{2,12})?):")
 
 
-CHATML = re.compile(r"<\|im_start\|>([A-Za-z_]+)")
+CHATML = re.compile(BY_NAME["chatml"].markers[0][0])  # ChatML's header, as its grammar declares it
 SPEAKERS = ("user", "assistant", "system", "tool")
 
 

@@ -35,11 +35,16 @@ MARKUP: tuple[Markup, ...] = (
     Markup("chatml", r"<\|im_(?:start|end|sep)\|>", "ChatML <|im_start|>/<|im_end|> tokens", ("<|im_",)),
     Markup(
         "llama3_header",
-        r"<\|(?:start_header_id|end_header_id|eot_id|begin_of_text|eom_id|python_tag)\|>",
+        r"<\|(?:start_header_id|end_header_id|eot_id|begin_of_text|end_of_text|eom_id|python_tag)\|>",
         "Llama-3 header tokens",
         ("<|",),
     ),
-    Markup("gemma_turn", r"<(?:start|end)_of_turn>", "Gemma <start_of_turn> tokens", ("_of_turn>",)),
+    Markup(
+        "gemma_turn",
+        r"<(?:start|end)_of_turn>|<bos>|<eos>",
+        "Gemma <start_of_turn>/<bos> tokens",
+        ("_of_turn>", "<bos>", "<eos>"),
+    ),
     Markup(
         "role_tokens",
         r"<\|(?:user|assistant|system|end|endoftext|im_middle|channel|message|tool|observation)\|>",

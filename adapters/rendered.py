@@ -87,6 +87,8 @@ GRAMMARS: tuple[Grammar, ...] = (
     ),
 )
 BY_NAME = {g.name: g for g in GRAMMARS}
+# Every end-of-turn / sequence token of every grammar: what a line-start transcript strips (adapters/turns.py).
+END_TOKENS = tuple(dict.fromkeys(token for g in GRAMMARS for token in g.ends))
 
 
 def _role(grammar: Grammar, label: str) -> str | None:

@@ -34,7 +34,7 @@ def get_path(row: Any, path: str | None) -> Any:
     return value
 
 
-END_TOKENS = ("<|endoftext|>", "</s>", "<|im_end|>", "<|eot_id|>", "<|end|>")
+END_TOKENS = rendered.END_TOKENS  # the grammars' own, declared once (adapters/rendered.py)
 
 
 def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@
 Cards and names say what a dataset is *about*; rows say what it *is*. A card can use the domain's words
 in another sense ("insurance agents", "genetic coding sequences", "medical coding", a film's secret agent),
 and a relevant dataset can have a one-line or non-English card. So relevance also counts, over a few
-sampled rows, the kinds of content a category's data must contain (agents/categories.py, CONTENT_EVIDENCE):
+sampled rows, the kinds of content a category's data must contain (each brief's `evidence`, agents/categories/briefs/):
 
   code        programming code: a fenced block, or two or more lines shaped like code in any common language
   shell       shell command lines ("$ " prompts, a command word with flags, paths or pipes) or a shell code block
@@ -36,13 +36,14 @@ from typing import Any
 from adapters.detected import Detected
 from adapters.records import Conversation
 from agents import topics
+from agents.categories.kinds import KIND_NAMES
 
 MAX_ROWS = 8
 MAX_LEAF_CHARS = 6000
 MAX_ROW_CHARS = 24000
 MAX_LINE_CHARS = 400  # line-shaped patterns (code, shell, ReAct) read only lines this short: bounded regex work
 MAX_DEPTH = 8
-KINDS = ("code", "shell", "tool_calls", "exchange", "dialogue", "math", "stepwise", "long_prose", "varied")
+KINDS = tuple(KIND_NAMES)  # the one list of kinds: agents/categories/kinds.py
 
 _CODE_LINE = re.compile(
     r"""^\s*(?:

@@ -1,4 +1,4 @@
-"""The find graph: plan → Send × 10 category agents (concurrent) → merge → rank → plan_mix → record → summary.
+"""The find graph: plan → Send × one agent per category (concurrent) → merge → rank → plan_mix → record → summary.
 
 Agents are async nodes with a RetryPolicy for transient Hub errors, a TimeoutPolicy for their wall-time
 budget and an error handler that turns a failure into a recorded `failed` report, so one broken agent
@@ -45,7 +45,7 @@ def _runtime(config: RunnableConfig) -> Runtime:
 
 
 async def plan(state: FindState) -> dict:
-    """Turn the request into ten category briefs weighted for the domain (quotas are the plan's, per dataset)."""
+    """Turn the request into one brief per category, weighted for the domain (quotas are the plan's, per dataset)."""
     weights = category_weights(state["domain"])
     briefs = [
         Brief(
@@ -161,7 +161,7 @@ def build_graph(config: FindConfig) -> StateGraph:
     retry = RetryPolicy(max_attempts=config.retry_attempts, retry_on=HubUnavailable)
     timeout = TimeoutPolicy(run_timeout=config.budget.wall_time_s)
     g = StateGraph(FindState)
-    g.add_node("plan", plan)  # request → ten weighted briefs
+    g.add_node("plan", plan)  # request → one weighted brief per category
     # one per Send, concurrently; it reads the Send's AgentInput, not FindState, which add_node's types
     # cannot express without input_schema (and that would change what LangGraph passes it)
     g.add_node(
@@ -178,7 +178,7 @@ def build_graph(config: FindConfig) -> StateGraph:
     g.add_node("summary", summary)  # counts for the user
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", fan_out, ["category_agent"])
-    g.add_edge("category_agent", "merge")  # waits for all ten
+    g.add_edge("category_agent", "merge")  # waits for every agent
     g.add_edge("merge", "rank")
     g.add_edge("rank", "plan_mix")
     g.add_edge("plan_mix", "record")

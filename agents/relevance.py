@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agents.categories import CONTENT_EVIDENCE, KIND_NAMES, SUBJECT, SUBSTANTIVE_KINDS, TERM_SENSES
+from agents.categories import BY_KEY, KIND_NAMES, SUBSTANTIVE_KINDS, TERM_SENSES
 from agents.topics import SOFTWARE
 
 # A kind "shows" in a sample when at least this share of the sampled rows has it (2 of 8): one incidental
@@ -55,7 +55,8 @@ def _about(topic: dict[str, Any], domain: str, n: int) -> str:
 def judge(category: str, matched: list[str], card_relevance: float, signals: dict[str, Any] | None) -> dict[str, Any]:
     """{verdict, relevance, evidence, expected, senses, content} for one candidate.
     signals: agents.content.signals of the sampled rows, or None when content is not consulted."""
-    expected = CONTENT_EVIDENCE.get(category, ())  # a category the table does not name has no content kinds
+    brief = BY_KEY[category]  # every category declares its evidence (agents/categories/category.py)
+    expected = brief.evidence
     if signals is None or not signals["rows"]:
         return {
             "verdict": "card_only" if signals is None else "not_sampled",
@@ -79,7 +80,7 @@ def judge(category: str, matched: list[str], card_relevance: float, signals: dic
     seen = ", ".join(f"{KIND_NAMES[k]} {v}/{n}" for k, v in counts.items() if v and k != "varied") or "none"
     base = {"expected": list(expected), "senses": senses, "content": signals}
 
-    subject = SUBJECT.get(category)
+    subject = brief.subject
     about = topic["about"]
     foreign: str | None = max((d for d in about if d != SOFTWARE), key=lambda d: about[d], default=None)
     software_rows = about.get(SOFTWARE, 0)

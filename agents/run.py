@@ -155,7 +155,7 @@ async def stream_find(
     """Start a run (request) or continue one (resume=RUN_ID); yields progress, then the final state."""
     if (request is None) == (resume is None):
         raise ValueError("give either a request or resume=RUN_ID")
-    check_reachable(env.endpoint)  # a dead Hub gets one clear error now, not ten agents' retries later
+    check_reachable(env.endpoint)  # a dead Hub gets one clear error now, not every agent's retries later
     env.home.mkdir(parents=True, exist_ok=True)
     run_id = resume or run_id or new_run_id()
     cfg: RunnableConfig = {"configurable": {"thread_id": run_id}}

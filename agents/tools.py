@@ -45,7 +45,7 @@ class HubUnavailable(Exception):
 
 
 class HubTools:
-    """Shared by the ten agents of one process; thread-safe counters keyed by category."""
+    """Shared by all the agents of one process; thread-safe counters keyed by category."""
 
     def __init__(
         self,

@@ -168,7 +168,7 @@ def journey(env: dict[str, str], target_port: int, stack: ExitStack) -> list[tup
     ]
     return [
         (
-            "2. find: ten category agents search the Hub and plan the mix",
+            "2. find: one agent per category searches the Hub and plans the mix",
             [
                 run("find", "agentic coding", "--samples", "2000"),
                 run(

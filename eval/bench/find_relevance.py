@@ -10,7 +10,7 @@ With --heldout-seeds it generates one held-out hub per seed (eval/bench/find_hel
 code blocks, other domains under the domain's words, ids without seed words) and reports, for the same two
 variants, recall, off-domain kept, repos found whose id lacks every seed word, and candidates left for review.
 
-The labels are below, one line of why per repo: relevant = text training data one of the ten categories wants
+The labels are below, one line of why per repo: relevant = text training data one of the categories wants
 for "agentic coding"; not relevant = no text (image, audio, tabular), no rows, or a card whose words are used in
 another sense (insurance agents, spy-film scripts, the genetic code, medical coding). They are the bench's
 ground truth, written by reading the rows, never read by find.

@@ -389,6 +389,8 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("issue", "find killed between the agents and the record step, then --resume")
     def _() -> tuple[bool, str]:
+        from agents.categories import CATEGORIES
+
         first = p.cli("find", "agentic coding", "--samples", "500", "--propose", "0", "--json", timeout=600)
         run_id = json.loads(first.stdout)["run_id"]
         with Catalog(p.home).writer() as con:
@@ -396,7 +398,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         again = p.cli("find", "--resume", run_id, "--propose", "0", "--json", timeout=600)
         n = Catalog(p.home).query("SELECT count(*) AS n FROM agent_runs WHERE run_id = ?", [run_id])[0]["n"]
-        return again.returncode == 0 and n == 10, f"resume exit {again.returncode}, agent_runs rows {n}"
+        return again.returncode == 0 and n == len(CATEGORIES), f"resume exit {again.returncode}, agent_runs rows {n}"
 
     @A("issue", "LLM endpoint answering 200 text/html")
     def _() -> tuple[bool, str]:

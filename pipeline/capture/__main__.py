@@ -10,29 +10,24 @@ from pipeline.capture.config import CaptureConfig
 from pipeline.capture.runtime import exit_on_error
 from pipeline.stage import add_field_arguments, parsed_settings
 
-FLAGS: dict[str, str | tuple[str, str]] = {
-    "layers": "HF hidden-state indices, comma separated",
-    "batch_tokens": "padded tokens per forward pass",
-    "max_rows": "capture only the first N rows",
-    "tp": "one tensor-parallel target across the torchrun ranks",
-    "writer_threads": "threads writing shards",
-    "dtype": "forward dtype: auto | float32 | bfloat16",
-    "device": "auto | cpu | cuda:N",
-    "shard_bytes": "a shard closes past this many bytes",
-}
 
-
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The entry point's arguments (the settings test reads them without running anything)."""
     p = argparse.ArgumentParser(prog="python -m pipeline.capture", description=__doc__)
     p.add_argument("build_dir", type=Path)
     p.add_argument("model_dir", type=Path)
     p.add_argument("out_dir", type=Path)
-    add_field_arguments(p, CaptureConfig, FLAGS)
+    add_field_arguments(p, CaptureConfig)  # every setting CaptureConfig declares, as it declares it
     p.add_argument("--fresh", action="store_true", help="discard what OUT already holds instead of resuming it")
+    return p
+
+
+def main() -> None:
+    p = parser()
     a = p.parse_args()
     from pipeline.capture.run import run_capture  # torch: only once the arguments are good
 
-    values = parsed_settings(a, CaptureConfig, FLAGS)
+    values = parsed_settings(a, CaptureConfig)
     m = run_capture(
         CaptureConfig(build_dir=a.build_dir, model_dir=a.model_dir, out_dir=a.out_dir, **values), fresh=a.fresh
     )

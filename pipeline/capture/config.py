@@ -1,5 +1,5 @@
-"""The capture stage's settings (light, no torch: the CLI and `python -m pipeline.capture` read them for their
-flags and --config)."""
+"""The capture stage's settings (light, no torch), each declared once as a `setting` or `derived`: the CLI and
+`python -m pipeline.capture` build their flags and --config keys from it."""
 
 from __future__ import annotations
 
@@ -7,19 +7,25 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.stage import StageConfig
+from pipeline.stage.config import derived, setting
 
 
 class CaptureConfig(StageConfig):
-    build_dir: Path
-    model_dir: Path
-    out_dir: Path
-    layers: list[int] | None = None
-    batch_tokens: int = 16384
-    shard_bytes: int = 1 << 28  # a shard closes past this: about one forward batch, so writes start early
-    max_rows: int | None = None
-    device: str = "auto"
-    tp: bool = False  # tensor-parallel target across the torchrun ranks (transformers tp_plan)
-    dtype: Literal["auto", "float32", "bfloat16"] = (
-        "auto"  # forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16
+    build_dir: Path = derived(why="the input: a build folder")
+    model_dir: Path = derived(why="the target model folder (Hugging Face layout), an argument of every entry")
+    out_dir: Path = derived(why="--out, or $DRAFTSET_HOME/captures/<NAME>")
+    layers: list[int] | None = setting(None, "aux taps as HF hidden-state indices (default: 2,n//2,n-3)")
+    batch_tokens: int = setting(16384, "padded tokens per forward pass")
+    # About one forward batch, so writes start early.
+    shard_bytes: int = setting(1 << 28, "a shard closes past this many bytes")
+    max_rows: int | None = setting(None, "capture only the first N rows")
+    device: str = setting("auto", "auto | cpu | cuda:N")
+    tp: bool = setting(
+        False,
+        "under torchrun: one target tensor-parallel across the ranks (transformers tp_plan), for targets larger "
+        "than one GPU",
     )
-    writer_threads: int = 4
+    dtype: Literal["auto", "float32", "bfloat16"] = setting(
+        "auto", "forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16"
+    )
+    writer_threads: int = setting(4, "threads writing shards")

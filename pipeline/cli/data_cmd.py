@@ -18,7 +18,6 @@ from pipeline.cli.common import (
     JSON_OPTION,
     catalog,
     console,
-    field_option,
     json_listing,
     json_output,
     literal,
@@ -27,25 +26,12 @@ from pipeline.cli.common import (
     settings,
 )
 from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
+from pipeline.cli.stage_options import stage_options
 from pipeline.dedup.config import DedupConfig
-from pipeline.ingest.config import SETTABLE as INGEST_SETTABLE
 from pipeline.ingest.config import IngestConfig
 from pipeline.mix.config import MixConfig
 from pipeline.mix.figures import mix_figures
-from pipeline.stage import StageConfig, skipped_total, stage_settings
-
-
-def _threshold(model: type[StageConfig]) -> Any:
-    return field_option(model, "threshold", help="Near-duplicate Jaccard threshold (MinHash LSH).")
-
-
-def _max_tokens(model: type[StageConfig]) -> Any:
-    return field_option(model, "max_prompt_tokens", min=1, help="Drop prompts longer than this (too_long).")
-
-
-def _min_tokens(model: type[StageConfig]) -> Any:
-    return field_option(model, "min_prompt_tokens", min=0, help="Drop prompts shorter than this (too_short).")
-
+from pipeline.stage import skipped_total, stage_settings
 
 _WORKERS = typer.Option(1, "--workers", min=1, help="Worker processes for dedup's per-shard pass.")
 _EXECUTOR = typer.Option(
@@ -85,21 +71,17 @@ def _counts_row(name: str, counts: dict[str, int], status: str) -> list[object]:
     ]
 
 
+@stage_options(IngestConfig)  # every setting IngestConfig declares, as a flag (pipeline/cli/stage_options.py)
 def ingest_cmd(
     plan: str | None = typer.Option(None, "--plan", help="Ingest every dataset of this plan."),
     repo: list[str] | None = typer.Option(None, "--repo", help="Ingest only this dataset (repeatable)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete the dataset's shards first instead of resuming."),
-    max_conversation_chars: int | None = field_option(
-        IngestConfig, "max_conversation_chars", min=1, help="Quarantine conversations longer than this (too_large)."
-    ),
     all_rows: bool = typer.Option(False, "--all", help="With --plan: read every row, not the plan's quota."),
-    oversample: float | None = field_option(
-        IngestConfig, "oversample", min=1.0, help="With --plan: rows read per source = its quota x this."
-    ),
     workers: int = typer.Option(1, "--workers", min=1, help="Datasets ingested at once (worker processes)."),
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Stream approved datasets through their adapters into canonical parquet shards.
 
@@ -112,12 +94,7 @@ def ingest_cmd(
 
     json_listing(as_json)
 
-    values = stage_settings(
-        IngestConfig,
-        config_file,
-        {"max_conversation_chars": max_conversation_chars, "oversample": oversample},
-        settable=INGEST_SETTABLE,
-    )
+    values = stage_settings(IngestConfig, config_file, flags or {})
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # DRAFTSET_SERVER: a job of the service, on its catalog and its Hub token
@@ -198,16 +175,14 @@ def _ingest_event(spinner: Any, event: dict[str, Any]) -> None:
         spinner.update(f"ingest {event.get('n')}/{event.get('of')}: {safe(event.get('repo_id'))} {event.get('status')}")
 
 
+@stage_options(DedupConfig)  # every setting DedupConfig declares, as a flag
 def dedup_cmd(
-    repo: list[str] | None = typer.Option(None, "--repo", help="Sources to dedup together (default: all ingested)."),
-    threshold: float | None = _threshold(DedupConfig),
-    max_prompt_tokens: int | None = _max_tokens(DedupConfig),
-    min_prompt_tokens: int | None = _min_tokens(DedupConfig),
     tokenizer: Path | None = _TOKENIZER,
     workers: int = _WORKERS,
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Drop exact and near-duplicate prompts across sources, and too long/short prompts.
 
@@ -219,17 +194,8 @@ def dedup_cmd(
 
     json_listing(as_json)
 
-    values = stage_settings(
-        DedupConfig,
-        config_file,
-        {
-            "repos": repo or None,
-            "threshold": threshold,
-            "max_prompt_tokens": max_prompt_tokens,
-            "min_prompt_tokens": min_prompt_tokens,
-        },
-        settable=["repos", "threshold", "num_perm", "ngram", "min_prompt_tokens", "max_prompt_tokens"],
-    )
+    flags = flags or {}
+    values = stage_settings(DedupConfig, config_file, {**flags, "repos": flags.get("repos") or None})
     home = settings().home
     ingested = Home(home).normalized_repos()
     if values.get("repos"):
@@ -270,25 +236,19 @@ def dedup_cmd(
     console.print(f"provenance: draftset sql \"SELECT * FROM dedup WHERE stage_run_id = '{result.run_id}'\"")
 
 
+@stage_options(MixConfig)  # every setting MixConfig declares, as a flag
 def mix_cmd(
     name: str = typer.Argument(..., help="Name of the mix (folder data/mix/NAME)."),
-    plan: str | None = typer.Option(None, "--plan", help="Plan whose per-source quotas to take (default: latest)."),
-    samples: int | None = field_option(
-        MixConfig, "samples", help="Records in the mix (default: the plan's).", show_default=False
-    ),
     weight: list[str] | None = typer.Option(
         None, "--weight", help="CATEGORY=W: mix every ingested source by category weight instead of a plan."
     ),
-    seed: int | None = field_option(MixConfig, "seed", help="Selection seed: same inputs + seed = same mix."),
-    threshold: float | None = _threshold(MixConfig),
-    max_prompt_tokens: int | None = _max_tokens(MixConfig),
-    min_prompt_tokens: int | None = _min_tokens(MixConfig),
     tokenizer: Path | None = _TOKENIZER,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild an existing mix with a different config."),
     workers: int = _WORKERS,
     executor: str = _EXECUTOR,
     config_file: Path | None = CONFIG_OPTION,
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Dedup the plan's sources (without a plan: every ingested one) and select N records into data/mix/NAME/.
 
@@ -297,19 +257,7 @@ def mix_cmd(
     per source the quota, what was taken and the shortfall, and which sources were left out."""
     from pipeline.mix.run import run_mix
 
-    values = stage_settings(
-        MixConfig,
-        config_file,
-        {
-            "plan_id": plan,
-            "samples": samples,
-            "seed": seed,
-            "threshold": threshold,
-            "max_prompt_tokens": max_prompt_tokens,
-            "min_prompt_tokens": min_prompt_tokens,
-        },
-        settable=["plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens"],
-    )
+    values = stage_settings(MixConfig, config_file, flags or {})
     weights = _weights(weight or [])
     known.check_plan(values.get("plan_id"))
     if weights and values.get("plan_id"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,53 +15,32 @@ from pipeline.cli.common import (
     CONFIG_OPTION,
     catalog,
     console,
-    field_option,
     literal,
     print_table,
     resolve_named,
     settings,
 )
+from pipeline.cli.stage_options import stage_options
 from pipeline.stage import stage_settings
 from pipeline.train.config import TrainConfig
 
 
-def _ids(text: str | None) -> list[int] | None:
-    try:
-        return [int(x) for x in text.split(",")] if text else None
-    except ValueError as exc:
-        raise DraftsetError(
-            f"--layers {text!r} is not a comma-separated list of integers",
-            hint="e.g. --layers 2,16,29 (HF hidden-state indices)",
-        ) from exc
-
-
+@stage_options(CaptureConfig)  # every setting CaptureConfig declares, as a flag
 def capture(
     build: str = typer.Argument(..., help="build name (data/build/<NAME>) or directory"),
     model: Path = typer.Option(..., "--model", help="target model directory (Hugging Face layout)"),
     out: Path | None = typer.Option(None, help="output dir (default: $DRAFTSET_HOME/captures/<NAME>)"),
-    layers: str | None = typer.Option(None, help="aux taps as HF hidden-state indices (default: 2,n//2,n-3)"),
-    batch_tokens: int | None = field_option(CaptureConfig, "batch_tokens", help="padded tokens per forward pass"),
-    max_rows: int | None = field_option(CaptureConfig, "max_rows", help="capture only the first N rows"),
-    device: str | None = field_option(CaptureConfig, "device", help="auto | cpu | cuda:N"),
-    tp: bool | None = field_option(
-        CaptureConfig,
-        "tp",
-        "--tp",
-        help="under torchrun: one target tensor-parallel across the ranks "
-        "(transformers tp_plan), for targets larger than one GPU",
-    ),
     fresh: bool = typer.Option(False, "--fresh", help="discard what --out already holds instead of resuming it"),
     config_file: Path | None = CONFIG_OPTION,
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Run the target over built rows; store aux taps + verifier state (bf16) and a manifest."""
     from pipeline.capture.run import run_capture
 
     json_listing(as_json)
 
-    flags = {"layers": _ids(layers), "batch_tokens": batch_tokens, "max_rows": max_rows, "device": device, "tp": tp}
-    settable = [*flags, "shard_bytes", "dtype", "writer_threads"]
-    values = stage_settings(CaptureConfig, config_file, flags, settable=settable)
+    values = stage_settings(CaptureConfig, config_file, flags or {})
     build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, **values), catalog(), fresh=fresh)
@@ -94,58 +74,15 @@ def capture(
     )
 
 
+@stage_options(TrainConfig)  # every setting TrainConfig declares, as a flag (pipeline/cli/stage_options.py)
 def train(
     capture_name: str = typer.Argument(
         ..., metavar="CAPTURE", help="capture name or directory (with --online: a build name or directory)"
     ),
     out: Path | None = typer.Option(None, help="draft dir (default: $DRAFTSET_HOME/drafts/<NAME>)"),
-    model: Path | None = typer.Option(
-        None,
-        help="target dir for embedding/head (default: manifest's); "
-        "with --online the target whose forward makes the taps",
-    ),
-    online: bool | None = field_option(
-        TrainConfig,
-        "online",
-        "--online",
-        help="run the target inside the training loop: no hidden-state files (CAPTURE is then a build)",
-    ),
-    layers: str | None = typer.Option(None, help="--online: aux taps (default: 2,n//2,n-3)"),
-    tp: bool | None = field_option(
-        TrainConfig,
-        "tp",
-        "--tp",
-        help="--online under torchrun: one target tensor-parallel across the ranks (targets larger than one GPU)",
-    ),
-    epochs: int | None = field_option(TrainConfig, "epochs", help="passes over the data"),
-    lr: float | None = field_option(TrainConfig, "lr", help="learning rate"),
-    batch_tokens: int | None = field_option(TrainConfig, "batch_tokens", help="tokens per batch"),
-    ttt_steps: int | None = field_option(TrainConfig, "ttt_steps", help="training-time-test steps"),
-    max_steps: int | None = field_option(TrainConfig, "max_steps", help="stop after this many steps"),
-    max_seconds: float | None = field_option(
-        TrainConfig, "max_seconds", help="stop resumably after this many seconds in the loop (--resume goes on)"
-    ),
-    device: str | None = field_option(TrainConfig, "device", help="auto | cpu | cuda:N"),
-    fc_norm: bool | None = field_option(
-        TrainConfig, "fc_norm", "--fc-norm", help="EAGLE-3.1: an RMSNorm on each tap before the fusion layer"
-    ),
-    norm_output: bool | None = field_option(
-        TrainConfig, "norm_output", "--norm-output", help="EAGLE-3.1: the post-norm state feeds the next step"
-    ),
-    draft_arch: str | None = field_option(
-        TrainConfig,
-        "draft_arch",
-        "--draft-arch",
-        help="auto (an MLA draft for DeepSeek-V3/Kimi targets, Llama-style otherwise) | llama | mla",
-    ),
-    save_every: int | None = field_option(
-        TrainConfig, "save_every", help="steps between resumable states (and every epoch end)"
-    ),
-    resume: bool | None = field_option(
-        TrainConfig, "resume", "--resume", help="continue an interrupted run from its last state"
-    ),
     config_file: Path | None = CONFIG_OPTION,
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Train an EAGLE-3 draft on a capture (or online), checkpoint it and export it for SGLang/vLLM."""
     import json
@@ -154,35 +91,7 @@ def train(
 
     json_listing(as_json)
 
-    flags = {
-        "model_dir": model,
-        "online": online,
-        "layers": _ids(layers),
-        "tp": tp,
-        "epochs": epochs,
-        "lr": lr,
-        "batch_tokens": batch_tokens,
-        "ttt_steps": ttt_steps,
-        "max_steps": max_steps,
-        "max_seconds": max_seconds,
-        "device": device,
-        "fc_norm": fc_norm,
-        "norm_output": norm_output,
-        "draft_arch": draft_arch,
-        "save_every": save_every,
-        "resume": resume,
-    }
-    settable = [
-        *flags,
-        "heldout_every",
-        "grad_clip",
-        "seed",
-        "log_every",
-        "warmup_steps",
-        "save_every_s",
-        "schedule",
-    ]
-    values = stage_settings(TrainConfig, config_file, flags, settable=settable)
+    values = stage_settings(TrainConfig, config_file, flags or {})
     online, model = values["online"], values.get("model_dir")
     if online and model is None:
         raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")

@@ -1,4 +1,4 @@
-"""`draftset find`: ten category agents search the Hub; results and a costed plan land in the catalog."""
+"""`draftset find`: one agent per category searches the Hub; results and a costed plan land in the catalog."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def find(
         False, "--verbose", "-v", help="Also every agent's candidates, the relevance table and the review SQL."
     ),
 ) -> None:
-    """Search the Hub with ten concurrent category agents, catalog the candidates, plan "N more" samples."""
+    """Search the Hub with one concurrent agent per category, catalog the candidates, plan "N more" samples."""
     if retry_failed and not resume:
         raise DraftsetError("--retry-failed needs --resume RUN_ID", hint="draftset find --resume RUN_ID --retry-failed")
     if not domain and not resume:

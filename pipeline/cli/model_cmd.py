@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from catalog.untrusted import Verbatim, command
 from pipeline.build.config import BuildConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
-from pipeline.cli.common import CONFIG_OPTION, console, field_option, literal, print_table
+from pipeline.cli.common import CONFIG_OPTION, console, literal, print_table
+from pipeline.cli.stage_options import stage_options
 from pipeline.servers.http import LOOPBACK
 from pipeline.stage import stage_settings
 
@@ -214,6 +216,7 @@ class BuildSource(str, Enum):
     mix = "mix"
 
 
+@stage_options(BuildConfig)  # every setting BuildConfig declares, as a flag (pipeline/cli/stage_options.py)
 def build_cmd(
     mix: str = typer.Argument(..., help="Mix name: reads data/regen/MIX (or data/mix/MIX for native-only data)."),
     model: Path = typer.Option(
@@ -221,37 +224,11 @@ def build_cmd(
         "--model",
         help="Target model dir whose tokenizer and chat template serve (default: $DRAFTSET_HOME/models/toy-target).",
     ),
-    max_length: int | None = field_option(BuildConfig, "max_length", help="Truncate rows to this many tokens."),
-    per_turn: bool | None = field_option(
-        BuildConfig,
-        "per_turn",
-        "--per-turn-rows/--all-turns-one-row",
-        help="One row per assistant turn, or every assistant turn trained in one row (default: per turn).",
-    ),
-    draft_vocab_size: int | None = field_option(BuildConfig, "draft_vocab_size", help="K: draft vocabulary size."),
-    system_prompt: str | None = field_option(
-        BuildConfig,
-        "system_prompt",
-        help="Inject this system prompt where a conversation has none (must match serving).",
-    ),
-    thinking: bool | None = field_option(
-        BuildConfig,
-        "thinking",
-        "--thinking/--no-thinking",
-        help="Template thinking mode (default: the mode regeneration used, else on).",
-    ),
-    keep_past_reasoning: bool | None = field_option(
-        BuildConfig,
-        "keep_past_reasoning",
-        "--keep-past-reasoning",
-        help="Per-turn rows: keep earlier answers' reasoning in the context "
-        "(default: dropped, as regeneration and serving clients do).",
-    ),
     source: BuildSource = typer.Option(BuildSource.auto, "--from", help="auto (regen, else mix), regen or mix."),
-    end_of_turn: str | None = field_option(BuildConfig, "end_of_turn", help="The template's end-of-turn token."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard rows of an earlier build instead of resuming."),
     config_file: Path | None = CONFIG_OPTION,
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Render conversations with the serving chat template into input_ids + loss_mask rows and a draft vocabulary."""
     from rich.progress import Progress
@@ -264,17 +241,8 @@ def build_cmd(
     json_listing(as_json)
 
     known.check_mix(mix, ("mix", "regen"))
-    flags = {
-        "max_length": max_length,
-        "per_turn": per_turn,
-        "draft_vocab_size": draft_vocab_size,
-        "system_prompt": system_prompt,
-        "thinking": thinking,
-        "keep_past_reasoning": keep_past_reasoning,
-        "end_of_turn": end_of_turn,
-    }
-    # thinking left unset: build inherits the mode the regeneration used
-    values = stage_settings(BuildConfig, config_file, flags, settable=[*flags, "rows_per_shard"], unset=["thinking"])
+    # thinking left unset (an `inherited` setting): build inherits the mode the regeneration used
+    values = stage_settings(BuildConfig, config_file, flags or {})
     home = settings().home
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"building {mix}", total=None)

@@ -6,7 +6,7 @@ form (`keys.normalize`), its survivor order (native first, then repo, config, sp
 measured similarity. What we take from datasketch is its arithmetic: the same permutations
 (`MinHash(seed=1)`, scheme affine32: MurmurHash3 fmix32 of each input hash, then `a*h+b` mod 2^32) and the
 same band split (`_optimal_param`, with LSH_WEIGHTS), so a signature here equals datasketch's `MinHash` fed the same
-shingle hashes (tests/pipeline/test_dedup_scale.py checks it) and the in-memory reference
+shingle hashes (tests/pipeline/dedup/test_dedup_scale.py checks it) and the in-memory reference
 (`near.NearIndex`, which uses these signatures) and the out-of-core stage see the same candidates.
 """
 

@@ -1,35 +1,35 @@
-"""The ingest stage's settings (light: the CLI reads them for its flags and --config without loading the stage)."""
+"""The ingest stage's settings (light: the CLI reads them for its flags and --config without loading the stage),
+each declared once as a `setting` (flag, --config key, service setting) or `derived` (from the approved spec)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
 from pipeline.stage import StageConfig
+from pipeline.stage.config import derived, settable_fields, setting
 
 if TYPE_CHECKING:
     from adapters.spec import AdapterSpec
 
 
-# The fields a person sets (flags, --config, the service's ingest API); the rest come from the approved spec.
-SETTABLE = ("max_conversation_chars", "oversample", "sample_seed")
+SPEC = "the approved adapter spec's source (IngestConfig.for_spec)"
 
 
 class IngestConfig(StageConfig):
-    repo_id: str
-    revision: str
-    config: str
-    split: str
-    data_files: list[str]
-    spec_hash: str
-    records_hash: str  # what the shards' records depend on (AdapterSpec.records_hash): the resume key
-    category: str
-    mode: str
-    max_conversation_chars: int = 4_000_000
-    # Rows read per source = the plan's rows x this, so that enough survive dedup and the length filter.
-    oversample: float = Field(3.0, ge=1.0)
-    sample_seed: int = 0  # the seeded row-hash order the sample follows (pipeline/ingest/sample.py)
+    repo_id: str = derived(why=SPEC)
+    revision: str = derived(why=SPEC)
+    config: str = derived(why=SPEC)
+    split: str = derived(why=SPEC)
+    data_files: list[str] = derived(why=SPEC)
+    spec_hash: str = derived(why=SPEC)
+    # What the shards' records depend on (AdapterSpec.records_hash): the resume key.
+    records_hash: str = derived(why=SPEC)
+    category: str = derived(why=SPEC)
+    mode: str = derived(why=SPEC)
+    max_conversation_chars: int = setting(4_000_000, "Quarantine conversations longer than this (too_large).", ge=1)
+    # Enough rows to survive dedup and the length filter.
+    oversample: float = setting(3.0, "With --plan: rows read per source = its quota x this.", ge=1.0)
+    sample_seed: int = setting(0, "With --plan: the seed of the row-hash order the sample follows.")
 
     @classmethod
     def for_spec(cls, spec: AdapterSpec, **settings: int) -> IngestConfig:
@@ -47,3 +47,7 @@ class IngestConfig(StageConfig):
             mode=spec.mode,
             **settings,
         )
+
+
+# The fields a person sets (flags, --config, the service's ingest API), as IngestConfig declares them.
+SETTABLE = tuple(settable_fields(IngestConfig))

@@ -5,6 +5,12 @@ Defaults live once, on the stage's config model (its Field defaults). The order 
 file, then every flag the user actually gave (a flag left out is None and shows the file's value through).
 Every key of the file must be a field of the model that the command lets a person set; anything else is a
 one-line error naming the key and the file, never a traceback and never silently ignored.
+
+One declaration per setting: a field made with `setting(default, help)` is settable (a flag of the CLI and of
+`python -m pipeline.<stage>`, a --config key, a key of the service's settings), with its help text; a field made
+with `derived(why=...)` is the stage's to fill (its input and output folders, what the approved spec says).
+Both entry points build their options from that (pipeline/cli/stage_options.py, `add_field_arguments` below),
+so they cannot drift; tests/pipeline/stage/test_setting_declarations.py holds them equal for every stage.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticUndefined
 
 from catalog.errors import DraftsetError
 
@@ -26,6 +33,60 @@ class StageConfig(BaseModel):
     """Base for every stage's config: unknown keys and wrong types fail at load."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def setting(default: Any, help: str, *, flag: str | None = None, inherited: bool = False, **constraints: Any) -> Any:
+    """A field a person sets: its default, its help (shown by every entry point), its flag when not
+    `--field-name` (`--model` for model_dir; `--on/--off` for a bool with two), and its Field constraints
+    (ge=..., the range every entry checks). `inherited`: left out, the stage decides (build's thinking mode
+    follows the regeneration's), so the model's default is not filled in."""
+    extra: dict[str, Any] = {
+        "settable": True,
+        **({"flag": flag} if flag else {}),
+        **({"inherited": True} if inherited else {}),
+    }
+    return Field(default, description=help, json_schema_extra=extra, **constraints)
+
+
+def derived(default: Any = PydanticUndefined, *, why: str) -> Any:
+    """A field the stage fills (from its arguments, upstream manifests or the approved spec): no flag, no
+    --config key; `why` says where it comes from."""
+    return Field(default, description=why, json_schema_extra={"settable": False})
+
+
+def _extra(model: type[BaseModel], name: str) -> dict[str, Any]:
+    extra = model.model_fields[name].json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def declares_settings(model: type[BaseModel]) -> bool:
+    """Whether the model declares each field as a `setting` or `derived` (a model not yet moved to them
+    keeps its entry points' own lists)."""
+    return all("settable" in _extra(model, name) for name in model.model_fields)
+
+
+def settable_fields(model: type[BaseModel]) -> list[str]:
+    """The fields a person may set, in declaration order."""
+    return [name for name in model.model_fields if _extra(model, name).get("settable") is True]
+
+
+def inherited_fields(model: type[BaseModel]) -> list[str]:
+    return [name for name in settable_fields(model) if _extra(model, name).get("inherited") is True]
+
+
+def field_flag(model: type[BaseModel], name: str) -> str:
+    return str(_extra(model, name).get("flag") or f"--{name.replace('_', '-')}")
+
+
+def field_help(model: type[BaseModel], name: str) -> str:
+    return model.model_fields[name].description or ""
+
+
+def settings_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The settable fields as JSON schema properties (type, default, description): the hook a service route
+    or page builds its stage options from."""
+    props = model.model_json_schema(mode="validation").get("properties", {})
+    return {name: props[name] for name in settable_fields(model) if name in props}
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -74,14 +135,16 @@ def stage_settings(
     path: Path | None,
     flags: Mapping[str, Any],
     *,
-    settable: Iterable[str],
+    settable: Iterable[str] | None = None,
     unset: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """Model defaults < `path`'s values < the flags given (not None), over the `settable` fields.
+    """Model defaults < `path`'s values < the flags given (not None), over the `settable` fields (by default
+    the ones the model declares settable).
 
     `unset`: fields whose absence means "let the stage decide" (e.g. build's thinking mode, inherited from the
     regeneration): they get no model default here."""
-    settable = list(settable)
+    settable = list(settable) if settable is not None else settable_fields(model)
+    unset = [*unset, *inherited_fields(model)]
     data = read_config_file(path) if path is not None else {}
     for key in data:
         if key not in model.model_fields:
@@ -116,10 +179,15 @@ def _int_list(text: str) -> list[int]:
 
 
 def add_field_arguments(
-    parser: argparse.ArgumentParser, model: type[StageConfig], fields: Mapping[str, str | tuple[str, str]]
+    parser: argparse.ArgumentParser,
+    model: type[StageConfig],
+    fields: Mapping[str, str | tuple[str, str]] | None = None,
 ) -> None:
     """One flag per field (`--batch-tokens` for batch_tokens, or the flag given as (flag, help)), typed from the
-    model, default None so a --config file's value shows through; help names the model's default. Plus --config."""
+    model, default None so a --config file's value shows through; help names the model's default. Plus --config.
+    Without `fields`: every settable field of a model that declares its settings, flag and help as declared."""
+    if fields is None:
+        fields = {name: (field_flag(model, name), field_help(model, name)) for name in settable_fields(model)}
     for name, spec in fields.items():
         flag, help_text = spec if isinstance(spec, tuple) else (f"--{name.replace('_', '-')}", spec)
         info = model.model_fields[name]
@@ -148,8 +216,9 @@ def add_field_arguments(
 
 
 def parsed_settings(
-    args: argparse.Namespace, model: type[StageConfig], fields: Iterable[str], unset: Iterable[str] = ()
+    args: argparse.Namespace, model: type[StageConfig], fields: Iterable[str] | None = None, unset: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """The settings `add_field_arguments` flags and --config give, over the model's defaults."""
-    names = list(fields)
+    """The settings `add_field_arguments` flags and --config give, over the model's defaults (without
+    `fields`: the model's settable fields)."""
+    names = list(fields) if fields is not None else settable_fields(model)
     return stage_settings(model, args.config, {n: getattr(args, n) for n in names}, settable=names, unset=unset)

@@ -1,5 +1,5 @@
-"""The train stage's settings (light, no torch: the CLI and `python -m pipeline.train` read them for their flags
-and --config)."""
+"""The train stage's settings (light, no torch): each field declared once, as a `setting` (flag, --config key,
+help) or `derived` (the stage fills it); the CLI and `python -m pipeline.train` build their options from it."""
 
 from __future__ import annotations
 
@@ -10,35 +10,51 @@ from pydantic import model_validator
 
 from catalog.errors import DraftsetError
 from pipeline.stage import StageConfig
+from pipeline.stage.config import derived, setting
 
 
 class TrainConfig(StageConfig):
-    capture_dir: Path | None  # offline input; online: None
-    out_dir: Path
-    model_dir: Path | None = None  # target weights for embedding/head; default: the manifest's model_dir
-    epochs: int = 1
-    lr: float = 1e-4
-    batch_tokens: int = 8192
-    ttt_steps: int = 7
-    heldout_every: int = 20
-    grad_clip: float = 0.5
-    seed: int = 0
-    device: str = "auto"
-    max_steps: int | None = None
-    max_seconds: float | None = None  # stop resumably after this long in the loop (a time-boxed GPU lease)
-    log_every: int = 10
-    warmup_steps: int = 0  # linear warmup, then the schedule
-    schedule: Literal["constant", "cosine"] = "constant"  # after warm-up (pipeline/train/schedule.py)
-    fc_norm: bool = False  # EAGLE-3.1: per-tap RMSNorm before the fusion fc
-    norm_output: bool = False  # EAGLE-3.1: the post-norm state feeds the next draft step
-    draft_arch: Literal["auto", "llama", "mla"] = "auto"  # auto: MLA for DeepSeek-V3/Kimi targets (draft_arch.py)
-    save_every: int = 500  # steps between resumable states (and at every epoch end)
-    save_every_s: float = 300  # and at most this long between them: a kill loses minutes, not the run
-    resume: bool = False
-    online: bool = False  # taps from the target's forward inside the loop (needs build_dir, model_dir)
-    tp: bool = False  # online, under torchrun: one target tensor-parallel across the ranks
-    build_dir: Path | None = None
-    layers: list[int] | None = None  # online only: aux taps (default 2, n//2, n-3), as capture takes them
+    capture_dir: Path | None = derived(why="the input (offline: a capture; online: None)")
+    out_dir: Path = derived(why="--out, or $DRAFTSET_HOME/drafts/<NAME>")
+    model_dir: Path | None = setting(
+        None,
+        "target dir for embedding/head (default: the capture manifest's); online: the target whose forward "
+        "makes the taps",
+        flag="--model",
+    )
+    epochs: int = setting(1, "passes over the data")
+    lr: float = setting(1e-4, "learning rate")
+    batch_tokens: int = setting(8192, "tokens per batch")
+    ttt_steps: int = setting(7, "training-time-test steps")
+    heldout_every: int = setting(20, "1 in N ids held out for evaluation")
+    grad_clip: float = setting(0.5, "gradient norm clip")
+    seed: int = setting(0, "seed")
+    device: str = setting("auto", "auto | cpu | cuda:N")
+    max_steps: int | None = setting(None, "stop after this many steps")
+    # A time-boxed GPU lease: stop resumably after this long in the loop.
+    max_seconds: float | None = setting(None, "stop resumably after this many seconds in the loop (--resume goes on)")
+    log_every: int = setting(10, "steps between log lines")
+    warmup_steps: int = setting(0, "linear warmup steps, then the schedule")
+    schedule: Literal["constant", "cosine"] = setting(
+        "constant", "the lr after warm-up: constant, or cosine to zero at the last step (pipeline/train/schedule.py)"
+    )
+    fc_norm: bool = setting(False, "EAGLE-3.1: an RMSNorm on each tap before the fusion layer")
+    norm_output: bool = setting(False, "EAGLE-3.1: the post-norm state feeds the next draft step")
+    draft_arch: Literal["auto", "llama", "mla"] = setting(
+        "auto", "auto (an MLA draft for DeepSeek-V3/Kimi targets, Llama-style otherwise) | llama | mla"
+    )
+    save_every: int = setting(500, "steps between resumable states (and every epoch end)")
+    # A kill loses minutes, not the run.
+    save_every_s: float = setting(300, "at most this many seconds between resumable states")
+    resume: bool = setting(False, "continue an interrupted run from its last state")
+    online: bool = setting(
+        False, "run the target inside the training loop: no hidden-state files (the input is then a build)"
+    )
+    tp: bool = setting(
+        False, "online under torchrun: one target tensor-parallel across the ranks (targets larger than one GPU)"
+    )
+    build_dir: Path | None = derived(None, why="the input when online")
+    layers: list[int] | None = setting(None, "online: aux taps as HF hidden-state indices (default: 2,n//2,n-3)")
 
     @model_validator(mode="after")
     def _inputs(self) -> TrainConfig:

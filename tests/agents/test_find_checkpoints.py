@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
+from agents.categories import CATEGORIES
 from agents.configuration import FindConfig
 from agents.run import FindRequest, new_run_id, run_find, stream_find
 from catalog import Catalog
 from tests.kits.find import make_env
+
+N_AGENTS = len(CATEGORIES)  # one search agent per category brief
 
 
 def test_a_run_stopped_before_its_first_agent_resumes_and_says_what_it_redoes(hub_url, tmp_path):
@@ -35,7 +38,7 @@ def test_a_run_stopped_before_its_first_agent_resumes_and_says_what_it_redoes(hu
     asyncio.run(resume())
     assert events[0]["stage"] == "resume" and "will run every step" in events[0]["redo"][0]
     final = events[-1]
-    assert final["stage"] == "finished" and final["state"]["summary"]["agents_ok"] == 10
+    assert final["stage"] == "finished" and final["state"]["summary"]["agents_ok"] == N_AGENTS
     assert final["state"]["domain"] == "agentic coding"  # the request came back from the checkpoint
     rows = Catalog(tmp_path).query("SELECT status FROM search_runs WHERE run_id = ?", [run_id])
     assert rows[0]["status"] == "ok"

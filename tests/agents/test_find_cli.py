@@ -7,10 +7,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from agents.categories import CATEGORIES
 from catalog.errors import DraftsetError
 from pipeline.cli import common
 from pipeline.cli.app import app
 from pipeline.servers.localhub import free_port
+
+N_AGENTS = len(CATEGORIES)  # one search agent per category brief
 
 runner = CliRunner()
 
@@ -19,7 +22,7 @@ def test_find_json_output(hub_url, home):
     result = runner.invoke(app, ["find", "agentic coding", "--samples", "5000", "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["summary"]["agents_ok"] == 10 and len(doc["agents"]) == 10
+    assert doc["summary"]["agents_ok"] == N_AGENTS and len(doc["agents"]) == N_AGENTS
     assert doc["candidates"] and all(c["reasons"] for c in doc["candidates"])
     assert doc["plan"]["totals"]["samples_planned"] > 0
     assert any(q.startswith("draftset sql ") and doc["run_id"] in q for q in doc["review"])

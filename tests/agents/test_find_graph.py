@@ -10,11 +10,14 @@ from contextlib import aclosing
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agents.categories import CATEGORIES
 from agents.configuration import AgentBudget, FindConfig
 from agents.run import FindRequest, run_find, stream_find
 from catalog import Catalog
 from tests.fixtures.expected import RELEVANCE_FIXTURES
 from tests.kits.find import FailingHubTools, make_env
+
+N_AGENTS = len(CATEGORIES)  # one search agent per category brief
 
 AGENTIC = {
     "nebius-mini/swe-agent-trajectories-mini",
@@ -88,7 +91,7 @@ def test_non_text_fixtures_are_marked_irrelevant_when_inspected(hub_url, tmp_pat
 def test_ten_agents_ran_concurrently_and_plan_is_stored(agentic_run):
     env, final, catalog = agentic_run
     runs = _rows(catalog, "SELECT * FROM agent_runs")
-    assert len(runs) == 10 and {r["status"] for r in runs} == {"ok"}, [(r["category"], r["error"]) for r in runs]
+    assert len(runs) == N_AGENTS and {r["status"] for r in runs} == {"ok"}, [(r["category"], r["error"]) for r in runs]
     spans = [(r["category"], r["started_at"], r["finished_at"]) for r in runs]
     # Concurrency, robust to a loaded machine: the most agents running at one instant (a sequential
     # run gives 1). Requiring all ten to overlap failed now and then when one agent finished on cache hits
@@ -119,7 +122,7 @@ def test_one_failing_agent_is_recorded_and_nine_land(hub_url, tmp_path):
     asyncio.run(run_find(env, FindRequest("agentic coding", 1000, config), hub=hub))
     catalog = Catalog(tmp_path)
     runs = {r["category"]: r for r in _rows(catalog, "SELECT * FROM agent_runs")}
-    assert len(runs) == 10 and runs["reasoning"]["status"] == "failed"
+    assert len(runs) == N_AGENTS and runs["reasoning"]["status"] == "failed"
     assert "InjectedFailure" in runs["reasoning"]["error"]
     assert all(r["status"] == "ok" for k, r in runs.items() if k != "reasoning")
     search = _rows(catalog, "SELECT status, error, counts FROM search_runs")[0]
@@ -152,7 +155,7 @@ def test_resume_repeats_no_finished_agent(hub_url, tmp_path):
     resumed = {k for k, n in final["hub_requests"].items() if n > 0}
     assert resumed and not (resumed & saved), (resumed, saved)  # finished agents made no Hub request
     runs = _rows(Catalog(tmp_path), "SELECT category FROM agent_runs WHERE run_id = ?", [run_id])
-    assert len(runs) == 10
+    assert len(runs) == N_AGENTS
 
 
 def test_second_find_counts_holdings_and_does_not_repropose(agentic_run, hub_url, tmp_path):
@@ -233,6 +236,6 @@ def test_hub_5xx_is_retried_then_recorded_per_agent(tmp_path):
     finally:
         server.shutdown()
     runs = _rows(Catalog(tmp_path), "SELECT status, error, hub_calls FROM agent_runs")
-    assert len(runs) == 10 and all(r["status"] == "failed" and "501" in r["error"] for r in runs)
+    assert len(runs) == N_AGENTS and all(r["status"] == "failed" and "501" in r["error"] for r in runs)
     assert all(r["hub_calls"] == 2 for r in runs)  # first attempt + one retry (RetryPolicy)
     assert final["state"]["summary"]["agents_ok"] == 0

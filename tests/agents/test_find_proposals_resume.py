@@ -13,9 +13,12 @@ from typing import Any
 from typer.testing import CliRunner
 
 from adapters import propose
+from agents.categories import CATEGORIES
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app
+
+N_AGENTS = len(CATEGORIES)  # one search agent per category brief
 
 runner = CliRunner()
 
@@ -60,7 +63,7 @@ def test_a_crashed_proposal_phase_resumes_with_only_the_rest(hub_url, home, monk
     assert f"find {run['run_id']}: 3 of 3 proposal(s) saved" in again.output
     # nothing of the graph ran again: the run's record is the first one's
     assert catalog.query("SELECT run_id, status, finished_at FROM search_runs") == [run]
-    assert len(catalog.query("SELECT * FROM agent_runs")) == 10
+    assert len(catalog.query("SELECT * FROM agent_runs")) == N_AGENTS
 
     third = runner.invoke(app, ["find", "--resume", run["run_id"]])
     assert isinstance(third.exception, DraftsetError)

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from agents.categories import CATEGORIES
 from agents.configuration import FindConfig
 from agents.run import FindRequest, run_find
 from agents.tools import HubTools
@@ -18,6 +19,8 @@ from catalog import Catalog
 from catalog.errors import DraftsetError
 from catalog.liveness import mark_interrupted
 from tests.kits.find import FailingHubTools, make_env
+
+N_AGENTS = len(CATEGORIES)  # one search agent per category brief
 
 RUN_TABLES = ("search_runs", "agent_runs", "plans")
 
@@ -34,7 +37,7 @@ def test_resume_records_a_finished_run_whose_record_was_lost(hub_url, tmp_path):
     again = asyncio.run(run_find(env, resume=run_id))
     assert sum(n for n in again["hub_requests"].values()) == 0  # no agent ran again
     assert catalog.query("SELECT status FROM search_runs WHERE run_id = ?", [run_id])[0]["status"] == "ok"
-    assert len(catalog.query("SELECT * FROM agent_runs WHERE run_id = ?", [run_id])) == 10
+    assert len(catalog.query("SELECT * FROM agent_runs WHERE run_id = ?", [run_id])) == N_AGENTS
     assert catalog.query("SELECT count(*) AS n FROM candidates")[0]["n"] == len(first["state"]["candidates"])
     with pytest.raises(DraftsetError, match="already finished"):  # now it is recorded
         asyncio.run(run_find(env, resume=run_id))
@@ -56,10 +59,10 @@ def test_retry_failed_reruns_only_the_failed_agents(hub_url, tmp_path):
         r["category"]: r["status"]
         for r in Catalog(tmp_path).query("SELECT category, status FROM agent_runs WHERE run_id = ?", [run_id])
     }
-    assert len(runs) == 10 and set(runs.values()) == {"ok"}
-    assert final["state"]["summary"]["agents_ok"] == 10 and final["state"]["summary"]["agents_failed"] == []
+    assert len(runs) == N_AGENTS and set(runs.values()) == {"ok"}
+    assert final["state"]["summary"]["agents_ok"] == N_AGENTS and final["state"]["summary"]["agents_failed"] == []
     search = Catalog(tmp_path).query("SELECT status, counts FROM search_runs WHERE run_id = ?", [run_id])[0]
-    assert search["status"] == "ok" and json.loads(search["counts"])["agents"] == 10
+    assert search["status"] == "ok" and json.loads(search["counts"])["agents"] == N_AGENTS
 
 
 def test_find_killed_mid_run_reads_interrupted(hub_url, tmp_path):

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli.app import app
 from tests.kits.cli import run_draftset
-from tests.pipeline.test_mix import SOURCES, _ingest, _plan
+from tests.pipeline.mix.test_mix import SOURCES, _ingest, _plan
 
 
 def _json(*args: str) -> dict:

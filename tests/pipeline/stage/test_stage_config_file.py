@@ -12,7 +12,7 @@ from pipeline.build.config import BuildConfig
 from pipeline.dedup.config import DedupConfig
 from pipeline.mix.config import MixConfig
 from pipeline.stage import stage_settings
-from tests.pipeline.test_mix import SOURCES, _ingest
+from tests.pipeline.mix.test_mix import SOURCES, _ingest
 
 
 def _messages(err: str) -> list[str]:
@@ -76,18 +76,16 @@ def test_python_m_entry_points_take_flags_and_config_from_the_model(tmp_path):
     """`python -m pipeline.train/capture` build their flags from the config models (no torch needed to parse)."""
     import argparse
 
-    from pipeline.capture.__main__ import FLAGS as CAPTURE_FLAGS
     from pipeline.capture.config import CaptureConfig
     from pipeline.stage import add_field_arguments, parsed_settings
-    from pipeline.train.__main__ import FLAGS as TRAIN_FLAGS
     from pipeline.train.config import TrainConfig
 
     settings = tmp_path / "train.json"
     settings.write_text(json.dumps({"epochs": 3, "lr": 0.01, "model_dir": "/models/target", "layers": [2, 4]}))
     parser = argparse.ArgumentParser()
-    add_field_arguments(parser, TrainConfig, TRAIN_FLAGS)
+    add_field_arguments(parser, TrainConfig)
     args = parser.parse_args(["--config", str(settings), "--epochs", "5", "--online"])
-    values = parsed_settings(args, TrainConfig, TRAIN_FLAGS)
+    values = parsed_settings(args, TrainConfig)
     assert values["epochs"] == 5 and values["lr"] == 0.01 and values["online"] is True  # flags over the file
     assert values["layers"] == [2, 4] and str(values["model_dir"]) == "/models/target"
     assert values["batch_tokens"] == TrainConfig.model_fields["batch_tokens"].default  # the model's default
@@ -95,12 +93,12 @@ def test_python_m_entry_points_take_flags_and_config_from_the_model(tmp_path):
     assert config.epochs == 5 and config.model_dir == Path("/models/target")
 
     parser = argparse.ArgumentParser()
-    add_field_arguments(parser, CaptureConfig, CAPTURE_FLAGS)
+    add_field_arguments(parser, CaptureConfig)
     args = parser.parse_args(["--layers", "2,16,29", "--dtype", "float32"])
-    assert parsed_settings(args, CaptureConfig, CAPTURE_FLAGS)["layers"] == [2, 16, 29]
+    assert parsed_settings(args, CaptureConfig)["layers"] == [2, 16, 29]
     with pytest.raises(SystemExit):  # not one of the model's Literal values: argparse's own error
         parser.parse_args(["--dtype", "fp8"])
     settings.write_text(json.dumps({"epoch": 3}))
     args = parser.parse_args(["--config", str(settings)])
     with pytest.raises(DraftsetError, match="unknown key 'epoch'"):
-        parsed_settings(args, CaptureConfig, CAPTURE_FLAGS)
+        parsed_settings(args, CaptureConfig)

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from agents.categories import CATEGORIES
+
 
 def test_health_is_open_and_everything_else_needs_a_token(service):
     with service.api(None) as anon:
@@ -35,10 +37,10 @@ def test_roles_are_ranked_and_a_403_names_the_role_needed(service, found):
 def test_find_job_reports_agents_plan_hours_and_tb_and_streams_events(service, found):
     result = found["result"]
     assert result["datasets"] > 0 and result["regen_hours"] >= 0 and result["hidden_state_tb"] > 0
-    assert result["agents_ok"] == 10 and len(found["agents"]) == 10
+    assert result["agents_ok"] == len(CATEGORIES) and len(found["agents"]) == len(CATEGORIES)
     assert all(a["stage"] in ("done", "saved") for a in found["agents"].values()), found["agents"]
     assert len(result["adapters_proposed"]) == 2 and found["started_by"] == "olga"
-    # A late subscriber gets every event so far, then the end; events name the ten agents.
+    # A late subscriber gets every event so far, then the end; events name every agent.
     with service.api("viewer") as viewer, viewer.stream("GET", f"/api/jobs/{found['job_id']}/events") as resp:
         assert resp.headers["content-type"].startswith("text/event-stream")
         lines = [line for line in resp.iter_lines() if line]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from agents.categories import CATEGORIES
+
 CHROMIUM = os.environ.get("DRAFTSET_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
     "--headless",
@@ -70,12 +72,12 @@ def test_operator_starts_a_find_and_watches_ten_agents_finish(browser, service, 
     page.fill("input[name=propose]", "2")
     page.click("button:has-text('Start')")
     page.wait_for_url(re.compile(r".*/jobs/find-.*"))
-    assert page.locator("tr[data-agent]").count() == 10
+    assert page.locator("tr[data-agent]").count() == len(CATEGORIES)
     page.wait_for_function(
         "document.querySelector('[data-testid=job-status]').textContent.trim() == 'ok'", timeout=120_000
     )
     stages = page.locator("tr[data-agent] .stage").all_inner_texts()
-    assert len(stages) == 10 and all(s.strip() in ("done", "saved") for s in stages), stages
+    assert len(stages) == len(CATEGORIES) and all(s.strip() in ("done", "saved") for s in stages), stages
     result = page.locator("[data-testid=job-result]").inner_text()
     assert "hours" in result and re.search(r"\d [GT]B\b", result) and "Adapters proposed" in result  # as the CLI says
     shots(page, "find-job-finished")

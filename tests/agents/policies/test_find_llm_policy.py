@@ -14,12 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import openai
 
+from agents.categories import CATEGORIES
 from agents.configuration import AgentBudget, FindConfig
 from agents.policies.llm import LLMPolicy
 from agents.policies.llm_probe import probe
 from agents.policies.llm_tools import Toolbox
 from agents.state import AgentCounts, Brief, Candidate
 from tests.kits.find import CAPS, answer, calls, make_env, probe_reply, script, scripted_llm
+
+N_AGENTS = len(CATEGORIES)  # one search agent per category brief
 
 BRIEF = Brief(category="agentic", weight=0.3, domain="agentic coding")
 FOUND = [Candidate(repo_id="a/traj", category="agentic", score=0.5), Candidate(repo_id="b/chat", category="agentic")]
@@ -184,12 +187,12 @@ def test_an_endpoint_answering_html_is_a_counted_fallback_naming_the_llm_endpoin
     finally:
         server.shutdown()
     summary = final["state"]["summary"]
-    assert summary["llm_fallbacks"] == 10 and summary["llm_fallback_causes"] == {"not_json": 10}
-    assert summary["llm_calls"] == 0 and summary["agents_ok"] == 10  # the probe's verdict; no agent called again
+    assert summary["llm_fallbacks"] == N_AGENTS and summary["llm_fallback_causes"] == {"not_json": N_AGENTS}
+    assert summary["llm_calls"] == 0 and summary["agents_ok"] == N_AGENTS  # the probe's verdict; no agent called again
     line = llm_line(final["llm_probe"], summary, final["state"]["reports"], final["run_id"])
     assert f"the LLM endpoint {base} answered HTTP 200 with text/html" in line and "HF_ENDPOINT" not in line
     rows = Catalog(tmp_path).query("SELECT step, cause, status_code, outcome FROM llm_events")
-    assert len(rows) == 10 and {tuple(r.values()) for r in rows} == {("probe", "not_json", 200, "fallback")}
+    assert len(rows) == N_AGENTS and {tuple(r.values()) for r in rows} == {("probe", "not_json", 200, "fallback")}
 
 
 def test_a_server_that_takes_the_schema_only_as_json_object_gets_it_that_way():
