@@ -10,6 +10,19 @@ from pipeline.stage import StageConfig
 RECOMPUTED_AT_END = {"draft_vocab_size", "rows_per_shard"}
 
 
+# The fields a person sets (flags, --config, the service's build job); `thinking` unset is inherited.
+SETTABLE = (
+    "max_length",
+    "per_turn",
+    "draft_vocab_size",
+    "system_prompt",
+    "thinking",
+    "keep_past_reasoning",
+    "end_of_turn",
+    "rows_per_shard",
+)
+
+
 class BuildConfig(StageConfig):
     mix: str
     model_dir: str

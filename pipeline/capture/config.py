@@ -8,6 +8,9 @@ from typing import Literal
 
 from pipeline.stage import StageConfig
 
+# The fields a person sets (flags, --config, the service's capture job); the folders are given apart.
+SETTABLE = ("layers", "batch_tokens", "max_rows", "device", "tp", "shard_bytes", "dtype", "writer_threads")
+
 
 class CaptureConfig(StageConfig):
     build_dir: Path

@@ -30,6 +30,7 @@ from pipeline.cli.common import TOKENIZER_OPTION as _TOKENIZER
 from pipeline.dedup.config import DedupConfig
 from pipeline.ingest.config import SETTABLE as INGEST_SETTABLE
 from pipeline.ingest.config import IngestConfig
+from pipeline.mix.config import SETTABLE as MIX_SETTABLE
 from pipeline.mix.config import MixConfig
 from pipeline.mix.figures import mix_figures
 from pipeline.stage import StageConfig, skipped_total, stage_settings
@@ -308,7 +309,7 @@ def mix_cmd(
             "max_prompt_tokens": max_prompt_tokens,
             "min_prompt_tokens": min_prompt_tokens,
         },
-        settable=["plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens"],
+        settable=MIX_SETTABLE,
     )
     weights = _weights(weight or [])
     known.check_plan(values.get("plan_id"))

@@ -8,6 +8,7 @@ import typer
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
+from pipeline.capture.config import SETTABLE as CAPTURE_SETTABLE
 from pipeline.capture.config import CaptureConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import (
@@ -21,6 +22,7 @@ from pipeline.cli.common import (
     settings,
 )
 from pipeline.stage import stage_settings
+from pipeline.train.config import SETTABLE as TRAIN_SETTABLE
 from pipeline.train.config import TrainConfig
 
 
@@ -59,8 +61,7 @@ def capture(
     json_listing(as_json)
 
     flags = {"layers": _ids(layers), "batch_tokens": batch_tokens, "max_rows": max_rows, "device": device, "tp": tp}
-    settable = [*flags, "shard_bytes", "dtype", "writer_threads"]
-    values = stage_settings(CaptureConfig, config_file, flags, settable=settable)
+    values = stage_settings(CaptureConfig, config_file, flags, settable=CAPTURE_SETTABLE)
     build_dir = resolve_named(build, "builds")
     out = out or Home(settings().home).capture(build_dir.name)
     m = run_capture(CaptureConfig(build_dir=build_dir, model_dir=model, out_dir=out, **values), catalog(), fresh=fresh)
@@ -165,17 +166,7 @@ def train(
         "save_every": save_every,
         "resume": resume,
     }
-    settable = [
-        *flags,
-        "heldout_every",
-        "grad_clip",
-        "seed",
-        "log_every",
-        "warmup_steps",
-        "save_every_s",
-        "schedule",
-    ]
-    values = stage_settings(TrainConfig, config_file, flags, settable=settable)
+    values = stage_settings(TrainConfig, config_file, flags, settable=TRAIN_SETTABLE)
     online, model = values["online"], values.get("model_dir")
     if online and model is None:
         raise DraftsetError("--online needs --model TARGET_DIR", hint="draftset train BUILD --online --model DIR")

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from catalog.untrusted import Verbatim, command
+from pipeline.build.config import SETTABLE as BUILD_SETTABLE
 from pipeline.build.config import BuildConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import CONFIG_OPTION, console, field_option, literal, print_table
@@ -268,7 +269,7 @@ def build_cmd(
         "end_of_turn": end_of_turn,
     }
     # thinking left unset: build inherits the mode the regeneration used
-    values = stage_settings(BuildConfig, config_file, flags, settable=[*flags, "rows_per_shard"], unset=["thinking"])
+    values = stage_settings(BuildConfig, config_file, flags, settable=BUILD_SETTABLE, unset=["thinking"])
     home = settings().home
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"building {mix}", total=None)

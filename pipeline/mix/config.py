@@ -8,6 +8,9 @@ from pydantic import Field
 
 from pipeline.stage import StageConfig
 
+# The fields a person sets (flags, --config, the service's mix job); the rest the stage derives.
+SETTABLE = ("plan_id", "samples", "seed", "threshold", "min_prompt_tokens", "max_prompt_tokens")
+
 
 class MixConfig(StageConfig):
     name: str

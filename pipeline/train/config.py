@@ -11,6 +11,32 @@ from pydantic import model_validator
 from catalog.errors import DraftsetError
 from pipeline.stage import StageConfig
 
+# The fields a person sets (flags, --config, the service's train job); the folders are given apart.
+SETTABLE = (
+    "model_dir",
+    "online",
+    "layers",
+    "tp",
+    "epochs",
+    "lr",
+    "batch_tokens",
+    "ttt_steps",
+    "max_steps",
+    "max_seconds",
+    "device",
+    "fc_norm",
+    "norm_output",
+    "save_every",
+    "resume",
+    "heldout_every",
+    "grad_clip",
+    "seed",
+    "log_every",
+    "warmup_steps",
+    "save_every_s",
+    "schedule",
+)
+
 
 class TrainConfig(StageConfig):
     capture_dir: Path | None  # offline input; online: None

@@ -15,6 +15,7 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from adapters import review, store
 from catalog.errors import DraftsetError
@@ -22,6 +23,7 @@ from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import ApiError
 from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
+from pipeline.servers.service.work import IngestBody
 
 if TYPE_CHECKING:
     from pipeline.servers.service.context import Service
@@ -55,16 +57,6 @@ class FindBody(Strict):
     samples: int = Field(100_000, ge=1, le=100_000_000)
     policy: Literal["heuristic", "llm"] = "heuristic"
     propose: int = Field(5, ge=0, le=50, description="then propose adapters for the N top planned datasets")
-
-
-class IngestBody(Strict):
-    plan: str | None = Field(None, description="every dataset of this plan")
-    repos: list[str] = Field(default_factory=list, max_length=1000, description="only these (wins over plan)")
-    fresh: bool = Field(False, description="delete the datasets' shards first instead of resuming")
-    all_rows: bool = Field(False, description="with plan: read every row, not the plan's quota")
-    # The ingest stage's own settings (IngestConfig: max_conversation_chars, oversample, sample_seed), checked
-    # by the stage's model before the job is queued.
-    settings: dict[str, Any] = Field(default_factory=dict, max_length=10)
 
 
 class SqlBody(Strict):
@@ -115,6 +107,38 @@ def start_ingest(body: IngestBody, request: Request, user: Operator) -> dict[str
     return {"job_id": job.job_id}
 
 
+@router.get("/api/stages")
+def stage_kinds(request: Request, user: Viewer) -> Response:
+    """Every stage the service runs as a job (ingest, mix, regenerate, build, capture, train, check, report):
+    its line and the JSON schema of its request body."""
+    from pipeline.servers.service import stages
+
+    return fast_json(stages.catalog_view())
+
+
+@router.post("/api/stages/{kind}")
+async def start_stage(kind: str, request: Request, user: Operator) -> dict[str, str]:
+    """Start one stage as a job: the body is that stage's request (GET /api/stages); names and settings are
+    checked before it is queued (400 with the first problem)."""
+    from pipeline.servers.service import stages
+
+    try:
+        raw = await request.json() if await request.body() else {}
+    except ValueError:
+        raise ApiError(400, "the body is not JSON", "send a JSON object (GET /api/stages shows the fields)") from None
+    job = await run_in_threadpool(stages.start, service(request), kind, raw, user.name)
+    return {"job_id": job.job_id}
+
+
+@router.post("/api/jobs/{job_id}/resume")
+def resume_job(job_id: str, request: Request, user: Operator) -> dict[str, str]:
+    """Queue an interrupted or failed stage job again with its own params: its stage skips what is done."""
+    from pipeline.servers.service import stages
+
+    job = stages.resume(service(request), job_id, user.name)
+    return {"job_id": job.job_id, "resumes": job_id}
+
+
 def _job(request: Request, job_id: str) -> Job | dict[str, Any]:
     job = service(request).jobs.get(job_id)
     if job is None:
@@ -132,7 +156,7 @@ def get_job(job_id: str, request: Request, user: Viewer) -> dict[str, Any]:
     job = _job(request, job_id)
     if isinstance(job, Job):
         return job.view()
-    return {**job, "params": _loads(job["params"]), "result": _loads(job["result"]), "agents": {}}
+    return {**job, "params": _loads(job["params"]), "result": _loads(job["result"]), "agents": {}, "runs": {}}
 
 
 def fast_json(data: Any) -> Response:
