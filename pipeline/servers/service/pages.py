@@ -180,6 +180,7 @@ async def find_start(
 @router.get("/jobs/{job_id}")
 async def job_page(request: Request, job_id: str) -> HTMLResponse:
     from agents.categories import BY_KEY
+    from pipeline.servers.service import stages
 
     user = await _user(request)
     job = _service(request).jobs.get(job_id)
@@ -187,7 +188,19 @@ async def job_page(request: Request, job_id: str) -> HTMLResponse:
         raise ApiError(404, f"no job {job_id!r}", "the find page lists recent jobs")
     view = job.view() if isinstance(job, Job) else {**job, "agents": {}, "result": json.loads(job["result"] or "null")}
     agents = {key: c.title for key, c in BY_KEY.items()}
-    return render(request, "job.html", user, job=view, agent_titles=agents)
+    runs = view.get("runs") or {  # a job of an earlier service process: the runs its result recorded
+        r["run_id"]: {**r, "status": "ended"} for r in (view["result"] or {}).get("stage_runs", [])
+    }
+    return render(
+        request,
+        "job.html",
+        user,
+        job=view,
+        agent_titles=agents,
+        stage_job=view["kind"] in stages.kinds(),
+        runs=stages.run_rows(runs),
+        resumable=view["kind"] in stages.kinds() and stages.resumable(view["status"], view["result"]),
+    )
 
 
 # -- adapters -------------------------------------------------------------------------------------

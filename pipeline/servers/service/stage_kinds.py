@@ -129,7 +129,7 @@ REGEN_NOT_SETTABLE = ("mix", "endpoints", "model", "api_key_env", "tokenizer")  
 
 
 def prepare_regenerate(service: Service, body: RegenBody) -> Work:
-    from pipeline.regenerate.config import RegenConfig, load_config
+    from pipeline.regenerate.config import load_config
     from pipeline.regenerate.run import run_regenerate
 
     s = service.settings
@@ -142,7 +142,7 @@ def prepare_regenerate(service: Service, body: RegenBody) -> Work:
         )
     for url in body.endpoints:
         require_known("endpoint", url, served, where="endpoints", hint="the service's DRAFTSET_TARGET_ENDPOINTS")
-    settable = [k for k in RegenConfig.model_fields if k not in REGEN_NOT_SETTABLE]
+    settable = regen_settable()
     for key in body.settings:
         if key not in settable:
             raise DraftsetError(
@@ -245,12 +245,11 @@ class TrainBody(StageBody):
 
 
 def prepare_train(service: Service, body: TrainBody) -> Work:
-    from pipeline.train.config import SETTABLE, TrainConfig
+    from pipeline.train.config import TrainConfig
     from pipeline.train.loop import run_train
 
     home = service.settings.home
-    settable = [k for k in SETTABLE if k != "model_dir"]  # the target is `model`, a name
-    values = settings_of("train", TrainConfig, body.settings, settable)
+    values = settings_of("train", TrainConfig, body.settings, train_settable())
     online = bool(values.get("online"))
     target = optional_model(home, body.model)
     if online and target is None:
@@ -290,24 +289,58 @@ def _not(flag: str) -> Callable[[Service, dict[str, Any]], dict[str, Any]]:
     return lambda service, params: {**params, flag: False}
 
 
+def regen_settable() -> tuple[str, ...]:
+    from pipeline.regenerate.config import RegenConfig
+
+    return tuple(k for k in RegenConfig.model_fields if k not in REGEN_NOT_SETTABLE)
+
+
+def train_settable() -> tuple[str, ...]:
+    from pipeline.train.config import SETTABLE
+
+    return tuple(k for k in SETTABLE if k != "model_dir")  # the target is `model`, a name
+
+
 def register_all(register: Callable[[StageJob], None]) -> None:
+    from pipeline.build.config import SETTABLE as BUILD
+    from pipeline.capture.config import SETTABLE as CAPTURE
+    from pipeline.ingest.config import SETTABLE as INGEST
+    from pipeline.mix.config import SETTABLE as MIX
     from pipeline.servers.service.work import IngestBody, prepare_ingest
 
-    register(StageJob("ingest", "approved datasets into canonical shards", IngestBody, prepare_ingest, _not("fresh")))
-    register(StageJob("mix", "dedup the ingested sources and select N records", MixBody, prepare_mix))
-    register(StageJob("regenerate", "answer a mix's prompts with the target model", RegenBody, prepare_regenerate))
-    register(
-        StageJob(
-            "build", "render conversations into input_ids + loss_mask rows", BuildBody, prepare_build, _not("overwrite")
-        )
+    def job(kind: str, about: str, body: type[StageBody], prepare: Any, resume: Any, settable: Iterable[str]) -> None:
+        register(StageJob(kind, about, body, prepare, resume, tuple(settable)))
+
+    keep = _keep
+    job("ingest", "approved datasets into canonical shards", IngestBody, prepare_ingest, _not("fresh"), INGEST)
+    job("mix", "dedup the ingested sources and select N records", MixBody, prepare_mix, keep, MIX)
+    job(
+        "regenerate",
+        "answer a mix's prompts with the target model",
+        RegenBody,
+        prepare_regenerate,
+        keep,
+        regen_settable(),
     )
-    register(
-        StageJob(
-            "capture",
-            "run the target over built rows, store its hidden states",
-            CaptureBody,
-            prepare_capture,
-            _not("fresh"),
-        )
+    job(
+        "build",
+        "render conversations into input_ids + loss_mask rows",
+        BuildBody,
+        prepare_build,
+        _not("overwrite"),
+        BUILD,
     )
-    register(StageJob("train", "train an EAGLE-3 draft and export it", TrainBody, prepare_train, resume_train))
+    job(
+        "capture",
+        "run the target over built rows, store hidden states",
+        CaptureBody,
+        prepare_capture,
+        _not("fresh"),
+        CAPTURE,
+    )
+    job("train", "train an EAGLE-3 draft and export it", TrainBody, prepare_train, resume_train, train_settable())
+
+
+def _keep(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+    """Resume with the same params (a staged or by-id stage skips what is complete by itself)."""
+    return params

@@ -56,6 +56,7 @@ class StageJob:
     body: type[StageBody]
     prepare: Callable[[Service, Any], Work]  # (service, parsed body) -> the work; raises on a bad name or value
     resume_body: Callable[[Service, dict[str, Any]], dict[str, Any]] = lambda service, params: params
+    settable: tuple[str, ...] = ()  # the stage config's fields `settings` may hold (shown on the page and API)
 
 
 _KINDS: dict[str, StageJob] = {}
@@ -122,12 +123,37 @@ def resume(service: Service, job_id: str, user: str) -> Job:
             f"job {job_id} is a {kind} job; the service resumes stage jobs ({', '.join(kinds())})",
             hint="a find job resumes with: draftset find --resume RUN_ID (its error names the run)",
         )
-    stopped_early = status == "ok" and result.get("complete") is False  # train under max_steps/max_seconds
-    if status not in ("interrupted", "failed") and not stopped_early:
+    if not resumable(status, result):
         raise DraftsetError(
             f"job {job_id} is {status}; only an interrupted or failed job (or one that stopped early) is resumed"
         )
     return start(service, kind, kinds()[kind].resume_body(service, dict(params)), user)
+
+
+def resumable(status: str, result: dict[str, Any] | None) -> bool:
+    """Interrupted, failed, or ended early by its own limit (train under max_steps/max_seconds): worth going on."""
+    return status in ("interrupted", "failed") or (status == "ok" and (result or {}).get("complete") is False)
+
+
+def run_rows(runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """A job's stage runs as the job page's table shows them (static/app.js draws live ones the same way)."""
+    rows = []
+    for run_id, r in runs.items():
+        counts = r.get("counts") or {}
+        dropped = {k.removeprefix("dropped_"): v for k, v in sorted(counts.items()) if k.startswith("dropped_") and v}
+        rows.append(
+            {
+                "run_id": run_id,
+                "stage": r.get("stage"),
+                "status": r.get("status"),
+                "in": counts.get("in", 0),
+                "out": counts.get("out", 0),
+                "skipped": sum(v for k, v in counts.items() if k.startswith("skipped_")),
+                "dropped": ", ".join(f"{k}={v:,}" for k, v in dropped.items()) or "-",
+                "errors": counts.get("errors", 0),
+            }
+        )
+    return rows
 
 
 def _loads(value: Any) -> dict[str, Any]:
@@ -180,4 +206,7 @@ def watched(work: Work) -> Work:
 
 def catalog_view() -> list[dict[str, Any]]:
     """What GET /api/stages answers and the stages page shows: each kind, its line and its request schema."""
-    return [{"kind": j.kind, "about": j.about, "body": j.body.model_json_schema()} for j in kinds().values()]
+    return [
+        {"kind": j.kind, "about": j.about, "settings": list(j.settable), "body": j.body.model_json_schema()}
+        for j in kinds().values()
+    ]
