@@ -188,3 +188,31 @@ def test_an_interrupted_stage_job_is_resumed_and_skips_what_was_done(tmp_path):
         assert again.status_code == 400 and "only an interrupted or failed job" in again.json()["error"]
     finally:
         running.stop()
+
+
+def test_regenerate_as_a_job_goes_only_to_the_services_own_targets(tmp_path):
+    """The service regenerates through its DRAFTSET_TARGET_ENDPOINTS with its own key; a request naming any
+    other server is refused (the key must not travel to a server a request picks)."""
+    from pipeline.servers.service.server import serve_in_thread
+    from tests.kits.fake_openai import Behaviour, RunningServer
+
+    target = RunningServer(Behaviour(reply_words=6))
+    home = tmp_path / "home"
+    convs = [make_conv("acme/ask", i, f"please answer question number {i}", category="general chat") for i in range(12)]
+    write_source(home, convs)
+    tokens = add_users(home)
+    running = serve_in_thread(Settings(DRAFTSET_HOME=str(home), DRAFTSET_TARGET_ENDPOINTS=[target.url]))
+    try:
+        svc = Svc(running.url, home, tokens)
+        run_ok(svc, "mix", {"name": "r", "settings": {"samples": 12}})
+        elsewhere = start(svc, "regenerate", {"mix": "r", "endpoints": ["http://127.0.0.1:9/"]})
+        assert elsewhere.status_code == 400 and "unknown endpoint" in elsewhere.json()["error"]
+        bad = start(svc, "regenerate", {"mix": "r", "settings": {"api_key_env": "DRAFTSET_TOKEN"}})
+        assert bad.status_code == 400 and "unknown setting 'api_key_env'" in bad.json()["error"]
+        job = run_ok(svc, "regenerate", {"mix": "r", "settings": {"temperature": 0.0}})
+        assert job["result"]["on_disk"]["results"] == 12 and job["result"]["input_rows"] == 12
+        (run,) = [r for r in job["result"]["stage_runs"] if r["stage"] == "regenerate"]
+        assert run["counts"]["out"] == 12  # the stage's own count, as the job's progress showed it
+    finally:
+        running.stop()
+        target.stop()

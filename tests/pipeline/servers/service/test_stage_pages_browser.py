@@ -16,6 +16,13 @@ DESKTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
 KINDS = ["ingest", "mix", "regenerate", "build", "capture", "train", "check", "report"]
 
 
+@pytest.fixture(scope="module")
+def reported(svc):  # noqa: F811
+    """Mix `m` and its report, written by jobs of the service."""
+    run_ok(svc, "mix", {"name": "m", "settings": {"samples": 40, "seed": 3}})
+    return run_ok(svc, "report", {"mix": "m"})
+
+
 def _open(browser, svc, role: str, viewport: dict, path: str):  # noqa: F811 - the fixture, passed on
     page = login(browser, svc, role)
     page.set_viewport_size(viewport)
@@ -65,10 +72,7 @@ def test_a_viewer_sees_the_stages_but_cannot_start_one(browser, svc):  # noqa: F
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_a_viewer_reads_the_report_with_hub_text_as_text(browser, svc, shots, viewport):  # noqa: F811
-    if not (svc.home / "reports" / "m" / "report.json").is_file():
-        run_ok(svc, "mix", {"name": "m", "settings": {"samples": 40, "seed": 3}})
-        run_ok(svc, "report", {"mix": "m"})
+def test_a_viewer_reads_the_report_with_hub_text_as_text(browser, svc, reported, shots, viewport):  # noqa: F811
     page = _open(browser, svc, "viewer", viewport, "/reports")
     page.click("a[href='/reports/m']")
     page.wait_for_url(svc.url + "/reports/m")
@@ -87,10 +91,7 @@ def test_a_viewer_reads_the_report_with_hub_text_as_text(browser, svc, shots, vi
     shots(page, f"report-{viewport['width']}")
 
 
-def test_only_the_plots_a_report_lists_are_served(svc):
-    if not (svc.home / "reports" / "m" / "report.json").is_file():
-        run_ok(svc, "mix", {"name": "m", "settings": {"samples": 40, "seed": 3}})
-        run_ok(svc, "report", {"mix": "m"})
+def test_only_the_plots_a_report_lists_are_served(svc, reported):  # noqa: F811
     with svc.api("viewer") as c:
         assert c.get("/reports/m/plots/report.json").status_code == 404
         assert c.get("/reports/m/plots/..%2F..%2Fcatalog.duckdb").status_code == 404
