@@ -213,10 +213,13 @@ async def adapters_page(request: Request) -> HTMLResponse:
 
 @router.get("/adapters/{owner}/{name}")
 async def adapter_page(
-    request: Request, owner: str, name: str, rows: int = 20, done: str = "", refused: str = ""
+    request: Request, owner: str, name: str, rows: int = 20, done: str = "", refused: str = "", q: str = ""
 ) -> HTMLResponse:
+    from pipeline.servers.service import record_reviews
+
     user = await _user(request)
     s = _service(request)
+    q = q[:200]
     data = await run_in_threadpool(
         lambda: review_data.detail(
             s.catalog,
@@ -227,11 +230,17 @@ async def adapter_page(
             cache=s.cache,
         )
     )
+    sample = [p["row_index"] for p in data["previews"]]
+    reviews = await run_in_threadpool(record_reviews.state, s.catalog, f"{owner}/{name}", sample)
+    if q:  # text search: only the sampled records that hold it (the count stays the sample's)
+        data = {**data, "previews": [p for p in data["previews"] if record_reviews.matches(p, q)]}
     return render(
         request,
         "adapter.html",
         user,
         a=data,
+        reviews=reviews,
+        q=q,
         rows=rows,
         done=done,
         refused=refused[:2000],  # the approval's refusal, shown as text beside the form it came from
