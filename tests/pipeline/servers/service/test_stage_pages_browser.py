@@ -124,3 +124,40 @@ def test_an_operator_resumes_an_interrupted_job_from_its_page(browser, svc):  # 
     )
     assert "selected 10 of 10" in page.locator("[data-testid=job-result]").inner_text()
     assert _no_sideways_scroll(page)
+
+
+def test_a_running_stage_shows_its_counts_live(browser, tmp_path):  # noqa: F811
+    """While a regenerate job runs (a slow target), its stage run's row is on the job page from the live events,
+    before the job ends and the page reloads with the result."""
+    from service_kit import Svc, add_users
+
+    from pipeline.servers.service.server import serve_in_thread
+    from pipeline.settings import Settings
+    from tests.kits.fake_openai import Behaviour, RunningServer
+    from tests.pipeline.conftest import make_conv, write_source
+
+    target = RunningServer(Behaviour(reply_words=4, latency_s=3.0))
+    home = tmp_path / "home"
+    write_source(home, [make_conv("acme/ask", i, f"please answer question {i}") for i in range(6)])
+    tokens = add_users(home)
+    running = serve_in_thread(Settings(DRAFTSET_HOME=str(home), DRAFTSET_TARGET_ENDPOINTS=[target.url]))
+    try:
+        svc = Svc(running.url, home, tokens)
+        run_ok(svc, "mix", {"name": "slow", "settings": {"samples": 6}})
+        page = _open(browser, svc, "operator", PHONE, "/stages")
+        form = page.locator("form.stage-form[data-kind=regenerate]")
+        form.locator("input[name=mix]").fill("slow")
+        form.locator("button[type=submit]").click()
+        page.wait_for_url(re.compile(r".*/jobs/regenerate-.*"))
+        live = page.locator("#runs tbody tr td[data-label=stage]:has-text('regenerate')")
+        live.wait_for(timeout=20_000)
+        assert page.inner_text("[data-testid=job-status]").strip() == "running"  # drawn before the end
+        page.wait_for_function(
+            "document.querySelector('[data-testid=job-status]').textContent.trim() == 'ok'", timeout=120_000
+        )
+        row = page.locator("#runs tbody tr").filter(has_text="regenerate")
+        assert row.locator("td[data-label=out]").inner_text() == "6"
+        assert _no_sideways_scroll(page)
+    finally:
+        running.stop()
+        target.stop()
