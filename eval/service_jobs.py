@@ -98,8 +98,14 @@ def prepare_report(service: Service, body: ReportBody) -> Work:
 
 
 def register_check(register: Callable[[StageJob], None]) -> None:
-    register(StageJob("check", "check a trained draft: accuracy, accept length, wirings", CheckBody, prepare_check))
+    register(
+        StageJob(
+            "check", "check a trained draft: accuracy, accept length, wirings", CheckBody, prepare_check, target="draft"
+        )
+    )
 
 
 def register_report(register: Callable[[StageJob], None]) -> None:
-    register(StageJob("report", "write a mix's dataset report (tables, plots)", ReportBody, prepare_report))
+    register(
+        StageJob("report", "write a mix's dataset report (tables, plots)", ReportBody, prepare_report, target="mix")
+    )

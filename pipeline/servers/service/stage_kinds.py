@@ -308,12 +308,14 @@ def register_all(register: Callable[[StageJob], None]) -> None:
     from pipeline.mix.config import SETTABLE as MIX
     from pipeline.servers.service.work import IngestBody, prepare_ingest
 
-    def job(kind: str, about: str, body: type[StageBody], prepare: Any, resume: Any, settable: Iterable[str]) -> None:
-        register(StageJob(kind, about, body, prepare, resume, tuple(settable)))
+    def job(
+        kind: str, about: str, body: type[StageBody], prepare: Any, resume: Any, settable: Iterable[str], target: str
+    ) -> None:
+        register(StageJob(kind, about, body, prepare, resume, tuple(settable), target or None))
 
     keep = _keep
-    job("ingest", "approved datasets into canonical shards", IngestBody, prepare_ingest, _not("fresh"), INGEST)
-    job("mix", "dedup the ingested sources and select N records", MixBody, prepare_mix, keep, MIX)
+    job("ingest", "approved datasets into canonical shards", IngestBody, prepare_ingest, _not("fresh"), INGEST, "")
+    job("mix", "dedup the ingested sources and select N records", MixBody, prepare_mix, keep, MIX, "name")
     job(
         "regenerate",
         "answer a mix's prompts with the target model",
@@ -321,6 +323,7 @@ def register_all(register: Callable[[StageJob], None]) -> None:
         prepare_regenerate,
         keep,
         regen_settable(),
+        "mix",
     )
     job(
         "build",
@@ -329,6 +332,7 @@ def register_all(register: Callable[[StageJob], None]) -> None:
         prepare_build,
         _not("overwrite"),
         BUILD,
+        "mix",
     )
     job(
         "capture",
@@ -337,8 +341,17 @@ def register_all(register: Callable[[StageJob], None]) -> None:
         prepare_capture,
         _not("fresh"),
         CAPTURE,
+        "build",
     )
-    job("train", "train an EAGLE-3 draft and export it", TrainBody, prepare_train, resume_train, train_settable())
+    job(
+        "train",
+        "train an EAGLE-3 draft and export it",
+        TrainBody,
+        prepare_train,
+        resume_train,
+        train_settable(),
+        "capture",
+    )
 
 
 def _keep(service: Service, params: dict[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,9 @@ class StageJob:
     prepare: Callable[[Service, Any], Work]  # (service, parsed body) -> the work; raises on a bad name or value
     resume_body: Callable[[Service, dict[str, Any]], dict[str, Any]] = lambda service, params: params
     settable: tuple[str, ...] = ()  # the stage config's fields `settings` may hold (shown on the page and API)
+    # The body field naming what the job writes (a mix, a build...): two jobs on the same one at once would
+    # write the same folder, so the second is refused while the first is queued or running. None: one at a time.
+    target: str | None = None
 
 
 _KINDS: dict[str, StageJob] = {}
@@ -100,11 +103,30 @@ def parse(job: StageJob, raw: Any) -> StageBody:
         ) from None
 
 
+_STARTING = threading.Lock()  # the busy check and the submit, together: two requests cannot both pass it
+
+
 def start(service: Service, kind: str, raw: Any, user: str) -> Job:
     job = kind_of(kind)
     body = parse(job, raw)
     work = job.prepare(service, body)  # every name and setting checked now
-    return service.jobs.submit(kind, body.model_dump(mode="json"), user, watched(work))
+    params = body.model_dump(mode="json")
+    with _STARTING:
+        busy(service, job, params)
+        return service.jobs.submit(kind, params, user, watched(work))
+
+
+def busy(service: Service, job: StageJob, params: dict[str, Any]) -> None:
+    """Refuse a second job on what a queued or running one of this kind writes (the same mix, build, ...)."""
+    for other in list(service.jobs.jobs.values()):
+        if other.done or other.kind != job.kind:
+            continue
+        if job.target is None or other.params.get(job.target) == params.get(job.target):
+            what = f" on {params.get(job.target)!r}" if job.target else ""
+            raise DraftsetError(
+                f"{job.kind} job {other.job_id} is already {other.status}{what}",
+                hint=f"watch it at /jobs/{other.job_id}; start this one when it has ended",
+            )
 
 
 def resume(service: Service, job_id: str, user: str) -> Job:

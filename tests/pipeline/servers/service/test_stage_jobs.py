@@ -196,7 +196,7 @@ def test_regenerate_as_a_job_goes_only_to_the_services_own_targets(tmp_path):
     from pipeline.servers.service.server import serve_in_thread
     from tests.kits.fake_openai import Behaviour, RunningServer
 
-    target = RunningServer(Behaviour(reply_words=6))
+    target = RunningServer(Behaviour(reply_words=6, latency_s=1.0))
     home = tmp_path / "home"
     convs = [make_conv("acme/ask", i, f"please answer question number {i}", category="general chat") for i in range(12)]
     write_source(home, convs)
@@ -209,7 +209,12 @@ def test_regenerate_as_a_job_goes_only_to_the_services_own_targets(tmp_path):
         assert elsewhere.status_code == 400 and "unknown endpoint" in elsewhere.json()["error"]
         bad = start(svc, "regenerate", {"mix": "r", "settings": {"api_key_env": "DRAFTSET_TOKEN"}})
         assert bad.status_code == 400 and "unknown setting 'api_key_env'" in bad.json()["error"]
-        job = run_ok(svc, "regenerate", {"mix": "r", "settings": {"temperature": 0.0}})
+        first = start(svc, "regenerate", {"mix": "r", "settings": {"temperature": 0.0}})
+        assert first.status_code == 200, first.text
+        second = start(svc, "regenerate", {"mix": "r"})  # the same folder, while the first writes it
+        assert second.status_code == 400 and f"{first.json()['job_id']} is already" in second.json()["error"]
+        job = svc.wait_job(first.json()["job_id"])
+        assert job["status"] == "ok", job
         assert job["result"]["on_disk"]["results"] == 12 and job["result"]["input_rows"] == 12
         (run,) = [r for r in job["result"]["stage_runs"] if r["stage"] == "regenerate"]
         assert run["counts"]["out"] == 12  # the stage's own count, as the job's progress showed it
