@@ -48,6 +48,7 @@ def test_an_operator_starts_a_mix_from_its_form_and_watches_its_stage_runs(brows
     assert "did you mean 'general chat'" in error.inner_text() and page.url.endswith("/stages")  # refused in place
     box = error.evaluate("e => { const r = e.getBoundingClientRect(); return {x: r.left, right: r.right}; }")
     assert box["x"] >= 0 and box["right"] <= viewport["width"]
+    shots(page, f"stages-refused-{viewport['width']}")
     form.locator("input[name=weights]").fill("")
     form.locator("textarea[name=settings]").fill('{"samples": 40}')
     form.locator("button[type=submit]").click()
