@@ -15,7 +15,6 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from adapters import review, store
 from catalog.errors import DraftsetError
@@ -105,38 +104,6 @@ def start_ingest(body: IngestBody, request: Request, user: Operator) -> dict[str
         service(request), body.plan, body.repos, body.fresh, user.name, all_rows=body.all_rows, settings=body.settings
     )
     return {"job_id": job.job_id}
-
-
-@router.get("/api/stages")
-def stage_kinds(request: Request, user: Viewer) -> Response:
-    """Every stage the service runs as a job (ingest, mix, regenerate, build, capture, train, check, report):
-    its line and the JSON schema of its request body."""
-    from pipeline.servers.service import stages
-
-    return fast_json(stages.catalog_view())
-
-
-@router.post("/api/stages/{kind}")
-async def start_stage(kind: str, request: Request, user: Operator) -> dict[str, str]:
-    """Start one stage as a job: the body is that stage's request (GET /api/stages); names and settings are
-    checked before it is queued (400 with the first problem)."""
-    from pipeline.servers.service import stages
-
-    try:
-        raw = await request.json() if await request.body() else {}
-    except ValueError:
-        raise ApiError(400, "the body is not JSON", "send a JSON object (GET /api/stages shows the fields)") from None
-    job = await run_in_threadpool(stages.start, service(request), kind, raw, user.name)
-    return {"job_id": job.job_id}
-
-
-@router.post("/api/jobs/{job_id}/resume")
-def resume_job(job_id: str, request: Request, user: Operator) -> dict[str, str]:
-    """Queue an interrupted or failed stage job again with its own params: its stage skips what is done."""
-    from pipeline.servers.service import stages
-
-    job = stages.resume(service(request), job_id, user.name)
-    return {"job_id": job.job_id, "resumes": job_id}
 
 
 def _job(request: Request, job_id: str) -> Job | dict[str, Any]:
@@ -351,62 +318,6 @@ def resolve_flag(
 
     flag = flags.resolve(service(request).catalog, f"{owner}/{name}", flag_id, user.name, body.note)
     return {**flag.model_dump(mode="json"), "state": "resolved"}
-
-
-# -- per-record review state (record_reviews.py): reviewed marks, the queue, search -----------------------
-class ReviewMarkBody(Strict):
-    spec_hash: str = Field(min_length=8, max_length=64, description="the spec the reviewer looked at")
-    row_index: int = Field(ge=0)
-    reviewed: bool = Field(True, description="false takes the mark back")
-    record_id: str | None = Field(None, max_length=300)
-    rows: int = Field(20, ge=0, le=review_data.MAX_PREVIEW_ROWS, description="the page's sample, for the answer")
-
-
-def _review_state(request: Request, repo_id: str, rows: int, after: int | None, q: str | None) -> dict[str, Any]:
-    from pipeline.servers.service import record_reviews
-
-    s = service(request)
-    sample = review_data.detail(
-        s.catalog, repo_id, rows, endpoint=s.settings.hf_endpoint, token=s.hf_token, cache=s.cache
-    )["previews"]
-    found = [p["row_index"] for p in sample if record_reviews.matches(p, q or "")]
-    state = record_reviews.state(s.catalog, repo_id, [p["row_index"] for p in sample], after)
-    if q:  # the queue within the search's matches; the count stays the sample's
-        state["matches"] = found
-        state["next_unreviewed"] = record_reviews.state(s.catalog, repo_id, found, after)["next_unreviewed"]
-    return state
-
-
-@router.get("/api/adapters/{owner}/{name}/reviews")
-def review_state(
-    owner: str,
-    name: str,
-    request: Request,
-    user: Viewer,
-    rows: int = Query(20, ge=0, le=review_data.MAX_PREVIEW_ROWS),
-    after: int | None = Query(None, ge=0, description="the queue's next row after this one"),
-    q: str | None = Query(None, max_length=200, description="text search over the sampled records"),
-) -> Response:
-    """Which of the page's sampled records are reviewed or flagged, "reviewed N of M", the next unreviewed."""
-    return fast_json(_review_state(request, f"{owner}/{name}", rows, after, q))
-
-
-@router.post("/api/adapters/{owner}/{name}/reviews")
-def mark_reviewed(owner: str, name: str, body: ReviewMarkBody, request: Request, user: Reviewer) -> Response:
-    """Mark one record reviewed (or take it back) under the spec looked at (400 when it changed since)."""
-    from pipeline.servers.service import record_reviews
-
-    repo_id = f"{owner}/{name}"
-    record_reviews.mark(
-        service(request).catalog,
-        repo_id,
-        body.spec_hash,
-        body.row_index,
-        user.name,
-        reviewed=body.reviewed,
-        record_id=body.record_id,
-    )
-    return fast_json(_review_state(request, repo_id, body.rows, body.row_index, None))
 
 
 # -- users (operators) --------------------------------------------------------------------------------
