@@ -7,6 +7,7 @@ so pipeline never imports eval.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,6 +20,26 @@ def _interval(i: object) -> dict[str, float] | None:
     if i is None:
         return None
     return {k: getattr(i, k) for k in ("value", "low", "high", "n_rounds", "n_tokens")}
+
+
+def wiring_record(w: Any) -> dict[str, Any]:
+    """One wiring's figures (eval.checks.draft_check.WiringResult) as --json and the service's check job give them."""
+    return {
+        "wiring": w.name,
+        "hf_taps": w.hf_ids,
+        "step_accuracy_fraction": list(w.step_accuracy),
+        "accept_length": w.accept_length,
+        "accept_length_interval": _interval(w.interval),
+        "step_acceptance_fraction": list(w.step_acceptance),
+        "independent_accept_length": w.independent_al,
+    }
+
+
+def register_jobs(register: Any) -> None:
+    """The service's `check` job (pipeline/servers/service/stages.py finds this through the entry-point group)."""
+    from eval.service_jobs import register_check
+
+    register_check(register)
 
 
 check_app = typer.Typer(
@@ -62,18 +83,7 @@ def check_draft_cmd(
         rows,
         title=f"check draft: decoding replayed on teacher-forced rows, {r.steps} steps, {max_new_tokens} tokens a "
         f"prompt; wirings on {r.n_samples} {r.wirings_on} rows",
-        records=[
-            {
-                "wiring": w.name,
-                "hf_taps": w.hf_ids,
-                "step_accuracy_fraction": list(w.step_accuracy),
-                "accept_length": w.accept_length,
-                "accept_length_interval": _interval(w.interval),
-                "step_acceptance_fraction": list(w.step_acceptance),
-                "independent_accept_length": w.independent_al,
-            }
-            for w in results
-        ],
+        records=[wiring_record(w) for w in results],
     )
     console.print(r.trust())
     console.print(r.verdict())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -25,6 +26,13 @@ def report_cmd(
     console.print(
         f"report: {report.html}\nmarkdown: {report.markdown}\nplots: {len(report.plots)} PNG in {report.folder}"
     )
+
+
+def register_jobs(register: Any) -> None:
+    """The service's `report` job (pipeline/servers/service/stages.py finds this through the entry-point group)."""
+    from eval.service_jobs import register_report
+
+    register_report(register)
 
 
 def register(app: typer.Typer) -> None:

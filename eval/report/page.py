@@ -1,4 +1,5 @@
-"""`draftset report MIX`: plots plus a markdown and an HTML page under reports/<MIX>/.
+"""`draftset report MIX`: plots plus a markdown and an HTML page under reports/<MIX>/, and report.json: the
+same summary and tables as data, which the service's report page renders with its own escaping templates.
 
 The HTML escapes every value: repo ids and categories come from the Hub and are untrusted text.
 """
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.home import Home
-from catalog.io import atomic_path
+from catalog.io import atomic_path, write_json_atomic
 from eval.report.data import DEDUP_REASONS, ReportData, load_report_data, percentile
 from eval.report.plots import plot_counts, plot_dedup_yield, plot_lengths, plot_targets
 from pipeline.cli.common import cell_text
@@ -22,6 +23,10 @@ class Report:
     markdown: Path
     html: Path
     plots: list[Path]
+    data: Path | None = None  # report.json
+
+
+REPORT_JSON = "report.json"
 
 
 def _tables(data: ReportData) -> list[tuple[str, list[str], list[list[object]]]]:
@@ -131,6 +136,19 @@ def render_html(data: ReportData, plots: list[Path]) -> str:
     return "\n".join(parts)
 
 
+def render_json(data: ReportData, plots: list[Path]) -> dict[str, object]:
+    """The report as data: each line and cell as the text the other two pages show, plots by file name."""
+    return {
+        "name": data.name,
+        "summary": _summary(data),
+        "tables": [
+            {"title": title, "columns": header, "rows": [[cell_text(v) for v in row] for row in rows]}
+            for title, header, rows in _tables(data)
+        ],
+        "plots": [{"file": p.name, "title": p.stem} for p in plots],
+    }
+
+
 def write_report(home: Path, mix_name: str, tokenizer: Path | None = None) -> Report:
     data = load_report_data(home, mix_name, tokenizer)
     folder = Home(home).report(mix_name)
@@ -145,4 +163,5 @@ def write_report(home: Path, mix_name: str, tokenizer: Path | None = None) -> Re
     for path, text in ((md, render_markdown(data, plots)), (page, render_html(data, plots))):
         with atomic_path(path) as tmp:
             tmp.write_text(text, encoding="utf-8")
-    return Report(folder, md, page, plots)
+    write_json_atomic(folder / REPORT_JSON, render_json(data, plots))
+    return Report(folder, md, page, plots, folder / REPORT_JSON)

@@ -4,12 +4,13 @@ each declared once as a `setting` or `derived`."""
 from __future__ import annotations
 
 from pipeline.stage import StageConfig
-from pipeline.stage.config import derived, setting
+from pipeline.stage.config import derived, settable_fields, setting
 
 # Settings that only shape what is computed over all shards at the end: changing them needs no rebuild.
 RECOMPUTED_AT_END = {"draft_vocab_size", "rows_per_shard"}
 
 
+# The fields a person sets (flags, --config, the service's build job); `thinking` unset is inherited.
 class BuildConfig(StageConfig):
     mix: str = derived(why="the command's MIX argument")
     model_dir: str = derived(why="--model, the serving target")
@@ -39,3 +40,7 @@ class BuildConfig(StageConfig):
     )
     end_of_turn: str = setting("<|im_end|>", "The template's end-of-turn token.")
     rows_per_shard: int = setting(2000, "Rows per output shard.", ge=1)
+
+
+# What a person may set (the CLI, --config and the service read it): derived from the declarations.
+SETTABLE = tuple(settable_fields(BuildConfig))

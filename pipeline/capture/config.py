@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.stage import StageConfig
-from pipeline.stage.config import derived, setting
+from pipeline.stage.config import derived, settable_fields, setting
 
 
+# The fields a person sets (flags, --config, the service's capture job); the folders are given apart.
 class CaptureConfig(StageConfig):
     build_dir: Path = derived(why="the input: a build folder")
     model_dir: Path = derived(why="the target model folder (Hugging Face layout), an argument of every entry")
@@ -29,3 +30,7 @@ class CaptureConfig(StageConfig):
         "auto", "forward dtype: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16"
     )
     writer_threads: int = setting(4, "threads writing shards")
+
+
+# What a person may set (the CLI, --config and the service read it): derived from the declarations.
+SETTABLE = tuple(settable_fields(CaptureConfig))

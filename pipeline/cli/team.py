@@ -7,7 +7,7 @@ files and record into its catalog, so in team mode they stop before any work (`g
 with why and what to do instead: the team's catalog is the service's, and opening a local one would either fail on
 the service's lock or quietly use another catalog.
 Commands that open no catalog (hub, serve-dev, model fetch/import, export, report, check serve/estimate) run
-here as they always do.
+here as they always do. The stages the service runs as jobs (mix ... check draft) say so in their refusal.
 """
 
 from __future__ import annotations
@@ -38,6 +38,15 @@ LOCAL_ONLY: dict[str, tuple[str, str]] = {
     "build": ("it renders this machine's data/regen/ or data/mix/ into data/build/ under DRAFTSET_HOME", ""),
 }
 GENERAL = "it works on the files under DRAFTSET_HOME on this machine"
+# Local-only commands whose stage the service runs as a job on its own home (pipeline/servers/service/stages.py).
+SERVICE_JOB = {
+    "mix": "mix",
+    "regenerate": "regenerate",
+    "build": "build",
+    "capture": "capture",
+    "train": "train",
+    "check draft": "check",
+}
 
 
 def command_path() -> str:
@@ -62,6 +71,11 @@ def refuse_local(server_url: str) -> DraftsetError:
     """The one-line error for a local-only command run with DRAFTSET_SERVER set."""
     name = command_path()
     why, instead = LOCAL_ONLY.get(name.removeprefix("draftset "), (GENERAL, ""))
+    if (kind := SERVICE_JOB.get(name.removeprefix("draftset "))) is not None:
+        instead = (
+            f"run it as a job of the service on its home: {server_url.rstrip('/')}/stages#stage-{kind} "
+            f"(POST /api/stages/{kind})"
+        )
     return DraftsetError(
         f"`{name}` is local-only: {why}, and DRAFTSET_SERVER={server_url} is set, so the catalog is the service's",
         hint=(instead + "; or " if instead else "")

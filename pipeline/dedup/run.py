@@ -249,7 +249,16 @@ def run_dedup(
 
 
 def _record(catalog: Catalog, decisions: Path) -> None:
-    """The decisions into the `dedup` table: DuckDB reads the parquet file itself (no rows through Python)."""
+    """The decisions into the `dedup` table, scanned by DuckDB from an Arrow table (no rows through Python).
+    Read by pyarrow, not DuckDB's read_parquet: the service's catalog connection has file access turned off
+    (catalog/owner.py), and a mix run as a service job records its dedup through that connection."""
+    import pyarrow.parquet as pq
+
     cols = ", ".join(_TABLE_COLUMNS)
+    table = pq.read_table(decisions, columns=list(_TABLE_COLUMNS))
     with catalog.writer() as con:
-        con.execute(f"INSERT OR REPLACE INTO dedup ({cols}) SELECT {cols} FROM read_parquet(?)", [str(decisions)])
+        con.register("dedup_decisions", table)
+        try:
+            con.execute(f"INSERT OR REPLACE INTO dedup ({cols}) SELECT {cols} FROM dedup_decisions")
+        finally:
+            con.unregister("dedup_decisions")

@@ -9,11 +9,12 @@ from pydantic import Field
 
 from pipeline.dedup.config import LENGTH_UNIT, max_tokens_setting, min_tokens_setting, threshold_setting
 from pipeline.stage import StageConfig
-from pipeline.stage.config import derived, setting
+from pipeline.stage.config import derived, settable_fields, setting
 
 FROM_PLAN = "the plan's quotas (or --weight), read by the stage"
 
 
+# The fields a person sets (flags, --config, the service's mix job); the rest the stage derives.
 class MixConfig(StageConfig):
     name: str = derived(why="the command's NAME argument")
     plan_id: str | None = setting(..., "Plan whose per-source quotas to take (default: latest).", flag="--plan")
@@ -37,3 +38,7 @@ class MixConfig(StageConfig):
         return hashlib.sha256(
             self.model_dump_json(exclude=None if self.held_back else {"held_back"}).encode()
         ).hexdigest()[:16]
+
+
+# What a person may set (the CLI, --config and the service read it): derived from the declarations.
+SETTABLE = tuple(settable_fields(MixConfig))

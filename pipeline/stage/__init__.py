@@ -21,7 +21,7 @@ from pipeline.stage.config import (
     stage_settings,
 )
 from pipeline.stage.folders import CONFIG, MANIFEST, rank_dir, read_manifest, recorded_compat, torchrun_rank
-from pipeline.stage.run import StageRun, require, skipped_total
+from pipeline.stage.run import StageRun, require, skipped_total, watch_runs
 
 __all__ = [
     "CONFIG",
@@ -42,4 +42,5 @@ __all__ = [
     "skipped_total",
     "stage_settings",
     "torchrun_rank",
+    "watch_runs",
 ]

@@ -20,7 +20,9 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +34,21 @@ from catalog.liveness import mark_interrupted, owner
 from pipeline.stage.config import StageConfig
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# Who is told of each run that opens in this context (a service job shows its stage's live counts): set by
+# `watch_runs`, read by `StageRun.__enter__`. A context variable, so a job on one thread sees only its own runs.
+_WATCHERS: ContextVar[tuple[Callable[[StageRun], None], ...]] = ContextVar("stage_run_watchers", default=())
+
+
+@contextmanager
+def watch_runs(on_open: Callable[[StageRun], None]) -> Iterator[None]:
+    """Call `on_open(run)` for every StageRun opened inside this block (in this thread or task); the caller
+    may then read `run.counts` (the stage's own accounting) while the run goes on."""
+    token = _WATCHERS.set((*_WATCHERS.get(), on_open))
+    try:
+        yield
+    finally:
+        _WATCHERS.reset(token)
 
 
 def _check_reason(reason: str) -> str:
@@ -124,7 +141,18 @@ class StageRun:
             recorded["compat"] = dict(self.compat)
         write_json_atomic(self.out_dir / "config.json", recorded)
         self._record("running", None, finished=False)
+        for on_open in _WATCHERS.get():
+            on_open(self)
         return self
+
+    def live_counts(self) -> dict[str, int]:
+        """A copy of the counts, safe to take from another thread while the stage counts."""
+        for _ in range(5):
+            try:
+                return dict(self.counts)
+            except RuntimeError:  # the stage added a key during the copy: take it again
+                continue
+        return {}
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -10,9 +10,10 @@ from pydantic import model_validator
 
 from catalog.errors import DraftsetError
 from pipeline.stage import StageConfig
-from pipeline.stage.config import derived, setting
+from pipeline.stage.config import derived, settable_fields, setting
 
 
+# The fields a person sets (flags, --config, the service's train job); the folders are given apart.
 class TrainConfig(StageConfig):
     capture_dir: Path | None = derived(why="the input (offline: a capture; online: None)")
     out_dir: Path = derived(why="--out, or $DRAFTSET_HOME/drafts/<NAME>")
@@ -70,3 +71,7 @@ class TrainConfig(StageConfig):
         if not self.online and self.capture_dir is None:
             raise DraftsetError("offline training needs a capture", hint="draftset train CAPTURE (or --online)")
         return self
+
+
+# What a person may set (the CLI, --config and the service read it): derived from the declarations.
+SETTABLE = tuple(settable_fields(TrainConfig))

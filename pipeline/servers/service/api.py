@@ -22,6 +22,7 @@ from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import ApiError
 from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
+from pipeline.servers.service.work import IngestBody
 
 if TYPE_CHECKING:
     from pipeline.servers.service.context import Service
@@ -55,16 +56,6 @@ class FindBody(Strict):
     samples: int = Field(100_000, ge=1, le=100_000_000)
     policy: Literal["heuristic", "llm"] = "heuristic"
     propose: int = Field(5, ge=0, le=50, description="then propose adapters for the N top planned datasets")
-
-
-class IngestBody(Strict):
-    plan: str | None = Field(None, description="every dataset of this plan")
-    repos: list[str] = Field(default_factory=list, max_length=1000, description="only these (wins over plan)")
-    fresh: bool = Field(False, description="delete the datasets' shards first instead of resuming")
-    all_rows: bool = Field(False, description="with plan: read every row, not the plan's quota")
-    # The ingest stage's own settings (IngestConfig: max_conversation_chars, oversample, sample_seed), checked
-    # by the stage's model before the job is queued.
-    settings: dict[str, Any] = Field(default_factory=dict, max_length=10)
 
 
 class SqlBody(Strict):
@@ -132,7 +123,7 @@ def get_job(job_id: str, request: Request, user: Viewer) -> dict[str, Any]:
     job = _job(request, job_id)
     if isinstance(job, Job):
         return job.view()
-    return {**job, "params": _loads(job["params"]), "result": _loads(job["result"]), "agents": {}}
+    return {**job, "params": _loads(job["params"]), "result": _loads(job["result"]), "agents": {}, "runs": {}}
 
 
 def fast_json(data: Any) -> Response:

@@ -39,7 +39,7 @@ def _status_for(exc: DraftsetError) -> int:
 
 def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
     """The app for `settings.home`; `url` (when known) goes into service.json for other processes' busy error."""
-    from pipeline.servers.service import api, pages
+    from pipeline.servers.service import api, api_reviews, api_stages, pages, stage_pages
 
     catalog = Catalog(settings.home)
 
@@ -71,7 +71,10 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
     app.add_middleware(BodyCap, max_bytes=settings.max_body_bytes)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
+    app.include_router(api_stages.router)
+    app.include_router(api_reviews.router)
     app.include_router(pages.router)
+    app.include_router(stage_pages.router)
 
     def wants_html(request: Request) -> bool:
         return not request.url.path.startswith("/api") and "text/html" in request.headers.get("accept", "")

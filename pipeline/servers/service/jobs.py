@@ -1,11 +1,13 @@
-"""Background jobs of the service: find runs (the LangGraph graph), adapter contract tests and ingest.
+"""Background jobs of the service: find runs (the LangGraph graph), adapter contract tests, ingest and every
+stage after it (stages.py).
 
 Each job runs on one of a few daemon worker threads (find has an event loop of its own there), records
 its progress events in memory for the SSE stream and the job page, and its status and result in the
 catalog's `service_jobs` table, so `GET /api/jobs/{id}` still answers after a restart. A job that was
 running when the service stopped is marked `interrupted` (at shutdown, or at the next start after a
 kill -9) with the line that says how to resume it: a find job's record carries its run id from the
-moment it is queued, and `draftset find --resume RUN_ID` continues from its last checkpoint. Daemon
+moment it is queued, and `draftset find --resume RUN_ID` continues from its last checkpoint; a stage job
+(ingest, mix, ... report) is queued again with its own params by POST /api/jobs/{id}/resume. Daemon
 threads, not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so a running
 find kept a stopped service alive until it finished.
 """
@@ -13,6 +15,7 @@ find kept a stopped service alive until it finished.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import threading
 import time
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
     from agents.run import FindEnv, FindRequest
 
 STOPPED = "the service stopped while this job ran"
-RESUME = "; resume it: draftset find --resume "
+RESUME = "; resume it: "
 MAX_EVENTS = 2000  # per job, for late SSE subscribers; a find run on the fixture Hub emits ~150
 
 
@@ -42,6 +45,7 @@ class Job:
     started_by: str
     status: str = "queued"
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # a stage job's stage runs: live counts by run id
     events: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error: str | None = None
@@ -64,10 +68,21 @@ class Job:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "agents": self.agents,
+            "runs": self.runs,
             "result": self.result,
             "error": self.error,
             "next": self.hint,
         }
+
+
+def resume_hint(job_id: str, kind: str, params: dict[str, Any]) -> str | None:
+    """How to resume an unfinished job: a find by its run id from the CLI; any other job by queueing it again
+    (its stage skips what is done). None for the jobs that are simply started again (a contract test)."""
+    if kind == "find":
+        return f"draftset find --resume {params['run_id']}" if params.get("run_id") else None
+    if kind in ("adapter_test", "adapter_propose"):
+        return None
+    return f"POST /api/jobs/{job_id}/resume (the job page's Resume button)"
 
 
 def _row(job: Job) -> dict[str, Any]:
@@ -96,13 +111,15 @@ class Jobs:
         self._threads = [
             threading.Thread(target=self._worker, name=f"service-job-{i}", daemon=True) for i in range(workers)
         ]
+        left = catalog.query("SELECT job_id, kind, params FROM service_jobs WHERE status IN ('queued', 'running')")
         with catalog.writer() as con:  # jobs of a previous service process can no longer be running
-            con.execute(
-                "UPDATE service_jobs SET status = 'interrupted', finished_at = ?, "
-                "error = coalesce(error, ?) || coalesce(? || json_extract_string(params, '$.run_id'), '') "
-                "WHERE status IN ('queued', 'running')",
-                [datetime.now(), STOPPED, RESUME],
-            )
+            for row in left:
+                hint = resume_hint(row["job_id"], row["kind"], _params(row["params"]))
+                con.execute(
+                    "UPDATE service_jobs SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?) "
+                    "WHERE job_id = ?",
+                    [datetime.now(), STOPPED + (RESUME + hint if hint else ""), row["job_id"]],
+                )
         for thread in self._threads:
             thread.start()
 
@@ -139,6 +156,8 @@ class Jobs:
         if "category" in event:
             row = job.agents.setdefault(event["category"], {})
             row.update({k: v for k, v in event.items() if k != "category" and not isinstance(v, (dict, list))})
+        if "run_id" in event and isinstance(event.get("counts"), dict):  # a stage run's live counts
+            job.runs[event["run_id"]] = {k: event[k] for k in ("stage", "status", "counts") if k in event}
         if len(job.events) < MAX_EVENTS:
             job.events.append(event)
 
@@ -170,14 +189,18 @@ class Jobs:
             self._queue.put(None)
         for job in list(self.jobs.values()):
             if not job.done:
-                run_id = job.params.get("run_id")
+                hint = resume_hint(job.job_id, job.kind, job.params)
                 job.status, job.finished_at = "interrupted", datetime.now()
-                job.error = STOPPED + (RESUME + run_id if run_id else "")
-                job.hint = f"draftset find --resume {run_id}" if run_id else None
+                job.error = STOPPED + (RESUME + hint if hint else "")
+                job.hint = hint
                 try:
                     self._save(job)
                 except DraftsetError:
                     pass
+
+
+def _params(value: Any) -> dict[str, Any]:
+    return json.loads(value) if isinstance(value, str) else dict(value or {})
 
 
 # -- the work itself --------------------------------------------------------------------------------

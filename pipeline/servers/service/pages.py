@@ -180,6 +180,7 @@ async def find_start(
 @router.get("/jobs/{job_id}")
 async def job_page(request: Request, job_id: str) -> HTMLResponse:
     from agents.categories import BY_KEY
+    from pipeline.servers.service import stages
 
     user = await _user(request)
     job = _service(request).jobs.get(job_id)
@@ -187,7 +188,19 @@ async def job_page(request: Request, job_id: str) -> HTMLResponse:
         raise ApiError(404, f"no job {job_id!r}", "the find page lists recent jobs")
     view = job.view() if isinstance(job, Job) else {**job, "agents": {}, "result": json.loads(job["result"] or "null")}
     agents = {key: c.title for key, c in BY_KEY.items()}
-    return render(request, "job.html", user, job=view, agent_titles=agents)
+    runs = view.get("runs") or {  # a job of an earlier service process: the runs its result recorded
+        r["run_id"]: {**r, "status": "ended"} for r in (view["result"] or {}).get("stage_runs", [])
+    }
+    return render(
+        request,
+        "job.html",
+        user,
+        job=view,
+        agent_titles=agents,
+        stage_job=view["kind"] in stages.kinds(),
+        runs=stages.run_rows(runs),
+        resumable=view["kind"] in stages.kinds() and stages.resumable(view["status"], view["result"]),
+    )
 
 
 # -- adapters -------------------------------------------------------------------------------------
@@ -200,10 +213,13 @@ async def adapters_page(request: Request) -> HTMLResponse:
 
 @router.get("/adapters/{owner}/{name}")
 async def adapter_page(
-    request: Request, owner: str, name: str, rows: int = 20, done: str = "", refused: str = ""
+    request: Request, owner: str, name: str, rows: int = 20, done: str = "", refused: str = "", q: str = ""
 ) -> HTMLResponse:
+    from pipeline.servers.service import record_reviews
+
     user = await _user(request)
     s = _service(request)
+    q = q[:200]
     data = await run_in_threadpool(
         lambda: review_data.detail(
             s.catalog,
@@ -214,11 +230,17 @@ async def adapter_page(
             cache=s.cache,
         )
     )
+    sample = [p["row_index"] for p in data["previews"]]
+    reviews = await run_in_threadpool(record_reviews.state, s.catalog, f"{owner}/{name}", sample)
+    if q:  # text search: only the sampled records that hold it (the count stays the sample's)
+        data = {**data, "previews": [p for p in data["previews"] if record_reviews.matches(p, q)]}
     return render(
         request,
         "adapter.html",
         user,
         a=data,
+        reviews=reviews,
+        q=q,
         rows=rows,
         done=done,
         refused=refused[:2000],  # the approval's refusal, shown as text beside the form it came from

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
 
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.servers.service.jobs import Job, find_work
+from pipeline.servers.service.stages import StageBody
 
 if TYPE_CHECKING:
     from adapters.propose import Outcome
@@ -116,6 +120,16 @@ def start_test(service: Service, repo_id: str, rows: int, user: str) -> Job:
     return service.jobs.submit("adapter_test", {"repo_id": repo_id, "rows": rows}, user, work)
 
 
+class IngestBody(StageBody):
+    plan: str | None = Field(None, description="every dataset of this plan")
+    repos: list[str] = Field(default_factory=list, max_length=1000, description="only these (wins over plan)")
+    fresh: bool = Field(False, description="delete the datasets' shards first instead of resuming")
+    all_rows: bool = Field(False, description="with plan: read every row, not the plan's quota")
+    # The ingest stage's own settings (IngestConfig: max_conversation_chars, oversample, sample_seed), checked
+    # by the stage's model before the job is queued.
+    settings: dict[str, Any] = Field(default_factory=dict, max_length=10)
+
+
 def start_ingest(
     service: Service,
     plan: str | None,
@@ -126,6 +140,14 @@ def start_ingest(
     all_rows: bool = False,
     settings: dict[str, Any] | None = None,
 ) -> Job:
+    """`draftset ingest` as a stage job (stages.py: progress from its stage runs, resumed by queueing it again)."""
+    from pipeline.servers.service import stages
+
+    body = {"plan": plan, "repos": repos, "fresh": fresh, "all_rows": all_rows, "settings": settings or {}}
+    return stages.start(service, "ingest", body, user)
+
+
+def prepare_ingest(service: Service, body: IngestBody) -> Callable[[Job], dict[str, Any]]:
     """Ingest approved datasets (the `draftset ingest` stage) on the service's catalog writer.
 
     Which datasets, and the stage's settings, are settled now (an unknown plan, repo or setting, or nothing
@@ -137,13 +159,14 @@ def start_ingest(
     from pipeline.ingest.run import repos_to_ingest
     from pipeline.stage import stage_settings
 
-    unknown = sorted(set(settings or {}) - set(INGEST_SETTABLE))
+    plan, repos, fresh, all_rows = body.plan, body.repos, body.fresh, body.all_rows
+    unknown = sorted(set(body.settings) - set(INGEST_SETTABLE))
     if unknown:
         raise DraftsetError(
             f"unknown ingest setting(s): {', '.join(unknown)}",
             hint=f"the settings it takes: {', '.join(INGEST_SETTABLE)}",
         )
-    values = stage_settings(IngestConfig, None, settings or {}, settable=INGEST_SETTABLE)
+    values = stage_settings(IngestConfig, None, body.settings, settable=INGEST_SETTABLE)
     _check_names(service, plan, repos)
     chosen = repos_to_ingest(service.catalog, plan, repos or None)
 
@@ -182,8 +205,7 @@ def start_ingest(
             )
         return job.result
 
-    params = {"plan": plan, "repos": chosen, "fresh": fresh, "all_rows": all_rows, "settings": values}
-    return service.jobs.submit("ingest", params, user, work)
+    return work
 
 
 def _check_names(service: Service, plan: str | None, repos: list[str]) -> None:

@@ -21,6 +21,8 @@ function watchJob(jobId) {
         if (ev[key] !== undefined && typeof ev[key] !== "object") row.querySelector("." + key).textContent = ev[key];
       }
       if (ev.error) row.querySelector(".error-cell").textContent = String(ev.error).slice(0, 80);
+    } else if (ev.run_id && ev.counts) {
+      showRun(ev);
     } else if (ev.stage === "propose") {
       log.textContent = "proposing an adapter for " + ev.repo_id + " …";
     } else if (ev.stage === "node") {
@@ -30,6 +32,42 @@ function watchJob(jobId) {
   };
   source.addEventListener("end", () => { source.close(); window.location.reload(); });
   source.onerror = () => { source.close(); setTimeout(() => window.location.reload(), 1000); };
+}
+
+// A stage run's live counts (its own accounting: in, out, skipped_*, dropped_*, errors) in the runs table.
+function showRun(ev) {
+  const body = document.querySelector("#runs tbody");
+  if (!body) return;
+  let row = body.querySelector('tr[data-run="' + CSS.escape(ev.run_id) + '"]');
+  if (!row) {
+    row = body.insertRow();
+    row.dataset.run = ev.run_id;
+    for (const key of ["stage", "status", "in", "out", "skipped", "dropped", "errors", "run"]) {
+      const cell = row.insertCell();
+      cell.className = key + (["in", "out", "skipped", "errors"].includes(key) ? " num" : "");
+      cell.dataset.label = key;
+    }
+    row.querySelector(".stage").textContent = ev.stage;
+    const code = document.createElement("code");
+    code.textContent = ev.run_id;
+    row.querySelector(".run").appendChild(code);
+  }
+  const c = ev.counts, n = (v) => (v || 0).toLocaleString("en-US");
+  const pill = document.createElement("span");
+  pill.className = "pill " + ev.status;
+  pill.textContent = ev.status;
+  row.querySelector(".status").replaceChildren(pill);
+  row.querySelector(".in").textContent = n(c.in);
+  row.querySelector(".out").textContent = n(c.out);
+  row.querySelector(".errors").textContent = n(c.errors);
+  let skipped = 0;
+  const dropped = [];
+  for (const [k, v] of Object.entries(c).sort()) {
+    if (k.startsWith("skipped_")) skipped += v;
+    else if (k.startsWith("dropped_") && v) dropped.push(k.slice(8) + "=" + n(v));
+  }
+  row.querySelector(".skipped").textContent = n(skipped);
+  row.querySelector(".dropped").textContent = dropped.join(", ") || "-";
 }
 
 function sqlConsole() {

@@ -1,6 +1,7 @@
 // The adapter page's record viewer: one sampled row at a time, next/previous (buttons, j/k, arrow keys),
-// filters (failing checks, quarantined, longest first, random order), and how many records this reviewer
-// has looked at (kept in this browser, keyed by repo and spec hash, so a changed spec starts a fresh review).
+// filters (failing checks, quarantined, longest first, random order). Review state is the server's
+// (record_reviews.py): "mark reviewed" (r) stores a mark for the record under the spec on screen, the
+// "reviewed N of M" line is the server's answer, and "next unreviewed" (u) asks the server's queue.
 // Flags are the server's: a flag (f focuses the current record's form) and a resolution are posted to the
 // JSON API with the session's CSRF token, and the page reloads on the same record to show the verdict they
 // change. Everything from the server is put in the page as text, never as markup.
@@ -46,17 +47,58 @@
   });
 
   if (!records.length) return;
-  const key = "draftset-review:" + section.dataset.key;
-  const saved = JSON.parse(localStorage.getItem(key) || '{"seen": []}');
-  const seen = new Set(saved.seen);
   const filter = document.getElementById("record-filter");
   const pos = document.getElementById("record-pos");
   const reviewed = document.getElementById("record-reviewed");
-  const flagged = records.filter((r) => r.dataset.flagged === "1").length;
+  const markButton = document.getElementById("record-mark");
+  const reviewError = document.getElementById("record-review-error");
+  const reviewsApi = api.replace(/\/flags$/, "/reviews");
+  const sampled = new URLSearchParams(window.location.search).get("rows") || "20";
   let order = records, at = 0;
 
-  function store() {
-    localStorage.setItem(key, JSON.stringify({ seen: [...seen] }));
+  function showMark() {
+    if (!markButton || !order.length) return;
+    markButton.textContent = order[at].dataset.reviewed === "1" ? "unmark reviewed" : "mark reviewed";
+  }
+
+  function applyState(state) {  // the server's answer: every record's mark, and the line
+    const done = new Set(state.reviewed.map(String));
+    for (const r of records) {
+      r.dataset.reviewed = done.has(r.dataset.row) ? "1" : "0";
+      const pill = r.querySelector(".reviewed-pill");
+      pill.hidden = r.dataset.reviewed !== "1";
+      pill.textContent = "reviewed" + (state.reviewed_by[r.dataset.row] ? " by " + state.reviewed_by[r.dataset.row] : "");
+    }
+    reviewed.textContent = state.line;
+    showMark();
+  }
+
+  async function toggleMark() {
+    if (!order.length) return;
+    const current = order[at];
+    const body = {spec_hash: section.dataset.spec, row_index: parseInt(current.dataset.row, 10),
+                  reviewed: current.dataset.reviewed !== "1", record_id: current.dataset.record || null,
+                  rows: parseInt(sampled, 10)};
+    const resp = await fetch(reviewsApi, {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf()}, body: JSON.stringify(body)});
+    const data = await resp.json();
+    if (!resp.ok) { reviewError.textContent = "error: " + data.error + (data.next ? " · next: " + data.next : ""); return; }
+    reviewError.textContent = "";
+    applyState(data);
+  }
+
+  async function nextUnreviewed() {
+    const query = new URLSearchParams({rows: sampled});
+    if (order.length) query.set("after", order[at].dataset.row);
+    const q = new URLSearchParams(window.location.search).get("q");
+    if (q) query.set("q", q);
+    const resp = await fetch(reviewsApi + "?" + query.toString(), {credentials: "same-origin"});
+    const data = await resp.json();
+    if (!resp.ok) { reviewError.textContent = "error: " + data.error; return; }
+    applyState(data);
+    if (data.next_unreviewed === null) { reviewError.textContent = "every record here is reviewed or flagged"; return; }
+    reviewError.textContent = "";
+    goTo(data.next_unreviewed);
   }
 
   function shuffled(list) {
@@ -83,11 +125,9 @@
     } else {
       const current = order[at];
       current.hidden = false;
-      seen.add(current.dataset.row);
       pos.textContent = "row " + current.dataset.row + " · " + (at + 1) + " of " + order.length;
     }
-    reviewed.textContent = "reviewed " + seen.size + " of " + records.length + " · flagged " + flagged;
-    store();
+    showMark();
   }
 
   function step(by) {
@@ -106,6 +146,8 @@
   filter.addEventListener("change", () => { order = choose(filter.value); at = 0; show(); });
   document.getElementById("record-prev").addEventListener("click", () => step(-1));
   document.getElementById("record-next").addEventListener("click", () => step(1));
+  document.getElementById("record-queue").addEventListener("click", nextUnreviewed);
+  if (markButton) markButton.addEventListener("click", toggleMark);
   document.querySelectorAll("[data-row-link]").forEach((a) => a.addEventListener("click", (ev) => {
     if (goTo(a.dataset.rowLink)) { ev.preventDefault(); history.replaceState(null, "", "#row-" + a.dataset.rowLink); records[at].scrollIntoView(); }
   }));
@@ -118,6 +160,8 @@
     if (tag === "input" || tag === "textarea" || tag === "select" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "j" || ev.key === "ArrowRight") step(1);
     else if (ev.key === "k" || ev.key === "ArrowLeft") step(-1);
+    else if (ev.key === "u") nextUnreviewed();
+    else if (ev.key === "r" && markButton) toggleMark();
     else if (ev.key === "f" && order.length) {
       const kind = order[at].querySelector(".flag-kind");  // absent for a viewer: nothing to focus
       if (!kind) return;

@@ -216,6 +216,9 @@ def test_local_only_commands_say_so_in_one_line(team, args):
     assert lines[0].startswith(f"error: `draftset {name}` is local-only: ")  # before any other check or work
     assert f"DRAFTSET_SERVER={url} is set" in lines[0]
     assert lines[1].startswith("next:") and "export" not in done.err  # never "export" what is exported
+    if args[0] in ("mix", "regenerate", "check"):  # stages the service runs as jobs: the page and route named
+        kind = "check" if args[0] == "check" else args[0]
+        assert f"{url}/stages#stage-{kind}" in lines[1] and f"POST /api/stages/{kind}" in lines[1]
 
 
 def test_every_local_only_entry_names_a_command():
