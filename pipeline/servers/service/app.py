@@ -59,6 +59,7 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         finally:
             cancel_all()  # no statement outlives the service (server.py also does this at the signal)
             service.jobs.shutdown()
+            sql.close()  # its catalog copies
             remove_service_file(settings.home)
             catalog.release()
 
