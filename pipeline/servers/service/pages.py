@@ -170,6 +170,7 @@ async def find_start(
     from pipeline.servers.service.work import start_find
 
     user = await _user(request, "operator")
+    _service(request).rates.take(user, "find")  # the API's limits: a form is no way around them
     body = FindBody(domain=domain, samples=samples, policy=policy, propose=propose)
     job = await run_in_threadpool(
         start_find, _service(request), body.domain, body.samples, body.policy, body.propose, user.name
@@ -253,6 +254,7 @@ async def adapter_action(
     elif action == "reject":
         await run_in_threadpool(review.reject, cat, repo_id, user.name, note)
     elif action == "test":
+        _service(request).rates.take(user, "test")
         job = await run_in_threadpool(start_test, _service(request), repo_id, 500, user.name)
         return RedirectResponse(f"/jobs/{job.job_id}", status_code=303)
     else:
