@@ -12,7 +12,9 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from catalog import limits
@@ -218,6 +220,60 @@ def _stream_child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memo
         conn.close()
 
 
+# -- a bound on every child one thread waits on: a request's deadline, its client gone ------------------
+_BOUND = threading.local()
+BOUND_POLL_S = 0.2
+
+
+class Bound:
+    """What `bounded` watches; `stopped` says why it stopped a child (None: it did not)."""
+
+    def __init__(self, deadline_s: float, cancelled: Callable[[], str | None]):
+        self.deadline_s, self.cancelled = deadline_s, cancelled
+        self.until = time.monotonic() + deadline_s
+        self.stopped: str | None = None
+
+    def check(self, what: str) -> None:
+        why = self.cancelled() or (
+            f"it passed its {self.deadline_s:g} s limit" if time.monotonic() >= self.until else None
+        )
+        if why is not None:
+            self.stopped = self.stopped or why
+            raise TimedOut(f"{what} stopped: {why}", self.deadline_s, idle=False)
+
+
+@contextmanager
+def bounded(deadline_s: float, cancelled: Callable[[], str | None] = lambda: None) -> Iterator[Bound]:
+    """Every capped child this thread waits on inside the block is killed once `deadline_s` has passed or
+    `cancelled()` names a reason (checked every BOUND_POLL_S): a request's read of untrusted files ends with
+    the request, whatever per-file limits would still allow. The child's reader sees TimedOut."""
+    bound = Bound(deadline_s, cancelled)
+    previous, _BOUND.value = getattr(_BOUND, "value", None), bound
+    try:
+        yield bound
+    finally:
+        _BOUND.value = previous
+
+
+def current_bound() -> Bound | None:
+    return getattr(_BOUND, "value", None)
+
+
+def _poll(conn: Any, wait: float, what: str) -> bool:
+    """conn.poll(wait), in slices when this thread is bounded (the bound raises TimedOut)."""
+    bound = current_bound()
+    if bound is None:
+        return bool(conn.poll(wait))
+    end = time.monotonic() + wait
+    while True:
+        bound.check(what)
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        if conn.poll(min(left, BOUND_POLL_S)):
+            return True
+
+
 def stream_isolated(
     fn: Callable[..., Iterator[Any]],
     *args: Any,
@@ -236,7 +292,6 @@ def stream_isolated(
     ChildDied; items past `max_bytes` in all are OverBudget; its own error is a DraftsetError. Closing the
     generator early (a limit reached) kills the child."""
     import pickle
-    import time
 
     ctx = forkserver(preload)
     parent, child = ctx.Pipe(duplex=False)
@@ -249,7 +304,7 @@ def stream_isolated(
         while True:
             wait = idle_timeout_s if deadline_s is None else min(idle_timeout_s, deadline_s - spent)
             started = time.monotonic()
-            ready = parent.poll(max(0.0, wait))
+            ready = _poll(parent, max(0.0, wait), what)
             spent += time.monotonic() - started
             if not ready:
                 if deadline_s is not None and spent >= deadline_s:

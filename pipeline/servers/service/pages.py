@@ -205,7 +205,8 @@ async def adapter_page(
 ) -> HTMLResponse:
     user = await _user(request)
     s = _service(request)
-    data = await run_in_threadpool(
+    data = await s.previews.run(
+        request,
         lambda: review_data.detail(
             s.catalog,
             f"{owner}/{name}",
@@ -213,7 +214,7 @@ async def adapter_page(
             endpoint=s.settings.hf_endpoint,
             token=s.hf_token,
             cache=s.cache,
-        )
+        ),
     )
     return render(
         request,
