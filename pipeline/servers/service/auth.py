@@ -34,6 +34,12 @@ SESSION_TTL_S = 12 * 3600
 _CACHE_TTL_S = 2.0  # token → user lookups are cached briefly; `users remove` takes effect within 2 s
 
 
+def same_secret(sent: str, secret: str) -> bool:
+    """Constant-time equality of a secret and what a client sent. Compared as bytes: hmac.compare_digest
+    raises TypeError on a str with non-ASCII characters, which a client may send (a 500 before)."""
+    return hmac.compare_digest(sent.encode("utf-8", "replace"), secret.encode("utf-8", "replace"))
+
+
 class ApiError(Exception):
     """An error answered as JSON {error, next} (or an error page for the HTML routes)."""
 
@@ -167,5 +173,5 @@ class Auth:
         sent: object = request.headers.get("x-csrf-token")
         if sent is None and request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             sent = (await request.form()).get("csrf_token")
-        if not (isinstance(sent, str) and hmac.compare_digest(sent, session.csrf)):
+        if not (isinstance(sent, str) and same_secret(sent, session.csrf)):
             raise ApiError(403, "missing or wrong CSRF token", "reload the page and submit the form again")

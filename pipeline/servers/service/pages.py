@@ -23,7 +23,7 @@ from agents.planning import human_bytes
 from catalog.errors import DraftsetError, NotFound
 from catalog.untrusted import card_text
 from pipeline.servers.service import queries, review_data
-from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError
+from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError, same_secret
 from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
 
@@ -79,7 +79,7 @@ def login(
     request: Request, token: str = Form(...), csrf_token: str = Form(""), next: str = Form("/")
 ) -> RedirectResponse:
     cookie = request.cookies.get(LOGIN_CSRF, "")
-    if not cookie or not secrets.compare_digest(cookie, csrf_token):
+    if not cookie or not same_secret(csrf_token, cookie):
         raise ApiError(403, "missing or wrong CSRF token", "reload the login page and try again")
     found = _service(request).auth.login(token)
     if found is None:
