@@ -11,7 +11,8 @@ expensive function call (repeat / string_agg / list_sum over range) is 413 in 0.
 RSS +0 MB and a reviewer's next reject answered (404, the repo being absent); on the tree before the capped
 SQL child those calls left the service answering "Current transaction is aborted". A fifth user behind four
 viewers looping the slowest SQL: 5/5 answered, each waiting at most the one running statement (3.1 s at a
-3 s limit); before, 2 of 4 were 503. The one BROKE of that run, "decompression bombs ... through the CLI
+3 s limit); on main, the same scenario in tests/pipeline/servers/service/test_sql_console_limits.py
+(1 s limit) answered 200, 200, 503, 503. The one BROKE of that run, "decompression bombs ... through the CLI
 (adapters test)" (json-gz and csv-gz bombs read without a refusal word, 154 MB, 6-7 s), is the CLI's
 decoders, untouched by issue 34's SQL and service work.
 """
