@@ -69,7 +69,7 @@ class Catalog:
     """Handle on `<home>/catalog.duckdb`. Cheap to create; opens the file only when used."""
 
     def __init__(
-        self, home: Path | str, busy_timeout_s: float = 5.0, read_settings: dict[str, str | int] | None = None
+        self, home: Path | str, busy_timeout_s: float = 5.0, *, read_settings: dict[str, str | int] | None = None
     ):
         self.home = Path(home)
         self.path = Home(home).catalog_file
