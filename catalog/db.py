@@ -68,10 +68,14 @@ def _to_db(value: Any) -> Any:
 class Catalog:
     """Handle on `<home>/catalog.duckdb`. Cheap to create; opens the file only when used."""
 
-    def __init__(self, home: Path | str, busy_timeout_s: float = 5.0):
+    def __init__(
+        self, home: Path | str, busy_timeout_s: float = 5.0, *, read_settings: dict[str, str | int] | None = None
+    ):
         self.home = Path(home)
         self.path = Home(home).catalog_file
         self.busy_timeout_s = busy_timeout_s
+        # DuckDB settings of its read-only connections (the SQL console's capped child: memory_limit, threads)
+        self.read_settings = dict(read_settings or {})
 
     # -- writing -----------------------------------------------------------------------------
     @contextmanager
@@ -108,7 +112,7 @@ class Catalog:
         INSTALL) and cannot re-enable it: the review path reads the catalog and nothing else.
         """
         config: dict[str, str | bool | int | float | list[str]] = (
-            {"enable_external_access": False, "lock_configuration": True} if read_only else {}
+            {**self.read_settings, "enable_external_access": False, "lock_configuration": True} if read_only else {}
         )
         deadline = time.monotonic() + self.busy_timeout_s
         while True:

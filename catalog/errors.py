@@ -52,12 +52,15 @@ class ZeroOutput(StageFailed):
 
 
 class QueryStopped(DraftsetError):
-    """A statement was stopped before it finished: its time limit (408), its client gone, or shutdown (503)."""
+    """A statement was stopped before it finished: its time limit (408), its memory limit (413: the same
+    query will fail again), its client gone, or shutdown (503)."""
 
     http_status = 503
 
-    def __init__(self, message: str, hint: str | None = None, *, timed_out: bool = False):
+    def __init__(self, message: str, hint: str | None = None, *, timed_out: bool = False, out_of_memory: bool = False):
         super().__init__(message, hint=hint)
-        self.timed_out = timed_out
+        self.timed_out, self.out_of_memory = timed_out, out_of_memory
         if timed_out:
             self.http_status = 408  # type: ignore[misc]  # per instance: the same kind, a different cause
+        elif out_of_memory:
+            self.http_status = 413  # type: ignore[misc]

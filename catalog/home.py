@@ -74,6 +74,11 @@ class Home:
         return self.root / CATALOG_FILENAME
 
     @property
+    def sql_snapshots(self) -> Path:
+        """Copies of the catalog the service's SQL console reads in its capped children (catalog/sql_snapshot.py)."""
+        return self.root / ".sql-snapshots"
+
+    @property
     def find_checkpoints(self) -> Path:
         return self.root / FIND_CHECKPOINTS
 

@@ -12,7 +12,9 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from catalog import limits
@@ -45,7 +47,7 @@ def exit_with_parent(parent: int | None = None, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def _enter_child(memory: int, parent: int | None = None) -> None:
+def enter_child(memory: int, parent: int | None = None) -> None:
     """What every capped child does first: end with its parent, then cap its address space."""
     import resource
 
@@ -56,17 +58,22 @@ def _enter_child(memory: int, parent: int | None = None) -> None:
         pass
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
+def exit_reason(code: int | None) -> str:
+    """How a child ended, from its exit code: `signal SIGKILL`, `exit 1`."""
+    return f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
+
+
 def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, parent: int) -> None:
-    _enter_child(memory, parent)
+    enter_child(memory, parent)
     try:
         conn.send(("ok", fn(*args)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
-        conn.send(("error", _one_line(exc)))
+        conn.send(("error", one_line(exc)))
     finally:
         conn.close()
 
@@ -92,7 +99,7 @@ def run_isolated(
     except EOFError:  # the child died without answering: a signal (segfault) or the memory limit
         proc.join(5)
         code = proc.exitcode
-        why = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
+        why = exit_reason(code)
         raise DraftsetError(
             f"{what} crashed ({why}) on this data", hint="the dataset's files are hostile or broken; reject the dataset"
         ) from None
@@ -167,23 +174,29 @@ def _main_modules() -> list[str]:
     return sorted(m for m in found if isinstance(m, str) and m not in own)
 
 
-def _context(preload: tuple[str, ...]) -> Any:
+def forkserver(preload: tuple[str, ...]) -> Any:
     """A forkserver context: each child forks from one single-threaded server that imported `preload`
     (and what `__main__` is made of) once (pyarrow: a second), so a child costs milliseconds, and never
-    inherits this process's threads."""
+    inherits this process's threads. Every caller's `preload` joins the list the server imports when it
+    starts (a server already running keeps its own; a child then imports the rest itself)."""
     global _CONTEXT
     with _CONTEXT_GUARD:
         if _CONTEXT is None:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload([*preload, *_main_modules()])
-            _CONTEXT = ctx
+            _CONTEXT = multiprocessing.get_context("forkserver")
+        wanted = list(dict.fromkeys([*_PRELOADED, *preload, *_main_modules()]))
+        if wanted != _PRELOADED:
+            _PRELOADED[:] = wanted
+            _CONTEXT.set_forkserver_preload(wanted)
         return _CONTEXT
+
+
+_PRELOADED: list[str] = []
 
 
 def _stream_child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory: int, max_bytes: int | None) -> None:
     import pickle
 
-    _enter_child(memory)
+    enter_child(memory)
     try:
         chunk: list[bytes] = []
         size = total = 0
@@ -202,9 +215,63 @@ def _stream_child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memo
         conn.send(("items", chunk))
         conn.send(("done", None))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
-        conn.send(("error", _one_line(exc)))
+        conn.send(("error", one_line(exc)))
     finally:
         conn.close()
+
+
+# -- a bound on every child one thread waits on: a request's deadline, its client gone ------------------
+_BOUND = threading.local()
+BOUND_POLL_S = 0.2
+
+
+class Bound:
+    """What `bounded` watches; `stopped` says why it stopped a child (None: it did not)."""
+
+    def __init__(self, deadline_s: float, cancelled: Callable[[], str | None]):
+        self.deadline_s, self.cancelled = deadline_s, cancelled
+        self.until = time.monotonic() + deadline_s
+        self.stopped: str | None = None
+
+    def check(self, what: str) -> None:
+        why = self.cancelled() or (
+            f"it passed its {self.deadline_s:g} s limit" if time.monotonic() >= self.until else None
+        )
+        if why is not None:
+            self.stopped = self.stopped or why
+            raise TimedOut(f"{what} stopped: {why}", self.deadline_s, idle=False)
+
+
+@contextmanager
+def bounded(deadline_s: float, cancelled: Callable[[], str | None] = lambda: None) -> Iterator[Bound]:
+    """Every capped child this thread waits on inside the block is killed once `deadline_s` has passed or
+    `cancelled()` names a reason (checked every BOUND_POLL_S): a request's read of untrusted files ends with
+    the request, whatever per-file limits would still allow. The child's reader sees TimedOut."""
+    bound = Bound(deadline_s, cancelled)
+    previous, _BOUND.value = getattr(_BOUND, "value", None), bound
+    try:
+        yield bound
+    finally:
+        _BOUND.value = previous
+
+
+def current_bound() -> Bound | None:
+    return getattr(_BOUND, "value", None)
+
+
+def _poll(conn: Any, wait: float, what: str) -> bool:
+    """conn.poll(wait), in slices when this thread is bounded (the bound raises TimedOut)."""
+    bound = current_bound()
+    if bound is None:
+        return bool(conn.poll(wait))
+    end = time.monotonic() + wait
+    while True:
+        bound.check(what)
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        if conn.poll(min(left, BOUND_POLL_S)):
+            return True
 
 
 def stream_isolated(
@@ -225,9 +292,8 @@ def stream_isolated(
     ChildDied; items past `max_bytes` in all are OverBudget; its own error is a DraftsetError. Closing the
     generator early (a limit reached) kills the child."""
     import pickle
-    import time
 
-    ctx = _context(preload)
+    ctx = forkserver(preload)
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_stream_child, args=(child, fn, args, memory, max_bytes), daemon=True)
     proc.start()
@@ -238,7 +304,7 @@ def stream_isolated(
         while True:
             wait = idle_timeout_s if deadline_s is None else min(idle_timeout_s, deadline_s - spent)
             started = time.monotonic()
-            ready = parent.poll(max(0.0, wait))
+            ready = _poll(parent, max(0.0, wait), what)
             spent += time.monotonic() - started
             if not ready:
                 if deadline_s is not None and spent >= deadline_s:
@@ -251,7 +317,7 @@ def stream_isolated(
             except EOFError:
                 proc.join(5)
                 code = proc.exitcode
-                why = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit {code}"
+                why = exit_reason(code)
                 raise ChildDied(f"{what} crashed ({why})", why) from None
             if kind == "items":
                 for data in payload:

@@ -18,6 +18,10 @@ Why each limit exists:
   The same budget bounds the bytes a decompressor hands out (a gzip of empty lines gives no rows at all).
 - read time per file: a compressed file of millions of empty lines kept one reader busy for 15+ minutes;
   each capped read of one file ends after MAX_FILE_READ_S of wall clock, however busy it is.
+- SQL console memory: DuckDB's interrupt() and memory_limit do not reach inside one function call
+  (repeat('x', 2e9) ran 10 s past a 1 s interrupt and took 3.8 GB under a 256 MB memory_limit), so a user's
+  statement runs in a child that may add at most MAX_SQL_WORKER_MEMORY of address space, killed at its time limit;
+  DuckDB's own memory_limit (SQL_DUCKDB_MEMORY) stops the operators it does track earlier, with its own error.
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ MAX_WORKER_MEMORY = 2 * 1024**3  # address space of the process that parses one 
 # text compresses 3-10x, dictionary-heavy columns ~20x; a decompression bomb is 1,000x and more.
 MAX_DECODED_RATIO = 100
 MIN_DECODED_BUDGET = 256 * 1024**2
+# Address space one console statement may add to its child (beyond what the child mapped when forked);
+# DuckDB reserves ~0.6 GB of it when it opens a file, the rest is the statement's.
+MAX_SQL_WORKER_MEMORY = 2 * 1024**3
+SQL_DUCKDB_MEMORY = "512MB"  # DuckDB's memory_limit in that child (its buffer manager; half the cap)
 MAX_FILE_READ_S = 300.0  # wall clock for reading one data file in the capped child (real shards: < 60 s/GB)
 
 

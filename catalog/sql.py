@@ -66,6 +66,12 @@ def _check_text(query: str) -> None:
         ) from None
 
 
+class Interruptible(Protocol):
+    """What a Watch stops: a DuckDB connection (interrupt()), or the child running a statement (killed)."""
+
+    def interrupt(self) -> None: ...
+
+
 class Watch:
     """One statement's bounds: `timeout_s` (None: none) and `cancel(why)` from any thread.
 
@@ -76,7 +82,7 @@ class Watch:
         self.timeout_s = timeout_s
         self.stated_s = stated_s if stated_s is not None else timeout_s  # the limit as the user knows it
         self.why: str | None = None
-        self._con: duckdb.DuckDBPyConnection | None = None
+        self._con: Interruptible | None = None
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
 
@@ -91,10 +97,10 @@ class Watch:
     def check(self) -> None:
         """Raise QueryStopped when cancelled (between batches: interrupt() only reaches a running call)."""
         if self.why is not None:
-            raise _stopped(self)
+            raise stopped(self)
 
     @contextmanager
-    def running(self, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    def running(self, con: Interruptible) -> Iterator[None]:
         with self._lock:
             self._con = con
         with _LIVE_LOCK:
@@ -128,7 +134,16 @@ def cancel_all(why: str = "the service is shutting down") -> int:
     return len(live)
 
 
-def _stopped(watch: Watch) -> QueryStopped:
+def out_of_memory(detail: str) -> QueryStopped:
+    """The named refusal of a statement that needed more memory than it may use (the same query fails again)."""
+    return QueryStopped(
+        f"query stopped: it needed more memory than the SQL console allows ({detail})",
+        hint="narrow the query (fewer rows, smaller strings or lists, a LIMIT before an aggregate)",
+        out_of_memory=True,
+    )
+
+
+def stopped(watch: Watch) -> QueryStopped:
     why = watch.why or "cancelled"
     hint = (
         "narrow the query (a WHERE, a LIMIT, fewer joins), or ask an operator for a longer limit"
@@ -180,7 +195,9 @@ def open_query(
                 _check_secrets(con, query)
             cur = con.execute(query)
         except duckdb.InterruptException as exc:
-            raise _stopped(watch) from exc
+            raise stopped(watch) from exc
+        except duckdb.OutOfMemoryException as exc:
+            raise out_of_memory(first_line(exc)) from exc
         except duckdb.TransactionException as exc:
             if "read-only" in str(exc).lower():
                 raise CatalogReadOnly(f"draftset sql is read-only: {first_line(exc)}", hint=READ_ONLY_HINT) from exc
@@ -205,7 +222,7 @@ def open_query(
             try:
                 yield [d[0] for d in cur.description], cur
             except duckdb.InterruptException as exc:
-                raise _stopped(watch) from exc
+                raise stopped(watch) from exc
 
 
 class RowSource(Protocol):
@@ -225,6 +242,8 @@ def iter_rows(cursor: RowSource | None, limit: int | None, batch: int = 2048) ->
             rows = cursor.fetchmany(want)
         except duckdb.InterruptException:
             raise  # open_query names why it stopped
+        except duckdb.OutOfMemoryException as exc:
+            raise out_of_memory(first_line(exc)) from exc
         except duckdb.Error as exc:
             raise DraftsetError(f"query failed while reading its rows: {first_line(exc)}") from exc
         if not rows:

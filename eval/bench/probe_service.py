@@ -5,6 +5,16 @@ Everything runs as users run it: `draftset serve` and `draftset hub serve` as se
 as subprocesses, real HTTP. Each attack prints held/BROKE with what was seen; the headline figure is a
 normal user's read latency (p50/p99) while four viewers run the slowest SQL they can write, against the
 same reads with nobody else on the service (the baseline, same run).
+
+Issue 34's two SQL attacks (rerun 2026-12-02, 2 shared cores, `--only service`: 12 of 13 held): one
+expensive function call (repeat / string_agg / list_sum over range) is 413 in 0.1-0.4 s with the service's
+RSS +0 MB and a reviewer's next reject answered (404, the repo being absent); on the tree before the capped
+SQL child those calls left the service answering "Current transaction is aborted". A fifth user behind four
+viewers looping the slowest SQL: 5/5 answered, each waiting at most the one running statement (3.1 s at a
+3 s limit); on main, the same scenario in tests/pipeline/servers/service/test_sql_console_limits.py
+(1 s limit) answered 200, 200, 503, 503. The one BROKE of that run, "decompression bombs ... through the CLI
+(adapters test)" (json-gz and csv-gz bombs read without a refusal word, 154 MB, 6-7 s), is the CLI's
+decoders, untouched by issue 34's SQL and service work.
 """
 
 from __future__ import annotations
@@ -248,6 +258,42 @@ def run_service_attacks(p: Any) -> None:  # noqa: C901 - one flat list of attack
                 r = c.post("/api/sql", json={"query": "WITH x AS (DELETE FROM users RETURNING *) SELECT * FROM x"})
                 after = c.post("/api/sql", json={"query": "SELECT count(*) FROM users"}).json()["rows"]
             return r.status_code == 400 and before == after, f"{r.status_code}: {r.json().get('error', '')[:80]}"
+
+        @A("34", "one expensive SQL function call, then a reviewer's next action")
+        def _() -> tuple[bool, str]:
+            calls = [
+                "SELECT length(repeat('x', 2000000000))",
+                "SELECT length(string_agg('abcdefghij', '')) FROM range(300000000)",
+                "SELECT length(list_sum(range(100000000))::VARCHAR)",
+            ]
+            before, seen, ok = svc.rss_mb(), [], True
+            with svc.client("v0", timeout=120) as viewer, svc.client("norm") as reviewer:
+                for q in calls:
+                    t0 = time.monotonic()
+                    r = viewer.post("/api/sql", json={"query": q})
+                    took = time.monotonic() - t0
+                    after = reviewer.post("/api/adapters/no/such/reject", json={"note": "x"}).status_code
+                    ok &= r.status_code in (408, 413) and took < 5 and after == 404
+                    seen.append(f"{q.split('(')[1]}: {r.status_code} in {took:.1f} s, reject {after}")
+            grew = svc.rss_mb() - before
+            return ok and grew < 300, "; ".join(seen) + f"; service RSS +{grew:.0f} MB"
+
+        @A("34", "a fifth user's queries while 4 viewers loop the slowest SQL (a fair share)")
+        def _() -> tuple[bool, str]:
+            stop, codes = threading.Event(), list[int]()
+            threads = _attackers(svc, stop, codes)
+            time.sleep(8.0)  # every looper has run: they fill the slot and the queue
+            waits, answers = [], []
+            with svc.client("norm", timeout=60) as c:
+                for _ in range(5):
+                    t0 = time.monotonic()
+                    answers.append(c.post("/api/sql", json={"query": "SELECT count(*) FROM users"}).status_code)
+                    waits.append(time.monotonic() - t0)
+            stop.set()
+            for t in threads:
+                t.join(30)
+            figures = f"answers {answers}, waits {', '.join(f'{w:.1f}' for w in waits)} s (limit 3 s)"
+            return answers == [200] * 5 and max(waits) < 4.0, figures
 
         @A("new", "a viewer reads users.token_hash (SELECT *, #3, COLUMNS, query_table, a filter)")
         def _() -> tuple[bool, str]:

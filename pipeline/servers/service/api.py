@@ -205,15 +205,17 @@ def adapters(request: Request, user: Viewer) -> Response:
 
 
 @router.get("/api/adapters/{owner}/{name}")
-def adapter(
+async def adapter(
     owner: str, name: str, request: Request, user: Viewer, rows: int = Query(3, ge=0, le=review_data.MAX_PREVIEW_ROWS)
 ) -> Response:
     s = service(request)
-    return fast_json(
-        review_data.detail(
+    detail = await s.previews.run(  # previews read data files: on their own threads, bounded by this request
+        request,
+        lambda: review_data.detail(
             s.catalog, f"{owner}/{name}", rows, endpoint=s.settings.hf_endpoint, token=s.hf_token, cache=s.cache
-        )
+        ),
     )
+    return fast_json(detail)
 
 
 # -- reviewing -------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.owner import remove_service_file, write_service_file
 from catalog.sql import cancel_all
+from catalog.untrusted import clean_text
 from pipeline.servers.service.auth import ApiError, Auth
 from pipeline.servers.service.bodycap import BodyCap, BodyTooLarge, too_large_body
 from pipeline.servers.service.cache import Cache
@@ -31,6 +32,11 @@ from pipeline.settings import Settings
 
 HERE = Path(__file__).parent
 WORKER_THREADS = 8
+
+
+def _one_line(text: str | None) -> str | None:
+    """An error as one printable line: messages quote what clients sent (a repo name with newlines, escapes)."""
+    return clean_text(text, keep_newlines=False) if text else text
 
 
 def _status_for(exc: DraftsetError) -> int:
@@ -59,6 +65,7 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         finally:
             cancel_all()  # no statement outlives the service (server.py also does this at the signal)
             service.jobs.shutdown()
+            sql.close()  # its catalog copies
             remove_service_file(settings.home)
             catalog.release()
 
@@ -86,7 +93,8 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
                 return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
             return pages.error_page(request, exc.status, exc.error, exc.next)
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return JSONResponse({"error": exc.error, "next": exc.next}, status_code=exc.status, headers=headers)
+        body = {"error": _one_line(exc.error), "next": _one_line(exc.next)}
+        return JSONResponse(body, status_code=exc.status, headers=headers)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -106,7 +114,7 @@ def create_app(settings: Settings, *, url: str | None = None) -> FastAPI:
         status = _status_for(exc)
         if wants_html(request):
             return pages.error_page(request, status, str(exc), exc.hint)
-        return JSONResponse({"error": str(exc), "next": exc.hint}, status_code=status)
+        return JSONResponse({"error": _one_line(str(exc)), "next": _one_line(exc.hint)}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:

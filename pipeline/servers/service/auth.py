@@ -1,7 +1,9 @@
 """Who is asking, and may they: bearer tokens for the API, cookie sessions for the pages, CSRF for forms.
 
 A session cookie holds a random session id, never the token; the session (user, CSRF secret) lives in
-this process's memory, so a restart logs everyone out. Requests authenticated by cookie must carry the
+this process's memory, so a restart logs everyone out. A session acts with the authority its user has
+now, as a bearer token does: every request looks the user up in the same in-memory table, so
+`users remove` ends their sessions and a changed role applies from the next request. Requests authenticated by cookie must carry the
 session's CSRF secret on every unsafe method (form field `csrf_token` or header `X-CSRF-Token`); bearer
 requests need none (a browser never attaches a bearer header on its own).
 
@@ -32,6 +34,12 @@ SESSION_TTL_S = 12 * 3600
 _CACHE_TTL_S = 2.0  # token → user lookups are cached briefly; `users remove` takes effect within 2 s
 
 
+def same_secret(sent: str, secret: str) -> bool:
+    """Constant-time equality of a secret and what a client sent. Compared as bytes: hmac.compare_digest
+    raises TypeError on a str with non-ASCII characters, which a client may send (a 500 before)."""
+    return hmac.compare_digest(sent.encode("utf-8", "replace"), secret.encode("utf-8", "replace"))
+
+
 class ApiError(Exception):
     """An error answered as JSON {error, next} (or an error page for the HTML routes)."""
 
@@ -52,6 +60,7 @@ class Auth:
         self.catalog = catalog
         self.sessions: dict[str, Session] = {}
         self._users: dict[str, User] = {}  # token hash -> active user
+        self._by_name: dict[str, User] = {}  # name -> active user (what a session acts as)
         self._loaded: tuple[int, float] | None = None  # (owner generation, monotonic time) of the load
         self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None
@@ -69,8 +78,9 @@ class Auth:
         owner = owner_of(self.catalog.path)
         generation = owner.generation if owner is not None else -1  # read before: a write during the load reloads
         users = active_users(self.catalog)
+        by_name = {user.name: user for user in users.values()}
         with self._lock:
-            self._users, self._loaded = users, (generation, time.monotonic())
+            self._users, self._by_name, self._loaded = users, by_name, (generation, time.monotonic())
 
     def user_for(self, token: str) -> User | None:
         """The active user holding `token` (a blocking reload when stale: for sync callers)."""
@@ -84,11 +94,25 @@ class Auth:
         """user_for, with any reload on the auth path's own thread (never on the event loop)."""
         if not token.startswith(TOKEN_PREFIX):
             return None
+        await self._refresh()
+        return self._users.get(hash_token(token))
+
+    async def _refresh(self) -> None:
         if not self._fresh():
             if self._limiter is None:
                 self._limiter = anyio.CapacityLimiter(1)  # one reload at a time; the others then find it fresh
             await anyio.to_thread.run_sync(self._reload_if_stale, limiter=self._limiter)
-        return self._users.get(hash_token(token))
+
+    async def session_user(self, request: Request, session: Session) -> User | None:
+        """The session's user as they are now (their current role), or None when removed: then the session
+        ends here, at once."""
+        await self._refresh()
+        user = self._by_name.get(session.user.name)
+        if user is None:
+            self.logout(request.cookies.get(SESSION_COOKIE))
+            return None
+        session.user = user  # pages show the role it acts with
+        return user
 
     def _reload_if_stale(self) -> None:
         if not self._fresh():
@@ -129,9 +153,12 @@ class Auth:
                 raise ApiError(
                     401, "not logged in", "send Authorization: Bearer TOKEN, or log in at /login with your token"
                 )
+            current = await self.session_user(request, session)
+            if current is None:
+                raise ApiError(401, f"{session.user.name}'s access was removed", "ask an operator for a token")
             if request.method not in ("GET", "HEAD", "OPTIONS"):
                 await self._check_csrf(request, session)
-            user = session.user
+            user = current
         if not user.may(role):
             raise ApiError(
                 403,
@@ -146,5 +173,5 @@ class Auth:
         sent: object = request.headers.get("x-csrf-token")
         if sent is None and request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             sent = (await request.form()).get("csrf_token")
-        if not (isinstance(sent, str) and hmac.compare_digest(sent, session.csrf)):
+        if not (isinstance(sent, str) and same_secret(sent, session.csrf)):
             raise ApiError(403, "missing or wrong CSRF token", "reload the page and submit the form again")

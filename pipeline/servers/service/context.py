@@ -12,6 +12,7 @@ from catalog.db import Catalog
 from pipeline.servers.service.auth import Auth
 from pipeline.servers.service.cache import Cache
 from pipeline.servers.service.jobs import Jobs
+from pipeline.servers.service.previewgate import PreviewGate
 from pipeline.servers.service.ratelimit import RateLimits
 from pipeline.servers.service.sqlgate import SqlGate
 from pipeline.settings import Settings
@@ -28,6 +29,7 @@ class Service:
     cache: Cache
     sql: SqlGate
     rates: RateLimits = field(default_factory=RateLimits)
+    previews: PreviewGate = field(default_factory=PreviewGate)  # row previews' own threads and bound
 
     @property
     def hf_token(self) -> str | None:

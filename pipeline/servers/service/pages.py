@@ -23,7 +23,7 @@ from agents.planning import human_bytes
 from catalog.errors import DraftsetError, NotFound
 from catalog.untrusted import card_text
 from pipeline.servers.service import queries, review_data
-from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError
+from pipeline.servers.service.auth import SESSION_COOKIE, SESSION_TTL_S, ApiError, same_secret
 from pipeline.servers.service.jobs import Job
 from pipeline.servers.service.users import Role, User
 
@@ -79,7 +79,7 @@ def login(
     request: Request, token: str = Form(...), csrf_token: str = Form(""), next: str = Form("/")
 ) -> RedirectResponse:
     cookie = request.cookies.get(LOGIN_CSRF, "")
-    if not cookie or not secrets.compare_digest(cookie, csrf_token):
+    if not cookie or not same_secret(csrf_token, cookie):
         raise ApiError(403, "missing or wrong CSRF token", "reload the login page and try again")
     found = _service(request).auth.login(token)
     if found is None:
@@ -170,6 +170,7 @@ async def find_start(
     from pipeline.servers.service.work import start_find
 
     user = await _user(request, "operator")
+    _service(request).rates.take(user, "find")  # the API's limits: a form is no way around them
     body = FindBody(domain=domain, samples=samples, policy=policy, propose=propose)
     job = await run_in_threadpool(
         start_find, _service(request), body.domain, body.samples, body.policy, body.propose, user.name
@@ -220,7 +221,8 @@ async def adapter_page(
     user = await _user(request)
     s = _service(request)
     q = q[:200]
-    data = await run_in_threadpool(
+    data = await s.previews.run(
+        request,
         lambda: review_data.detail(
             s.catalog,
             f"{owner}/{name}",
@@ -228,7 +230,7 @@ async def adapter_page(
             endpoint=s.settings.hf_endpoint,
             token=s.hf_token,
             cache=s.cache,
-        )
+        ),
     )
     sample = [p["row_index"] for p in data["previews"]]
     reviews = await run_in_threadpool(record_reviews.state, s.catalog, f"{owner}/{name}", sample)
@@ -275,6 +277,7 @@ async def adapter_action(
     elif action == "reject":
         await run_in_threadpool(review.reject, cat, repo_id, user.name, note)
     elif action == "test":
+        _service(request).rates.take(user, "test")
         job = await run_in_threadpool(start_test, _service(request), repo_id, 500, user.name)
         return RedirectResponse(f"/jobs/{job.job_id}", status_code=303)
     else:

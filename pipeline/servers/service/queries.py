@@ -108,6 +108,11 @@ def run_sql(catalog: Catalog, query: str, limit: int, max_bytes: int, watch: Wat
     )
 
 
+def run_sql_in_child(catalog: Catalog, query: str, limit: int, max_bytes: int, hide_secrets: bool) -> bytes:
+    """run_sql where catalog.sql_child runs it: the parent's watch bounds it (it kills this process)."""
+    return run_sql(catalog, query, limit, max_bytes, Watch(), hide_secrets)
+
+
 def _rows(rows: list[tuple]) -> bytes:
     return orjson.dumps([list(r) for r in rows], default=str, option=orjson.OPT_PASSTHROUGH_DATETIME)[1:-1]
 

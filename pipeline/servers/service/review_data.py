@@ -17,6 +17,7 @@ from adapters import flags, store, verdict
 from adapters.apply import RowError, apply_row, role_labels
 from adapters.source import iter_raw_rows
 from catalog.db import Catalog
+from catalog.isolate import current_bound
 from pipeline.servers.service.cache import Cache
 from pipeline.servers.service.review_turns import align
 
@@ -95,6 +96,9 @@ def previews(record: store.AdapterRecord, rows: int, *, endpoint: str, token: st
         item["turns"] = align(record.spec, raw.row, item["canonical"])
         item["length"] = len(json.dumps(raw.row, ensure_ascii=False, default=str))
         out.append(item)
+    bound = current_bound()
+    if bound is not None and bound.stopped is not None:
+        return out  # cut short by its request (previewgate.py): not the preview, never cached
     with _CACHE_LOCK:
         _CACHE[key] = out
         while len(_CACHE) > 64:

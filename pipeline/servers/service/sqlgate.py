@@ -1,11 +1,13 @@
-"""User SQL on its own path: bounded in time, rows and bytes, few at once, never on the event loop.
+"""User SQL on its own path: bounded in time, memory, rows and bytes, few at once, shared fairly.
 
 Why a gate of its own: the catalog's read slots (catalog/owner.py) serve the pages and the API's small
-reads; a viewer's slowest query must not hold one of them. User statements run on their own threads
-(an anyio limiter of SQL_SLOTS), one per user at a time; waiting for a slot counts against the
-statement's time limit, so four viewers' slow queries cost each other time, never the other users'.
-A statement ends at its time limit, when its client disconnects, or at shutdown (catalog.sql.cancel_all),
-each through DuckDB's interrupt().
+reads; a viewer's slowest query must not hold one of them, nor run on the service's database at all.
+Each statement runs in a capped child on a snapshot of the catalog (catalog/sql_child.py), SQL_SLOTS at
+once, one per user at a time; a freed slot goes to the waiting user who used the console least lately
+(fairshare.py), so one user's loop cannot starve another. A statement may wait twice its time limit for a
+slot (so a light user behind one running statement of the same limit gets the next slot, never a 503;
+past that, 503), and then runs for its full time limit; it ends at that limit, when its client
+disconnects, or at shutdown (catalog.sql.cancel_all), each by killing its child.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from functools import partial
 
 import anyio
 import anyio.to_thread
@@ -22,21 +23,26 @@ from fastapi.responses import Response
 
 from catalog.db import Catalog
 from catalog.sql import Watch
+from catalog.sql_child import run_in_child
+from catalog.sql_snapshot import Snapshots
 from pipeline.servers.service import queries
 from pipeline.servers.service.auth import ApiError
+from pipeline.servers.service.fairshare import FairShare
 from pipeline.servers.service.users import User
 
 # One statement per core beyond the first: on 2 cores one runs while the other core answers everyone else.
 SQL_SLOTS = max(1, (os.cpu_count() or 1) - 1)
 DISCONNECT_POLL_S = 0.2
+QUEUE_WAIT_FACTOR = 2.0  # a slot may be waited for this many times the statement's own time limit
 
 
 class SqlGate:
     def __init__(self, catalog: Catalog, viewer_timeout_s: float, staff_timeout_s: float, max_bytes: int):
         self.catalog = catalog
         self.viewer_timeout_s, self.staff_timeout_s, self.max_bytes = viewer_timeout_s, staff_timeout_s, max_bytes
-        self.gate = anyio.Semaphore(SQL_SLOTS)  # statements at once (waited for with the time limit)
-        self.threads = anyio.CapacityLimiter(SQL_SLOTS)  # their threads: never waited for, the gate is held
+        self.share = FairShare(SQL_SLOTS)  # statements at once, handed to the least-served waiter
+        self.threads = anyio.CapacityLimiter(SQL_SLOTS)  # their threads: never waited for, a slot is held
+        self.snapshots = Snapshots(catalog)
         self._running: set[str] = set()
         self._lock = threading.Lock()
 
@@ -60,18 +66,20 @@ class SqlGate:
 
     async def _run(self, request: Request, user: User, query: str, limit: int) -> Response:
         timeout = self.timeout_for(user)
-        deadline = time.monotonic() + timeout
+        wait_s = QUEUE_WAIT_FACTOR * timeout
         try:
-            with anyio.fail_after(timeout):
-                await self.gate.acquire()
+            with anyio.fail_after(wait_s):
+                await self.share.acquire(user.name)
         except TimeoutError:
             raise ApiError(
                 503,
-                f"the SQL console is busy ({SQL_SLOTS} statement(s) running) and no slot freed within {timeout:g} s",
+                f"the SQL console is busy ({SQL_SLOTS} statement(s) running, {self.share.waiting()} waiting) "
+                f"and no slot came to {user.name} within {wait_s:g} s",
                 "retry in a few seconds",
             ) from None
+        started = time.monotonic()
         try:
-            watch = Watch(max(0.05, deadline - time.monotonic()), timeout)  # queueing is part of the limit
+            watch = Watch(timeout)
 
             async def watch_client() -> None:
                 while True:
@@ -80,19 +88,36 @@ class SqlGate:
                         watch.cancel("the client disconnected")
                         return
 
-            work = partial(queries.run_sql, self.catalog, query, limit, self.max_bytes, watch, not user.may("operator"))
             answer: bytes | None = None
             failure: Exception | None = None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_client)
                 try:
-                    answer = await anyio.to_thread.run_sync(work, limiter=self.threads)
+                    answer = await anyio.to_thread.run_sync(
+                        self._statement, query, limit, watch, user, limiter=self.threads
+                    )
                 except Exception as exc:  # raised below, outside the task group (else an ExceptionGroup)
                     failure = exc
                 finally:
                     tg.cancel_scope.cancel()
         finally:
-            self.gate.release()
+            self.share.release(user.name, time.monotonic() - started)
         if failure is not None:
             raise failure
         return Response(answer, media_type="application/json")
+
+    def _statement(self, query: str, limit: int, watch: Watch, user: User) -> bytes:
+        hide_secrets = not user.may("operator")
+        return run_in_child(
+            self.snapshots,
+            queries.run_sql_in_child,
+            query,
+            limit,
+            self.max_bytes,
+            hide_secrets,
+            watch=watch,
+            preload=(queries.__name__,),
+        )
+
+    def close(self) -> None:
+        self.snapshots.close()
