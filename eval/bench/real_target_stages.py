@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -106,25 +107,44 @@ class Run:
             tmp.write_text(text)
             tmp.replace(path)
 
-    def cli(self, *args: str, log: str | None = None, json_out: bool = False, check: bool = True) -> Any:
-        """One `draftset` command; its seconds are summed under `log` (calls resumed later add theirs)."""
+    def cli(
+        self,
+        *args: str,
+        log: str | None = None,
+        json_out: bool = False,
+        check: bool = True,
+        stop_at: float | None = None,
+    ) -> Any:
+        """One `draftset` command; its seconds are summed under `log` (calls resumed later add theirs).
+
+        `stop_at` (seconds from now): Ctrl-C the command then, as a user would: the stages resume by id, so the
+        next call goes on where this one stopped instead of the device's limit killing everything."""
         print(f"$ draftset {' '.join(args)}", flush=True)
         t0 = time.monotonic()
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "pipeline.cli.app", *args],
             env=self.env,
-            capture_output=json_out,
+            stdout=subprocess.PIPE if json_out else None,
+            stderr=subprocess.PIPE if json_out else None,
             text=True,
         )
+        try:
+            stdout, stderr = proc.communicate(timeout=stop_at)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate()
+            print(
+                f"[budget] stopped `draftset {args[0]}` after {time.monotonic() - t0:.0f} s: the next call resumes it"
+            )
         took = time.monotonic() - t0
         if log:
             self.state["seconds"][log] = round(self.state["seconds"].get(log, 0.0) + took, 1)
-        if json_out and proc.stderr:
-            print(proc.stderr[-3000:], flush=True)
+        if json_out and stderr:
+            print(stderr[-3000:], flush=True)
         if check and proc.returncode != 0:
             self.save()
             raise SystemExit(f"draftset {' '.join(args)} failed (exit {proc.returncode})")
-        return json.loads(proc.stdout) if json_out and proc.returncode == 0 and proc.stdout.strip() else proc.returncode
+        return json.loads(stdout) if json_out and proc.returncode == 0 and (stdout or "").strip() else proc.returncode
 
     def background(self, args: list[str], log: str, stack: ExitStack) -> None:
         (self.work / "logs").mkdir(parents=True, exist_ok=True)
@@ -268,6 +288,7 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
             "regenerate", MIX, "--endpoint", f"http://127.0.0.1:{port}/v1", "--max-tokens", str(a.answer_tokens),
             "--temperature", "0", "--include-length-truncated", "--concurrency", str(a.concurrency),
             "--timeout", "900", "--no-progress", "--json", log="regenerate", json_out=True,
+            stop_at=max(run.left() - 60, 30),
         )  # fmt: skip
         run.done("regenerate")
     if run.step("build"):
