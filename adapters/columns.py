@@ -251,7 +251,16 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         d.reasons["columns.history"] = (
             f"column {history!r} holds earlier (user, assistant) exchanges: they come before the prompt"
         )
-    d.decide("layout", "columns", f"no turn list; single-turn columns {prompt_cols} → {response!r} ({why})")
+    from adapters.answer_head import split_answer
+
+    paired = bool(chosen and rejected)  # a preference pair's sides are whole answers, never halves of one
+    head = None if response in calls or paired else split_answer(rows, prompt_cols, response, texts)
+    if head and head[1] == prompt:
+        head = None  # the column read as the request opens nothing
+    if head:  # one answer over two columns: the opening leaves the prompt, the rest is the response
+        prompt_cols, response = head[0], head[2]
+    answer = f"[{head[1]!r}, {response!r}]" if head else repr(response)
+    d.decide("layout", "columns", f"no turn list; single-turn columns {prompt_cols} → {answer} ({why})")
     continues = continued_columns(rows, prompt_cols)
     d.decide(
         "columns",
@@ -261,11 +270,13 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
             "response_is_tool_calls": response in calls,
             **({"history": history} if history else {}),
             **({"continues": continues} if continues else {}),
+            **({"response_head": head[1]} if head else {}),
         },
         f"prompt from {prompt_cols} ({stats[prompt].mean_chars:.0f} chars, {stats[prompt].questions} "
         f"questions), answer from {response!r}"
-        + (f"; {continues} continue the sentence of the column before them (joined with a space)" if continues else ""),
-        review=not _name_score(prompt, PROMPT_NAMES) or bool(continues),
+        + (f"; {continues} continue the sentence of the column before them (joined with a space)" if continues else "")
+        + (f"; {head[3]} (the two joined with a space)" if head else ""),
+        review=not _name_score(prompt, PROMPT_NAMES) or bool(continues) or bool(head),
     )
     json_cols = [c for c in (response,) if any(st.decoded(r.get(c))[1] for r in rows)]
     if json_cols:
@@ -344,12 +355,12 @@ def continued_columns(rows: list[dict[str, Any]], prompt: list[str]) -> list[str
     out = []
     for before, column in zip(prompt, prompt[1:]):
         carried, both = continuation(rows, before, column)
-        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both and not _template(rows, before):
+        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both and not template_column(rows, before):
             out.append(column)
     return out
 
 
-def _template(rows: list[dict[str, Any]], column: str) -> bool:
+def template_column(rows: list[dict[str, Any]], column: str) -> bool:
     """One value (stripped) on more than half the rows holding text in `column`."""
     values = Counter(v.strip() for r in rows if isinstance(v := r.get(column), str) and v.strip())
     return bool(values) and values.most_common(1)[0][1] > 0.5 * sum(values.values())

@@ -76,12 +76,20 @@ class ColumnsSpec(SpecModel):
         default_factory=list,
         description="prompt columns that continue the sentence of the column before them: joined with one space",
     )
+    response_head: str | None = Field(
+        None,
+        description="column holding the answer's opening, which `response` continues mid-sentence: joined before "
+        "it with one space (an answer split over two fields)",
+    )
 
     @model_validator(mode="after")
     def _continues_prompt_columns(self) -> ColumnsSpec:
         stray = [c for c in self.continues if c not in self.prompt[1:]]
         if stray:
             raise ValueError(f"columns.continues names {stray}, which follow no other column of columns.prompt")
+        head = self.response_head
+        if head is not None and (head in self.prompt or head == self.response or self.response_is_tool_calls):
+            raise ValueError(f"columns.response_head {head!r} must be a text column apart from the prompt and response")
         return self
 
 
@@ -261,7 +269,7 @@ class AdapterSpec(SpecModel):
             if data.get(name) is None:
                 data.pop(name, None)
         if isinstance(data.get("columns"), dict):
-            for key in ("history", "continues"):  # added later: hashed only when set
+            for key in ("history", "continues", "response_head"):  # added later: hashed only when set
                 if not data["columns"].get(key):
                     data["columns"].pop(key, None)
         if isinstance(data.get("transcript"), dict):

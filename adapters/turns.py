@@ -429,8 +429,21 @@ class TurnReader:
                 raise self.error(cols.response, "no tool calls in the response column")
             turns.append(self._turn("assistant", "", calls, None, None, cols.response))
         else:
-            turns.append(self._turn("assistant", self.text(value, cols.response), None, None, None, cols.response))
+            text = self.text(value, cols.response, allow_empty=bool(cols.response_head))
+            if cols.response_head:
+                text = self._answer_head(row, cols.response_head, cols.response, text)
+            turns.append(self._turn("assistant", text, None, None, None, cols.response))
         return turns
+
+    def _answer_head(self, row: dict[str, Any], name: str, response: str, tail: str) -> str:
+        """The answer whose opening sits in column `name` and whose rest (`tail`, from `response`) continues its
+        sentence: one space between them, as the text was before it was split."""
+        head = get_path(row, name)
+        if head is not None and not isinstance(head, str):
+            raise self.error(name, f"expected a string, got {_name(head)}")
+        if not head or not head.strip():
+            return self.text(tail, response)  # no opening on this row: the response column alone
+        return self.text(f"{head.rstrip()} {tail.lstrip()}" if tail.strip() else head, response)
 
     # -- text ------------------------------------------------------------------------------------
     def content(self, value: Any, field: str, allow_empty: bool = False) -> tuple[str, list | None]:
