@@ -30,6 +30,7 @@ HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
 JUDGING_FIELDS = ("max_bad_fraction", "min_yield")
 # Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
 ADDED_FIELDS = {
+    "train_flag_inverted",
     "tools_field",
     "tool_call_id_key",
     "tool_name_key",
@@ -222,6 +223,9 @@ class AdapterSpec(SpecModel):
     preference: PreferenceSpec | None = None
     label_field: str | None = Field(None, description="KTO-style label column: false = undesirable answer")
     train_flag_key: str | None = None
+    train_flag_inverted: bool | None = Field(
+        None, description="the flag marks turns left out of the loss (true = not trained), a mask over the prompt"
+    )
     system_field: str | None = Field(None, description="column with a system prompt to prepend")
     # Column layouts.
     columns: ColumnsSpec | None = None
@@ -246,6 +250,8 @@ class AdapterSpec(SpecModel):
 
     @model_validator(mode="after")
     def _layout_fields_present(self) -> AdapterSpec:
+        if self.train_flag_inverted and not self.train_flag_key:
+            raise ValueError("train_flag_inverted needs the train_flag_key it inverts")
         if self.layout == "columns":
             if self.columns is None:
                 raise ValueError("layout 'columns' needs a `columns` section (prompt, response)")
