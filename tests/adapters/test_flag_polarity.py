@@ -71,3 +71,33 @@ def test_inverted_needs_the_flag_it_inverts_and_is_hashed_only_when_set() -> Non
     assert "train_flag_inverted" not in spec.hashed_payload()
     with pytest.raises(ValueError, match="train_flag_inverted"):
         AdapterSpec.model_validate({**spec.model_dump(), "train_flag_key": None, "train_flag_inverted": True})
+
+
+def _answers_only(key: str) -> list[dict[str, Any]]:
+    """The flag on the answers only, false on every one of them."""
+    return [
+        {
+            "conversation": [
+                {"role": "user", "content": Q.format(i=i)},
+                {"role": "assistant", "content": A.format(i=i), key: False},
+            ]
+        }
+        for i in range(12)
+    ]
+
+
+def test_a_mask_that_trains_no_answer_anywhere_is_reread_inverted() -> None:
+    """The second reading (adapters/rereading.py): `mask: false` on every answer trains nothing as read; a mask's
+    name does not say its polarity, so the other reading is tried, and it trains every answer."""
+    rows = _answers_only("mask")
+    spec = _spec(rows)
+    assert spec.train_flag_inverted is True
+    assert "trains no answer on nearly every row" in spec.reasons["reading"]
+    assert "reading" in spec.needs_review
+    assert _trained(spec, rows[0]) == [("assistant", True)]
+
+
+def test_a_flag_that_says_what_it_means_stays_rejected_by_name() -> None:
+    d = detect(_answers_only("train"))
+    assert d.fields.get("train_flag_key") == "train" and not d.fields.get("train_flag_inverted")
+    assert "says what it means" in d.reasons["reading"]
