@@ -22,6 +22,7 @@ from adapters.source import RawRow
 from adapters.spec import AdapterSpec
 
 MIN_WORDS = 3  # an answer's rest is a phrase at least, not a token
+MIN_HEAD_WORDS = 8  # an answer's opening is a sentence's worth of prose, not a data input
 _ASKS_TO_CONTINUE = re.compile(
     r"\b(?:continue|continuation|complete|completion|finish|carry on|go on|extend|next (?:sentence|line|word|part))"
     r"\b|续写|接着|补全|続き|続けて|이어",
@@ -38,16 +39,44 @@ def _asks_to_continue(rows: list[dict[str, Any]], columns: list[str]) -> bool:
     return False
 
 
-def _prose_column(rows: list[dict[str, Any]], col: str) -> bool:
-    """A column of varied prose: text by its values (as inference reads text columns), of several words."""
+def _prose_column(rows: list[dict[str, Any]], col: str, words: int = MIN_WORDS) -> bool:
+    """A column of varied prose: text by its values (as inference reads text columns), of `words` words or more
+    (median)."""
     values = [v for r in rows if isinstance(v := r.get(col), str) and v.strip()]
     stats = st.text_stats(values)
     return (
         len(values) >= MIN_CONTINUED_ROWS
         and stats.texty >= 0.15
         and stats.distinct >= 2
-        and median(len(v.split()) for v in values) >= MIN_WORDS
+        and median(len(v.split()) for v in values) >= words
     )
+
+
+_OPEN_END = re.compile(r"[^\W\d_]+,?$")  # a text that stops on a word (or a comma after one): a sentence left open
+_WORD_START = re.compile(r"[^\W\d_]+(?:[.,;:!?]|$)")  # a tail that starts on a plain word
+# a first line of code, not prose: a call, an assignment, brackets, an identifier, a lone import
+_CODE = re.compile(r"\w\(|\s=\s|==|[{}\[\]<>_`]|^\s*import \w+\s*$")
+
+
+def _carried(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int] | None:
+    """(rows where `column` picks up mid-sentence the prose `before` stops in, rows holding both) when that is most
+    of them, else None. Stricter than a prompt split (adapters/columns.py): `before` stops on a word, `column`
+    starts on a lower-case word and its first line is no code, so data inputs (`[1, 2, 3]`, `x = 5`) before code
+    answers (`def f(x):`, `arr.sort()`) that start lower-case are never read as one text."""
+    if not _prose_column(rows, before, MIN_HEAD_WORDS):
+        return None
+    both = carried = 0
+    for r in rows:
+        a, b = r.get(before), r.get(column)
+        if not (isinstance(a, str) and isinstance(b, str) and a.strip() and b.strip()):
+            continue
+        both += 1
+        head_words, tail = a.split(), b.lstrip()
+        code = _CODE.search(tail.split("\n", 1)[0]) or "\n    " in tail  # an indented body anywhere is code
+        carried += bool(
+            _OPEN_END.search(head_words[-1]) and tail[:1].islower() and _WORD_START.match(tail.split()[0]) and not code
+        )
+    return (carried, both) if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both else None
 
 
 def answer_head(rows: list[dict[str, Any]], prompt: list[str], response: str | None) -> tuple[str, int, int] | None:
@@ -58,14 +87,15 @@ def answer_head(rows: list[dict[str, Any]], prompt: list[str], response: str | N
     for col in reversed(prompt[1:]):
         if col.lower() in INSTRUCTION_NAMES or template_column(rows, col):
             continue
-        carried, both = continuation(rows, col, response)
-        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both:
+        found = _carried(rows, col, response)
+        if found:
             others = [c for c in prompt if c != col]
-            return None if _asks_to_continue(rows, others) else (col, carried, both)
+            return None if _asks_to_continue(rows, others) else (col, *found)
     return None
 
 
 def _continues(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int] | None:
+    """A prompt's rest, by the prompt-split rule of adapters/columns.py."""
     carried, both = continuation(rows, before, column)
     return (carried, both) if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both else None
 
@@ -87,7 +117,7 @@ def answer_tail(
     for col in unread:
         if not _prose_column(rows, col) or any(_continues(rows, p, col) for p in prompt):
             continue  # ids, urls and labels start lower-case too; a prompt's rest is not the answer's
-        found = _continues(rows, response, col)
+        found = _carried(rows, response, col)
         if found:
             return col, *found
     return None

@@ -149,3 +149,24 @@ def test_response_head_is_hashed_only_when_set_and_must_stand_apart() -> None:
     assert "response_head" not in unset.hashed_payload()["columns"]
     with pytest.raises(ValueError, match="response_head"):
         type(spec.columns).model_validate({**spec.columns.model_dump(), "prompt": ["topic", "essay"]})
+
+
+@pytest.mark.parametrize(
+    "data, code",
+    [
+        ("the words hello brave new world number {i}", "def reverse_words(s):\n    return ' '.join(s.split()[::-1])"),
+        ("[{i}, 3, 1, 2]", "arr = [{i}, 3, 1, 2]\narr.sort()\nprint(arr)"),
+        ("a list of {i} user names read from the file users dot txt", "import csv\nnames = list(csv.reader(f))"),
+    ],
+)
+def test_a_data_input_before_a_code_answer_is_no_answer_head(data: str, code: str) -> None:
+    """CodeAlpaca-style: an input that stops without punctuation and an answer of code that starts lower-case
+    read as one text by the looser prompt-split rule; they are a request's data and its answer."""
+    spec = _no_head(
+        lambda i: {
+            "instruction": f"Write Python code for the task below and keep it short (case {i}).",
+            "input": data.format(i=i),
+            "output": code.format(i=i),
+        }
+    )
+    assert spec.columns is not None and spec.columns.response == "output"
