@@ -16,15 +16,22 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-MIN_CHARS = 30
+MIN_CHARS = 30  # a wide (CJK) character counts two: a persona sentence is shorter in characters there
 MOST_ROWS = 0.9  # a preamble on at least this share of rows is the dataset's own design, not a pasted turn
-_PERSONA = re.compile(r"^(?:you are|you're|act as|you will act as|as an? (?:ai|assistant))\b", re.I)
+_PERSONA = re.compile(
+    r"^(?:you are|you're|act as|you will act as|i want you to act as|as an? (?:ai|assistant)|your name is|"
+    r"your role is|你是|您是|你现在是|あなたは|당신은|너는|ты\s|вы\s)",
+    re.I,
+)
 # a persona that is handed an input is a task definition ("You are given a sentence ...")
 _HANDED = re.compile(
     r"^you(?: are|'re)\s+(?:\w+ly\s+)?(?:given|provided|shown|presented|asked|tasked|going|to|being|about)\b", re.I
 )
-_REFERS_TO_INPUT = re.compile(r"\b(?:given|following|below|above|provided|input|passage|attached)\b", re.I)
-_FIELD_LABEL = re.compile(r"^[\w ]{1,24}:\s")
+_REFERS_TO_INPUT = re.compile(
+    r"\b(?:given|following|below|above|provided|input|passage|attached)\b|给定|下面|以下|下列|如下|次の|以下の|다음",
+    re.I,
+)
+_FIELD_LABEL = re.compile(r"^[\w ]{1,24}(?::\s|：)")
 _BLANK = re.compile(r"\n[ \t]*\n")
 
 
@@ -32,6 +39,10 @@ def _split(text: str) -> tuple[str, str]:
     """(first paragraph, the rest) of a turn, split at its first blank line; ('', text) without one."""
     parts = _BLANK.split(text.strip(), maxsplit=1)
     return (" ".join(parts[0].split()), parts[1].strip()) if len(parts) == 2 else ("", text)
+
+
+def _width(text: str) -> int:
+    return sum(2 if ord(ch) >= 0x2E80 else 1 for ch in text)
 
 
 def persona(paragraph: str) -> bool:
@@ -46,7 +57,7 @@ def pasted_preambles(first_user_turns: Iterable[str], min_rows: int = 2) -> set[
     heads: Counter[str] = Counter()
     for text in turns:
         head, rest = _split(text)
-        if len(head) >= MIN_CHARS and rest and not _FIELD_LABEL.match(rest) and persona(head):
+        if _width(head) >= MIN_CHARS and rest and not _FIELD_LABEL.match(rest) and persona(head):
             heads[head] += 1
     return {h for h, n in heads.items() if n >= min_rows and n < MOST_ROWS * len(turns)}
 

@@ -185,3 +185,23 @@ def test_task_definitions_and_labelled_inputs_stay_prompts(head: str, rest: str)
 def test_a_persona_on_every_row_is_the_datasets_design() -> None:
     rows = [_chat(i, prompt=f"{SYSTEM}\n\n{PROMPTS[i]}") for i in range(12)]
     assert "system_in_user" not in _names(rows)
+
+
+ZH_PROMPTS = [f"如何排查只在持续集成上失败的第{i}号测试？" for i in range(12)]
+ZH_ANSWERS = [f"先固定随机种子和时钟，再在负载下重跑第{i}号测试，确认问题来自时序。" for i in range(12)]
+
+
+@pytest.mark.parametrize(
+    "head, pasted",
+    [
+        ("你是一个严谨的助手，请准确回答并简要解释你的推理。", True),  # a persona, set off by a blank line
+        ("给定一个句子，判断它的情感是正面还是负面。", False),  # a task definition: handed an input
+        ("你是一个严谨的评审，请阅读下面的代码并指出问题。", False),  # a persona pointing at the input below
+    ],
+)
+def test_cjk_personas_and_definitions(head: str, pasted: bool) -> None:
+    rows = [
+        _chat(i, prompt=f"{head}\n\n{ZH_PROMPTS[i]}" if i % 3 == 0 else ZH_PROMPTS[i], answer=ZH_ANSWERS[i])
+        for i in range(12)
+    ]
+    assert ("system_in_user" in _names(rows)) is pasted
