@@ -182,7 +182,7 @@ def _name_score(name: str, names: tuple[str, ...]) -> float:
     return 0.25 if any(n in low for n in names[:8]) else 0.0
 
 
-def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
+def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card_text: str = "") -> bool:
     order = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in skip]
     stats = {k: st.text_stats([r.get(k) for r in rows]) for k in order}
     # Text by its values; a well-known prompt/answer name (`instruction`, `response`) is enough for string
@@ -236,9 +236,10 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         pool = texts
         prompt = max(pool, key=lambda k: (_name_score(k, PROMPT_NAMES), -order.index(k)))
         response, why = calls[0], f"{calls[0]!r} holds the answer as a list of tool calls"
-    elif len(texts) < 2:
-        d.refuse("plain_text", f"one text column {texts[0]!r} and no second one to answer it")
-        return False
+    elif len(texts) < 2:  # a set of prompts (regenerate mode), or plain text: by the evidence both ways
+        from adapters.request_column import requests_only
+
+        return "candidates" not in d.fields and requests_only(d, rows, texts[0], card_text) or _plain(d, texts[0])
     else:
         pair_prompt, pair_response, why = _pair(texts, stats, order)
         if pair_prompt is None or pair_response is None:
@@ -291,6 +292,12 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         )
     detect_markers(d, [r[response] for r in rows if isinstance(r.get(response), str)])
     return True
+
+
+def _plain(d: Detected, column: str) -> bool:
+    if d.refusal is None:  # ranked candidates read the prompt themselves (adapters/candidates.py)
+        d.refuse("plain_text", f"one text column {column!r} and no second one to answer it")
+    return False
 
 
 def _system_names(order: list[str]) -> list[str]:

@@ -1,0 +1,180 @@
+"""One text column and no answer beside it: a set of prompts (regenerate mode) or a plain-text corpus (refused).
+
+EAGLE-3 draft data is often prompts alone (Magpie prompt sets, chat-log prompt dumps, `instruction`-only or
+`question`-only sets): the target writes the answers, so such a column maps to one user turn per row, exactly as
+a turn list holding one user turn does. A corpus of documents (web pages, articles, code files, reviews with
+labels) has no requests in it and stays refused as plain text. Each side needs evidence of its own:
+
+    requests   the column's name is a request name (`prompt`, `instruction`, `question`, ...), the rows read as
+               requests (they ask: a question mark, an interrogative or imperative opening, a polite request),
+               the card calls its rows prompts / instructions / questions
+    documents  the name is a document name (`text`, `content`, `article`, ...), the rows are long
+               multi-paragraph prose or source code that asks nothing, the card calls the data a corpus for
+               pretraining, or a class label sits beside each text (a classification set)
+
+A request name maps unless the rows read as documents or carry class labels; any other name maps only when most
+rows read as requests (nearly all under a document name) and nothing says documents. Never by repo name; the evidence is written into the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.detected import Detected
+
+REQUEST_NAMES = (
+    "prompt",
+    "prompts",
+    "instruction",
+    "instructions",
+    "question",
+    "questions",
+    "query",
+    "queries",
+    "request",
+    "user_prompt",
+    "user_message",
+    "user_input",
+    "user_query",
+    "problem",
+    "task",
+    "human",
+    "user",
+)
+DOCUMENT_NAMES = (
+    "text",
+    "content",
+    "document",
+    "article",
+    "body",
+    "passage",
+    "code",
+    "sentence",
+    "story",
+    "abstract",
+    "review",
+    "paragraph",
+    "raw",
+    "html",
+    "markdown",
+)
+LABEL_NAMES = ("label", "labels", "class", "category_id", "sentiment", "target", "intent_id", "score")
+# An opening that asks: interrogatives, requests and imperative task verbs (English; other scripts by `?`).
+ASKING = re.compile(
+    r"^\W*(?:how|what|why|when|where|which|who|whom|whose|is|are|can|could|would|will|should|do|does|did|"
+    r"please|write|explain|describe|create|generate|give|list|summari[sz]e|translate|implement|fix|debug|"
+    r"rewrite|compose|draft|tell|show|help|find|compare|suggest|design|build|make|convert|calculate|solve|"
+    r"classify|identify|provide|outline|refactor|optimi[sz]e|name|define|i need|i want|i'd like|i would like|"
+    r"imagine|pretend|act as|let's|given)\b",
+    re.IGNORECASE,
+)
+QUESTION_MARK = re.compile(r"[?？]\s*$|[?？]\s")
+CODE_LINE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#include|function |public |package |const |let )")
+CARD_REQUESTS = re.compile(
+    r"\b(?:prompts?|instructions?|questions?|queries|user requests?|without (?:answers|responses)|"
+    r"no (?:answers|responses)|prompt[- ]only|to be (?:answered|regenerated))\b",
+    re.IGNORECASE,
+)
+CARD_DOCUMENTS = re.compile(
+    r"\b(?:pre-?training|corpus|corpora|web ?crawl|crawled|common ?crawl|language model(?:l)?ing|fill-mask|"
+    r"text-classification|documents|articles|source files)\b",
+    re.IGNORECASE,
+)
+REQUEST_SHARE = 0.6  # rows that must ask when the name alone does not say "request"
+DOCUMENT_NAME_SHARE = 0.85  # ... and when the name says "document" (`text`, `content`)
+LONG_DOCUMENT = 1500  # mean characters of a row read as a document when it also has paragraphs and asks nothing
+
+
+@dataclass
+class Reading:
+    asking: int  # rows that open or end as a request
+    paragraphs: int  # rows with two or more blank-line paragraphs
+    code: int  # rows that are source code (several code lines, no request)
+    rows: int
+    mean_chars: float
+
+    @property
+    def share(self) -> float:
+        return self.asking / self.rows if self.rows else 0.0
+
+    @property
+    def documents(self) -> bool:
+        """The rows are documents: long prose in paragraphs or source files, and few of them ask anything."""
+        asks_little = self.share < 0.2
+        long_prose = self.mean_chars >= LONG_DOCUMENT and self.paragraphs >= 0.5 * self.rows
+        return asks_little and (long_prose or self.code >= 0.5 * self.rows)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.asking}/{self.rows} rows ask (a question, a request or a task), mean {self.mean_chars:.0f} "
+            f"chars, {self.paragraphs} in paragraphs, {self.code} source code"
+        )
+
+
+def read_rows(values: list[str]) -> Reading:
+    asking = paragraphs = code = 0
+    for v in values:
+        text = v.strip()
+        head = text[:400]
+        asking += bool(ASKING.match(head) or QUESTION_MARK.search(head) or text.endswith(("?", "？")))
+        paragraphs += text.count("\n\n") >= 2
+        code += sum(bool(CODE_LINE.match(line)) for line in text.splitlines()[:40]) >= 2
+    return Reading(asking, paragraphs, code, len(values), sum(map(len, values)) / max(len(values), 1))
+
+
+def _label_beside(rows: list[dict[str, Any]], column: str) -> str | None:
+    """A class label column beside the text: few distinct short values on every row (a classification set)."""
+    for k in dict.fromkeys(k for r in rows for k in r):
+        if k == column or k.lower() not in LABEL_NAMES:
+            continue
+        values = [r.get(k) for r in rows if r.get(k) is not None]
+        if values and all(isinstance(v, (int, bool)) or (isinstance(v, str) and len(v) <= 30) for v in values):
+            if len({str(v) for v in values}) <= max(2, len(values) // 3):
+                return k
+    return None
+
+
+def requests_only(d: Detected, rows: list[dict[str, Any]], column: str, card_text: str = "") -> bool:
+    """Map the one text column as the prompt of a regenerate-mode set when the evidence says it holds requests;
+    else refuse it as plain text, naming the evidence both ways. True when mapped."""
+    values = [v for r in rows if isinstance(v := r.get(column), str) and v.strip()]
+    reading = read_rows(values)
+    low = column.lower()
+    named = low in REQUEST_NAMES or any(low.endswith(f"_{n}") or low.startswith(f"{n}_") for n in REQUEST_NAMES[:8])
+    card_says = CARD_REQUESTS.search(card_text or "")
+    card_docs = CARD_DOCUMENTS.search(card_text or "")
+    label = _label_beside(rows, column)
+    # a document name raises the bar: a `text` column must ask on nearly every row to be read as prompts
+    doc_named = low in DOCUMENT_NAMES and not named and reading.share < DOCUMENT_NAME_SHARE
+    against = [
+        *([f"{column!r} is a document name and not nearly every row asks"] if doc_named else []),
+        *(["the rows read as documents"] if reading.documents else []),
+        *([f"column {label!r} labels each text (a classification set)"] if label else []),
+        *([f"the card speaks of {card_docs.group(0)!r}"] if card_docs and not card_says else []),
+    ]
+    if named:
+        mapped = not reading.documents and not label
+    else:
+        mapped = reading.share >= REQUEST_SHARE and not against
+    why = f"{reading}" + (f"; the card speaks of {card_says.group(0)!r}" if card_says else "")
+    if not mapped:
+        d.refuse(
+            "plain_text",
+            f"one text column {column!r} and no second one to answer it; not a set of prompts: {why}"
+            + (f"; against: {', '.join(against)}" if against else ""),
+        )
+        return False
+    d.decide(
+        "layout",
+        "columns",
+        f"one text column {column!r} of requests and no answers: a prompt set, the target writes the answers",
+    )
+    d.decide(
+        "columns",
+        {"prompt": [column], "response": None},
+        f"prompt from {column!r} ({'a request name; ' if named else ''}{why}); no answer column: regenerate mode",
+        review=not named,
+    )
+    return True
