@@ -245,6 +245,10 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
         if pair_prompt is None or pair_response is None:
             d.refuse("no_dialogue", why)
             return False
+        from adapters.request_column import split_request
+
+        if split_request(d, rows, pair_prompt, pair_response):  # the "answer" is the rest of the request
+            return True
         prompt, response = pair_prompt, pair_response
     prompt_cols = _prompt_columns(rows, order, prompt, response, {rejected, *_system_names(order)})
     history = next((k for k in order if k not in texts and _exchanges([r.get(k) for r in rows])), None)

@@ -84,7 +84,7 @@ CARD_DOCUMENTS = re.compile(
 )
 REQUEST_SHARE = 0.6  # rows that must ask when the name alone does not say "request"
 DOCUMENT_NAME_SHARE = 0.85  # ... and when the name says "document" (`text`, `content`)
-LONG_DOCUMENT = 1500  # mean characters of a row read as a document when it also has paragraphs and asks nothing
+LONG_DOCUMENT = 600  # mean characters of a row read as a document when it also has paragraphs and asks nothing
 
 
 @dataclass
@@ -113,12 +113,19 @@ class Reading:
         )
 
 
+def asks(text: str) -> bool:
+    """The text opens or ends as a request: a question, an interrogative or imperative opening, in its first or
+    last paragraph (a pasted passage followed by "Summarize the text above.")."""
+    text = text.strip()
+    head, tail = text[:400], text.rsplit("\n\n", 1)[-1][:400]
+    return bool(ASKING.match(head) or ASKING.match(tail) or QUESTION_MARK.search(head) or text.endswith(("?", "？")))
+
+
 def read_rows(values: list[str]) -> Reading:
     asking = paragraphs = code = 0
     for v in values:
         text = v.strip()
-        head = text[:400]
-        asking += bool(ASKING.match(head) or QUESTION_MARK.search(head) or text.endswith(("?", "？")))
+        asking += asks(text)
         paragraphs += text.count("\n\n") >= 2
         code += sum(bool(CODE_LINE.match(line)) for line in text.splitlines()[:40]) >= 2
     return Reading(asking, paragraphs, code, len(values), sum(map(len, values)) / max(len(values), 1))
@@ -176,5 +183,43 @@ def requests_only(d: Detected, rows: list[dict[str, Any]], column: str, card_tex
         {"prompt": [column], "response": None},
         f"prompt from {column!r} ({'a request name; ' if named else ''}{why}); no answer column: regenerate mode",
         review=not named,
+    )
+    return True
+
+
+def split_request(d: Detected, rows: list[dict[str, Any]], prompt: str, rest: str) -> bool:
+    """A request split over two columns and no answer: `rest` carries on the sentence `prompt` left open on most
+    rows, and the joined text asks on most of them. Read as prompts alone (the two joined with a space), never
+    as a prompt with `rest` for its answer, which regenerate mode would drop with half of every request. A
+    completion task (a prefix and the text that continues it) joins into prose that asks nothing."""
+    from adapters.columns import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation
+
+    # whichever way the pair was read: the column that carries on the other's sentence is the request's rest
+    for first, second in ((prompt, rest), (rest, prompt)):
+        carried, both = continuation(rows, first, second)
+        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both:
+            prompt, rest = first, second
+            break
+    else:
+        return False
+    joined = [
+        f"{a.rstrip()} {b.lstrip()}"
+        for r in rows
+        if isinstance(a := r.get(prompt), str) and isinstance(b := r.get(rest), str)
+    ]
+    reading = read_rows(joined)
+    if reading.share < REQUEST_SHARE:
+        return False
+    d.decide(
+        "layout",
+        "columns",
+        f"one request split over {prompt!r} and {rest!r} and no answer: a prompt set, the target writes the answers",
+    )
+    d.decide(
+        "columns",
+        {"prompt": [prompt, rest], "response": None, "continues": [rest]},
+        f"{rest!r} continues the sentence of {prompt!r} on {carried}/{both} rows and the joined text asks "
+        f"({reading}): one prompt (joined with a space), no answer column: regenerate mode",
+        review=True,
     )
     return True
