@@ -55,7 +55,12 @@ def _prose_column(rows: list[dict[str, Any]], col: str, words: int = MIN_WORDS) 
 _OPEN_END = re.compile(r"[^\W\d_]+,?$")  # a text that stops on a word (or a comma after one): a sentence left open
 _WORD_START = re.compile(r"[^\W\d_]+(?:[.,;:!?]|$)")  # a tail that starts on a plain word
 # a first line of code, not prose: a call, an assignment, brackets, an identifier, a lone import
-_CODE = re.compile(r"\w\(|\s=\s|==|[{}\[\]<>_`]|^\s*import \w+\s*$")
+CODE_FIRST_LINE = re.compile(r"\w\(|\s=\s|==|[{}\[\]<>_`]|^\s*import \w+\s*$")
+
+
+def starts_in_code(text: str) -> bool:
+    """The text's first line is code, or an indented body follows anywhere."""
+    return bool(CODE_FIRST_LINE.search(text.split("\n", 1)[0])) or "\n    " in text
 
 
 def _carried(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int] | None:
@@ -72,7 +77,7 @@ def _carried(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int,
             continue
         both += 1
         head_words, tail = a.split(), b.lstrip()
-        code = _CODE.search(tail.split("\n", 1)[0]) or "\n    " in tail  # an indented body anywhere is code
+        code = starts_in_code(tail)  # an indented body anywhere is code
         carried += bool(
             _OPEN_END.search(head_words[-1]) and tail[:1].islower() and _WORD_START.match(tail.split()[0]) and not code
         )

@@ -188,13 +188,23 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
     # Text by its values; a well-known prompt/answer name (`instruction`, `response`) is enough for string
     # columns whose sample is too short to judge (a prior, it never overrides values that read as ids).
     named = set(PROMPT_NAMES[:6] + RESPONSE_NAMES[:6])
+    # a system prompt column is neither side of the exchange: it becomes the system turn (detect._system_column),
+    # never the answer of a prompt set that has no answer
+    system = set(_system_names(order))
     texts = [
         k
         for k in order
-        if stats[k].strings >= 0.5 * len(rows)
+        if k not in system
+        and stats[k].strings >= 0.5 * len(rows)
         and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
         and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
     ]
+    from adapters.request_column import request_annotations
+
+    notes = request_annotations(rows, texts) if len(texts) > 1 else {}
+    if notes and len(notes) < len(texts):  # text about the request is neither the request nor its answer
+        texts = [k for k in texts if k not in notes]
+        d.decide("drop", {**d.fields.get("drop", {}), **notes}, "columns that annotate the request", review=True)
     # Short answers (`Paris`) and one-word instructions (`hi`, `你好`) read like labels by their values; a
     # prompt- or answer-named column of varied strings beside a text column of the other kind is still that
     # side of the exchange (short-answer QA, identity sets), never a label set.
@@ -236,6 +246,9 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
         pool = texts
         prompt = max(pool, key=lambda k: (_name_score(k, PROMPT_NAMES), -order.index(k)))
         response, why = calls[0], f"{calls[0]!r} holds the answer as a list of tool calls"
+    elif chosen and rejected:  # the two sides of a pair never answer each other
+        d.refuse("no_dialogue", f"preference pair {chosen!r} / {rejected!r} with no prompt column beside it")
+        return False
     elif len(texts) < 2:  # a set of prompts (regenerate mode), or plain text: by the evidence both ways
         from adapters.request_column import requests_only
 
@@ -247,10 +260,12 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
             return False
         from adapters.request_column import split_request
 
-        if split_request(d, rows, pair_prompt, pair_response):  # the "answer" is the rest of the request
+        # the pair is all the text there is, and the "answer" is the rest of the request: prompts alone
+        if len(texts) == 2 and split_request(d, rows, pair_prompt, pair_response):
             return True
         prompt, response = pair_prompt, pair_response
-    prompt_cols = _prompt_columns(rows, order, prompt, response, {rejected, *_system_names(order)})
+    left_out = {rejected, *_system_names(order), *d.fields.get("drop", {})}
+    prompt_cols = _prompt_columns(rows, order, prompt, response, left_out)
     history = next((k for k in order if k not in texts and _exchanges([r.get(k) for r in rows])), None)
     if history:
         d.reasons["columns.history"] = (

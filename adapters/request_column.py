@@ -82,6 +82,14 @@ CARD_DOCUMENTS = re.compile(
     r"text-classification|documents|articles|source files)\b",
     re.IGNORECASE,
 )
+# Text about the request rather than an answer to it (Magpie's intent / knowledge / quality_explanation columns).
+ABOUT_THE_REQUEST = re.compile(
+    r"^\W*(?:the user(?:'s)?\b|the (?:user )?(?:query|question|prompt|instruction|request) "
+    r"(?:is|asks|wants|requires|seems|appears|lacks|provides|mentions)\b|"
+    r"to (?:solve|answer|complete|address) (?:this|the)\b.{0,80}?\bneeds? to know\b)",
+    re.IGNORECASE,
+)
+ANNOTATION_SHARE = 0.8
 REQUEST_SHARE = 0.6  # rows that must ask when the name alone does not say "request"
 DOCUMENT_NAME_SHARE = 0.85  # ... and when the name says "document" (`text`, `content`)
 LONG_DOCUMENT = 600  # mean characters of a row read as a document when it also has paragraphs and asks nothing
@@ -192,12 +200,17 @@ def split_request(d: Detected, rows: list[dict[str, Any]], prompt: str, rest: st
     rows, and the joined text asks on most of them. Read as prompts alone (the two joined with a space), never
     as a prompt with `rest` for its answer, which regenerate mode would drop with half of every request. A
     completion task (a prefix and the text that continues it) joins into prose that asks nothing."""
+    from adapters.answer_head import starts_in_code
     from adapters.columns import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation
 
+    # Rows whose second column opens in code cannot tell a request's rest from a code answer (`def f(x):` after
+    # "Write a function to reverse a string"): they are left out, and they must not be most of the rows.
+    prose = [r for r in rows if isinstance(r.get(rest), str) and not starts_in_code(r[rest].lstrip())]
+    prose_first = [r for r in rows if isinstance(r.get(prompt), str) and not starts_in_code(r[prompt].lstrip())]
     # whichever way the pair was read: the column that carries on the other's sentence is the request's rest
-    for first, second in ((prompt, rest), (rest, prompt)):
-        carried, both = continuation(rows, first, second)
-        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both:
+    for first, second, decidable in ((prompt, rest, prose), (rest, prompt, prose_first)):
+        carried, both = continuation(decidable, first, second)
+        if both >= max(MIN_CONTINUED_ROWS, 0.5 * len(rows)) and carried >= CONTINUED_SHARE * both:
             prompt, rest = first, second
             break
     else:
@@ -223,3 +236,16 @@ def split_request(d: Detected, rows: list[dict[str, Any]], prompt: str, rest: st
         review=True,
     )
     return True
+
+
+def request_annotations(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, str]:
+    """Text columns that describe the request in the third person on nearly every row ("The user wants to ...",
+    "To solve this problem, the models need to know ..."): annotations of the prompt, left out with that reason,
+    never read as its answer. Column → reason."""
+    out = {}
+    for k in columns:
+        values = [v for r in rows if isinstance(v := r.get(k), str) and v.strip()]
+        hits = sum(bool(ABOUT_THE_REQUEST.match(v)) for v in values)
+        if len(values) >= 3 and hits >= ANNOTATION_SHARE * len(values):
+            out[k] = f"annotation of the request ({hits}/{len(values)} rows describe it, e.g. {values[0][:40]!r})"
+    return out

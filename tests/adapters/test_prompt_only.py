@@ -162,3 +162,71 @@ def test_a_corpus_card_vetoes_a_neutral_name() -> None:
     """Short sentences that happen to open with a verb, named neutrally, in a card that says pretraining corpus."""
     rows = [{"sentence_text": f"Make sure the valve {i} is closed before the pump starts."} for i in range(12)]
     assert "the card speaks of" in _refusal(rows, "A pretraining corpus of maintenance manuals.")
+
+
+# -- columns beside the prompts that are not its answer ----------------------------------------------
+
+
+def test_a_system_prompt_column_is_the_system_turn_not_the_answer() -> None:
+    from adapters.apply import RowMapper
+
+    personas = ["You are a senior Python reviewer.", "You are a concise shell expert."]
+    rows = [{"system_prompt": personas[i % 2], "prompt": p} for i, p in enumerate(REQUESTS)]
+    spec = _proposed(rows)
+    _assert_prompt_set(spec, rows, "prompt")
+    assert spec.system_field == "system_prompt"
+    (record,) = RowMapper(spec).apply(1, rows[1])
+    assert [(m.role, m.content) for m in record.messages] == [("system", personas[1]), ("user", REQUESTS[1])]
+
+
+def _annotated(with_response: bool) -> list[dict[str, Any]]:
+    return [
+        {
+            "instruction": p,
+            **({"response": f"Here is how to do step {i}: {PROSE}"} if with_response else {}),
+            "intent": f"The user wants to get help with task {i}.",
+            "knowledge": f"To solve this problem, the models need to know topic {i} in depth.",
+            "quality_explanation": "The user query is clear and specific.",
+        }
+        for i, p in enumerate(REQUESTS)
+    ]
+
+
+def test_judge_annotations_of_the_request_are_left_out_by_name_not_read_as_its_answer() -> None:
+    rows = _annotated(with_response=False)
+    spec = _proposed(rows)
+    _assert_prompt_set(spec, rows, "instruction")
+    assert spec.drop is not None and {"intent", "knowledge", "quality_explanation"} <= set(spec.drop)
+    assert "annotation of the request (12/12 rows" in spec.drop["intent"]
+
+
+def test_annotations_beside_a_real_answer_leave_the_answer_in_place() -> None:
+    rows = _annotated(with_response=True)
+    spec = _proposed(rows)
+    assert spec.columns is not None and spec.columns.prompt == ["instruction"] and spec.columns.response == "response"
+    assert run_contract(spec, _raw(rows)).passed
+
+
+def test_answers_that_open_on_the_query_stay_answers() -> None:
+    """SQL answers that begin "The query returns ..." talk about a query, not about the request: still answers."""
+    rows = [
+        {"question": p, "answer": f"The query returns the rows for case {i}. {PROSE}"} for i, p in enumerate(REQUESTS)
+    ]
+    spec = _proposed(rows)
+    assert spec.columns is not None and spec.columns.response == "answer" and not (spec.drop or {}).get("answer")
+
+
+def test_a_code_answer_after_a_request_without_a_full_stop_stays_the_answer() -> None:
+    """MBPP-style: "Write a function to ..." with no full stop, then `def ...` (lower-case): a request and its
+    answer, never one request split over two columns."""
+    tasks = ["reverse a string", "sum a list", "find the maximum", "count vowels", "merge two lists", "sort pairs"]
+    rows = [
+        {
+            "prompt": f"Write a python function to {t} in case {i}",
+            "solution": f"def solve_{i}(xs):\n    return xs[::-1]",
+        }
+        for i, t in enumerate(tasks * 2)
+    ]
+    spec = _proposed(rows)
+    assert spec.columns is not None and spec.columns.response == "solution" and spec.columns.prompt == ["prompt"]
+    assert run_contract(spec, _raw(rows)).passed
