@@ -72,9 +72,12 @@ ASKING = re.compile(
 )
 QUESTION_MARK = re.compile(r"[?？]\s*$|[?？]\s")
 CODE_LINE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#include|function |public |package |const |let )")
+# A card that says its rows are requests (specific phrases: a card's "questions? open an issue" says nothing).
 CARD_REQUESTS = re.compile(
-    r"\b(?:prompts?|instructions?|questions?|queries|user requests?|without (?:answers|responses)|"
-    r"no (?:answers|responses)|prompt[- ]only|to be (?:answered|regenerated))\b",
+    r"\b(?:prompts|(?:user|human) (?:requests|queries|instructions|questions|messages|turns)|"
+    r"(?:set|collection|dataset|list|dump) of (?:\w+ ){0,2}(?:prompts|instructions|questions|queries|requests)|"
+    r"without (?:answers|responses|completions)|no (?:answers|responses|completions)|prompt[- ]only|"
+    r"(?:answers|responses) (?:are|were) (?:removed|left out|not included)|to be (?:answered|regenerated))\b",
     re.IGNORECASE,
 )
 CARD_DOCUMENTS = re.compile(
@@ -90,8 +93,10 @@ ABOUT_THE_REQUEST = re.compile(
     re.IGNORECASE,
 )
 ANNOTATION_SHARE = 0.8
-REQUEST_SHARE = 0.6  # rows that must ask when the name alone does not say "request"
-DOCUMENT_NAME_SHARE = 0.85  # ... and when the name says "document" (`text`, `content`)
+# Share of rows that must ask when the name alone does not say "request": (no card evidence, a card that says
+# its rows are prompts), for a neutral name and for a document name (`text`, `content`).
+REQUEST_SHARE, REQUEST_SHARE_CARD = 0.6, 0.4
+DOCUMENT_NAME_SHARE, DOCUMENT_NAME_SHARE_CARD = 0.85, 0.5
 LONG_DOCUMENT = 600  # mean characters of a row read as a document when it also has paragraphs and asks nothing
 
 
@@ -161,8 +166,10 @@ def requests_only(d: Detected, rows: list[dict[str, Any]], column: str, card_tex
     card_says = CARD_REQUESTS.search(card_text or "")
     card_docs = CARD_DOCUMENTS.search(card_text or "")
     label = _label_beside(rows, column)
-    # a document name raises the bar: a `text` column must ask on nearly every row to be read as prompts
-    doc_named = low in DOCUMENT_NAMES and not named and reading.share < DOCUMENT_NAME_SHARE
+    # a document name raises the bar: a `text` column must ask on nearly every row to be read as prompts; a card
+    # that says its rows are prompts lowers it (dumps where many prompts are statements or pasted text)
+    doc_bar = DOCUMENT_NAME_SHARE_CARD if card_says else DOCUMENT_NAME_SHARE
+    doc_named = low in DOCUMENT_NAMES and not named and reading.share < doc_bar
     against = [
         *([f"{column!r} is a document name and not nearly every row asks"] if doc_named else []),
         *(["the rows read as documents"] if reading.documents else []),
@@ -172,7 +179,7 @@ def requests_only(d: Detected, rows: list[dict[str, Any]], column: str, card_tex
     if named:
         mapped = not reading.documents and not label
     else:
-        mapped = reading.share >= REQUEST_SHARE and not against
+        mapped = reading.share >= (REQUEST_SHARE_CARD if card_says else REQUEST_SHARE) and not against
     why = f"{reading}" + (f"; the card speaks of {card_says.group(0)!r}" if card_says else "")
     if not mapped:
         d.refuse(

@@ -230,3 +230,25 @@ def test_a_code_answer_after_a_request_without_a_full_stop_stays_the_answer() ->
     spec = _proposed(rows)
     assert spec.columns is not None and spec.columns.response == "solution" and spec.columns.prompt == ["prompt"]
     assert run_contract(spec, _raw(rows)).passed
+
+
+def _statement_prompts() -> list[dict[str, Any]]:
+    """A chat-log dump: half the prompts ask in form, half are statements or pasted text the user sent."""
+    said = [
+        f"My build fails on step {i} with exit code 137 after the tests finish." if i % 2 else REQUESTS[i]
+        for i in range(12)
+    ]
+    return [{"content": s} for s in said]
+
+
+def test_a_card_that_says_prompts_reads_a_dump_where_half_the_rows_ask() -> None:
+    rows = _statement_prompts()
+    spec = _proposed(rows, "A collection of user prompts sent to a coding assistant; responses were removed.")
+    _assert_prompt_set(spec, rows, "content")
+    assert "the card speaks of" in spec.reasons["columns"]
+
+
+def test_the_same_rows_without_that_card_stay_plain_text() -> None:
+    """A card that only mentions questions in passing ("Questions? Open an issue.") is no evidence."""
+    message = _refusal(_statement_prompts(), "Questions? Open an issue on the tracker.")
+    assert "6/12 rows ask" in message and "document name" in message
