@@ -12,8 +12,8 @@ labels) has no requests in it and stays refused as plain text. Each side needs e
                multi-paragraph prose or source code that asks nothing, the card calls the data a corpus for
                pretraining, or a class label sits beside each text (a classification set)
 
-A request name maps unless the rows read as documents or carry class labels; any other name maps only when most
-rows read as requests (nearly all under a document name) and nothing says documents. Never by repo name; the evidence is written into the reason.
+A request name maps unless the rows read as documents; any other name maps only when most rows read as requests
+(nearly all under a document name), no class label sits beside them and nothing says documents. Never by repo name; the evidence is written into the reason.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ DOCUMENT_NAMES = (
     "html",
     "markdown",
 )
-LABEL_NAMES = ("label", "labels", "class", "category_id", "sentiment", "target", "intent_id", "score")
+# Class labels (a quality `score` or `rating` is no class: prompt sets carry those as metadata).
+LABEL_NAMES = ("label", "labels", "class", "category_id", "sentiment", "intent_id", "coarse_label", "fine_label")
 # An opening that asks: interrogatives, requests and imperative task verbs (English; other scripts by `?`).
 ASKING = re.compile(
     r"^\W*(?:how|what|why|when|where|which|who|whom|whose|is|are|can|could|would|will|should|do|does|did|"
@@ -173,11 +174,11 @@ def requests_only(d: Detected, rows: list[dict[str, Any]], column: str, card_tex
     against = [
         *([f"{column!r} is a document name and not nearly every row asks"] if doc_named else []),
         *(["the rows read as documents"] if reading.documents else []),
-        *([f"column {label!r} labels each text (a classification set)"] if label else []),
+        *([f"column {label!r} labels each text (a classification set)"] if label and not named else []),
         *([f"the card speaks of {card_docs.group(0)!r}"] if card_docs and not card_says else []),
     ]
-    if named:
-        mapped = not reading.documents and not label
+    if named:  # questions with a class label (question classification) are still questions to answer
+        mapped = not reading.documents
     else:
         mapped = reading.share >= (REQUEST_SHARE_CARD if card_says else REQUEST_SHARE) and not against
     why = f"{reading}" + (f"; the card speaks of {card_says.group(0)!r}" if card_says else "")

@@ -252,3 +252,13 @@ def test_the_same_rows_without_that_card_stay_plain_text() -> None:
     """A card that only mentions questions in passing ("Questions? Open an issue.") is no evidence."""
     message = _refusal(_statement_prompts(), "Questions? Open an issue on the tracker.")
     assert "6/12 rows ask" in message and "document name" in message
+
+
+@pytest.mark.parametrize("labels", [[0, 1], [True, False], [1, 2, 3, 4, 5]])
+def test_questions_with_a_class_label_or_score_are_still_questions_to_answer(labels: list[Any]) -> None:
+    """Question classification (TREC-style) or a quality score beside a request name: the label is metadata of the
+    request, never a KTO judgement of an answer that does not exist."""
+    rows = [{"question": p, "label": labels[i % len(labels)]} for i, p in enumerate(REQUESTS)]
+    spec = _proposed(rows)
+    _assert_prompt_set(spec, rows, "question")
+    assert spec.label_field is None
