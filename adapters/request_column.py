@@ -62,7 +62,7 @@ DOCUMENT_NAMES = (
 )
 # Class labels (a quality `score` or `rating` is no class: prompt sets carry those as metadata).
 LABEL_NAMES = ("label", "labels", "class", "category_id", "sentiment", "intent_id", "coarse_label", "fine_label")
-# An opening that asks: interrogatives, requests and imperative task verbs (English; other scripts by `?`).
+# An opening that asks: interrogatives, requests and imperative task verbs (English; other scripts below).
 ASKING = re.compile(
     r"^\W*(?:how|what|why|when|where|which|who|whom|whose|is|are|can|could|would|will|should|do|does|did|"
     r"please|write|explain|describe|create|generate|give|list|summari[sz]e|translate|implement|fix|debug|"
@@ -71,6 +71,16 @@ ASKING = re.compile(
     r"imagine|pretend|act as|let's|given)\b",
     re.IGNORECASE,
 )
+# The same in other scripts, where no word boundary follows: Chinese, Japanese, Korean and Russian openings.
+ASKING_OTHER = re.compile(
+    r"^\W*(?:请|請|如何|怎么|怎樣|为什么|為什麼|什么|什麼|帮我|幫我|给我|給我|写一|寫一|解释|解釋|能否|"
+    r"どう|なぜ|教えて|書いて|説明して|"
+    r"어떻게|왜|무엇|설명해|작성해|"
+    r"как|почему|что|зачем|напиши|объясни|расскажи|помоги|сделай|опиши)",
+    re.IGNORECASE,
+)
+# Verb-final scripts ask at the end: Korean and Japanese request endings, Chinese question particles.
+ASKING_END = re.compile(r"(?:주세요|해 ?줘|하세요|할까요|나요|ください|下さい|教えて|ですか|ますか|吗|嗎|呢)\W{0,3}$")
 QUESTION_MARK = re.compile(r"[?？]\s*$|[?？]\s")
 CODE_LINE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#include|function |public |package |const |let )")
 # A card that says its rows are requests (specific phrases: a card's "questions? open an issue" says nothing).
@@ -132,7 +142,9 @@ def asks(text: str) -> bool:
     last paragraph (a pasted passage followed by "Summarize the text above.")."""
     text = text.strip()
     head, tail = text[:400], text.rsplit("\n\n", 1)[-1][:400]
-    return bool(ASKING.match(head) or ASKING.match(tail) or QUESTION_MARK.search(head) or text.endswith(("?", "？")))
+    opens = any(rx.match(part) for rx in (ASKING, ASKING_OTHER) for part in (head, tail))
+    ends = bool(ASKING_END.search(text[-200:]))
+    return opens or ends or bool(QUESTION_MARK.search(head)) or text.endswith(("?", "？"))
 
 
 def read_rows(values: list[str]) -> Reading:

@@ -262,3 +262,36 @@ def test_questions_with_a_class_label_or_score_are_still_questions_to_answer(lab
     spec = _proposed(rows)
     _assert_prompt_set(spec, rows, "question")
     assert spec.label_field is None
+
+
+def test_requests_in_other_scripts_read_as_asking_under_a_neutral_name() -> None:
+    """No request name and no question mark: openings (请 / 如何 / напиши) and verb-final request endings
+    (설명해 주세요 / 教えてください) are the evidence."""
+    said = [
+        "请用Python写一个函数，计算列表中所有正数的和。",
+        "如何在Linux上查找大于100MB的文件。",
+        "写一个SQL查询，返回订单最多的十位客户。",
+        "帮我检查这段代码里的内存泄漏。",
+        "Напиши функцию сортировки списка.",
+        "Объясни, как работает сборщик мусора.",
+        "Помоги настроить кэширование в nginx.",
+        "파이썬 데코레이터를 설명해 주세요.",
+        "이 SQL 쿼리를 더 빠르게 만들어 주세요.",
+        "Gitのrebaseとmergeの違いを教えてください。",
+        "このPythonコードのバグを直してください。",
+        "Dockerのレイヤーについて説明してください。",
+    ]
+    rows = [{"utterance": s} for s in said]
+    spec = _proposed(rows)
+    _assert_prompt_set(spec, rows, "utterance")
+    assert "12/12 rows ask" in spec.reasons["columns"]
+
+
+def test_statements_in_other_scripts_stay_plain_text() -> None:
+    said = [
+        "这座桥在春天建成，工程持续了三年。",
+        "Мост был построен весной после трёх лет работы.",
+        "다리는 봄에 완공되었다.",
+    ]
+    rows = [{"utterance": f"({i}) {s}"} for i, s in enumerate(said * 4)]
+    assert "0/12 rows ask" in _refusal(rows)
