@@ -14,7 +14,9 @@ detect.py     the one schema detector (find and proposal), named refusals, targe
   toolcalls.py  tool declarations and calls in every common shape, calls written in text
   pycalls.py    tool calls written as Python call code, parsed with ast (never evaluated)
   declarations.py tool declarations written as JSON inside a system prompt
-  rereading.py  other readings when one reason rejects most sampled rows (environment speakers as observations)
+  rereading.py  other readings when one reason rejects most sampled rows (environment speakers as observations,
+                a mask read the other way)
+  answer_head.py an answer split over two columns: its opening, its rest, which column a tail continues
 files.py      data files as `datasets` reads them (its extension table, fsspec compression), row by row
   media.py      media values → parts
 trial.py      a detection applied to its own sample (find's yield and sizes)
@@ -26,6 +28,7 @@ apply.py      apply_row(spec, row_index, row) -> [Conversation]; RowError(field,
 contract.py   run_contract(spec, rows) -> ContractResult (verdict: pass | refused: <name> | fail)
   encoded.py    JSON-string fields and compressed blobs, judged and probed by what they decode to (accounting)
   text_checks.py  checks that read the text over a fraction of rows (echo, wrapper, cut, escaped, script, ...)
+  pasted_system.py a system prompt pasted into user turns, told by structure where no row keeps one
 store.py      catalog `adapters` table + $DRAFTSET_HOME/adapters/<owner>__<name>.yaml
 review.py     approve / reject / map_roles / accept_edit / check_adapter
 gate.py       require_approved(catalog, repo_id, revision) -> AdapterSpec

@@ -70,6 +70,9 @@ def detect_label(d: Detected, rows: list[dict[str, Any]]) -> None:
     """A KTO-style true/false column judging each answer, for any layout (undesirable answers are never trained)."""
     if "label_field" in d.fields:
         return
+    columns = d.fields.get("columns") or {}
+    if d.layout == "columns" and not columns.get("response") and "candidates" not in d.fields:
+        return  # prompts alone: a label there classifies the request, there is no answer for it to judge
     keys = dict.fromkeys(k for r in rows for k in r)
     label = next((k for k in keys if k.lower() in LABEL_NAMES and _boolish([r.get(k) for r in rows])), None)
     if label:

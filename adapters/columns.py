@@ -183,19 +183,29 @@ def _name_score(name: str, names: tuple[str, ...]) -> float:
     return 0.25 if any(n in low for n in names[:8]) else 0.0
 
 
-def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
+def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card_text: str = "") -> bool:
     order = [k for k in dict.fromkeys(k for r in rows for k in r) if k not in skip]
     stats = {k: st.text_stats([r.get(k) for r in rows]) for k in order}
     # Text by its values; a well-known prompt/answer name (`instruction`, `response`) is enough for string
     # columns whose sample is too short to judge (a prior, it never overrides values that read as ids).
     named = set(PROMPT_NAMES[:6] + RESPONSE_NAMES[:6])
+    # a system prompt column is neither side of the exchange: it becomes the system turn (detect._system_column),
+    # never the answer of a prompt set that has no answer
+    system = set(_system_names(order))
     texts = [
         k
         for k in order
-        if stats[k].strings >= 0.5 * len(rows)
+        if k not in system
+        and stats[k].strings >= 0.5 * len(rows)
         and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
         and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
     ]
+    from adapters.request_column import request_annotations
+
+    notes = request_annotations(rows, texts) if len(texts) > 1 else {}
+    if notes and len(notes) < len(texts):  # text about the request is neither the request nor its answer
+        texts = [k for k in texts if k not in notes]
+        d.decide("drop", {**d.fields.get("drop", {}), **notes}, "columns that annotate the request", review=True)
     # Short answers (`Paris`) and one-word instructions (`hi`, `你好`) read like labels by their values; a
     # prompt- or answer-named column of varied strings beside a text column of the other kind is still that
     # side of the exchange (short-answer QA, identity sets), never a label set.
@@ -237,22 +247,41 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         pool = texts
         prompt = max(pool, key=lambda k: (_name_score(k, PROMPT_NAMES), -order.index(k)))
         response, why = calls[0], f"{calls[0]!r} holds the answer as a list of tool calls"
-    elif len(texts) < 2:
-        d.refuse("plain_text", f"one text column {texts[0]!r} and no second one to answer it")
+    elif chosen and rejected:  # the two sides of a pair never answer each other
+        d.refuse("no_dialogue", f"preference pair {chosen!r} / {rejected!r} with no prompt column beside it")
         return False
+    elif len(texts) < 2:  # a set of prompts (regenerate mode), or plain text: by the evidence both ways
+        from adapters.request_column import requests_only
+
+        return "candidates" not in d.fields and requests_only(d, rows, texts[0], card_text) or _plain(d, texts[0])
     else:
         pair_prompt, pair_response, why = _pair(texts, stats, order)
         if pair_prompt is None or pair_response is None:
             d.refuse("no_dialogue", why)
             return False
+        from adapters.request_column import split_request
+
+        # the pair is all the text there is, and the "answer" is the rest of the request: prompts alone
+        if len(texts) == 2 and split_request(d, rows, pair_prompt, pair_response):
+            return True
         prompt, response = pair_prompt, pair_response
-    prompt_cols = _prompt_columns(rows, order, prompt, response, {rejected, *_system_names(order)})
+    left_out = {rejected, *_system_names(order), *d.fields.get("drop", {})}
+    prompt_cols = _prompt_columns(rows, order, prompt, response, left_out)
     history = next((k for k in order if k not in texts and _exchanges([r.get(k) for r in rows])), None)
     if history:
         d.reasons["columns.history"] = (
             f"column {history!r} holds earlier (user, assistant) exchanges: they come before the prompt"
         )
-    d.decide("layout", "columns", f"no turn list; single-turn columns {prompt_cols} → {response!r} ({why})")
+    from adapters.answer_head import split_answer
+
+    paired = bool(chosen and rejected)  # a preference pair's sides are whole answers, never halves of one
+    head = None if response in calls or paired else split_answer(rows, prompt_cols, response, texts)
+    if head and head[1] == prompt:
+        head = None  # the column read as the request opens nothing
+    if head:  # one answer over two columns: the opening leaves the prompt, the rest is the response
+        prompt_cols, response = head[0], head[2]
+    answer = f"[{head[1]!r}, {response!r}]" if head else repr(response)
+    d.decide("layout", "columns", f"no turn list; single-turn columns {prompt_cols} → {answer} ({why})")
     continues = continued_columns(rows, prompt_cols)
     d.decide(
         "columns",
@@ -262,11 +291,13 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
             "response_is_tool_calls": response in calls,
             **({"history": history} if history else {}),
             **({"continues": continues} if continues else {}),
+            **({"response_head": head[1]} if head else {}),
         },
         f"prompt from {prompt_cols} ({stats[prompt].mean_chars:.0f} chars, {stats[prompt].questions} "
         f"questions), answer from {response!r}"
-        + (f"; {continues} continue the sentence of the column before them (joined with a space)" if continues else ""),
-        review=not _name_score(prompt, PROMPT_NAMES) or bool(continues),
+        + (f"; {continues} continue the sentence of the column before them (joined with a space)" if continues else "")
+        + (f"; {head[3]} (the two joined with a space)" if head else ""),
+        review=not _name_score(prompt, PROMPT_NAMES) or bool(continues) or bool(head),
     )
     json_cols = [c for c in (response,) if any(st.decoded(r.get(c))[1] for r in rows)]
     if json_cols:
@@ -281,6 +312,12 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> b
         )
     detect_markers(d, [r[response] for r in rows if isinstance(r.get(response), str)])
     return True
+
+
+def _plain(d: Detected, column: str) -> bool:
+    if d.refusal is None:  # ranked candidates read the prompt themselves (adapters/candidates.py)
+        d.refuse("plain_text", f"one text column {column!r} and no second one to answer it")
+    return False
 
 
 def _system_names(order: list[str]) -> list[str]:
@@ -345,12 +382,12 @@ def continued_columns(rows: list[dict[str, Any]], prompt: list[str]) -> list[str
     out = []
     for before, column in zip(prompt, prompt[1:]):
         carried, both = continuation(rows, before, column)
-        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both and not _template(rows, before):
+        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both and not template_column(rows, before):
             out.append(column)
     return out
 
 
-def _template(rows: list[dict[str, Any]], column: str) -> bool:
+def template_column(rows: list[dict[str, Any]], column: str) -> bool:
     """One value (stripped) on more than half the rows holding text in `column`."""
     values = Counter(v.strip() for r in rows if isinstance(v := r.get(column), str) and v.strip())
     return bool(values) and values.most_common(1)[0][1] > 0.5 * sum(values.values())

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
+from adapters.answer_head import split_answer_problems
 from adapters.apply import RowError, RowMapper, role_labels
 from adapters.columns import continuation, continued_columns
 from adapters.plausibility import (
@@ -364,6 +365,7 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         + prompt_column_labels(spec, raw)
         + unstated_task(spec, view)
         + _split_prompts(spec, raw)
+        + split_answer_problems(spec, raw)
         + text_problems(view, answers_trained=spec.mode == "native")
     }
     out = []
@@ -374,6 +376,7 @@ def _dataset_checks(spec: AdapterSpec, raw: list[RawRow], records: list[Conversa
         ("answer_repeated", "answers vary from row to row"),
         ("prompt_unasked", "prompts state their task"),
         ("prompt_split", "no prompt column is joined mid-sentence"),
+        ("answer_split", "no prompt column holds the opening of the answer"),
         *TEXT_OK.items(),
     ):
         p = found.get(name)

@@ -457,7 +457,7 @@ def detect(
     elif (
         not detect_turn_columns(d, rows, skip)
         and not detect_transcript(d, rows, skip)
-        and not detect_columns(d, rows, skip)
+        and not detect_columns(d, rows, skip, card_text)
     ):
         lists = sorted(
             p for p, (_, _, kind) in st.turn_list_paths(rows).items() if kind == "dicts" and p.split(".")[0] not in skip

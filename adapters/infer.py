@@ -388,6 +388,10 @@ def build_proposal(
             "best and mode: native to train the best-ranked or winning answer)"
         )
         d.needs_review.append("mode")
+    prompts_alone = d.layout == "columns" and not d.fields["columns"].get("response") and "candidates" not in d.fields
+    if mode == "native" and prompts_alone:  # no answer in the rows: nothing the target wrote to train on
+        mode = "regenerate"
+        d.reasons["mode"] = f"{native_why}, but the rows hold prompts alone: the target regenerates the answers"
     if "label_field" in d.fields and mode == "native":
         d.fields["min_yield"] = 0.3
         d.reasons["min_yield"] = "labelled data: undesirable answers are refused row by row, so fewer rows yield"

@@ -53,6 +53,7 @@ WHY: dict[str, str] = {
     "prompt_unasked": "prompts that ask nothing, each only a template's input slot or text to label, miss their "
     "task statement (an instruction column not mapped): the target would not know what it is asked",
     "prompt_split": "one sentence split over two prompt columns, joined with a blank line, is broken mid-sentence",
+    "answer_split": "an answer whose opening sits in a prompt column trains half the answer as the user's words",
 }
 RECORD_CHECKS = (
     "content",

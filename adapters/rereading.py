@@ -16,6 +16,14 @@ Alternatives, by the reason that rejected the rows:
   before (nearly) every such turn writes a command out in a fence or a tag. Not taken when any sampled row
   carries a call, or when the turns before the results write no command (a call deleted from a tool-calling
   set: its results answer nothing, and the rows stay rejected by name).
+- "native record has no trainable assistant turn": the per-turn flag was read as "true = trained", and it is
+  false on the answers of nearly every row. A dataset that trains no answer anywhere is not a training set, so
+  the reading is suspect, but only a flag whose name does not say its polarity may be read the other way: a
+  `mask` is a loss mask (true = counted) in some exports and an ignore mask (true = left out) in others, while
+  `train`, `trainable`, `loss` and `weight` say what they mean and their rows stay rejected by name. Taken when
+  the inverted flag trains an answer on a clear majority of the rows. (The mirror image with the prompts
+  flagged is read inverted at detection already: adapters/roles.py.)
+Where a reason's alternative does not apply to the shape at all (no turn list, no flag), nothing is recorded.
 """
 
 from __future__ import annotations
@@ -78,9 +86,27 @@ def _observations_as_user(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict
     return {**d.fields, "role_map": role_map}, why
 
 
-# reason → (fields of the other reading, or None with why it does not fit; the evidence either way)
+CALLS_CONTRADICT = {"tool result with no earlier tool call"}  # reasons whose other reading a tool call refutes
+AMBIGUOUS_FLAGS = ("mask", "masked", "mask_flag")  # names that do not say which way they point
+
+
+def _mask_inverted(d: Detected, rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+    key = d.fields.get("train_flag_key")
+    if not key:
+        return None, ""  # no flag read: nothing of this reading to turn round
+    if d.fields.get("train_flag_inverted") or key.lower() not in AMBIGUOUS_FLAGS:
+        return None, f"the flag {key!r} says what it means, so answers it marks false are not trained"
+    why = (
+        f"the flag {key!r} read as `true = trained` trains no answer on nearly every row; a mask can as well mark "
+        "the turns left out of the loss, so it is read inverted"
+    )
+    return {**d.fields, "train_flag_inverted": True}, why
+
+
+# reason → (fields of the other reading, or None with why it does not fit ('' when it does not apply at all))
 ALTERNATIVES: dict[str, Callable[[Detected, list[dict[str, Any]]], tuple[dict[str, Any] | None, str]]] = {
     "tool result with no earlier tool call": _observations_as_user,
+    "native record has no trainable assistant turn": _mask_inverted,
 }
 
 
@@ -99,14 +125,18 @@ def reread(d: Detected, sample: list[dict[str, Any]]) -> None:
     if rejected < NEARLY_ALL * len(rows) or reason not in ALTERNATIVES:
         return
     fields, why = ALTERNATIVES[reason](d, rows)
+    if fields is None and not why:
+        return
     first_words = f"the first reading rejects {rejected}/{len(rows)} sampled rows ({reason})"
     tried = _trial(fields, rows) if fields is not None else None
-    if fields is None or tried is None or tried[2] or tried[0] < CLEAR_MAJORITY * len(rows) or tried[0] <= mapped:
+    # observations read as user turns are the reading only while nothing in the rows is a structured call
+    vetoed = bool(tried and tried[2]) and reason in CALLS_CONTRADICT
+    if fields is None or tried is None or vetoed or tried[0] < CLEAR_MAJORITY * len(rows) or tried[0] <= mapped:
         if fields is not None:
             why = (
                 "the other reading is no better: "
                 + (f"it maps {tried[0]}/{len(rows)}" if tried else "it is not a valid spec")
-                + (" and its rows carry tool calls" if tried and tried[2] else "")
+                + (" and its rows carry tool calls" if vetoed else "")
             )
         d.reasons["reading"] = f"{first_words}; kept, rejected by name: {why}"  # the evidence, for the review
         return

@@ -127,6 +127,25 @@ def _prompt_like(asks: list[Any], answers: list[Any]) -> bool:
     return more_questions or a.mean_chars <= 0.7 * b.mean_chars
 
 
+def _flag_polarity(d: Detected, turns: list[dict], key: str, role_key: str) -> None:
+    """A flag named like a training flag can mark the turns left *out* of the loss (a `mask` over the prompt):
+    then it is true on the user and system turns, which are never trained, and false on (nearly) only the
+    answers. The mirror of a training flag is read inverted, with the counts as its evidence."""
+    role_map = d.fields.get("role_map", {})
+    answer = [role_map.get(_label(t, role_key)) == "assistant" for t in turns]
+    set_on = [a for t, a in zip(turns, answer) if bool(t[key])]
+    clear_on = [a for t, a in zip(turns, answer) if not bool(t[key])]
+    if not set_on or not clear_on or sum(set_on) >= 0.5 * len(set_on) or sum(clear_on) < 0.9 * len(clear_on):
+        return
+    d.decide(
+        "train_flag_inverted",
+        True,
+        f"{key!r} is true on {len(set_on) - sum(set_on)}/{len(set_on)} non-assistant turns (never trained) and false "
+        f"on {sum(clear_on)}/{len(clear_on)} assistant turns: it marks the turns left out of the loss, read inverted",
+        review=True,
+    )
+
+
 def detect_turn_fields(d: Detected, turns: list[dict], role_key: str, content_key: str) -> None:
     role_map = d.fields.get("role_map", {})
     by_role: dict[str, list[dict]] = defaultdict(list)
@@ -169,6 +188,7 @@ def detect_turn_fields(d: Detected, turns: list[dict], role_key: str, content_ke
                 "assistant turns: read as the training flag",
                 review=True,
             )
+            _flag_polarity(d, [t for t in turns if t.get(key) is not None], key, role_key)
             break
     for key in keys:
         values = [t.get(key) for t in turns if t.get(key) not in (None, [], "")]

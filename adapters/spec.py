@@ -30,6 +30,7 @@ HASH_EXCLUDED = {"reasons", "needs_review", "golden"}
 JUDGING_FIELDS = ("max_bad_fraction", "min_yield")
 # Fields added after v1 hash only when set: adding a field never makes an existing approval stale.
 ADDED_FIELDS = {
+    "train_flag_inverted",
     "tools_field",
     "tool_call_id_key",
     "tool_name_key",
@@ -76,12 +77,20 @@ class ColumnsSpec(SpecModel):
         default_factory=list,
         description="prompt columns that continue the sentence of the column before them: joined with one space",
     )
+    response_head: str | None = Field(
+        None,
+        description="column holding the answer's opening, which `response` continues mid-sentence: joined before "
+        "it with one space (an answer split over two fields)",
+    )
 
     @model_validator(mode="after")
     def _continues_prompt_columns(self) -> ColumnsSpec:
         stray = [c for c in self.continues if c not in self.prompt[1:]]
         if stray:
             raise ValueError(f"columns.continues names {stray}, which follow no other column of columns.prompt")
+        head = self.response_head
+        if head is not None and (head in self.prompt or head == self.response or self.response_is_tool_calls):
+            raise ValueError(f"columns.response_head {head!r} must be a text column apart from the prompt and response")
         return self
 
 
@@ -214,6 +223,9 @@ class AdapterSpec(SpecModel):
     preference: PreferenceSpec | None = None
     label_field: str | None = Field(None, description="KTO-style label column: false = undesirable answer")
     train_flag_key: str | None = None
+    train_flag_inverted: bool | None = Field(
+        None, description="the flag marks turns left out of the loss (true = not trained), a mask over the prompt"
+    )
     system_field: str | None = Field(None, description="column with a system prompt to prepend")
     # Column layouts.
     columns: ColumnsSpec | None = None
@@ -238,6 +250,8 @@ class AdapterSpec(SpecModel):
 
     @model_validator(mode="after")
     def _layout_fields_present(self) -> AdapterSpec:
+        if self.train_flag_inverted and not self.train_flag_key:
+            raise ValueError("train_flag_inverted needs the train_flag_key it inverts")
         if self.layout == "columns":
             if self.columns is None:
                 raise ValueError("layout 'columns' needs a `columns` section (prompt, response)")
@@ -261,7 +275,7 @@ class AdapterSpec(SpecModel):
             if data.get(name) is None:
                 data.pop(name, None)
         if isinstance(data.get("columns"), dict):
-            for key in ("history", "continues"):  # added later: hashed only when set
+            for key in ("history", "continues", "response_head"):  # added later: hashed only when set
                 if not data["columns"].get(key):
                     data["columns"].pop(key, None)
         if isinstance(data.get("transcript"), dict):

@@ -7,13 +7,16 @@ of these counts is 0 of the sampled rows, and in public chat data the honest cas
 prompt, a truncated reply, a translation request) stay well under the share set here. Shares are of the rows the
 check can judge (exchanges with prose answers, records with calls), and at least MIN_HITS rows must show it, so
 one odd row never refuses a dataset.
+In regenerate mode the evidence is every answer the rows hold, but only damage that reaches the kept context
+(the earlier answers the target reads as history) fails a dataset.
 
     answer_echo       the answer opens by repeating its whole prompt (an export that prefixed the request)
     answer_wrapped    answers wholly inside one element (`<answer>...</answer>`) the adapter does not strip
     answer_cut        prose answers that stop mid-sentence (a length-capped export)
     escaped_markup    HTML-escaped text (`&lt;div&gt;`, `&amp;`): the model would learn the entities
     answer_language   answers in another script than their prompts, where no prompt asks for a translation
-    system_in_user    the system prompt of other rows pasted into the first user turn
+    system_in_user    the system prompt of other rows pasted into the first user turn, or, where no row keeps
+                      one, a persona paragraph several rows open with (adapters/pasted_system.py)
     call_unanswered   a tool call the assistant follows itself, with no result between (the result was deleted)
 """
 
@@ -24,6 +27,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
+from adapters.pasted_system import opens_with, pasted_preambles
 from adapters.records import Conversation
 
 MIN_HITS = 2  # rows that must show a pattern before its share is judged
@@ -119,80 +123,110 @@ def _prose(answer: str) -> bool:
     )
 
 
+def _row_hits(
+    rec: Conversation, kept: list[Any], systems: set[str], pasted: set[str]
+) -> tuple[set[str], dict[str, str]]:
+    """(the checks this row can be judged by, {check: what it shows}) reading the turns `kept`."""
+    judged: set[str] = set()
+    hits: dict[str, str] = {}
+    pairs = _exchanges(kept)
+    if pairs:
+        judged |= {"answer_echo", "answer_language", "answer_wrapped"}
+        echo = next((p for p, a in pairs if _echoes(p, a)), None)
+        if echo is not None:
+            hits["answer_echo"] = f"answer opens with its prompt {_norm(echo)[:40]!r}"
+        # code is written in Latin letters whatever the language: judged on the prose outside code only
+        swap = next(
+            (
+                (sp, sa)
+                for p, a in pairs
+                if (sp := script(_CODE.sub(" ", p))) and (sa := script(_CODE.sub(" ", a))) and sp != sa
+            ),
+            None,
+        )
+        if swap and not any(_TRANSLATE.search(p) for p, _ in pairs):
+            hits["answer_language"] = f"prompt in {swap[0]} script, answer in {swap[1]}"
+        wrapped = next((m.group(1) for _, a in pairs if (m := _WRAP.match(a))), None)
+        if wrapped:
+            hits["answer_wrapped"] = f"answer wholly inside <{wrapped}>"
+        prose = [a for _, a in pairs if _prose(a)]
+        if prose:
+            judged.add("answer_cut")
+            cut = next((a for a in prose if not _END.search(a) and _LAST_WORD.search(a)), None)
+            if cut is not None:
+                hits["answer_cut"] = f"answer ends mid-sentence: …{cut.rstrip()[-40:]!r}"
+    judged.add("escaped_markup")
+    escaped = next((m.content for m in kept if m.content and len(_ENTITY.findall(m.content)) >= 2), None)
+    if escaped is not None:
+        ent = _ENTITY.search(escaped)
+        hits["escaped_markup"] = f"HTML entities in the text: {ent.group(0) if ent else ''!r}"
+    first_user = next((m for m in rec.messages if m.role == "user"), None)
+    if first_user is not None:
+        judged.add("system_in_user")
+        head = _norm(first_user.content)
+        found = next((s for s in systems if len(s) >= 30 and head.startswith(s) and len(head) > len(s)), None)
+        found = found or opens_with(first_user.content, pasted)
+        if found:
+            hits["system_in_user"] = f"first user turn opens with a system prompt {found[:40]!r}"
+    msgs = rec.messages
+    calls = [i for i, m in enumerate(msgs) if m.role == "assistant" and m.tool_calls]
+    if calls:
+        judged.add("call_unanswered")
+        # the next speaker is the assistant again: nothing answered the call. (A user turn after a call is the
+        # environment in agent logs that write observations as the user, SWE-agent's `OBSERVATION:`.)
+        lost = next((i for i in calls if i + 1 < len(msgs) and msgs[i + 1].role == "assistant"), None)
+        if lost is not None:
+            lost_calls = msgs[lost].tool_calls or []
+            name = lost_calls[0].function.name if lost_calls else "?"
+            hits["call_unanswered"] = f"messages[{lost}] calls {name!r}, then the assistant again"
+    return judged, hits
+
+
 def text_problems(records: list[Conversation], answers_trained: bool = True) -> list[dict[str, Any]]:
     """[{name, level, detail, rows, count}] for every check over its threshold; [] on a clean sample.
 
-    `answers_trained` False (regenerate mode): only the context up to the cut is read; the answer after it is
-    the target's to rewrite, so a wrapped or cut final answer there changes nothing."""
+    `answers_trained` False (regenerate mode): the evidence is still read from every answer the rows hold (an
+    export that cut or escaped answers did so in the final answers too), but a check fails only when the
+    pattern reaches the context up to the cut, the earlier answers the target reads as history: a wrapped or
+    cut final answer alone, which the target rewrites, changes nothing. (One damaged answer in the kept
+    context of a small sample is then judged with the rest of the dataset's answers, not alone.)"""
     hits: dict[str, list[tuple[int, str]]] = {name: [] for name in SHARES}
     judged: Counter[str] = Counter()
+    reach: Counter[str] = Counter()  # rows whose kept context shows the pattern (all of them in native mode)
+    judged_kept: Counter[str] = Counter()  # rows the kept context can be judged on
     systems = {
         _norm(r.messages[0].content) for r in records if r.messages[0].role == "system" and r.messages[0].content
     }
+    pasted = pasted_preambles(
+        next((m.content for m in r.messages if m.role == "user"), "")
+        for r in records
+        if any(m.role == "user" for m in r.messages)
+    )
     for rec in records:
         row = rec.source.row_index
-        kept = _kept(rec, answers_trained)
-        pairs = _exchanges(kept)
-        if pairs:
-            for name in ("answer_echo", "answer_language", "answer_wrapped"):
-                judged[name] += 1
-            echo = next((p for p, a in pairs if _echoes(p, a)), None)
-            if echo is not None:
-                hits["answer_echo"].append((row, f"answer opens with its prompt {_norm(echo)[:40]!r}"))
-            # code is written in Latin letters whatever the language: judged on the prose outside code only
-            swap = next(
-                (
-                    (sp, sa)
-                    for p, a in pairs
-                    if (sp := script(_CODE.sub(" ", p))) and (sa := script(_CODE.sub(" ", a))) and sp != sa
-                ),
-                None,
-            )
-            if swap and not any(_TRANSLATE.search(p) for p, _ in pairs):
-                hits["answer_language"].append((row, f"prompt in {swap[0]} script, answer in {swap[1]}"))
-            wrapped = next((m.group(1) for _, a in pairs if (m := _WRAP.match(a))), None)
-            if wrapped:
-                hits["answer_wrapped"].append((row, f"answer wholly inside <{wrapped}>"))
-            prose = [a for _, a in pairs if _prose(a)]
-            if prose:
-                judged["answer_cut"] += 1
-                cut = next((a for a in prose if not _END.search(a) and _LAST_WORD.search(a)), None)
-                if cut is not None:
-                    hits["answer_cut"].append((row, f"answer ends mid-sentence: …{cut.rstrip()[-40:]!r}"))
-        texts = [m.content for m in kept if m.content]
-        judged["escaped_markup"] += 1
-        escaped = next((t for t in texts if len(_ENTITY.findall(t)) >= 2), None)
-        if escaped is not None:
-            ent = _ENTITY.search(escaped)
-            hits["escaped_markup"].append((row, f"HTML entities in the text: {ent.group(0) if ent else ''!r}"))
-        first_user = next((m for m in rec.messages if m.role == "user"), None)
-        if first_user is not None:
-            judged["system_in_user"] += 1
-            head = _norm(first_user.content)
-            pasted = next((s for s in systems if len(s) >= 30 and head.startswith(s) and len(head) > len(s)), None)
-            if pasted:
-                hits["system_in_user"].append((row, f"first user turn opens with a system prompt {pasted[:40]!r}"))
-        calls = [i for i, m in enumerate(rec.messages) if m.role == "assistant" and m.tool_calls]
-        if calls:
-            judged["call_unanswered"] += 1
-            msgs = rec.messages
-            # the next speaker is the assistant again: nothing answered the call. (A user turn after a call is the
-            # environment in agent logs that write observations as the user, SWE-agent's `OBSERVATION:`.)
-            lost = next((i for i in calls if i + 1 < len(msgs) and msgs[i + 1].role == "assistant"), None)
-            if lost is not None:
-                lost_calls = msgs[lost].tool_calls or []
-                name = lost_calls[0].function.name if lost_calls else "?"
-                hits["call_unanswered"].append((row, f"messages[{lost}] calls {name!r}, then the assistant again"))
+        can, found = _row_hits(rec, list(rec.messages), systems, pasted)
+        can_kept, kept = (can, found) if answers_trained else _row_hits(rec, _kept(rec, False), systems, pasted)
+        judged.update(can)
+        judged_kept.update(can_kept)
+        for name, detail in found.items():
+            hits[name].append((row, detail + ("" if name in kept else " (after the cut)")))
+            reach[name] += name in kept
     out = []
-    for name, found in hits.items():
-        n, total = len({i for i, _ in found}), judged[name]
-        if n >= MIN_HITS and total and n >= SHARES[name] * total:
+    for name, seen in hits.items():
+        n, total = len({i for i, _ in seen}), judged[name]
+        over = n >= MIN_HITS and n >= SHARES[name] * total and reach[name] > 0
+        # the kept context alone, as its own sample (an answer cut in most multi-turn contexts of a set whose
+        # single-turn rows keep none)
+        over_kept = reach[name] >= MIN_HITS and reach[name] >= SHARES[name] * judged_kept[name]
+        if total and (over or over_kept):
+            seen.sort(key=lambda hit: hit[1].endswith("(after the cut)"))  # examples that reach training first
+            where = "" if answers_trained else f" ({reach[name]} in the context kept for regeneration)"
             out.append(
                 {
                     "name": name,
                     "level": "error",
-                    "detail": f"{n} of {total} rows: " + "; ".join(f"row {i} {d}" for i, d in found[:3]),
-                    "rows": [i for i, _ in found][:5],
+                    "detail": f"{n} of {total} rows{where}: " + "; ".join(f"row {i} {d}" for i, d in seen[:3]),
+                    "rows": [i for i, _ in seen][:5],
                     "count": n,
                 }
             )

@@ -52,6 +52,7 @@ class TurnReader:
         self.error = error
         self.role_map = dict(spec.role_map)
         self.null_policy = dict(spec.null_policy)
+        self.inverted = bool(spec.train_flag_inverted)  # the flag marks what is *not* trained
         self.limit = spec.max_content_chars
         reasoning = spec.reasoning
         self.reasoning_key = reasoning.key if reasoning else None
@@ -172,6 +173,8 @@ class TurnReader:
             train = turn.get(flag_key) if flag_key else None
             if train is not None and train.__class__ is not bool:
                 return None
+            if train is not None and self.inverted:
+                train = not train  # a mask of the turns left out of the loss
             # only the keys that carry a value: fewer keys for the validator to walk on every record
             out.append(
                 {"role": role, "content": content}
@@ -228,7 +231,9 @@ class TurnReader:
                     calls = as_tool_calls(value, f"{path}[{i}].{calls_key}")
             parts = None
             if content.__class__ is list and any(isinstance(b, dict) and b.get("type") in BLOCK_TYPES for b in content):
-                out += self._blocks(role, content, f"{path}[{i}].{field}", turn.get(flag_key) if flag_key else None)
+                flag = turn.get(flag_key) if flag_key else None
+                flag = not flag if self.inverted and isinstance(flag, bool) else flag
+                out += self._blocks(role, content, f"{path}[{i}].{field}", flag)
                 continue
             if role == "tool_call":  # the turn's text is the call itself (LLaMA-Factory function_call)
                 calls = as_tool_calls(content, f"{path}[{i}].{field}")
@@ -247,6 +252,8 @@ class TurnReader:
                     train = bool(train)
                 else:
                     raise self.error(f"{path}[{i}].{flag_key}", f"training flag must be a boolean, got {_name(train)}")
+            if train is not None and self.inverted:
+                train = not train
             if role == "assistant" and calls and out and out[-1]["role"] == "assistant" and not out[-1]["tool_calls"]:
                 # a `function_call` turn right after the assistant's own text: one assistant step
                 out[-1]["tool_calls"] = calls
@@ -429,8 +436,21 @@ class TurnReader:
                 raise self.error(cols.response, "no tool calls in the response column")
             turns.append(self._turn("assistant", "", calls, None, None, cols.response))
         else:
-            turns.append(self._turn("assistant", self.text(value, cols.response), None, None, None, cols.response))
+            text = self.text(value, cols.response, allow_empty=bool(cols.response_head))
+            if cols.response_head:
+                text = self._answer_head(row, cols.response_head, cols.response, text)
+            turns.append(self._turn("assistant", text, None, None, None, cols.response))
         return turns
+
+    def _answer_head(self, row: dict[str, Any], name: str, response: str, tail: str) -> str:
+        """The answer whose opening sits in column `name` and whose rest (`tail`, from `response`) continues its
+        sentence: one space between them, as the text was before it was split."""
+        head = get_path(row, name)
+        if head is not None and not isinstance(head, str):
+            raise self.error(name, f"expected a string, got {_name(head)}")
+        if not head or not head.strip():
+            return self.text(tail, response)  # no opening on this row: the response column alone
+        return self.text(f"{head.rstrip()} {tail.lstrip()}" if tail.strip() else head, response)
 
     # -- text ------------------------------------------------------------------------------------
     def content(self, value: Any, field: str, allow_empty: bool = False) -> tuple[str, list | None]:

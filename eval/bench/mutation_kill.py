@@ -147,8 +147,9 @@ def label_prompt(shape: Shape, row: Row, rng: random.Random) -> Row | None:
 def drop_turn(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     """The first user turn (or the prompt column) removed: the answer now answers nothing."""
     cols = shape.columns()
-    if cols:
-        return {k: v for k, v in row.items() if k != cols[0]} if cols[0] in row else None
+    first = cols[0] if cols else shape.prompt_column()
+    if first:
+        return {k: v for k, v in row.items() if k != first} if first in row else None
     found = shape.exchange(row)
     if found is None:
         return None
@@ -198,6 +199,26 @@ def drop_written_command(shape: Shape, row: Row, rng: random.Random) -> Row | No
     return shape.with_turns(row, turns) if hit else None
 
 
+DOCUMENT_SENTENCES = (
+    "The museum reopened its east wing after two years of restoration work.",
+    "Visitors can now see the original ceiling, which had been hidden behind later panels.",
+    "The city council approved the budget for the second phase in a short session.",
+    "Local historians say the building was designed by an engineer rather than an architect.",
+    "Most of the restored rooms will host temporary exhibitions from next spring.",
+    "The restoration team documented every layer of paint they removed.",
+)
+
+
+def prompts_to_documents(shape: Shape, row: Row, rng: random.Random) -> Row | None:
+    """A set of prompts whose column now holds whole articles (an export that wrote the page, not the request):
+    documents under a request name, which must be refused as plain text, never regenerated from."""
+    column = shape.prompt_column()
+    if not column or not isinstance(row.get(column), str):
+        return None
+    paragraphs = [" ".join(rng.sample(DOCUMENT_SENTENCES, 4)) for _ in range(4)]
+    return {**row, column: "\n\n".join(paragraphs)}
+
+
 def encode_turns(shape: Shape, row: Row, rng: random.Random) -> Row | None:
     """Control: the turn list stored as a JSON string (as many exports do). Nothing changes: must pass."""
     path = shape.spec.messages_path
@@ -235,6 +256,7 @@ CORRUPTIONS: dict[str, Callable[[Shape, Row, random.Random], Row | None]] = {
     "drop_turn": drop_turn,
     "drop_call": drop_call,
     "drop_written_command": drop_written_command,
+    "prompts_to_documents": prompts_to_documents,
     **TEXT_CORRUPTIONS,  # on every third row (eval/bench/mutation_text.py)
 }
 CONTROLS = {"unmutated": unmutated, "add_metadata": add_metadata, "encode_turns": encode_turns}

@@ -88,6 +88,15 @@ class Shape:
         ex = self.first_exchange(turns) if turns else None
         return None if turns is None or ex is None else (turns, ex)
 
+    @property
+    def prompt_only(self) -> bool:
+        """A set of prompts alone: one prompt column and no answer (adapters/request_column.py)."""
+        cols = self.spec.columns
+        return bool(cols and cols.response is None and not self.spec.candidates and "." not in cols.prompt[0])
+
+    def prompt_column(self) -> str | None:
+        return self.spec.columns.prompt[0] if self.prompt_only and self.spec.columns else None
+
     def columns(self) -> tuple[str, str] | None:
         cols = self.spec.columns
         return (cols.prompt[0], cols.response) if cols and cols.response and "." not in cols.prompt[0] else None
@@ -103,6 +112,11 @@ def _set(row: Row, path: str, value: Any) -> Row:
 
 def _edit_exchange(shape: Shape, row: Row, edit: Callable[[str, str], tuple[str, str]]) -> Row | None:
     """Apply edit(prompt, answer) → (prompt, answer) to the row's first exchange, whatever the layout."""
+    prompt = shape.prompt_column()
+    if prompt:  # prompts alone: an edit of the prompt applies, one that only changes an answer (there is none) does not
+        p = row.get(prompt)
+        new_p = edit(p, "")[0] if isinstance(p, str) else p
+        return {**row, prompt: new_p} if isinstance(new_p, str) and new_p.strip() and new_p != p else None
     cols = shape.columns()
     if cols:
         p, a = row.get(cols[0]), row.get(cols[1])

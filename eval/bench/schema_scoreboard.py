@@ -165,7 +165,9 @@ def _judge(
 
 
 def _mismatches(spec: AdapterSpec, raw: list[RawRow], truth: list[dict[str, Any] | None]) -> str:
-    update: dict[str, Any] = {"mode": "native"}
+    # native mode keeps every answer for the comparison; a set of prompts alone has none, its truth is the prompt
+    prompts_alone = spec.layout == "columns" and spec.columns and spec.columns.response is None and not spec.candidates
+    update: dict[str, Any] = {"mode": "regenerate" if prompts_alone else "native"}
     if spec.candidates:  # the truth of a candidates family is its `best` reading (the winner, the loser rejected)
         update["candidates"] = spec.candidates.model_copy(update={"policy": "best"})
     native = RowMapper(spec.model_copy(update=update))

@@ -122,3 +122,86 @@ def test_script_reads_the_dominant_writing_system() -> None:
     assert script("首先复现这个问题") == "CJK"
     assert script("テストを直す") == "CJK"
     assert script("12345 !!") is None
+
+
+def _multi(i: int, first_answer: str, final_answer: str) -> Conversation:
+    turns = [
+        {"role": "user", "content": PROMPTS[i]},
+        {"role": "assistant", "content": first_answer},
+        {"role": "user", "content": PROMPTS[(i + 1) % 12]},
+        {"role": "assistant", "content": final_answer},
+    ]
+    return _rec(i, turns, "regenerate")
+
+
+def _single(i: int, answer: str) -> Conversation:
+    return _rec(i, [{"role": "user", "content": PROMPTS[i]}, {"role": "assistant", "content": answer}], "regenerate")
+
+
+def test_regenerate_one_damaged_kept_answer_is_judged_with_the_final_answers() -> None:
+    """A third of the rows echo their prompt; only one of them is multi-turn, so one echoed answer reaches the
+    context kept for regeneration. The final answers show the export's damage: the kept one is not excused."""
+    echo = lambda i: f"{PROMPTS[i]}\n\n{ANSWERS[i]}"  # noqa: E731
+    rows = [_multi(0, echo(0), ANSWERS[0])] + [
+        _single(i, echo(i)) if i % 3 == 0 else _multi(i, ANSWERS[i], ANSWERS[i]) for i in range(1, 12)
+    ]
+    found = {p["name"]: p for p in text_problems(rows, answers_trained=False)}
+    assert "answer_echo" in found, found
+    assert found["answer_echo"]["rows"][0] == 0  # the row whose kept context is damaged leads the examples
+    assert "1 in the context kept for regeneration" in found["answer_echo"]["detail"]
+
+
+def test_regenerate_one_damaged_kept_answer_alone_passes() -> None:
+    """The false-alarm side: one echoed earlier answer and clean final answers everywhere is one odd row."""
+    echo = f"{PROMPTS[0]}\n\n{ANSWERS[0]}"
+    rows = [_multi(0, echo, ANSWERS[0])] + [_multi(i, ANSWERS[i], ANSWERS[i]) for i in range(1, 12)]
+    assert text_problems(rows, answers_trained=False) == []
+
+
+def test_a_persona_paragraph_pasted_on_some_rows_fails_without_any_system_row() -> None:
+    """The export flattened every system turn into the user's text: no row keeps a system role to compare."""
+    rows = [_chat(i, prompt=f"{SYSTEM}\n\n{PROMPTS[i]}") if i % 3 == 0 else _chat(i) for i in range(12)]
+    found = _names(rows)
+    assert found["system_in_user"]["count"] == 4 and found["system_in_user"]["rows"][:2] == [0, 3]
+
+
+@pytest.mark.parametrize(
+    "head, rest",
+    [
+        # Natural-Instructions' task definitions: handed an input, or pointing at it
+        ("You are given a product review. Classify it as positive or negative.", "Input: {p}"),
+        ("You are given a short paragraph. Write a title for it in at most eight words.", "{p}"),
+        ("You are an expert translator. Translate the following sentence into French.", "{p}"),
+        ("In this task, you are asked to summarise a text in one short sentence.", "{p}"),
+        # a persona that introduces a labelled field is a template's instruction
+        ("You are a strict code reviewer who points out every bug you can find.", "Code: {p}"),
+    ],
+)
+def test_task_definitions_and_labelled_inputs_stay_prompts(head: str, rest: str) -> None:
+    rows = [_chat(i, prompt=f"{head}\n\n{rest.format(p=PROMPTS[i])}") if i % 3 == 0 else _chat(i) for i in range(12)]
+    assert "system_in_user" not in _names(rows)
+
+
+def test_a_persona_on_every_row_is_the_datasets_design() -> None:
+    rows = [_chat(i, prompt=f"{SYSTEM}\n\n{PROMPTS[i]}") for i in range(12)]
+    assert "system_in_user" not in _names(rows)
+
+
+ZH_PROMPTS = [f"如何排查只在持续集成上失败的第{i}号测试？" for i in range(12)]
+ZH_ANSWERS = [f"先固定随机种子和时钟，再在负载下重跑第{i}号测试，确认问题来自时序。" for i in range(12)]
+
+
+@pytest.mark.parametrize(
+    "head, pasted",
+    [
+        ("你是一个严谨的助手，请准确回答并简要解释你的推理。", True),  # a persona, set off by a blank line
+        ("给定一个句子，判断它的情感是正面还是负面。", False),  # a task definition: handed an input
+        ("你是一个严谨的评审，请阅读下面的代码并指出问题。", False),  # a persona pointing at the input below
+    ],
+)
+def test_cjk_personas_and_definitions(head: str, pasted: bool) -> None:
+    rows = [
+        _chat(i, prompt=f"{head}\n\n{ZH_PROMPTS[i]}" if i % 3 == 0 else ZH_PROMPTS[i], answer=ZH_ANSWERS[i])
+        for i in range(12)
+    ]
+    assert ("system_in_user" in _names(rows)) is pasted
