@@ -10,6 +10,14 @@ does, the rest waiting as a GPU sync does). It answers real token ids of the toy
 and detokenising cost what they cost. The client is the whole `regenerate` stage (parquet mix in, shards
 out). Reported: rows/s, the batch-size distribution, the gather wait, and the ceiling (every batch full);
 the naive baseline (max-batch 1: one request at a time) runs in the same invocation on `--baseline-rows`.
+
+Measured with the defaults on the 2-core dev box (load ~5, so the client's turnaround is slow; ceiling 130):
+  max-batch 1: 0.6-0.7 rows/s.
+  before (20 ms window then 2 ms between requests, answers re-decoded per token): 52.6 rows/s, 8 batches,
+    sizes 7 / 505 / 7 / 462 / 50 / 462 / 50 / 457: the first batch closed with 7 of 512 requests in, then
+    a batch and the requests that arrived while it ran took turns.
+  after (quiet window and wait sized on the last batch's run, one decode per answer): 67.6 rows/s,
+    6 batches, sizes 278 / 512 / 168 / 512 / 24 / 506.
 """
 
 from __future__ import annotations
@@ -140,7 +148,7 @@ def _row(label: str, run: dict, max_batch: int, step_s: float, max_tokens: int) 
     waits = [b["wait_s"] for b in run["batches"]]
     # the ceiling: every batch full and max_tokens steps long (the longest a row can run)
     ceiling = run["rows"] / (math.ceil(run["rows"] / max_batch) * max_tokens * step_s)
-    deciles = statistics.quantiles(sizes, n=10) if len(sizes) > 1 else [sizes[0]] * 9
+    deciles = statistics.quantiles(sizes, n=10, method="inclusive") if len(sizes) > 1 else [sizes[0]] * 9
     return [
         label,
         f"{run['rows']:,}",
@@ -156,11 +164,11 @@ def _row(label: str, run: dict, max_batch: int, step_s: float, max_tokens: int) 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=2000)
-    p.add_argument("--baseline-rows", type=int, default=64, help="prompts for the max-batch 1 baseline")
+    p.add_argument("--baseline-rows", type=int, default=4, help="prompts for the max-batch 1 baseline")
     p.add_argument("--concurrency", type=int, default=512)
     p.add_argument("--max-batch", type=int, default=512)
-    p.add_argument("--max-tokens", type=int, default=64)
-    p.add_argument("--step-ms", type=float, default=4.0, help="fake GPU time a decoding step, any batch size")
+    p.add_argument("--max-tokens", type=int, default=192)
+    p.add_argument("--step-ms", type=float, default=20.0, help="fake GPU time a decoding step, any batch size")
     p.add_argument("--gil", type=float, default=0.5, help="share of a step spent holding the GIL")
     p.add_argument("--show-batches", action="store_true", help="print every batch of the batched run")
     p.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the child process

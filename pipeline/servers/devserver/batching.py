@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 # little for more requests is cheap, and closing early is dear: the previous 20 ms window, then 2 ms between
 # requests, closed while the event loop was still parsing the clients' requests (each one's answer had been
 # re-decoded token by token, ~5 ms), and batches of 4,096 requests in flight ran at a few dozen (issue #29).
-QUIET_S = 0.05  # the queue has stopped growing: no new request for this long (a few GIL switch intervals)
+QUIET_S = 0.05  # the queue has stopped growing: no new request for this long (a few GIL switch intervals),
+QUIET_SHARE = 0.1  # ... or a tenth of the last batch's run, up to QUIET_MAX_S: the clients a batch answered
+QUIET_MAX_S = 1.0  # come back only after their answers went out and were read, which takes longer for more
 WAIT_SHARE = 0.5  # ... or the worker has waited half as long as the last batch ran
 MAX_WAIT_S = 10.0  # ... and never longer than this
-FIRST_RUN_S = 1.0  # what the first batch's wait is sized on, before any batch has run
+FIRST_RUN_S = 4.0  # what the first batch's wait is sized on, before any batch has run
 
 
 @dataclass
@@ -104,9 +106,11 @@ class Batcher:
 
     def _gather(self, batch: list[_Pending], first: _Pending, held: list[_Pending]) -> None:
         """Add waiting requests to `batch` until it is full, the queue stops growing, or the wait is spent."""
-        limit = time.monotonic() + min(MAX_WAIT_S, max(QUIET_S, WAIT_SHARE * self._last_run_s))
+        last = self._last_run_s
+        limit = time.monotonic() + min(MAX_WAIT_S, max(QUIET_S, WAIT_SHARE * last))
+        quiet = min(QUIET_MAX_S, max(QUIET_S, QUIET_SHARE * last))
         while len(batch) < self.max_batch:
-            timeout = min(QUIET_S, limit - time.monotonic())
+            timeout = min(quiet, limit - time.monotonic())
             if timeout <= 0:
                 return
             try:
