@@ -2,7 +2,8 @@
 
 Why "lanes": httpcore scans its whole connection pool on every request, so one client with 150
 connections spends more CPU on pool bookkeeping than on HTTP (measured in eval/bench/bench_regen.py).
-Each endpoint therefore gets several `AsyncOpenAI` clients of `connections_per_lane` connections.
+Each endpoint therefore gets several `AsyncOpenAI` clients of `connections_per_lane` connections, and each
+request goes to the lane with the fewest in flight (`Endpoint.take_lane` says why not round-robin).
 The openai client's own retries are off (max_retries=0): we retry here, on any endpoint, and wait at
 least what the server asked (Retry-After, retry-after-ms, RateLimit-Reset, x-ratelimit-reset-*) before
 that endpoint gets another request. `over_max_tokens` says when an answer is longer than the request's
@@ -74,13 +75,25 @@ class Endpoint:
     requests: int = 0
     failures: int = 0
     paused_until: float = 0.0  # monotonic time before which the server asked not to be sent anything
-    _next_lane: itertools.cycle = field(init=False)
+    lane_load: list[int] = field(init=False)  # requests in flight on each lane
 
     def __post_init__(self) -> None:
-        self._next_lane = itertools.cycle(self.lanes)
+        self.lane_load = [0] * len(self.lanes)
 
-    def lane(self) -> openai.AsyncOpenAI:
-        return next(self._next_lane)
+    def take_lane(self) -> int:
+        """The lane with the fewest requests in flight (release it with `release_lane`).
+
+        Not round-robin: against a batching server (serve-dev --max-batch) a lane's connections stay held
+        by requests waiting for the running batch, and round-robin queued the next requests inside that
+        lane's full pool, unsent, while other lanes had connections free: batches of 512 concurrent
+        requests formed at ~250 (eval/bench/bench_devserver_batching.py). The lanes hold connections for
+        every request in flight, so the least-loaded lane always has one free."""
+        index = min(range(len(self.lanes)), key=self.lane_load.__getitem__)
+        self.lane_load[index] += 1
+        return index
+
+    def release_lane(self, index: int) -> None:
+        self.lane_load[index] -= 1
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -261,13 +274,15 @@ class EndpointPool:
             if (paused := endpoint.paused_until - time.monotonic()) > 0:  # it asked for a pause: honour it
                 await asyncio.sleep(paused)
             endpoint.inflight += 1
+            lane = endpoint.take_lane()
             started = time.monotonic()
             asked: float | None = None
             try:
                 # a deadline, not httpx's per-read idle timeout: a server trickling a byte at a time never idles
                 try:
                     raw = await asyncio.wait_for(
-                        endpoint.lane().post("/chat/completions", body=body, cast_to=bytes), self.retry.timeout_s
+                        endpoint.lanes[lane].post("/chat/completions", body=body, cast_to=bytes),
+                        self.retry.timeout_s,
                     )
                 except TimeoutError:
                     raise TimeoutError(f"{self.retry.timeout_s:g} s") from None
@@ -281,6 +296,7 @@ class EndpointPool:
                 asked = server_wait_s(response.headers if response is not None else None)
             finally:
                 endpoint.inflight -= 1
+                endpoint.release_lane(lane)
                 endpoint.requests += 1
             delay = min(self.retry.backoff_max_s, self.retry.backoff_s * 2 ** (attempt - 1))
             delay *= 0.5 + random.random() / 2  # jitter: no synchronized retry storms

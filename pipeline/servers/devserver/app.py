@@ -76,8 +76,7 @@ def create_app(engine: Engine) -> Starlette:
         detok = Detokenizer(engine, req.thinking)
         if batcher is not None and constraint is None:
             gen = await batcher.submit(prompt_ids, params)
-            for token in gen.completion_ids:
-                detok.push(token)
+            detok.feed(gen.completion_ids)
         else:
             gen = await _serial(request, engine, prompt_ids, params, detok, constraint)
         content, calls, finish = _answer(req, detok, gen.finish_reason)
@@ -99,7 +98,7 @@ def create_app(engine: Engine) -> Starlette:
             status_code=500,
         )
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/health", health),
             Route("/v1/models", models),
@@ -107,6 +106,8 @@ def create_app(engine: Engine) -> Starlette:
         ],
         exception_handlers={Exception: internal},
     )
+    app.state.batcher = batcher  # its `log` holds every batch's size and timing (the bench, the tests)
+    return app
 
 
 async def _serial(

@@ -223,22 +223,41 @@ class Detokenizer:
 
     def push(self, token: int) -> tuple[str, str] | None:
         """Feed one token; returns (field, new_text) when there is text to emit."""
+        return self._emit(final=False) if self._take(token) else None
+
+    def feed(self, tokens: list[int]) -> None:
+        """A whole completion at once (the batched path): the same phase logic, one decode per segment.
+        `push` re-decodes its segment at every token, which streaming needs; for a 192-token answer that is
+        ~100x the work (4.7 ms against 0.04), and on the event loop it held back the next batch's requests."""
+        for token in tokens:
+            if self.phase == "reasoning" and token == self.engine.think_end_id:
+                self._emit(final=True)  # the reasoning segment is complete
+            self._take(token)
+        self._emit(final=True)
+
+    def _take(self, token: int) -> bool:
+        """The phase logic for one token; True when it joins the current segment's text."""
         eng = self.engine
         if token == eng.eos_id:
-            return None
+            return False
         if self.phase == "start":
             self.phase = "reasoning" if token == eng.think_start_id else "content"
             if self.phase == "reasoning":
-                return None
+                return False
         if self.phase == "reasoning" and token == eng.think_end_id:
             self.phase, self.segment, self.emitted = "content", [], 0
-            return None
+            return False
         self.segment.append(token)
         if self.phase == "content":
             self.content_ids.append(token)  # re-decoded with special tokens to read tool-call markers
-        text = eng.tokenizer.decode(self.segment, skip_special_tokens=True)
+        return True
+
+    def _emit(self, final: bool) -> tuple[str, str] | None:
+        text = self.engine.tokenizer.decode(self.segment, skip_special_tokens=True)
         if text.endswith("\ufffd"):
-            return None  # an incomplete UTF-8 sequence: wait for the next byte token
+            if not final:
+                return None  # an incomplete UTF-8 sequence: wait for the next byte token
+            text = text.rstrip("\ufffd")  # the segment ends inside a character: what push never emits
         delta, self.emitted = text[self.emitted :], len(text)
         if not delta:
             return None

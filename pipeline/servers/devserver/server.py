@@ -35,7 +35,26 @@ def _uvicorn_server(
 
     engine = Engine(Path(model_dir), served_name, options.device, options.dtype, options.max_batch)
     app = create_app(engine)
-    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False))
+    if log_level == "info" and options.max_batch > 1:
+        _print_batch_summaries()
+    # uvicorn's backlog (2,048) under a client that opens --concurrency connections at once drops the rest's
+    # SYNs, and each dropped one waits a 1 s (then 3 s, 7 s) retransmit: listen for as many as one batch.
+    backlog = max(2048, 2 * options.max_batch)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, backlog=backlog)
+    return uvicorn.Server(config)
+
+
+def _print_batch_summaries() -> None:
+    """The batch worker's INFO summary (every few batches: sizes, wait, run, tokens/s) on stderr, as uvicorn's."""
+    import logging
+
+    from pipeline.servers.devserver.batch_stats import log
+
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
 
 
 def serve(
