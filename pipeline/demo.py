@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,24 +23,13 @@ from rich.rule import Rule
 from rich.text import Text
 
 from catalog.home import Home
-from pipeline.servers.http import free_port  # demo_real takes it from here too
+from pipeline.servers.http import free_port, wait_http  # demo_real takes them from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / "draftset-home" / "demo"
 FIXTURE_HUB = ROOT / "tests" / "fixtures" / "hub"
 # Logs (not a terminal) get wide lines so tables and echoed commands stay readable.
 console = Console(width=None if sys.stdout.isatty() else 150)
-
-
-def wait_http(url: str, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"demo: {url} did not come up within {timeout_s:.0f}s")
 
 
 def draftset(*args: str, env: dict[str, str], expect_fail: bool = False, allow_fail: bool = False) -> None:

@@ -244,12 +244,12 @@ def main(argv: list[str] | None = None) -> dict:
         write_prompts(run, model, a.prompts, a.prompt_batch, a.prompt_tokens)
         run.done("prompts")
     with ExitStack() as stack:
-        from pipeline.servers.http import free_port
+        from pipeline.servers.http import free_port, wait_http
 
         hub_port = free_port()
         run.env["HF_ENDPOINT"] = f"http://127.0.0.1:{hub_port}"
         run.background(["hub", "serve", str(a.work / "hub"), "--port", str(hub_port)], "hub.log", stack)
-        _wait(f"http://127.0.0.1:{hub_port}/api/datasets?limit=1", 60)
+        wait_http(f"http://127.0.0.1:{hub_port}/api/datasets?limit=1", 60)
         data_stages(run, a, model, stack)
     train_stages(run, a, model)
     run.state["total_s_this_call"] = round(time.monotonic() - run.started, 1)
@@ -276,14 +276,14 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
         )  # fmt: skip
         run.done("mix")
     if run.step("regenerate"):
-        from pipeline.servers.http import free_port
+        from pipeline.servers.http import free_port, wait_http
 
         port = free_port()
         run.background(
             ["serve-dev", str(model), "--port", str(port), "--device", a.device, "--dtype", a.dtype,
              "--max-batch", str(a.max_batch)], "serve-dev.log", stack,
         )  # fmt: skip
-        _wait(f"http://127.0.0.1:{port}/health", 300)
+        wait_http(f"http://127.0.0.1:{port}/health", 300)
         run.state["regenerate"] = run.cli(
             "regenerate", MIX, "--endpoint", f"http://127.0.0.1:{port}/v1", "--max-tokens", str(a.answer_tokens),
             "--temperature", "0", "--include-length-truncated", "--concurrency", str(a.concurrency),
@@ -361,19 +361,6 @@ def launch(run: Run, jobs: dict[str, dict[str, Any]], model: Path, seconds: floa
         rc = proc.wait()
         log.close()
         print(f"[train {name}] exit {rc}; {(run.work / 'logs' / f'train-{name}.log').read_text()[-700:]}", flush=True)
-
-
-def _wait(url: str, timeout_s: float) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"{url} did not come up within {timeout_s:.0f}s")
 
 
 if __name__ == "__main__":

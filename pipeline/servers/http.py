@@ -68,6 +68,20 @@ def free_port(host: str = LOOPBACK) -> int:
         return probe.getsockname()[1]
 
 
+def wait_http(url: str, timeout_s: float = 120.0) -> None:
+    """Block until `url` answers (a server started in another process is up), or exit with one line."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit(f"{url} did not come up within {timeout_s:.0f}s")
+
+
 def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
