@@ -17,7 +17,8 @@ from statistics import median
 from typing import Any
 
 from adapters import structure as st
-from adapters.columns import CONTINUED_SHARE, INSTRUCTION_NAMES, MIN_CONTINUED_ROWS, continuation, template_column
+from adapters.column_names import INSTRUCTION_NAMES
+from adapters.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation, template_column
 from adapters.source import RawRow
 from adapters.spec import AdapterSpec
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters import structure as st
-from adapters.columns import CHOSEN, LABEL_NAMES, REJECTED, _boolish
+from adapters.column_names import CHOSEN, LABEL_NAMES, REJECTED
+from adapters.columns import _boolish
 from adapters.roles import infer_role_map
 
 if TYPE_CHECKING:

@@ -15,55 +15,23 @@ from typing import TYPE_CHECKING, Any
 
 from adapters import structure as st
 from adapters.aliases import canonical_role
+from adapters.column_names import (
+    CHOSEN,
+    EXTRA_PROMPT_NAMES,
+    INSTRUCTION_NAMES,
+    LABEL_NAMES,
+    PROMPT_NAMES,
+    REJECTED,
+    RESPONSE_NAMES,
+    SCORE_NAMES,
+)
+from adapters.continuation import continued_columns
 from adapters.rendered import BY_NAME
 from adapters.roles import detect_markers
 
 if TYPE_CHECKING:
     from adapters.detected import Detected
 
-PROMPT_NAMES = (
-    "instruction",
-    "prompt",
-    "question",
-    "query",
-    "input",
-    "problem",
-    "request",
-    "task",
-    "context",
-    "user",
-    "human",
-    "source",
-    "prefix",
-)
-RESPONSE_NAMES = (
-    "output",
-    "response",
-    "answer",
-    "completion",
-    "solution",
-    "answers",
-    "reply",
-    "target",
-    "assistant",
-    "gpt",
-    "targets",
-    "outputs",
-    "continuation",
-    "chosen",
-    "generation",
-    "text_output",
-)
-EXTRA_PROMPT_NAMES = ("input", "inputs", "context", "passage", "code", "document", "question", "query")
-# Columns that state the task (Natural-Instructions `definition`, FLAN templates): they lead the prompt.
-INSTRUCTION_NAMES = ("instruction", "instructions", "definition", "task_definition", "task_description", "directive")
-LABEL_NAMES = ("label", "labels", "desirable", "is_desirable", "kto_label", "thumbs_up", "is_good", "preferred")
-SCORE_NAMES = {
-    "chosen": ("chosen_score", "score_chosen", "chosen_rating", "rating_chosen"),
-    "rejected": ("rejected_score", "score_rejected", "rejected_rating", "rating_rejected"),
-}
-CHOSEN = ("chosen", "preferred", "better", "accepted", "winner", "response_chosen", "chosen_response")
-REJECTED = ("rejected", "dispreferred", "worse", "loser", "response_rejected", "rejected_response")
 MARKER = re.compile(r"(?:^|\n)[ \t]*((?:#{1,3} ?)?[A-Za-z][A-Za-z_]{1,20}(?: [A-Za-z]{2,12})?):")
 
 
@@ -354,43 +322,6 @@ def _prompt_columns(
         head = [prompt]
     # the rest in row order: a request split over two columns reads in the order the columns were written
     return [*head, *(k for k in order if (k == prompt or k in extra) and k not in head)]
-
-
-# Where a sentence may end: terminal punctuation in any script, or a closing quote or bracket after it.
-_SENTENCE_END = re.compile(r"[.!?;:。！？；：…]['\"”’)\]}」』»]*\s*$")
-CONTINUED_SHARE = 0.8  # of the rows holding both columns
-MIN_CONTINUED_ROWS = 3
-
-
-def continuation(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int]:
-    """(rows where `column` carries on the sentence `before` left open, rows holding text in both): `before`
-    stops without a sentence end and `column` starts with a lower-case word. One text split over two fields,
-    which a blank line between them would break mid-sentence. Scripts without case never count."""
-    both = [
-        (a.rstrip(), b.lstrip())
-        for r in rows
-        if isinstance(a := r.get(before), str) and isinstance(b := r.get(column), str) and a.strip() and b.strip()
-    ]
-    carried = sum(1 for a, b in both if not _SENTENCE_END.search(a) and b[:1].islower())
-    return carried, len(both)
-
-
-def continued_columns(rows: list[dict[str, Any]], prompt: list[str]) -> list[str]:
-    """The prompt columns that continue the sentence of the column before them on most rows. A column before
-    them that repeats one value on most rows is a template's instruction ("Classify the sentiment" over
-    lower-cased reviews), not the first half of a sentence each row splits: its input keeps the blank line."""
-    out = []
-    for before, column in zip(prompt, prompt[1:]):
-        carried, both = continuation(rows, before, column)
-        if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both and not template_column(rows, before):
-            out.append(column)
-    return out
-
-
-def template_column(rows: list[dict[str, Any]], column: str) -> bool:
-    """One value (stripped) on more than half the rows holding text in `column`."""
-    values = Counter(v.strip() for r in rows if isinstance(v := r.get(column), str) and v.strip())
-    return bool(values) and values.most_common(1)[0][1] > 0.5 * sum(values.values())
 
 
 def _exchanges(values: list[Any]) -> bool:

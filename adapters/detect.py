@@ -19,7 +19,8 @@ from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.answers import detect_answer_columns, detect_label
 from adapters.candidates import detect_battle, detect_ranked, prompt_only
-from adapters.columns import CHOSEN, REJECTED, detect_columns, detect_transcript
+from adapters.column_names import CHOSEN, REJECTED
+from adapters.columns import detect_columns, detect_transcript
 from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
 from adapters.encoded import empty as holds_nothing
@@ -284,7 +285,7 @@ def _unlabelled(
 
 
 def _prompt_prior(key: str) -> int:
-    from adapters.columns import PROMPT_NAMES
+    from adapters.column_names import PROMPT_NAMES
 
     return int(key.rsplit(".", 1)[-1].lower() in PROMPT_NAMES)
 

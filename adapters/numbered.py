@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters import structure as st
 from adapters.aliases import canonical_role
-from adapters.columns import PROMPT_NAMES, RESPONSE_NAMES
+from adapters.column_names import PROMPT_NAMES, RESPONSE_NAMES
 from adapters.roles import _prompt_like
 
 if TYPE_CHECKING:

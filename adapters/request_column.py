@@ -221,7 +221,7 @@ def split_request(d: Detected, rows: list[dict[str, Any]], prompt: str, rest: st
     as a prompt with `rest` for its answer, which regenerate mode would drop with half of every request. A
     completion task (a prefix and the text that continues it) joins into prose that asks nothing."""
     from adapters.answer_head import starts_in_code
-    from adapters.columns import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation
+    from adapters.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation
 
     # Rows whose second column opens in code cannot tell a request's rest from a code answer (`def f(x):` after
     # "Write a function to reverse a string"): they are left out, and they must not be most of the rows.

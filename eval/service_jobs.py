@@ -15,8 +15,8 @@ from pydantic import Field
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.servers.service.jobs import Job
+from pipeline.servers.service.stage_job import StageBody, StageJob, Work
 from pipeline.servers.service.stage_kinds import check_mix, named, optional_model
-from pipeline.servers.service.stages import StageBody, StageJob, Work
 
 if TYPE_CHECKING:
     from pipeline.servers.service.context import Service
@@ -37,7 +37,7 @@ class CheckBody(StageBody):
 
 def prepare_check(service: Service, body: CheckBody) -> Work:
     from eval.checks.draft_check import check_draft
-    from eval.cli.check_cmd import wiring_record
+    from eval.cli.wiring_json import wiring_record
     from eval.specdecode import records
 
     home = service.settings.home

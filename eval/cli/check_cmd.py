@@ -12,27 +12,8 @@ from typing import Any
 import typer
 
 from catalog.errors import DraftsetError
+from eval.cli.wiring_json import interval_json, wiring_record
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, print_table, resolve_named
-
-
-def _interval(i: object) -> dict[str, float] | None:
-    """An accept-length interval (eval.specdecode.replay.Interval) as numbers, for --json."""
-    if i is None:
-        return None
-    return {k: getattr(i, k) for k in ("value", "low", "high", "n_rounds", "n_tokens")}
-
-
-def wiring_record(w: Any) -> dict[str, Any]:
-    """One wiring's figures (eval.checks.draft_check.WiringResult) as --json and the service's check job give them."""
-    return {
-        "wiring": w.name,
-        "hf_taps": w.hf_ids,
-        "step_accuracy_fraction": list(w.step_accuracy),
-        "accept_length": w.accept_length,
-        "accept_length_interval": _interval(w.interval),
-        "step_acceptance_fraction": list(w.step_acceptance),
-        "independent_accept_length": w.independent_al,
-    }
 
 
 def register_jobs(register: Any) -> None:
@@ -203,7 +184,7 @@ def check_accept_length_cmd(
                 "wiring": r.name,
                 "hf_taps": r.hf_ids,
                 "steps": r.steps,
-                "accept_length_interval": _interval(r.interval),
+                "accept_length_interval": interval_json(r.interval),
                 "step_acceptance_fraction": list(r.step_acceptance),
                 "tokens_per_s": r.tokens_per_s,
                 "plain_tokens_per_s": m.greedy_tokens_per_s,
@@ -287,7 +268,7 @@ def check_pilot_cmd(
                 "fraction": p.fraction,
                 "train_samples": p.train_samples,
                 "steps": r.steps,
-                "accept_length_interval": _interval(r.interval),
+                "accept_length_interval": interval_json(r.interval),
                 "seconds": p.seconds,
             }
             for p in pilot.points

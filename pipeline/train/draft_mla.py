@@ -25,7 +25,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from pipeline.train.draft_model import DraftShape, RMSNorm, ttt_attention
+from pipeline.train.draft_model import DraftAttention, DraftShape, RMSNorm
 
 # vLLM's Eagle3 DeepseekV2 layer rebuilds the rope parameters from `config.rope_scaling`: unset (transformers 4)
 # gives {"rope_type": "default"} with no base, so get_rope falls back to 10000 whatever rope_theta says; under
@@ -70,7 +70,7 @@ def rope_interleaved(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)
 
 
-class MLAAttention(nn.Module):
+class MLAAttention(DraftAttention):
     def __init__(self, c: DraftMLAConfig):
         super().__init__()
         self.c = c
@@ -100,7 +100,3 @@ class MLAAttention(nn.Module):
         q_pe = rope_interleaved(q[..., nope:], pos, c.rope_theta)
         k_pe = rope_interleaved(k_pe.view(b, 1, n, rope), pos, c.rope_theta).expand(b, heads, n, rope)
         return torch.cat([q[..., :nope], q_pe], -1), torch.cat([k_nope, k_pe], -1), v
-
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
-        out = ttt_attention(*self.project(x, pos), cache, self.scale)
-        return self.o_proj(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))

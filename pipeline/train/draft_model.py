@@ -15,15 +15,12 @@ for a `DraftMLAConfig` (pipeline/train/draft_mla.py); both run EAGLE-3's trainin
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 from torch.nn import functional as F
-
-if TYPE_CHECKING:
-    from pipeline.train.draft_mla import DraftMLAConfig, MLAAttention
 
 
 class DraftShape(BaseModel):
@@ -88,6 +85,10 @@ class DraftShape(BaseModel):
         options = {"fc_norm": bool(cfg.get("fc_norm", False)), "norm_output": bool(cfg.get("norm_output", False))}
         own = [k for k in cls.model_fields if k not in ("n_aux", "attention_kind", *options)]
         return cls.model_validate({**{k: cfg[k] for k in own}, **options, "n_aux": n_aux})
+
+    def attention(self) -> DraftAttention:
+        """The layer's attention module: each architecture's config builds its own (the layer never names one)."""
+        raise NotImplementedError(type(self).__name__)
 
 
 class DraftConfig(DraftShape):
@@ -174,7 +175,23 @@ def ttt_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: list
     return p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
 
 
-class Attention(nn.Module):
+class DraftAttention(nn.Module):
+    """The draft layer's attention, whatever its architecture: `project` gives every head's q, k, v with rope
+    applied; the training-time-test attention and the output projection are the same for all (the eval runner
+    reads `project`, `scale` and `o_proj` too)."""
+
+    scale: float
+    o_proj: nn.Linear
+
+    def project(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        raise NotImplementedError(type(self).__name__)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
+        out = ttt_attention(*self.project(x, pos), cache, self.scale)
+        return self.o_proj(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
+
+
+class Attention(DraftAttention):
     """Llama attention (RoPE, GQA) over the layer's 2H input."""
 
     def __init__(self, c: DraftConfig):
@@ -196,13 +213,9 @@ class Attention(nn.Module):
         rep = c.num_attention_heads // c.num_key_value_heads
         return q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
-        out = ttt_attention(*self.project(x, pos), cache, self.scale)
-        return self.o_proj(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
-
 
 class MLP(nn.Module):
-    def __init__(self, c: DraftConfig | DraftMLAConfig):
+    def __init__(self, c: DraftShape):
         super().__init__()
         self.gate_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
         self.up_proj = nn.Linear(c.hidden_size, c.intermediate_size, bias=False)
@@ -213,13 +226,13 @@ class MLP(nn.Module):
 
 
 class MidLayer(nn.Module):
-    def __init__(self, c: DraftConfig | DraftMLAConfig):
+    def __init__(self, c: DraftShape):
         super().__init__()
         self.input_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.hidden_norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
-        self.self_attn: Attention | MLAAttention = (
+        self.self_attn = (
             c.attention()
-        )  # Llama GQA here; MLA for a DraftMLAConfig (pipeline/train/draft_mla.py)
+        )  # Llama GQA (DraftConfig); MLA for a DraftMLAConfig (pipeline/train/draft_mla.py)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
         self.mlp = MLP(c)
 
@@ -233,7 +246,7 @@ class Eagle3Draft(nn.Module):
     d2t: torch.Tensor  # buffers, registered in __init__
     t2d: torch.Tensor
 
-    def __init__(self, c: DraftConfig | DraftMLAConfig):
+    def __init__(self, c: DraftShape):
         super().__init__()
         self.config = c
         self.fc = nn.Linear(c.n_aux * c.target_hidden_size, c.hidden_size, bias=False)

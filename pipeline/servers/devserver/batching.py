@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipeline.servers.devserver.batch_stats import BatchLog, BatchStat
 
@@ -142,16 +142,3 @@ def _same(a: _Pending, b: _Pending) -> bool:
     if a.params.temperature <= 0 and b.params.temperature <= 0:
         return True
     return (a.params.temperature, a.params.top_p) == (b.params.temperature, b.params.top_p)
-
-
-def left_padded(rows: list[list[int]], pad: int) -> tuple[Any, Any]:
-    """(input_ids, attention_mask) for a batch, padded on the left so every row's next token is at the end."""
-    import torch
-
-    width = max(map(len, rows))
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for i, row in enumerate(rows):
-        ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
-        mask[i, width - len(row) :] = 1
-    return ids, mask

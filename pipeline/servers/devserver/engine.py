@@ -173,8 +173,6 @@ class Engine:
         """One left-padded `generate` for several prompts; each row is cut at end-of-turn and at its own budget."""
         import torch
 
-        from pipeline.servers.devserver.batching import left_padded
-
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         ids, mask = left_padded(prompts, pad)
         sample = params.temperature > 0
@@ -294,3 +292,16 @@ def normalise_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 fn["arguments"] = json.dumps(fn.get("arguments"))
         out.append(msg)
     return out
+
+
+def left_padded(rows: list[list[int]], pad: int) -> tuple[Any, Any]:
+    """(input_ids, attention_mask) for a batch, padded on the left so every row's next token is at the end."""
+    import torch
+
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+        mask[i, width - len(row) :] = 1
+    return ids, mask

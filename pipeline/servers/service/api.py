@@ -98,11 +98,9 @@ def start_find(body: FindBody, request: Request, user: Operator) -> dict[str, st
 @router.post("/api/ingest")
 def start_ingest(body: IngestBody, request: Request, user: Operator) -> dict[str, str]:
     """Approved datasets → canonical shards; with neither plan nor repos, every approved adapter."""
-    from pipeline.servers.service.work import start_ingest as start
+    from pipeline.servers.service import stages  # ingest is a stage job: progress from its runs, resumed by re-queueing
 
-    job = start(
-        service(request), body.plan, body.repos, body.fresh, user.name, all_rows=body.all_rows, settings=body.settings
-    )
+    job = stages.start(service(request), "ingest", body.model_dump(), user.name)
     return {"job_id": job.job_id}
 
 

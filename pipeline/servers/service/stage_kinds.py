@@ -23,7 +23,7 @@ from catalog.errors import DraftsetError
 from catalog.home import Home, checked_name
 from catalog.names import require_known
 from pipeline.servers.service.jobs import Job
-from pipeline.servers.service.stages import StageBody, StageJob, Work
+from pipeline.servers.service.stage_job import StageBody, StageJob, Work
 from pipeline.stage import StageConfig, stage_settings
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from pydantic import Field
 from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.servers.service.jobs import Job, find_work
-from pipeline.servers.service.stages import StageBody
+from pipeline.servers.service.stage_job import StageBody
 
 if TYPE_CHECKING:
     from adapters.propose import Outcome
@@ -128,23 +128,6 @@ class IngestBody(StageBody):
     # The ingest stage's own settings (IngestConfig: max_conversation_chars, oversample, sample_seed), checked
     # by the stage's model before the job is queued.
     settings: dict[str, Any] = Field(default_factory=dict, max_length=10)
-
-
-def start_ingest(
-    service: Service,
-    plan: str | None,
-    repos: list[str],
-    fresh: bool,
-    user: str,
-    *,
-    all_rows: bool = False,
-    settings: dict[str, Any] | None = None,
-) -> Job:
-    """`draftset ingest` as a stage job (stages.py: progress from its stage runs, resumed by queueing it again)."""
-    from pipeline.servers.service import stages
-
-    body = {"plan": plan, "repos": repos, "fresh": fresh, "all_rows": all_rows, "settings": settings or {}}
-    return stages.start(service, "ingest", body, user)
 
 
 def prepare_ingest(service: Service, body: IngestBody) -> Callable[[Job], dict[str, Any]]:
