@@ -17,7 +17,9 @@ viewers looping the slowest SQL: 5/5 answered, each waiting at most the one runn
 verdict, not a hole: `adapters test` reads a sample of rows from a stream and stops, so a 500 MB file behind 1 MB
 of gzip costs what its sample costs. Refusing it by its decoded size would refuse every large real dataset (a
 refused valid dataset is samples lost); the bound that matters is time and memory, which the attack checks, and a
-refusal is required only where a file cannot be read within them (the parquet dictionary bomb).
+refusal is required only where a file cannot be read within them (the parquet dictionary bomb). Rerun with that
+verdict (2026-12-02, merged tree): 13 of 13 held; jsonl-gz refused in 4.6 s, json-gz and csv-gz sampled in 2.6 and
+4.6 s, the parquet dictionary bomb refused in 2.8 s, the CLI at 154-216 MB throughout.
 """
 
 from __future__ import annotations
