@@ -133,12 +133,15 @@ class Run:
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGINT)
             stdout, stderr = proc.communicate()
-            print(
-                f"[budget] stopped `draftset {args[0]}` after {time.monotonic() - t0:.0f} s: the next call resumes it"
-            )
+            stopped = True
+        else:
+            stopped = False
         took = time.monotonic() - t0
         if log:
             self.state["seconds"][log] = round(self.state["seconds"].get(log, 0.0) + took, 1)
+        if stopped:  # not a failure: what it wrote is kept and the stage resumes by id in the next call
+            self.save()
+            raise SystemExit(f"[budget] stopped `draftset {args[0]}` after {took:.0f} s: the next call resumes it")
         if json_out and stderr:
             print(stderr[-3000:], flush=True)
         if check and proc.returncode != 0:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pipeline.servers.devserver.batch_stats import BatchLog, BatchStat
+from pipeline.servers.devserver.batch_stats import log as logger
 
 if TYPE_CHECKING:
     from pipeline.servers.devserver.engine import Engine, Generation, SamplingParams
@@ -125,7 +126,10 @@ class Batcher:
             outputs = self.engine.generate_batch(
                 [p.prompt_ids for p in batch], [p.budget for p in batch], batch[0].params
             )
-        except Exception as exc:  # every waiting request gets the error; the worker keeps serving
+            if len(outputs) != len(batch):  # a request without its answer would wait forever
+                raise RuntimeError(f"generate_batch gave {len(outputs)} answers for {len(batch)} requests")
+        except Exception as exc:  # every waiting request gets the error (a 500 naming it); the worker keeps serving
+            logger.warning("batch of %d failed: %s: %s", len(batch), type(exc).__name__, str(exc)[:200])
             for p in batch:
                 p.done(exc)
             return

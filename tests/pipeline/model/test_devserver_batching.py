@@ -112,3 +112,24 @@ def test_engine_refuses_an_unknown_dtype(toy_model_dir):
 
     with pytest.raises(DraftsetError, match="float32 or bfloat16"):
         Engine(toy_model_dir, dtype="float8")
+
+
+def test_a_batch_missing_an_answer_fails_every_request_instead_of_leaving_one_waiting(toy_model_dir):
+    from pipeline.servers.devserver.batching import Batcher
+
+    engine = Engine(toy_model_dir, max_batch=2)
+    batcher = Batcher(engine, max_batch=2)
+    real = engine.generate_batch
+    engine.generate_batch = lambda prompts, budgets, params: real(prompts, budgets, params)[:-1]  # type: ignore[method-assign]
+
+    async def two() -> list:
+        prompt = engine.render([{"role": "user", "content": "hi"}], None, False)
+        return await asyncio.wait_for(
+            asyncio.gather(
+                *(batcher.submit(prompt, SamplingParams(2, 0.0, 1.0, None)) for _ in range(2)), return_exceptions=True
+            ),
+            timeout=30,
+        )
+
+    results = asyncio.run(two())
+    assert all(isinstance(r, RuntimeError) and "answers for" in str(r) for r in results), results
