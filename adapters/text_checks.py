@@ -29,6 +29,7 @@ from typing import Any
 
 from adapters.pasted_system import opens_with, pasted_preambles
 from adapters.records import Conversation
+from adapters.request_column import CODE_LINE
 
 MIN_HITS = 2  # rows that must show a pattern before its share is judged
 SHARES = {  # failing share of the judged rows
@@ -109,6 +110,22 @@ def script(text: str) -> str | None:
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|#+)\s")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+# Math and LaTeX are written in Latin letters whatever the language (`$x = 2$`, `\frac{1}{2}`, `\boxed{2}`).
+_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|\\\[.*?\\\]|\\\(.*?\\\)|\\[A-Za-z]+", re.S)
+# A line of code outside a fence (a code-instruction set's bare answers): a code keyword opening it, an indented
+# body, or a call, assignment or brace ending it.
+_CODE_LINE = re.compile(
+    rf"{CODE_LINE.pattern}|^\s*(?:return|print|for|if|elif|else|while|var|try|except|echo|SELECT|#)\b|^(?: {{2,}}|\t)"
+    r"|[;{}]\s*$|\w\(.*\)\W*$|\s==?\s",
+    re.I,
+)
+
+
+def prose_of(text: str) -> str:
+    """The text without its code (fenced, inline or bare lines) and math, whose letters are Latin in any language:
+    what is left is the prose whose script can be judged."""
+    text = _MATH.sub(" ", _CODE.sub(" ", text))
+    return "\n".join(line for line in text.splitlines() if not _CODE_LINE.search(line))
 
 
 def _prose(answer: str) -> bool:
@@ -135,13 +152,9 @@ def _row_hits(
         echo = next((p for p, a in pairs if _echoes(p, a)), None)
         if echo is not None:
             hits["answer_echo"] = f"answer opens with its prompt {_norm(echo)[:40]!r}"
-        # code is written in Latin letters whatever the language: judged on the prose outside code only
+        # code and math are written in Latin letters whatever the language: judged on the prose outside them
         swap = next(
-            (
-                (sp, sa)
-                for p, a in pairs
-                if (sp := script(_CODE.sub(" ", p))) and (sa := script(_CODE.sub(" ", a))) and sp != sa
-            ),
+            ((sp, sa) for p, a in pairs if (sp := script(prose_of(p))) and (sa := script(prose_of(a))) and sp != sa),
             None,
         )
         if swap and not any(_TRANSLATE.search(p) for p, _ in pairs):

@@ -205,3 +205,23 @@ def test_cjk_personas_and_definitions(head: str, pasted: bool) -> None:
         for i in range(12)
     ]
     assert ("system_in_user" in _names(rows)) is pasted
+
+
+def test_bare_code_and_math_answers_are_in_no_language() -> None:
+    """A code-instruction set in Chinese or Russian whose answers are bare code (no fence), or a math set whose
+    answers are LaTeX, answers in the prompt's language: Latin letters in code and math are no script swap. An
+    English prose answer with math in it is still one."""
+    code = "def reverse(s):\n    return s[::-1]\n\nprint(reverse('hello'))"
+    latex = "\\frac{\\sqrt{3}}{2}"
+    rows = [
+        *(_chat(i, prompt="写一个Python函数，反转字符串。", answer=code) for i in range(4)),
+        *(
+            _chat(i, prompt="Напиши функцию на Python, которая переворачивает строку.", answer=code)
+            for i in range(4, 8)
+        ),
+        *(_chat(i, prompt="求 sin 60° 的值。", answer=latex) for i in range(8, 12)),
+    ]
+    assert "answer_language" not in _names(rows)
+    english = "Since $x + 3 = 5$, subtracting three from both sides gives $x = 2$, so the answer is \\boxed{2}."
+    swapped = [_chat(i, prompt="解方程 x+3=5，求x的值。", answer=english) for i in range(12)]
+    assert _names(swapped)["answer_language"]["count"] == 12
