@@ -64,6 +64,9 @@ _WRAP = re.compile(r"^\s*<([A-Za-z][\w-]{0,30})>.*</\1>\s*$", re.S)
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
 _END = re.compile(r"""[.!?…。！？:;)\]}"'`*>|\-~\d]\s*$|```\s*$""")
 _LAST_WORD = re.compile(r"[^\W\d_]{2,}\s*$", re.U)
+# A last token that is an address, a path or a file name (`https://x.org/a.html`, `/etc/nginx.conf`, `a@b.com`):
+# honest answers end on one without a stop ("See https://..."), so it is no sentence left open.
+_ADDRESS = re.compile(r"[/@\\=_]|\.\w")
 _TRANSLATE = re.compile(
     r"translat|traduc|übersetz|翻译|翻訳|번역|перевед|in (?:english|chinese|french|german|spanish|japanese|korean|"
     r"russian|arabic|hindi|portuguese|italian)|into [A-Z][a-z]+",
@@ -165,7 +168,14 @@ def _row_hits(
         prose = [a for _, a in pairs if _prose(a)]
         if prose:
             judged.add("answer_cut")
-            cut = next((a for a in prose if not _END.search(a) and _LAST_WORD.search(a)), None)
+            cut = next(
+                (
+                    a
+                    for a in prose
+                    if not _END.search(a) and _LAST_WORD.search(a) and not _ADDRESS.search(a.split()[-1])
+                ),
+                None,
+            )
             if cut is not None:
                 hits["answer_cut"] = f"answer ends mid-sentence: …{cut.rstrip()[-40:]!r}"
     judged.add("escaped_markup")

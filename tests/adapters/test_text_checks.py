@@ -225,3 +225,14 @@ def test_bare_code_and_math_answers_are_in_no_language() -> None:
     english = "Since $x + 3 = 5$, subtracting three from both sides gives $x = 2$, so the answer is \\boxed{2}."
     swapped = [_chat(i, prompt="解方程 x+3=5，求x的值。", answer=english) for i in range(12)]
     assert _names(swapped)["answer_language"]["count"] == 12
+
+
+def test_an_answer_that_ends_on_an_address_is_not_cut() -> None:
+    """ "See https://…/asyncio-task.html", "it lives in /etc/nginx/nginx.conf", "write to a@b.com": honest endings
+    without a stop. An answer cut after a plain word still fails."""
+    tails = [" See https://docs.python.org/3/library/asyncio-task.html", " It lives in /etc/nginx/nginx.conf"]
+    tails += [" Write to support@example.com"]
+    rows = [_chat(i, answer=ANSWERS[i] + tails[i % 3]) for i in range(12)]
+    assert "answer_cut" not in _names(rows)
+    cut = [_chat(i, answer=ANSWERS[i] + " See the docs at the address the maintainers") for i in range(12)]
+    assert _names(cut)["answer_cut"]["count"] == 12
