@@ -236,3 +236,20 @@ def test_an_answer_that_ends_on_an_address_is_not_cut() -> None:
     assert "answer_cut" not in _names(rows)
     cut = [_chat(i, answer=ANSWERS[i] + " See the docs at the address the maintainers") for i in range(12)]
     assert _names(cut)["answer_cut"]["count"] == 12
+
+
+PERSONAS = [
+    "You are Sherlock Holmes, the consulting detective of Baker Street.",
+    "You are a patient Socratic math tutor who never gives the answer away.",
+    "You are a grumpy medieval blacksmith who speaks in short sentences.",
+    "You are an enthusiastic travel guide for the city of Kyoto.",
+]
+
+
+def test_a_persona_on_every_row_is_the_design_however_many_personas() -> None:
+    """A role-play set opens every first turn with its character, one of four: the design, as one persona on every
+    row is. One persona pasted on a third of the rows is still the trace of a flattened system turn."""
+    every = [_chat(i, prompt=f"{PERSONAS[i % 4]}\n\n{PROMPTS[i]}") for i in range(12)]
+    assert "system_in_user" not in _names(every)
+    some = [_chat(i, prompt=f"{PERSONAS[i % 2]}\n\n{PROMPTS[i]}" if i % 3 == 0 else PROMPTS[i]) for i in range(12)]
+    assert _names(some)["system_in_user"]["count"] == 4
