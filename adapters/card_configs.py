@@ -16,12 +16,24 @@ from typing import Any
 
 EVAL_NAMES = {"test", "tests", "eval", "evals", "evaluation", "benchmark", "bench", "validation", "valid", "dev"}
 EVAL_SPLITS = {"test", "validation", "valid", "dev", "eval", "evaluation"}
+# The clause must give the config the role of evaluation data, not merely mention evaluation: a training config's
+# own card speaks of "answers filtered by GPT-4 evaluation", "an LLM-as-judge evaluation rubric", "problems from
+# the MATH benchmark training set" or "checked for contamination against benchmarks", none of which is a role.
 _EVAL_PHRASE = re.compile(
-    r"\b(?:evaluation|eval|benchmark(?:ing)?|test[- ]set|test[- ]split|held[- ]out|holdout|for testing"
-    r"|(?:not|never)\s+(?:be\s+)?(?:used\s+)?(?:for\s+)?train(?:ing|ed)?|do\s+not\s+train|contaminat\w*)\b",
+    r"\b(?:held[- ]out|holdout"
+    r"|(?:evaluation|eval|test|testing|benchmark(?:ing)?|validation|dev)[- ](?:set|split|subset|data|only|purposes?)"
+    r"|(?:for|in) (?:evaluation|evaluating|testing|benchmarking)"
+    r"|(?:is|are|as|serves as) (?:an? |the )?(?:\w+[- ]){0,2}(?:benchmark|evaluation|test)\b(?! (?:results|scores))"
+    r"|(?:not|never)\s+(?:be\s+)?(?:used\s+)?(?:for\s+)?train(?:ing|ed)?|do\s+not\s+train)\b",
     re.IGNORECASE,
 )
-_NEGATED = re.compile(r"\bnot\s+(?:an?\s+)?(?:evaluation|eval|benchmark|test)\b", re.IGNORECASE)
+# No evidence: a negation, or the clause says the data was kept apart from evaluation sets (decontamination).
+_NEGATED = re.compile(
+    r"\bnot\s+(?:an?\s+)?(?:evaluation|eval|benchmark|test)\b|\bdecontaminat\w*"
+    r"|\b(?:against|overlap(?:ping)? with|(?:removed|excluded|filtered out) from)\s+(?:\w+\s+){0,3}"
+    r"(?:evaluation|eval|benchmark|test)",
+    re.IGNORECASE,
+)
 _CLAUSE = re.compile(r"[.;!?\n]+|,\s+(?:while|whereas|but)\s+|\s+(?:while|whereas)\s+")
 MAX_CARD_CHARS = 200_000
 

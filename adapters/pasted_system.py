@@ -52,14 +52,18 @@ def persona(paragraph: str) -> bool:
 
 def pasted_preambles(first_user_turns: Iterable[str], min_rows: int = 2) -> set[str]:
     """The persona paragraphs that open at least `min_rows` first user turns, followed by a request of their own,
-    on fewer than MOST_ROWS of the rows."""
+    on fewer than MOST_ROWS of the rows. Nothing when they open MOST_ROWS of the rows between them: a persona on
+    every row is the design whether it is one persona or one per character (a role-play set)."""
     turns = list(first_user_turns)
     heads: Counter[str] = Counter()
     for text in turns:
         head, rest = _split(text)
         if _width(head) >= MIN_CHARS and rest and not _FIELD_LABEL.match(rest) and persona(head):
             heads[head] += 1
-    return {h for h, n in heads.items() if n >= min_rows and n < MOST_ROWS * len(turns)}
+    recurring = {h: n for h, n in heads.items() if n >= min_rows}
+    if sum(recurring.values()) >= MOST_ROWS * len(turns):
+        return set()
+    return set(recurring)
 
 
 def opens_with(text: str, preambles: set[str]) -> str | None:

@@ -13,7 +13,8 @@ labels) has no requests in it and stays refused as plain text. Each side needs e
                pretraining, or a class label sits beside each text (a classification set)
 
 A request name maps unless the rows read as documents; any other name maps only when most rows read as requests
-(nearly all under a document name), no class label sits beside them and nothing says documents. Never by repo name; the evidence is written into the reason.
+(nearly all under a document name, or under a card whose words for documents may be the questions' topic), no
+class label sits beside them and nothing says documents. Never by repo name; the evidence is written into the reason.
 """
 
 from __future__ import annotations
@@ -86,16 +87,20 @@ CODE_LINE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#include|fun
 # A card that says its rows are requests (specific phrases: a card's "questions? open an issue" says nothing).
 CARD_REQUESTS = re.compile(
     r"\b(?:prompts|(?:user|human) (?:requests|queries|instructions|questions|messages|turns)|"
-    r"(?:set|collection|dataset|list|dump) of (?:\w+ ){0,2}(?:prompts|instructions|questions|queries|requests)|"
+    r"(?:set|collection|corpus|dataset|list|dump) of (?:\w+ ){0,2}(?:prompts|instructions|questions|queries|requests)|"
     r"without (?:answers|responses|completions)|no (?:answers|responses|completions)|prompt[- ]only|"
     r"(?:answers|responses) (?:are|were) (?:removed|left out|not included)|to be (?:answered|regenerated))\b",
     re.IGNORECASE,
 )
+# A card that names the data's kind (a pretraining corpus, a crawl, a classification task) stands against any
+# neutral column; a card word that is as often the topic of questions ("questions about news articles") stands
+# only against rows that do not nearly all ask, like a document name.
 CARD_DOCUMENTS = re.compile(
     r"\b(?:pre-?training|corpus|corpora|web ?crawl|crawled|common ?crawl|language model(?:l)?ing|fill-mask|"
-    r"text-classification|documents|articles|source files)\b",
+    r"text-classification)\b",
     re.IGNORECASE,
 )
+CARD_DOCUMENT_TOPICS = re.compile(r"\b(?:documents|articles|source files)\b", re.IGNORECASE)
 # Text about the request rather than an answer to it (Magpie's intent / knowledge / quality_explanation columns).
 ABOUT_THE_REQUEST = re.compile(
     r"^\W*(?:the user(?:'s)?\b|the (?:user )?(?:query|question|prompt|instruction|request) "
@@ -177,7 +182,9 @@ def requests_only(d: Detected, rows: list[dict[str, Any]], column: str, card_tex
     low = column.lower()
     named = low in REQUEST_NAMES or any(low.endswith(f"_{n}") or low.startswith(f"{n}_") for n in REQUEST_NAMES[:8])
     card_says = CARD_REQUESTS.search(card_text or "")
-    card_docs = CARD_DOCUMENTS.search(card_text or "")
+    card_docs = CARD_DOCUMENTS.search(card_text or "") or (
+        CARD_DOCUMENT_TOPICS.search(card_text or "") if reading.share < DOCUMENT_NAME_SHARE else None
+    )
     label = _label_beside(rows, column)
     # a document name raises the bar: a `text` column must ask on nearly every row to be read as prompts; a card
     # that says its rows are prompts lowers it (dumps where many prompts are statements or pasted text)

@@ -29,6 +29,7 @@ from typing import Any
 
 from adapters.pasted_system import opens_with, pasted_preambles
 from adapters.records import Conversation
+from adapters.request_column import CODE_LINE
 
 MIN_HITS = 2  # rows that must show a pattern before its share is judged
 SHARES = {  # failing share of the judged rows
@@ -63,6 +64,9 @@ _WRAP = re.compile(r"^\s*<([A-Za-z][\w-]{0,30})>.*</\1>\s*$", re.S)
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
 _END = re.compile(r"""[.!?…。！？:;)\]}"'`*>|\-~\d]\s*$|```\s*$""")
 _LAST_WORD = re.compile(r"[^\W\d_]{2,}\s*$", re.U)
+# A last token that is an address, a path or a file name (`https://x.org/a.html`, `/etc/nginx.conf`, `a@b.com`):
+# honest answers end on one without a stop ("See https://..."), so it is no sentence left open.
+_ADDRESS = re.compile(r"[/@\\=_]|\.\w")
 _TRANSLATE = re.compile(
     r"translat|traduc|übersetz|翻译|翻訳|번역|перевед|in (?:english|chinese|french|german|spanish|japanese|korean|"
     r"russian|arabic|hindi|portuguese|italian)|into [A-Z][a-z]+",
@@ -109,6 +113,22 @@ def script(text: str) -> str | None:
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*•+]|\d+[.)]|#+)\s")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+# Math and LaTeX are written in Latin letters whatever the language (`$x = 2$`, `\frac{1}{2}`, `\boxed{2}`).
+_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|\\\[.*?\\\]|\\\(.*?\\\)|\\[A-Za-z]+", re.S)
+# A line of code outside a fence (a code-instruction set's bare answers): a code keyword opening it, an indented
+# body, or a call, assignment or brace ending it.
+_CODE_LINE = re.compile(
+    rf"{CODE_LINE.pattern}|^\s*(?:return|print|for|if|elif|else|while|var|try|except|echo|SELECT|#)\b|^(?: {{2,}}|\t)"
+    r"|[;{}]\s*$|\w\(.*\)\W*$|\s==?\s",
+    re.I,
+)
+
+
+def prose_of(text: str) -> str:
+    """The text without its code (fenced, inline or bare lines) and math, whose letters are Latin in any language:
+    what is left is the prose whose script can be judged."""
+    text = _MATH.sub(" ", _CODE.sub(" ", text))
+    return "\n".join(line for line in text.splitlines() if not _CODE_LINE.search(line))
 
 
 def _prose(answer: str) -> bool:
@@ -135,13 +155,9 @@ def _row_hits(
         echo = next((p for p, a in pairs if _echoes(p, a)), None)
         if echo is not None:
             hits["answer_echo"] = f"answer opens with its prompt {_norm(echo)[:40]!r}"
-        # code is written in Latin letters whatever the language: judged on the prose outside code only
+        # code and math are written in Latin letters whatever the language: judged on the prose outside them
         swap = next(
-            (
-                (sp, sa)
-                for p, a in pairs
-                if (sp := script(_CODE.sub(" ", p))) and (sa := script(_CODE.sub(" ", a))) and sp != sa
-            ),
+            ((sp, sa) for p, a in pairs if (sp := script(prose_of(p))) and (sa := script(prose_of(a))) and sp != sa),
             None,
         )
         if swap and not any(_TRANSLATE.search(p) for p, _ in pairs):
@@ -152,7 +168,14 @@ def _row_hits(
         prose = [a for _, a in pairs if _prose(a)]
         if prose:
             judged.add("answer_cut")
-            cut = next((a for a in prose if not _END.search(a) and _LAST_WORD.search(a)), None)
+            cut = next(
+                (
+                    a
+                    for a in prose
+                    if not _END.search(a) and _LAST_WORD.search(a) and not _ADDRESS.search(a.split()[-1])
+                ),
+                None,
+            )
             if cut is not None:
                 hits["answer_cut"] = f"answer ends mid-sentence: …{cut.rstrip()[-40:]!r}"
     judged.add("escaped_markup")

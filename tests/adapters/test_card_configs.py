@@ -32,3 +32,32 @@ def test_the_largest_config_is_passed_over_when_the_card_calls_it_evaluation():
     with pytest.raises(DraftsetError, match="every config"):
         choose_config(["arena", "bench"], rows, {"arena": "card", "bench": "name"})
     assert choose_split(["validation", "extra"], {"validation": 50, "extra": 5}, {"validation": "name"})[0] == "extra"
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        "The `sft` config holds answers filtered by GPT-4 evaluation.",
+        "The `sft` config contains responses scored with an LLM-as-judge evaluation rubric.",
+        "The `sft` subset covers problems from the MATH benchmark training set.",
+        "Answers in the `sft` config were checked for contamination against common benchmarks.",
+        "The `sft` config was decontaminated against evaluation sets.",
+    ],
+)
+def test_a_training_config_that_merely_mentions_evaluation_is_not_passed_over(card):
+    """Evaluation named beside a config is no role: only "is a held-out set", "for evaluation only", "do not train"."""
+    assert evaluation_names(["sft", "prefs"], card) == {}
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        "The `arena` config is a benchmark; do not train on it.",
+        "Use the `arena` subset for evaluation only.",
+        "The `arena` config should never be used for training.",
+        "The `arena` config is the test set of the paper.",
+        "The `arena` config contains test data.",
+    ],
+)
+def test_a_config_given_the_role_of_evaluation_data_is_marked(card):
+    assert set(evaluation_names(["chats", "arena"], card)) == {"arena"}

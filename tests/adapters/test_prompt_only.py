@@ -164,6 +164,16 @@ def test_a_corpus_card_vetoes_a_neutral_name() -> None:
     assert "the card speaks of" in _refusal(rows, "A pretraining corpus of maintenance manuals.")
 
 
+def test_a_card_that_names_documents_as_the_topic_does_not_veto_questions() -> None:
+    """ "Questions about news articles": the card's word is the questions' topic, not the rows' kind. Every row asks,
+    so the column is prompts; a neutral-named column of prose under the same card stays plain text."""
+    card = "Questions people asked about news articles and legal documents, gathered from reader forums."
+    rows = [{"input": q} for q in REQUESTS]
+    _assert_prompt_set(_proposed(rows, card), rows, "input")
+    prose = [{"input": PROSE.replace("spring", f"spring of year {i}")} for i in range(12)]
+    assert "the card speaks of 'articles'" in _refusal(prose, card)
+
+
 # -- columns beside the prompts that are not its answer ----------------------------------------------
 
 

@@ -205,3 +205,51 @@ def test_cjk_personas_and_definitions(head: str, pasted: bool) -> None:
         for i in range(12)
     ]
     assert ("system_in_user" in _names(rows)) is pasted
+
+
+def test_bare_code_and_math_answers_are_in_no_language() -> None:
+    """A code-instruction set in Chinese or Russian whose answers are bare code (no fence), or a math set whose
+    answers are LaTeX, answers in the prompt's language: Latin letters in code and math are no script swap. An
+    English prose answer with math in it is still one."""
+    code = "def reverse(s):\n    return s[::-1]\n\nprint(reverse('hello'))"
+    latex = "\\frac{\\sqrt{3}}{2}"
+    rows = [
+        *(_chat(i, prompt="写一个Python函数，反转字符串。", answer=code) for i in range(4)),
+        *(
+            _chat(i, prompt="Напиши функцию на Python, которая переворачивает строку.", answer=code)
+            for i in range(4, 8)
+        ),
+        *(_chat(i, prompt="求 sin 60° 的值。", answer=latex) for i in range(8, 12)),
+    ]
+    assert "answer_language" not in _names(rows)
+    english = "Since $x + 3 = 5$, subtracting three from both sides gives $x = 2$, so the answer is \\boxed{2}."
+    swapped = [_chat(i, prompt="解方程 x+3=5，求x的值。", answer=english) for i in range(12)]
+    assert _names(swapped)["answer_language"]["count"] == 12
+
+
+def test_an_answer_that_ends_on_an_address_is_not_cut() -> None:
+    """ "See https://…/asyncio-task.html", "it lives in /etc/nginx/nginx.conf", "write to a@b.com": honest endings
+    without a stop. An answer cut after a plain word still fails."""
+    tails = [" See https://docs.python.org/3/library/asyncio-task.html", " It lives in /etc/nginx/nginx.conf"]
+    tails += [" Write to support@example.com"]
+    rows = [_chat(i, answer=ANSWERS[i] + tails[i % 3]) for i in range(12)]
+    assert "answer_cut" not in _names(rows)
+    cut = [_chat(i, answer=ANSWERS[i] + " See the docs at the address the maintainers") for i in range(12)]
+    assert _names(cut)["answer_cut"]["count"] == 12
+
+
+PERSONAS = [
+    "You are Sherlock Holmes, the consulting detective of Baker Street.",
+    "You are a patient Socratic math tutor who never gives the answer away.",
+    "You are a grumpy medieval blacksmith who speaks in short sentences.",
+    "You are an enthusiastic travel guide for the city of Kyoto.",
+]
+
+
+def test_a_persona_on_every_row_is_the_design_however_many_personas() -> None:
+    """A role-play set opens every first turn with its character, one of four: the design, as one persona on every
+    row is. One persona pasted on a third of the rows is still the trace of a flattened system turn."""
+    every = [_chat(i, prompt=f"{PERSONAS[i % 4]}\n\n{PROMPTS[i]}") for i in range(12)]
+    assert "system_in_user" not in _names(every)
+    some = [_chat(i, prompt=f"{PERSONAS[i % 2]}\n\n{PROMPTS[i]}" if i % 3 == 0 else PROMPTS[i]) for i in range(12)]
+    assert _names(some)["system_in_user"]["count"] == 4
