@@ -69,7 +69,9 @@ _LAST_WORD = re.compile(r"[^\W\d_]{2,}\s*$", re.U)
 _ADDRESS = re.compile(r"[/@\\=_]|\.\w")
 _TRANSLATE = re.compile(
     r"translat|traduc|übersetz|翻译|翻訳|번역|перевед|in (?:english|chinese|french|german|spanish|japanese|korean|"
-    r"russian|arabic|hindi|portuguese|italian)|into [A-Z][a-z]+",
+    r"russian|arabic|hindi|portuguese|italian)|into [A-Z][a-z]+"
+    # the answer's language named in the prompt's own script ("请用英语回答", "英語で", "영어로", "по-английски")
+    r"|英语|英文|中文|汉语|日语|日文|英語|日本語|中国語|영어|한국어|중국어|английск|по-английски|китайск",
     re.I,
 )
 

@@ -227,6 +227,17 @@ def test_bare_code_and_math_answers_are_in_no_language() -> None:
     assert _names(swapped)["answer_language"]["count"] == 12
 
 
+def test_a_prompt_that_names_the_answers_language_in_its_own_script_is_no_swap() -> None:
+    """'Answer in English', asked in Chinese, Japanese, Korean or Russian: an English answer is what was asked."""
+    asks = ["请用英语回答：什么是递归？", "英語で答えてください：再帰とは何ですか？", "영어로 답해 주세요: 재귀란 무엇인가요?",
+            "Ответь по-английски: что такое рекурсия?"]  # fmt: skip
+    answer = "Recursion is when a function calls itself on a smaller part of the problem until it reaches a base case."
+    rows = [_chat(i, prompt=asks[i % 4], answer=answer) for i in range(12)]
+    assert "answer_language" not in _names(rows)
+    plain = [_chat(i, prompt="什么是递归？请解释一下。", answer=answer) for i in range(12)]
+    assert _names(plain)["answer_language"]["count"] == 12  # not asked for: still a swap
+
+
 def test_an_answer_that_ends_on_an_address_is_not_cut() -> None:
     """ "See https://…/asyncio-task.html", "it lives in /etc/nginx/nginx.conf", "write to a@b.com": honest endings
     without a stop. An answer cut after a plain word still fails."""
