@@ -1,9 +1,11 @@
 """Who is asking, and may they: bearer tokens for the API, cookie sessions for the pages, CSRF for forms.
 
 A session cookie holds a random session id, never the token; the session (user, CSRF secret) lives in
-this process's memory, so a restart logs everyone out. A session acts with the authority its user has
-now, as a bearer token does: every request looks the user up in the same in-memory table, so
-`users remove` ends their sessions and a changed role applies from the next request. Requests authenticated by cookie must carry the
+this process's memory, so a restart logs everyone out. A session lives exactly as long as the token it
+logged in with: every request looks that token's hash up in the same in-memory table a bearer token
+meets, so `users remove` and `users add --replace` (a new token and role) end the sessions of the old
+token at their next request; a session is never carried over to a later token of the same name (a
+leaked token's session would live on through its replacement). Requests authenticated by cookie carry the
 session's CSRF secret on every unsafe method (form field `csrf_token` or header `X-CSRF-Token`); bearer
 requests need none (a browser never attaches a bearer header on its own).
 
@@ -53,6 +55,7 @@ class Session:
     user: User
     csrf: str
     expires: float
+    token_hash: str  # the token it logged in with: revoked (removed, replaced), the session ends
 
 
 class Auth:
@@ -60,7 +63,6 @@ class Auth:
         self.catalog = catalog
         self.sessions: dict[str, Session] = {}
         self._users: dict[str, User] = {}  # token hash -> active user
-        self._by_name: dict[str, User] = {}  # name -> active user (what a session acts as)
         self._loaded: tuple[int, float] | None = None  # (owner generation, monotonic time) of the load
         self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None
@@ -78,9 +80,8 @@ class Auth:
         owner = owner_of(self.catalog.path)
         generation = owner.generation if owner is not None else -1  # read before: a write during the load reloads
         users = active_users(self.catalog)
-        by_name = {user.name: user for user in users.values()}
         with self._lock:
-            self._users, self._by_name, self._loaded = users, by_name, (generation, time.monotonic())
+            self._users, self._loaded = users, (generation, time.monotonic())
 
     def user_for(self, token: str) -> User | None:
         """The active user holding `token` (a blocking reload when stale: for sync callers)."""
@@ -104,14 +105,12 @@ class Auth:
             await anyio.to_thread.run_sync(self._reload_if_stale, limiter=self._limiter)
 
     async def session_user(self, request: Request, session: Session) -> User | None:
-        """The session's user as they are now (their current role), or None when removed: then the session
-        ends here, at once."""
+        """The session's user while the token it logged in with is active, or None once that token is
+        revoked (the user removed, or given a new token): then the session ends here, at once."""
         await self._refresh()
-        user = self._by_name.get(session.user.name)
+        user = self._users.get(session.token_hash)
         if user is None:
             self.logout(request.cookies.get(SESSION_COOKIE))
-            return None
-        session.user = user  # pages show the role it acts with
         return user
 
     def _reload_if_stale(self) -> None:
@@ -119,11 +118,12 @@ class Auth:
             self._reload()
 
     def login(self, token: str) -> tuple[str, Session] | None:
-        user = self.user_for(token.strip())
+        token = token.strip()
+        user = self.user_for(token)
         if user is None:
             return None
         sid = secrets.token_urlsafe(32)
-        session = Session(user, secrets.token_urlsafe(24), time.time() + SESSION_TTL_S)
+        session = Session(user, secrets.token_urlsafe(24), time.time() + SESSION_TTL_S, hash_token(token))
         with self._lock:
             self.sessions = {k: s for k, s in self.sessions.items() if s.expires > time.time()}
             self.sessions[sid] = session
@@ -155,7 +155,11 @@ class Auth:
                 )
             current = await self.session_user(request, session)
             if current is None:
-                raise ApiError(401, f"{session.user.name}'s access was removed", "ask an operator for a token")
+                raise ApiError(
+                    401,
+                    f"{session.user.name}'s access was removed, or their token replaced",
+                    "log in at /login with your current token (an operator issues one)",
+                )
             if request.method not in ("GET", "HEAD", "OPTIONS"):
                 await self._check_csrf(request, session)
             user = current

@@ -1,5 +1,6 @@
-"""Page sessions act with the authority their user has now, as bearer tokens do: `users remove` ends them
-at once, a lowered role applies from the next request, and page forms spend the API's rate limits."""
+"""Page sessions live as long as the token they logged in with, as bearer tokens do: `users remove` and a
+new token (`--replace`, a new role) end them at the next request, never carried over to a later token of
+the same name, and page forms spend the API's rate limits."""
 
 from __future__ import annotations
 
@@ -55,15 +56,31 @@ def test_users_remove_ends_a_page_session_at_once(svc):
     assert browser.get("/api/me").status_code == 401
 
 
-def test_a_lowered_role_applies_to_the_session_from_the_next_request(svc):
+def test_a_new_token_and_role_end_the_old_tokens_session_and_the_new_token_logs_in(svc):
     browser, csrf = _login(svc, svc.tokens["reviewer"])
     assert _reject(browser, csrf).status_code == 404
     with svc.api("operator") as op:
-        assert op.post("/api/users", json={"name": "rita", "role": "viewer", "replace": True}).status_code == 200
+        new = op.post("/api/users", json={"name": "rita", "role": "viewer", "replace": True})
+        assert new.status_code == 200, new.text
+    me = browser.get("/api/me")  # the old token is revoked: its session with it, whatever the role now
+    assert me.status_code == 401 and "token replaced" in me.json()["error"]
+    assert _reject(browser, csrf).status_code in (303, 401)
+    browser, csrf = _login(svc, new.json()["token"])
     assert browser.get("/api/me").json() == {"name": "rita", "role": "viewer"}
     refused = _reject(browser, csrf)
     assert refused.status_code == 403 and "reviewer role" in refused.text
     assert browser.get("/adapters").status_code == 200  # what a viewer may do still works
+
+
+def test_an_idle_session_never_passes_to_a_later_token_of_the_same_name(svc):
+    """Removed and added again while the session made no request (a leaked token's session, idle): the
+    session belonged to the revoked token, so the new rita's authority is not its to use."""
+    browser, _ = _login(svc, svc.tokens["reviewer"])
+    with svc.api("operator") as op:
+        assert op.delete("/api/users/rita").status_code == 200
+        assert op.post("/api/users", json={"name": "rita", "role": "reviewer"}).status_code == 200
+    me = browser.get("/api/me")
+    assert me.status_code == 401 and "access was removed" in me.json()["error"], me.text
 
 
 def test_page_forms_spend_the_same_rate_limit_as_the_api(svc):
