@@ -168,4 +168,9 @@ def test_a_warm_up_that_starts_after_its_hub_stopped_spawns_no_worker():
         assert workers and all(p.is_alive() for p in workers)
     finally:
         reader.close()
+    # close() kills them and joins each for up to 5 s; on a loaded 2-core machine a killed worker can take a
+    # moment longer to be reaped (a full-suite run saw one alive right after close): it must be gone soon after.
+    deadline = time.monotonic() + 20
+    while any(p.is_alive() for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not any(p.is_alive() for p in workers)
