@@ -73,6 +73,9 @@ def lever_recipes(steps: int) -> dict[str, dict[str, Any]]:
         "lever-constant": {**base, "schedule": "constant"},
         "lever-batch32k": {**base, "batch_tokens": 32768, "lr": 2e-3, "max_steps": steps // 4},
         "lever-ttt3": {**base, "ttt_steps": 3},
+        # the build keeps 16,000; train re-picks K from the build's token counts (no second build)
+        "lever-vocab8k": {**base, "draft_vocab_size": 8000},
+        "lever-vocab32k": {**base, "draft_vocab_size": 32000},
     }
 
 
@@ -148,6 +151,37 @@ class Run:
             self.save()
             raise SystemExit(f"draftset {' '.join(args)} failed (exit {proc.returncode})")
         return json.loads(stdout) if json_out and proc.returncode == 0 and (stdout or "").strip() else proc.returncode
+
+    def cli_all(self, commands: dict[str, list[str]], log: str) -> dict[str, Any]:
+        """Several `--json` commands at once (the checks of every run: CPU-bound, so each gets its share of the
+        cores); the JSON of each that exits 0, its log under WORK/logs otherwise."""
+        (self.work / "logs").mkdir(parents=True, exist_ok=True)
+        threads = str(max(1, (os.cpu_count() or 1) // len(commands)))
+        env = {**self.env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        t0, procs = time.monotonic(), {}
+        for name, args in commands.items():
+            print(f"$ draftset {' '.join(args)}", flush=True)
+            out = (self.work / "logs" / f"{log}-{name}.json").open("w")
+            err = (self.work / "logs" / f"{log}-{name}.log").open("w")
+            procs[name] = (subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", *args], env=env, stdout=out,
+                                            stderr=err, text=True), out, err)  # fmt: skip
+        results = {}
+        for name, (proc, out, err) in procs.items():
+            try:
+                rc = proc.wait(timeout=max(self.left() - 20, 10))
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)
+                rc = proc.wait()
+            out.close()
+            err.close()
+            text = (self.work / "logs" / f"{log}-{name}.json").read_text()
+            if rc == 0 and text.strip():
+                results[name] = json.loads(text)
+            else:
+                tail = (self.work / "logs" / f"{log}-{name}.log").read_text()[-600:]
+                print(f"[{log} {name}] exit {rc}: {tail}", flush=True)
+        self.state["seconds"][log] = round(self.state["seconds"].get(log, 0.0) + time.monotonic() - t0, 1)
+        return results
 
     def background(self, args: list[str], log: str, stack: ExitStack) -> None:
         (self.work / "logs").mkdir(parents=True, exist_ok=True)
@@ -228,7 +262,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--concurrency", type=int, default=8192, help="regenerate's requests in flight")
     p.add_argument("--draft-vocab", type=int, default=16000)
     p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
-    p.add_argument("--parallel", type=int, default=6, help="trainings at once (one GPU runs several small ones)")
+    p.add_argument("--parallel", type=int, default=8, help="trainings at once (one GPU runs several small ones)")
     p.add_argument("--eval-prompts", type=int, default=16)
     p.add_argument("--eval-tokens", type=int, default=96)
     p.add_argument("--budget-s", type=float, default=None)
@@ -328,14 +362,15 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
             run.state.setdefault("train", {})[name] = metrics
     run.save()
     build = str(run.home / "data" / "build" / MIX)
-    for name in ["main", *(lever_recipes(a.lever_steps) if a.lever_steps else {})]:
-        if not (trained(run, name) or {}).get("complete") or not run.step(f"check-{name}") or run.left() < 45:
-            continue
-        result = run.cli(
-            "check", "draft", name, "--captures", build, "--max-samples", str(a.eval_prompts),
-            "--max-new-tokens", str(a.eval_tokens), "--json", log=f"check-{name}", json_out=True, check=False,
-        )  # fmt: skip
-        if isinstance(result, dict):  # a failed check stays to do: the next call runs it again
+    names = ["main", *(lever_recipes(a.lever_steps) if a.lever_steps else {})]
+    todo = [n for n in names if (trained(run, n) or {}).get("complete") and run.step(f"check-{n}")]
+    if todo and run.left() > 60:
+        checks = {
+            n: ["check", "draft", n, "--captures", build, "--max-samples", str(a.eval_prompts),
+                "--max-new-tokens", str(a.eval_tokens), "--json"]
+            for n in todo
+        }  # fmt: skip
+        for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
     if (trained(run, "main") or {}).get("complete") and run.step("measure-main") and run.left() > 150:

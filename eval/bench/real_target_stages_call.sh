@@ -15,10 +15,12 @@ if [ ! -d /tmp/site/duckdb ] && [ -f .gpuwork/s/site.tar.xz ]; then
   printf '[draftset.commands]\ncheck = eval.cli.check_cmd:register\nreport = eval.cli.report_cmd:register\n' \
     > /tmp/site/draftset-0.1.0.dist-info/entry_points.txt
 fi
+# wheels carried loose (.gpuwork/t: one missed by site.tar.xz) are unzipped beside it
+for w in .gpuwork/t/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
 if [ ! -f $G/smol.gguf ] && [ -f $G/gg.ad ]; then cat $G/gg.aa $G/gg.ab $G/gg.ac $G/gg.ad > $G/smol.gguf; md5sum $G/smol.gguf; fi
 export PYTHONPATH=/tmp/site:$REPO PYTHONUNBUFFERED=1
 if [ "$1" = smoke ]; then
-  python3 -c "import duckdb, datatrove, pydantic, openai, fastapi, uvicorn, datasets, gguf, torch; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__)"
+  python3 -c "import duckdb, datatrove, pydantic, openai, httpx2, truststore, uvicorn, datasets, gguf, torch; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__)"
   python3 -m pipeline.cli.app check --help | head -5; ls -la $G; nproc; free -g | head -2; exit 0
 fi
 [ -f $G/smol.gguf ] || { echo "GGUF not whole yet:"; ls -la $G; exit 0; }

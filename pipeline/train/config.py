@@ -41,6 +41,13 @@ class TrainConfig(StageConfig):
     )
     fc_norm: bool = setting(False, "EAGLE-3.1: an RMSNorm on each tap before the fusion layer")
     norm_output: bool = setting(False, "EAGLE-3.1: the post-norm state feeds the next draft step")
+    # A lever without a second build: the build keeps every target token's count beside its top K.
+    draft_vocab_size: int | None = setting(
+        None,
+        "K: the draft's vocabulary (default: the build's); another K re-picks the K most frequent tokens "
+        "from the build's token counts",
+        ge=1,
+    )
     draft_arch: Literal["auto", "llama", "mla"] = setting(
         "auto", "auto (an MLA draft for DeepSeek-V3/Kimi targets, Llama-style otherwise) | llama | mla"
     )

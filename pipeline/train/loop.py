@@ -18,6 +18,7 @@ import torch
 
 from catalog.errors import DraftsetError
 from catalog.io import atomic_path, write_json_atomic
+from pipeline.build.vocab import draft_vocab
 from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress
 from pipeline.stage import Stage, StageRun, rank_dir
@@ -59,6 +60,19 @@ def build_draft(
     draft.d2t.copy_(vocab["d2t"].long())
     draft.t2d.copy_(vocab["t2d"].bool())
     return draft
+
+
+def repicked(vocab: dict, k: int | None) -> dict:
+    """The build's draft vocabulary, or the K most frequent tokens of its counts when `k` asks for another size."""
+    if k is None or k == int(vocab["d2t"].numel()):
+        return vocab
+    if "token_counts" not in vocab:
+        raise DraftsetError(
+            "this build's vocab.safetensors has no token_counts to re-pick a draft vocabulary from",
+            hint="leave draft_vocab_size unset, or rebuild with --draft-vocab-size K",
+        )
+    d2t, t2d = draft_vocab(vocab["token_counts"].numpy(), k)
+    return {**vocab, "d2t": torch.from_numpy(d2t), "t2d": torch.from_numpy(t2d)}
 
 
 def train_step(
@@ -155,8 +169,9 @@ class TrainStage(Stage[TrainConfig]):
         self.lengths = self.source.lengths(self.train_ids)
         max_length = manifest.max_length or max(self.lengths.values(), default=0)
         target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
+        vocab = repicked(self.source.vocab, config.draft_vocab_size)
         self.draft = build_draft(
-            target_dir, manifest, self.source.vocab, max_length, config.fc_norm, config.norm_output, config.draft_arch
+            target_dir, manifest, vocab, max_length, config.fc_norm, config.norm_output, config.draft_arch
         ).to(self.device)
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)
