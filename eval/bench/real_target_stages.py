@@ -175,9 +175,9 @@ class Run:
             out.close()
             err.close()
             text = (self.work / "logs" / f"{log}-{name}.json").read_text()
-            if rc == 0 and text.strip():
-                results[name] = json.loads(text)
-            else:
+            try:  # a check that warns (a wrong wiring scoring as high) exits 1 with its JSON: kept, with its exit
+                results[name] = {**json.loads(text), "exit": rc}
+            except json.JSONDecodeError:
                 tail = (self.work / "logs" / f"{log}-{name}.log").read_text()[-600:]
                 print(f"[{log} {name}] exit {rc}: {tail}", flush=True)
         self.state["seconds"][log] = round(self.state["seconds"].get(log, 0.0) + time.monotonic() - t0, 1)
@@ -265,6 +265,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--parallel", type=int, default=8, help="trainings at once (one GPU runs several small ones)")
     p.add_argument("--eval-prompts", type=int, default=16)
     p.add_argument("--eval-tokens", type=int, default=96)
+    p.add_argument("--main-epochs", type=int, default=MAIN_RECIPE["epochs"])
+    p.add_argument("--eagle3-main", action="store_true", help="also train plain EAGLE-3 at the main recipe")
+    p.add_argument("--measure-s", type=float, default=150, help="seconds `check accept-length` needs to be started")
     p.add_argument("--budget-s", type=float, default=None)
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bfloat16")
@@ -342,8 +345,11 @@ TAIL_S = 75.0  # train's load before the loop and its export after; the checks a
 def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
     """The main run and the levers side by side on one GPU (each is launch-bound alone), then their checks."""
     jobs: dict[str, dict[str, Any]] = {}
+    main = {**MAIN_RECIPE, "epochs": a.main_epochs}
     if not (trained(run, "main") or {}).get("complete"):
-        jobs["main"] = MAIN_RECIPE
+        jobs["main"] = main
+    if a.eagle3_main and not (trained(run, "main-eagle3") or {}).get("complete"):
+        jobs["main-eagle3"] = {**main, "fc_norm": False, "norm_output": False}  # EAGLE-3 vs 3.1 at the main recipe
     if a.lever_steps:
         for name, recipe in lever_recipes(a.lever_steps).items():
             if not (trained(run, name) or {}).get("complete"):
@@ -356,14 +362,18 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
                 break
             launch(run, {n: jobs[n] for n in names[at : at + a.parallel]}, model, run.left() - TAIL_S)
         run.state["seconds"]["train"] = round(run.state["seconds"].get("train", 0.0) + time.monotonic() - t0, 1)
-    for name in ["main", *lever_recipes(a.lever_steps or 1)]:
+    runs = [
+        "main",
+        *(["main-eagle3"] if a.eagle3_main else []),
+        *(lever_recipes(a.lever_steps) if a.lever_steps else {}),
+    ]
+    for name in runs:
         metrics = trained(run, name)
         if metrics is not None:
             run.state.setdefault("train", {})[name] = metrics
     run.save()
     build = str(run.home / "data" / "build" / MIX)
-    names = ["main", *(lever_recipes(a.lever_steps) if a.lever_steps else {})]
-    todo = [n for n in names if (trained(run, n) or {}).get("complete") and run.step(f"check-{n}")]
+    todo = [n for n in runs if (trained(run, n) or {}).get("complete") and run.step(f"check-{n}")]
     if todo and run.left() > 60:
         checks = {
             n: ["check", "draft", n, "--captures", build, "--max-samples", str(a.eval_prompts),
@@ -373,7 +383,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
-    if (trained(run, "main") or {}).get("complete") and run.step("measure-main") and run.left() > 150:
+    if (trained(run, "main") or {}).get("complete") and run.step("measure-main") and run.left() > a.measure_s:
         result = run.cli(
             "check", "accept-length", "main", "--captures", build, "--steps", "3", "--steps", "5",
             "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",

@@ -6,7 +6,7 @@
 #     bash eval/bench/real_target_stages_call.sh smoke|BUDGET_S [extra args for real_target_stages]
 REPO=$PWD; G=~/gw; mkdir -p $G ~/wk
 ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null  # regenerate keeps thousands of requests in flight
-for f in .gpuwork/p*/gg.*; do [ -f "$f" ] && cp -n "$f" $G/; done
+for f in .gpuwork/[pq]*/gg.*; do [ -f "$f" ] && cp -n "$f" $G/; done
 if [ ! -d /tmp/site/duckdb ] && [ -f .gpuwork/s/site.tar.xz ]; then
   mkdir -p /tmp/site && tar xJf .gpuwork/s/site.tar.xz -C /tmp/site || exit 3
   # draftset is not pip-installed there: its entry points (the `check`/`report` commands) need a dist-info
@@ -17,7 +17,10 @@ if [ ! -d /tmp/site/duckdb ] && [ -f .gpuwork/s/site.tar.xz ]; then
 fi
 # wheels carried loose (.gpuwork/t: one missed by site.tar.xz) are unzipped beside it
 for w in .gpuwork/t/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
-if [ ! -f $G/smol.gguf ] && [ -f $G/gg.ad ]; then cat $G/gg.aa $G/gg.ab $G/gg.ac $G/gg.ad > $G/smol.gguf; md5sum $G/smol.gguf; fi
+# the parts (any split: .gpuwork/p1..p3 in four, or q1..q2 in two) are whole once their bytes add up to the GGUF's
+if [ ! -f $G/smol.gguf ] && [ "$(cat $G/gg.* 2>/dev/null | wc -c)" = 98362432 ]; then
+  cat $G/gg.* > $G/smol.gguf; md5sum $G/smol.gguf
+fi
 export PYTHONPATH=/tmp/site:$REPO PYTHONUNBUFFERED=1
 if [ "$1" = smoke ]; then
   python3 -c "import duckdb, datatrove, pydantic, openai, httpx2, truststore, uvicorn, datasets, gguf, torch; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__)"
