@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--prompt-tokens", type=int, default=64)
     p.add_argument("--answer-tokens", type=int, default=192)
     p.add_argument("--max-batch", type=int, default=4096, help="serve-dev's batch")
-    p.add_argument("--concurrency", type=int, default=8192, help="regenerate's requests in flight")
+    p.add_argument("--concurrency", type=int, default=4096, help="regenerate's requests in flight (at most 4,096)")
     p.add_argument("--draft-vocab", type=int, default=16000)
     p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
     p.add_argument("--parallel", type=int, default=8, help="trainings at once (one GPU runs several small ones)")
