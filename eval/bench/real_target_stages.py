@@ -269,6 +269,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--eagle3-main", action="store_true", help="also train plain EAGLE-3 at the main recipe")
     p.add_argument("--measure-s", type=float, default=150, help="seconds `check accept-length` needs to be started")
     p.add_argument("--budget-s", type=float, default=None)
+    p.add_argument("--checks-only", action="store_true", help="no more training: check what is trained")
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bfloat16")
     a = p.parse_args(argv)
@@ -354,7 +355,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, recipe in lever_recipes(a.lever_steps).items():
             if not (trained(run, name) or {}).get("complete"):
                 jobs[name] = recipe
-    if jobs and run.left() > TAIL_S + 60:
+    if jobs and run.left() > TAIL_S + 60 and not a.checks_only:
         t0 = time.monotonic()
         names = list(jobs)
         for at in range(0, len(names), a.parallel):
@@ -373,7 +374,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
             run.state.setdefault("train", {})[name] = metrics
     run.save()
     build = str(run.home / "data" / "build" / MIX)
-    todo = [n for n in runs if (trained(run, n) or {}).get("complete") and run.step(f"check-{n}")]
+    todo = [n for n in runs if ((trained(run, n) or {}).get("complete") or a.checks_only and trained(run, n)) and run.step(f"check-{n}")]
     if todo and run.left() > 60:
         checks = {
             n: ["check", "draft", n, "--captures", build, "--max-samples", str(a.eval_prompts),
@@ -383,7 +384,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
-    if (trained(run, "main") or {}).get("complete") and run.step("measure-main") and run.left() > a.measure_s:
+    if ((trained(run, "main") or {}).get("complete") or a.checks_only and trained(run, "main")) and run.step("measure-main") and run.left() > a.measure_s:
         result = run.cli(
             "check", "accept-length", "main", "--captures", build, "--steps", "3", "--steps", "5",
             "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",
