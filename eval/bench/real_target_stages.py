@@ -97,6 +97,8 @@ class Run:
             "HF_HUB_DISABLE_TELEMETRY": "1",
             "PYTHONUNBUFFERED": "1",
             "COLUMNS": "150",
+            # eight trainings share one GPU: segments that grow leave less stranded memory between them
+            "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
         }
         self.env.pop("HF_TOKEN", None)
 
@@ -361,7 +363,9 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for at in range(0, len(names), a.parallel):
             if run.left() < TAIL_S + 60:
                 break
-            launch(run, {n: jobs[n] for n in names[at : at + a.parallel]}, model, run.left() - TAIL_S)
+            failed = launch(run, {n: jobs[n] for n in names[at : at + a.parallel]}, model, run.left() - TAIL_S)
+            if failed and run.left() > TAIL_S + 60:  # e.g. out of GPU memory beside the others: once more, alone
+                launch(run, {n: jobs[n] for n in failed}, model, run.left() - TAIL_S)
         run.state["seconds"]["train"] = round(run.state["seconds"].get("train", 0.0) + time.monotonic() - t0, 1)
     runs = [
         "main",
@@ -374,7 +378,11 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
             run.state.setdefault("train", {})[name] = metrics
     run.save()
     build = str(run.home / "data" / "build" / MIX)
-    todo = [n for n in runs if ((trained(run, n) or {}).get("complete") or a.checks_only and trained(run, n)) and run.step(f"check-{n}")]
+    todo = [
+        n
+        for n in runs
+        if ((trained(run, n) or {}).get("complete") or a.checks_only and trained(run, n)) and run.step(f"check-{n}")
+    ]
     if todo and run.left() > 60:
         checks = {
             n: ["check", "draft", n, "--captures", build, "--max-samples", str(a.eval_prompts),
@@ -384,7 +392,11 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
-    if ((trained(run, "main") or {}).get("complete") or a.checks_only and trained(run, "main")) and run.step("measure-main") and run.left() > a.measure_s:
+    if (
+        ((trained(run, "main") or {}).get("complete") or a.checks_only and trained(run, "main"))
+        and run.step("measure-main")
+        and run.left() > a.measure_s
+    ):
         result = run.cli(
             "check", "accept-length", "main", "--captures", build, "--steps", "3", "--steps", "5",
             "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",
@@ -396,8 +408,8 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
     run.save()
 
 
-def launch(run: Run, jobs: dict[str, dict[str, Any]], model: Path, seconds: float) -> None:
-    """Start the trainings at once and wait for all; each stops resumably at `seconds`."""
+def launch(run: Run, jobs: dict[str, dict[str, Any]], model: Path, seconds: float) -> list[str]:
+    """Start the trainings at once and wait for all; each stops resumably at `seconds`. Returns those that failed."""
     procs = {}
     (run.work / "logs").mkdir(parents=True, exist_ok=True)
     for name, recipe in jobs.items():
@@ -406,10 +418,14 @@ def launch(run: Run, jobs: dict[str, dict[str, Any]], model: Path, seconds: floa
         log = (run.work / "logs" / f"train-{name}.log").open("a")
         procs[name] = (subprocess.Popen([sys.executable, "-m", "pipeline.cli.app", *args], env=run.env,
                                         stdout=log, stderr=subprocess.STDOUT), log)  # fmt: skip
+    failed = []
     for name, (proc, log) in procs.items():
         rc = proc.wait()
         log.close()
         print(f"[train {name}] exit {rc}; {(run.work / 'logs' / f'train-{name}.log').read_text()[-700:]}", flush=True)
+        if rc != 0:
+            failed.append(name)
+    return failed
 
 
 if __name__ == "__main__":

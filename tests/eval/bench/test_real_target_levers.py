@@ -1,0 +1,62 @@
+"""The lever table: accuracy, intervals and the change against the base run, from a run's record."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.bench.real_target_levers import RECORD, lever_rows, main, markdown, wilson
+
+
+def record(base: list[float], lever: list[float]) -> dict:
+    metrics = {"steps": 300, "rank0_tokens": 1000}
+    return {
+        "heldout_tokens": 1000,
+        "heldout_rows": 8,
+        "recipes": {"lever-base": {"lr": 1e-3}, "lever-x": {"lr": 2e-3}},
+        "failed": {"lever-y": "out of memory"},
+        "stages": {
+            "regenerate": {"counts": {"out": 1234}},
+            "train": {
+                "lever-base": {**metrics, "heldout_step_accuracy": base},
+                "lever-x": {**metrics, "heldout_step_accuracy": lever},
+                "lever-z": {**metrics, "heldout_step_accuracy": None},  # not evaluated: no row
+            },
+        },
+    }
+
+
+def test_wilson_brackets_the_proportion_and_narrows_with_more_trials():
+    lo, hi = wilson(0.4, 100)
+    assert lo < 0.4 < hi
+    lo2, hi2 = wilson(0.4, 10_000)
+    assert lo < lo2 < 0.4 < hi2 < hi
+
+
+def test_each_lever_is_set_against_the_base_at_its_first_and_its_deepest_shared_step():
+    rows = {r["run"]: r for r in lever_rows(record([0.5, 0.4, 0.3], [0.6, 0.45]))}
+    assert set(rows) == {"lever-base", "lever-x"}
+    assert rows["lever-x"]["vs_base_first"] == pytest.approx(0.1)
+    assert rows["lever-x"]["vs_base_last"] == pytest.approx(0.05)  # step 1: the deepest both have
+    assert "vs_base_first" not in rows["lever-base"]
+
+
+def test_the_table_names_what_each_lever_changes_and_what_did_not_train():
+    rec = record([0.5, 0.4], [0.6, 0.45])
+    table = markdown(lever_rows(rec), rec)
+    assert "| lever-x | lr 0.002 |" in table
+    assert "lever-y | not trained: out of memory" in table
+    assert "+0.100" in table
+
+
+def test_the_kept_record_gives_a_table_and_a_plot(tmp_path: Path):
+    out = tmp_path / "levers.png"
+    table = main(["--record", str(RECORD), "--plot", str(out)])
+    assert "lever-eagle3" in table and out.stat().st_size > 10_000
+
+
+def test_a_record_without_accuracies_is_one_clear_error(tmp_path: Path):
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({**record([], []), "stages": {"train": {}}}))
+    with pytest.raises(SystemExit, match="no run with held-out accuracy"):
+        main(["--record", str(path)])
