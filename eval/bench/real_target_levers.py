@@ -84,9 +84,10 @@ def plot(rows: list[dict[str, Any]], out: Path, title: str) -> None:
         ks = list(range(len(r["acc"])))
         low = [p - lo for p, (lo, _) in zip(r["acc"], r["interval"], strict=True)]
         high = [hi - p for p, (_, hi) in zip(r["acc"], r["interval"], strict=True)]
-        style = {"linewidth": 2.5, "color": "black"} if r["run"] == BASE else {}
+        base = r["run"] == BASE  # the reference: thick and black
         label = f"{r['run']} ({r['steps']} steps)"
-        ax.errorbar(ks, r["acc"], yerr=[low, high], marker="o", capsize=3, label=label, **style)
+        ax.errorbar(ks, r["acc"], yerr=[low, high], marker="o", capsize=3, label=label,
+                    linewidth=2.5 if base else 1.5, color="black" if base else None)  # fmt: skip
     ax.set_xlabel("TTT step (draft's own earlier proposals as input)")
     ax.set_ylabel("held-out token accuracy")
     ax.set_title(title)
