@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> dict:
     run = Run(a.work, a.out, a.budget_s)
     run.state["args"] = {k: str(v) for k, v in vars(a).items()}
     model = run.home / "models" / "smollm2"
-    if run.step("import"):
+    # a state archive restored on a fresh machine (real_target_stages_call.sh) holds no model, build or drafts:
+    # what a step made is checked on disk, not only in stages.json
+    if run.step("import") or not (model / "config.json").exists():
         run.cli("model", "import-gguf", str(a.gguf), str(model), log="import")
         run.done("import")
     if run.step("prompts"):
@@ -331,10 +333,10 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
             "regenerate", MIX, "--endpoint", f"http://127.0.0.1:{port}/v1", "--max-tokens", str(a.answer_tokens),
             "--temperature", "0", "--include-length-truncated", "--concurrency", str(a.concurrency),
             "--timeout", "900", "--no-progress", "--json", log="regenerate", json_out=True,
-            stop_at=max(run.left() - 60, 30),
+            stop_at=None if run.budget_s is None else max(run.left() - 60, 30),
         )  # fmt: skip
         run.done("regenerate")
-    if run.step("build"):
+    if run.step("build") or not (run.home / "data" / "build" / MIX).exists():
         run.state["build"] = run.cli(
             "build", MIX, "--model", str(model), "--max-length", "1024", "--draft-vocab-size", str(a.draft_vocab),
             "--json", log="build", json_out=True,
@@ -358,6 +360,10 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
             if not (trained(run, name) or {}).get("complete"):
                 jobs[name] = recipe
     if jobs and run.left() > TAIL_S + 60 and not a.checks_only:
+        for name in jobs:  # a draft trained (again) here is checked again: its old checks judged another draft
+            run.state.get("done", {}).pop(f"check-{name}", None)
+            if name == "main":
+                run.state.get("done", {}).pop("measure-main", None)
         t0 = time.monotonic()
         names = list(jobs)
         for at in range(0, len(names), a.parallel):

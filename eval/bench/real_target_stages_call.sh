@@ -2,7 +2,8 @@
 # One device call of eval/bench/real_target_stages.py (resumable; calls back to back on one warm machine).
 # The GGUF (98 MB) and the packages the GPU image lacks (site.tar.xz, 25 MB) travel in parts over the first calls
 # (a call carries at most 64 MiB): .gpuwork/p1..p3 hold the GGUF's parts, .gpuwork/s the packages. Each call
-# copies what it carried to ~/gw; the run starts once the GGUF is whole.
+# copies what it carried to ~/gw; the run starts once the GGUF is whole. Each call brings back state.tar.xz: copy
+# it to .gpuwork/w/ and carry that path in the next call, so a bare machine goes on from it.
 #     bash eval/bench/real_target_stages_call.sh smoke|BUDGET_S [extra args for real_target_stages]
 REPO=$PWD; G=~/gw; mkdir -p $G ~/wk
 ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null  # regenerate keeps thousands of requests in flight
@@ -21,6 +22,11 @@ for w in .gpuwork/t/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/sit
 if [ ! -f $G/smol.gguf ] && [ "$(cat $G/gg.* 2>/dev/null | wc -c)" = 98362432 ]; then
   cat $G/gg.* > $G/smol.gguf; md5sum $G/smol.gguf
 fi
+# the state of an earlier machine (the rows made so far, the catalog, stages.json) when this one starts bare:
+# .gpuwork/w holds the state.tar.xz a call brought back (a warm machine between calls is not a promise)
+if [ ! -f ~/wk/stages.json ] && [ -f .gpuwork/w/state.tar.xz ]; then
+  tar xJf .gpuwork/w/state.tar.xz -C ~/wk && echo "state restored: $(du -sh ~/wk | cut -f1)"
+fi
 export PYTHONPATH=/tmp/site:$REPO PYTHONUNBUFFERED=1
 if [ "$1" = smoke ]; then
   python3 -c "import duckdb, datatrove, pydantic, openai, httpx2, truststore, uvicorn, datasets, gguf, torch; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__)"
@@ -33,5 +39,10 @@ timeout -s INT $((BUDGET + 30)) python3 -m eval.bench.real_target_stages --gguf 
   --budget-s $BUDGET "$@" 2>&1 | grep -v '^\s*$' | tee $OUT/log.txt
 rc=$?
 tar czf $OUT/logs.tgz -C ~/wk logs recipes stages.json 2>/dev/null
+# what must outlive the machine, small enough to carry back (the model is re-imported, the build rebuilt, drafts
+# retrained): without it a machine taken back between calls takes every regenerated row with it
+tar cf - -C ~/wk --exclude=home/models --exclude=home/data/build --exclude=home/drafts stages.json home hub recipes \
+  2>/dev/null | xz -T0 -3 > $OUT/state.tar.xz
+if [ "$(stat -c %s $OUT/state.tar.xz)" -gt 45000000 ]; then echo "state.tar.xz over 45 MB: not kept"; rm $OUT/state.tar.xz; fi
 nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
 exit $rc
