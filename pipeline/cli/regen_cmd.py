@@ -7,14 +7,12 @@ from typing import Any
 
 import typer
 
-from catalog.errors import DraftsetError
 from catalog.home import Home
 from pipeline.cli.common import (
     CONFIG_OPTION,
     JSON_OPTION,
     catalog,
     console,
-    field_option,
     json_listing,
     json_output,
     print_table,
@@ -22,61 +20,19 @@ from pipeline.cli.common import (
     settings,
     timestamp,
 )
-from pipeline.regenerate.config import RegenConfig, RetryPolicy
+from pipeline.cli.stage_options import stage_options
+from pipeline.regenerate.config import RegenConfig
 from pipeline.regenerate.status import job_record, run_record  # status --json: the tables' raw numbers
+from pipeline.stage.config import env_values
 
 
+@stage_options(RegenConfig)  # every setting RegenConfig declares, as a flag (pipeline/cli/stage_options.py)
 def regenerate_cmd(
     mix: str = typer.Argument(..., help="Mix name: reads data/mix/MIX/, writes data/regen/MIX/."),
-    endpoint: list[str] | None = typer.Option(
-        None, "--endpoint", help="OpenAI-compatible server URL (repeatable; default DRAFTSET_TARGET_ENDPOINTS)."
-    ),
-    model: str | None = typer.Option(None, "--model", help="Served model name (default: what /v1/models lists)."),
-    max_rows: int | None = field_option(RegenConfig, "max_rows", help="Only the first N rows of the mix."),
-    thinking: bool | None = typer.Option(
-        None, "--thinking/--no-thinking", help="enable_thinking in chat_template_kwargs (default: on)."
-    ),
     config_file: Path | None = CONFIG_OPTION,
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", min=1, help="max_tokens for every partition (default: short 10,240 / long 16,384)."
-    ),
-    concurrency: int | None = typer.Option(
-        None,
-        "--concurrency",
-        min=1,
-        help="Concurrency per endpoint for every partition (default: short 150 / long 32).",
-    ),
-    split_at: int | None = typer.Option(
-        None, "--split-at", min=1, help="Short/long prompt threshold (default 32,000 chars)."
-    ),
-    temperature: float | None = field_option(RegenConfig, "temperature", help="Sampling temperature."),
-    seed: int | None = field_option(RegenConfig, "seed", help="Base seed; each request gets hash(seed, id, turn)."),
-    max_attempts: int | None = field_option(RetryPolicy, "max_attempts", help="Attempts per request."),
-    timeout: float | None = field_option(
-        RetryPolicy,
-        "timeout_s",
-        "--timeout",
-        min=0.001,
-        help="Seconds per request: a wall-clock deadline for the whole reply (a trickling server cannot stretch it).",
-    ),
-    backoff: float | None = field_option(
-        RetryPolicy, "backoff_s", "--backoff", help="First retry delay in s, doubling."
-    ),
-    include_length_truncated: bool | None = typer.Option(
-        None, "--include-length-truncated", help="Keep answers cut by max_tokens (default: skipped.jsonl)."
-    ),
-    retry_errors: bool | None = typer.Option(None, "--retry-errors", help="Answer again the ids in errors.jsonl."),
-    flush_rows: int | None = field_option(RegenConfig, "flush_rows", help="Rows per result shard."),
-    shard: str | None = typer.Option(
-        None,
-        "--shard",
-        metavar="I/N",
-        help="Take only rows with sha1(id) mod N == I (0 <= I < N), writing "
-        "data/regen/MIX/shard-I-of-N/: N workers (processes or hosts on a shared filesystem) split one mix and "
-        "each resumes on its own. Every run on a mix must use the same N.",
-    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar."),
     as_json: bool = JSON_OPTION,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Answer every prompt of a mix with the target model through OpenAI-compatible servers.
 
@@ -84,44 +40,18 @@ def regenerate_cmd(
     through unchanged. Kill it at any time and run it again: it resumes by id. Outputs in
     data/regen/MIX/: results-*.parquet, errors.jsonl, skipped.jsonl, manifest.json, progress.json
     (watch it from another terminal with `draftset status`). With --shard I/N they go to
-    data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are."""
+    data/regen/MIX/shard-I-of-N/, and data/regen/MIX/manifest.json is complete once all N shards are.
+    Settings: a flag given, else the --config file, else DRAFTSET_TARGET_* for endpoints and model, else the default."""
     from pipeline.cli import known
-    from pipeline.regenerate.config import load_config, with_overrides
+    from pipeline.regenerate.config import load_config
     from pipeline.regenerate.run import run_regenerate
 
     document = json_listing(as_json)
 
     cfg = settings()
-    endpoints = endpoint or cfg.target_endpoints
-    if not endpoints:
-        raise DraftsetError(
-            "no target endpoint given",
-            hint="pass --endpoint http://HOST:PORT (e.g. from `draftset serve-dev DIR --port 8000`) "
-            "or set DRAFTSET_TARGET_ENDPOINTS='[\"http://HOST:PORT\"]'",
-        )
-    config = load_config(
-        config_file,
-        mix=mix,
-        endpoints=list(endpoints),
-        model=model or cfg.target_model,
-        max_rows=max_rows,
-        thinking=thinking,
-        temperature=temperature,
-        seed=seed,
-        include_length_truncated=include_length_truncated,
-        retry_errors=retry_errors,
-        flush_rows=flush_rows,
-        shard=shard,
-    )
-    config = with_overrides(
-        config,
-        max_tokens=max_tokens,
-        concurrency=concurrency,
-        split_at=split_at,
-        max_attempts=max_attempts,
-        timeout_s=timeout,
-        backoff_s=backoff,
-    )
+    given = flags or {}
+    env = env_values(RegenConfig, cfg)  # DRAFTSET_TARGET_ENDPOINTS / _MODEL: under the file and the flags
+    config = load_config(config_file, mix=mix, env=env, **given)
     known.check_mix(mix)  # after the config's own checks (a bad partition) have spoken
     result = run_regenerate(config, cfg.home, catalog(), show_progress=progress, console=console)
     counts = result.counts

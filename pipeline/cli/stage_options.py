@@ -19,11 +19,12 @@ from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
 import click
+from pydantic import BaseModel
 
 from catalog.errors import DraftsetError
 from pipeline.cli.common import field_option
 from pipeline.stage import StageConfig
-from pipeline.stage.config import field_flag, field_help, settable_fields
+from pipeline.stage.config import field_flag, field_help, field_metavar, flag_fields
 
 
 def _kinds(annotation: Any) -> tuple[Any, ...]:
@@ -48,17 +49,21 @@ def int_list(flag: str, text: str | None) -> list[int] | None:
 def _parameter(model: type[StageConfig], name: str) -> inspect.Parameter:
     annotation = model.model_fields[name].annotation
     flag, help_text = field_flag(model, name), field_help(model, name)
+    shown = {"metavar": metavar} if (metavar := field_metavar(model, name)) else {}
+    base = next(k for k in _kinds(annotation) if k is not type(None))
     if _is_int_list(annotation):  # typed as text on the command line: `--layers 2,16,29`
-        kind, option = str | None, field_option(model, name, flag, help=help_text + " (comma separated)")
-    else:  # Typer reads int, float, str, Path, bool (a flag) and Literal (choices) as they are
-        base = next(k for k in _kinds(annotation) if k is not type(None))
-        kind, option = base | None, field_option(model, name, flag, help=help_text)
+        kind, option = str | None, field_option(model, name, flag, help=help_text + " (comma separated)", **shown)
+    elif inspect.isclass(base) and issubclass(base, BaseModel):  # text the model parses (`--shard 1/4`)
+        kind, option = str | None, field_option(model, name, flag, help=help_text, **shown)
+    else:  # Typer reads int, float, str, Path, bool (a flag), Literal (choices) and list[str] (repeated) as they are
+        kind, option = base | None, field_option(model, name, flag, help=help_text, **shown)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
 
 
 def stage_options(model: type[StageConfig]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Add one option per settable field of `model` to a Typer command; the command gets them as `flags`."""
-    names = settable_fields(model)
+    """Add one option per settable field of `model` that has a flag to a Typer command; the command gets them as
+    `flags` (a repeatable option left out is None, as any other, not an empty list)."""
+    names = flag_fields(model)
 
     def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
         own = [p for p in inspect.signature(command).parameters.values() if p.name != "flags"]
@@ -72,6 +77,8 @@ def stage_options(model: type[StageConfig]) -> Callable[[Callable[..., Any]], Ca
             for name in names:
                 if _is_int_list(model.model_fields[name].annotation):
                     flags[name] = int_list(field_flag(model, name), flags[name])
+                elif flags[name] in ([], ()):
+                    flags[name] = None
             return command(**kwargs, flags=flags)
 
         run.__signature__ = inspect.Signature([*own, *(_parameter(model, n) for n in names)])  # type: ignore[attr-defined]

@@ -125,12 +125,15 @@ class RegenBody(StageBody):
     model: str | None = Field(None, max_length=200, description="served model name (default: what /v1/models lists)")
 
 
-REGEN_NOT_SETTABLE = ("mix", "endpoints", "model", "api_key_env", "tokenizer")  # given apart, or the service's own
+# RegenConfig's settings a request does not set: the body names endpoints and model (among the service's own),
+# and the key's variable and a tokenizer path are the service host's.
+REGEN_NOT_SETTABLE = ("endpoints", "model", "api_key_env", "tokenizer")
 
 
 def prepare_regenerate(service: Service, body: RegenBody) -> Work:
-    from pipeline.regenerate.config import load_config
+    from pipeline.regenerate.config import RegenConfig, load_config
     from pipeline.regenerate.run import run_regenerate
+    from pipeline.stage.config import env_values
 
     s = service.settings
     check_mix(s.home, body.mix)
@@ -148,9 +151,10 @@ def prepare_regenerate(service: Service, body: RegenBody) -> Work:
             raise DraftsetError(
                 f"regenerate: unknown setting {key!r}", hint=f"the settings regenerate takes: {', '.join(settable)}"
             )
-    config = load_config(
-        None, mix=body.mix, endpoints=body.endpoints or served, model=body.model or s.target_model, **body.settings
-    )
+    # The request's settings over the service's environment (its endpoints and model), as the CLI's flags are.
+    env = env_values(RegenConfig, s)
+    given = {"endpoints": body.endpoints or None, "model": body.model, **body.settings}
+    config = load_config(None, mix=body.mix, env=env, **given)
 
     def work(job: Job) -> dict[str, Any]:
         result = run_regenerate(config, s.home, service.catalog, show_progress=False)
@@ -291,8 +295,9 @@ def _not(flag: str) -> Callable[[Service, dict[str, Any]], dict[str, Any]]:
 
 def regen_settable() -> tuple[str, ...]:
     from pipeline.regenerate.config import RegenConfig
+    from pipeline.stage.config import settable_fields
 
-    return tuple(k for k in RegenConfig.model_fields if k not in REGEN_NOT_SETTABLE)
+    return tuple(k for k in settable_fields(RegenConfig) if k not in REGEN_NOT_SETTABLE)
 
 
 def train_settable() -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from regen_helpers import conversation
 
 from catalog.errors import DraftsetError
 from pipeline.regenerate.client import Reply, base_url
-from pipeline.regenerate.config import RegenConfig, load_config, with_overrides
+from pipeline.regenerate.config import RegenConfig, load_config
 from pipeline.regenerate.conversation import Skip, length_function, regenerate
 from pipeline.regenerate.progress import RegenProgress, hms
 from pipeline.regenerate.store import RegenStore, recover
@@ -46,16 +46,17 @@ def test_config_rejects_bad_partitions_and_unknown_keys(tmp_path):
     with pytest.raises(ValueError, match="tokenizer"):
         _config(length_unit="tokens")
     bad = tmp_path / "regen.yaml"
-    bad.write_text("mix: m\nendpoints: [http://x]\ntemprature: 0.1\n")
+    bad.write_text("endpoints: [http://x]\ntemprature: 0.1\n")
     with pytest.raises(DraftsetError, match="temprature"):
-        load_config(bad)
+        load_config(bad, mix="m")
 
 
-def test_overrides_touch_every_partition_and_retry():
-    cfg = with_overrides(_config(), max_tokens=64, concurrency=3, split_at=100, max_attempts=2, timeout_s=None)
+def test_shorthands_touch_every_partition_and_retry():
+    cfg = load_config(None, mix="m", endpoints=["http://x"], max_tokens=64, concurrency=3, split_at=100, max_attempts=2)
     assert [(p.max_tokens, p.concurrency) for p in cfg.partitions] == [(64, 3), (64, 3)]
     assert cfg.partitions[0].max_prompt == 100 and cfg.partitions[1].max_prompt is None
-    assert cfg.retry.max_attempts == 2 and cfg.retry.timeout_s == 1800.0
+    assert cfg.retry.max_attempts == 2 and cfg.retry.timeout_s == 1800.0  # a shorthand left out: the policy's
+    assert RegenConfig.model_validate(cfg.model_dump()) == cfg  # folding again changes nothing (a stored config)
 
 
 def test_base_url_accepts_both_forms():
