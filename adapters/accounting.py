@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from adapters import encoded
 from adapters.field_kinds import SHORT, coverage, kind_of, metadata_reason, prose, substantial, value_reason, words
+from adapters.read import encoded
 from adapters.spec import AdapterSpec
 from adapters.tracing import (
     STRUCTURE,
@@ -110,7 +110,7 @@ def account(spec: AdapterSpec, rows: list[tuple[int, Any]]) -> list[FieldReport]
         kinds: dict[str, str] = {}
         examples: dict[str, str] = {}
         values: dict[str, list[str]] = {}
-        holds: dict[str, str] = {}  # path → how its value is held encoded (adapters/encoded.py)
+        holds: dict[str, str] = {}  # path → how its value is held encoded (adapters/read/encoded.py)
         for path, value in leaves(row):  # one walk per row: the probes below reuse `values`
             if path not in stats and len(stats) >= MAX_PATHS:
                 continue

@@ -19,7 +19,7 @@ from typing import Any
 from adapters import structure as st
 from adapters.column_names import INSTRUCTION_NAMES
 from adapters.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation, template_column
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
 
 MIN_WORDS = 3  # an answer's rest is a phrase at least, not a token

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapters import media as media_mod
 from adapters.candidates import choose_answer
 from adapters.declarations import tools_in_text
+from adapters.read import media as media_mod
 from adapters.records import RECORD_VERSION, Conversation
 from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
 from adapters.spec import AdapterSpec, PreferenceSpec

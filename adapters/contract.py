@@ -32,8 +32,8 @@ from adapters.plausibility import (
     record_problems,
     unstated_task,
 )
+from adapters.read.source import RawRow
 from adapters.records import Conversation
-from adapters.source import RawRow
 from adapters.spec import AdapterSpec
 from adapters.text_checks import OK as TEXT_OK
 from adapters.text_checks import WHY as TEXT_WHY

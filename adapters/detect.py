@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from adapters import media as media_mod
 from adapters import structure as st
 from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.answers import detect_answer_columns, detect_label
@@ -23,8 +22,9 @@ from adapters.column_names import CHOSEN, REJECTED
 from adapters.columns import detect_columns, detect_transcript
 from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
-from adapters.encoded import empty as holds_nothing
 from adapters.numbered import detect_turn_columns
+from adapters.read import media as media_mod
+from adapters.read.encoded import empty as holds_nothing
 from adapters.rereading import reread
 from adapters.roles import detect_turn_fields, infer_role_map
 from adapters.toolcalls import normalize_tools
@@ -37,8 +37,8 @@ MEDIA_MODULES = ("imagefolder", "audiofolder", "videofolder")
 
 
 def _file_refusal(d: Detected, file_names: Iterable[str]) -> bool:
-    """Refusals the file names alone decide, by what `datasets` would read them as (adapters/files.py)."""
-    from adapters.files import datasets_module, file_format
+    """Refusals the file names alone decide, by what `datasets` would read them as (adapters/read/files.py)."""
+    from adapters.read.files import datasets_module, file_format
 
     names = [n for n in file_names if not n.lower().endswith(("readme.md", ".gitattributes"))]
     if not names:

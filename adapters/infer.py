@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 
 from adapters.accounting import proposed_drops
 from adapters.apply import RowError, RowMapper
-from adapters.capped import unmatched_data_files
-from adapters.card_configs import evaluation_names
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
-from adapters.source import download, iter_raw_rows
+from adapters.read.capped import unmatched_data_files
+from adapters.read.card_configs import evaluation_names
+from adapters.read.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
 from adapters.trial import spec_data
 from catalog.db import Catalog
@@ -106,7 +106,7 @@ def choose_config(
     configs: list[str], rows: dict[str, int], evaluation: dict[str, str] | None = None
 ) -> tuple[str, str, bool]:
     """(config, why, guessed): default, else `all`, else the largest data config; never one the card calls an
-    evaluation set (adapters/card_configs.py), nor `all` when it would hold one."""
+    evaluation set (adapters/read/card_configs.py), nor `all` when it would hold one."""
     evaluation = evaluation or {}
     if len(configs) == 1:
         return configs[0], f"the only config ({configs[0]!r})", False

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.apply import RowMapper
+from adapters.read.source import RawRow, iter_raw_rows
 from adapters.row_fields import RowError
-from adapters.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError, NotFound
 

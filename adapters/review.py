@@ -11,7 +11,7 @@ import typing
 
 from adapters import store, verdict
 from adapters.contract import ContractResult, run_contract
-from adapters.source import iter_raw_rows
+from adapters.read.source import iter_raw_rows
 from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog
 from catalog.errors import DraftsetError

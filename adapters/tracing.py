@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from adapters.apply import RowMapper
-from adapters.encoded import remarked
 from adapters.markup import fragments
+from adapters.read.encoded import remarked
 from adapters.records import Conversation
 from adapters.row_fields import decode_json_field
 from adapters.spec import AdapterSpec
@@ -177,7 +177,7 @@ def probe_value(value: Any, pid: int, counter: list[int]) -> Any:
         return value + 0.5
     if isinstance(value, str) and value.strip():
         # a JSON string is probed through its decoding: each text inside it marked, the JSON encoded again, so
-        # a field counts as read when what it decodes to reaches the record (adapters/encoded.py)
+        # a field counts as read when what it decodes to reaches the record (adapters/read/encoded.py)
         return remarked(value, lambda _text: _next_mark(pid, counter)) or MARK.format(pid, counter[0])
     return value
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters import media as media_mod
 from adapters import rendered
+from adapters.read import media as media_mod
 from adapters.records import normalize_call
 from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec

@@ -140,7 +140,7 @@ def run_service(home: Path, readers: int, seconds: float, think: float) -> tuple
 def run_naive(home: Path, readers: int, seconds: float, think: float) -> tuple[Tally, int]:
     from adapters import store
     from adapters.apply import apply_row
-    from adapters.source import iter_raw_rows
+    from adapters.read.source import iter_raw_rows
     from catalog import Catalog
 
     cat, tally, stop = Catalog(home), Tally(), time.monotonic() + seconds

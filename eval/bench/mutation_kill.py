@@ -40,7 +40,7 @@ from adapters.apply import RowMapper
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import AdapterRefused, build_proposal
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from adapters.turns import get_path
 from catalog.errors import DraftsetError

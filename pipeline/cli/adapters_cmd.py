@@ -240,7 +240,7 @@ def preview(
     """One raw row and what the current spec makes of it (the canonical record, or the row's error)."""
     from adapters import store
     from adapters.preview import canonical_of, read_row
-    from adapters.source import RawRow
+    from adapters.read.source import RawRow
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 

@@ -20,7 +20,7 @@ from rich.progress import Progress
 from adapters.apply import RowError, apply_row
 from adapters.gate import require_approved
 from adapters.plausibility import record_problems
-from adapters.source import RawRow, iter_raw_rows
+from adapters.read.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
 from catalog import Catalog
 from catalog.errors import DraftsetError, StageFailed

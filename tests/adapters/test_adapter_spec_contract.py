@@ -6,7 +6,7 @@ import pytest
 
 from adapters.contract import run_contract
 from adapters.infer import _pin_golden
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError
 from tests.kits.adapters import make_spec, raw

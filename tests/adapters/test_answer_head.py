@@ -13,7 +13,7 @@ from adapters.apply import RowMapper
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import build_proposal
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 
 TOPICS = ["binary search", "rate limiting", "Docker layers", "unit tests", "HTTP caching", "regular expressions"]

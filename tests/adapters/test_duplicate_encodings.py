@@ -10,7 +10,7 @@ from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.field_kinds import coverage
 from adapters.infer import build_proposal
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import SourceSpec
 
 

@@ -11,8 +11,8 @@ import zlib
 from adapters.accounting import account, proposed_drops
 from adapters.contract import run_contract
 from adapters.detect import detect
-from adapters.encoded import decode, empty, remarked, texts
-from adapters.source import RawRow
+from adapters.read.encoded import decode, empty, remarked, texts
+from adapters.read.source import RawRow
 from tests.kits.adapters import make_spec
 
 TOPICS = ["binary search", "rate limiting", "Docker layers", "unit tests", "HTTP caching", "regular expressions"]

@@ -10,7 +10,7 @@ import pytest
 from adapters.apply import apply_row
 from adapters.contract import ContractResult, run_contract
 from adapters.infer import Proposal, propose_adapter
-from adapters.source import iter_raw_rows
+from adapters.read.source import iter_raw_rows
 from tests.fixtures.expected import EXPECTED, Expected
 
 TOKEN = "test-token"  # any bearer token opens a gated repo on the local Hub

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import _spec_data
-from adapters.source import RawRow, iter_local_rows
+from adapters.read.source import RawRow, iter_local_rows
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError, ZeroOutput
 from catalog.shards import iter_rows
@@ -111,7 +111,7 @@ def _ingest(lines: list[bytes]) -> tuple[dict[str, int], int, set[int]]:
 def _check_accounting(lines: list[bytes]) -> None:
     counts, n_quarantined, written = _ingest(lines)
     dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
-    # A UTF-8 byte-order mark opening the file is an encoding marker, not data (adapters/files.py strips it).
+    # A UTF-8 byte-order mark opening the file is an encoding marker, not data (adapters/read/files.py strips it).
     first = lines[0].removeprefix(b"\xef\xbb\xbf")
     assert counts["in"] == sum(1 for line in [first, *lines[1:]] if line.strip())
     assert counts["in"] == len(written) + dropped, counts  # every row: written or dropped, never both/neither

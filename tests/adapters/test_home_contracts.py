@@ -16,7 +16,7 @@ import pytest
 
 from adapters import store
 from adapters.contract import run_contract
-from adapters.source import iter_raw_rows
+from adapters.read.source import iter_raw_rows
 from catalog import Catalog
 
 HOME = os.environ.get("DRAFTSET_CONTRACT_HOME")

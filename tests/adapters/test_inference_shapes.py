@@ -292,7 +292,7 @@ def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decid
     from adapters.contract import run_contract
     from adapters.infer import build_proposal
     from adapters.llm_spec import ModelSpec, _detected
-    from adapters.source import RawRow
+    from adapters.read.source import RawRow
 
     rows = [
         {"t": f"<s>[INST] Why does build {i} take so long on CI? [/INST] The cache for build {i} is cold. </s>"}

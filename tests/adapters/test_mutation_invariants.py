@@ -13,7 +13,7 @@ from adapters.contract import ContractResult, run_contract
 from adapters.detect import detect
 from adapters.infer import build_proposal
 from adapters.plausibility import _QUESTION
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError
 from eval.bench.mutation_kill import CORRUPTIONS, mutate_family

@@ -12,7 +12,7 @@ import pytest
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import AdapterRefused, build_proposal
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 
 REQUESTS = [

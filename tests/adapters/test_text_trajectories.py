@@ -14,7 +14,7 @@ import pytest
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import build_proposal
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import SourceSpec
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, score_family
 from tests.fixtures.schemas import text_agents

@@ -16,7 +16,7 @@ from huggingface_hub import errors as hub_errors
 
 from adapters import gate, review, store
 from adapters.contract import run_contract
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from agents.recording import review_queries
 from catalog import Catalog
 from catalog.errors import DraftsetError

@@ -15,7 +15,7 @@ from typing import Any
 
 from adapters import flags, store, verdict
 from adapters.apply import RowError, apply_row, role_labels
-from adapters.source import iter_raw_rows
+from adapters.read.source import iter_raw_rows
 from catalog.db import Catalog
 from catalog.isolate import current_bound
 from pipeline.servers.service.cache import Cache

@@ -6,7 +6,7 @@ from __future__ import annotations
 from adapters.apply import RowMapper
 from adapters.detect import detect
 from adapters.infer import build_proposal
-from adapters.media import kind_of, parts_of
+from adapters.read.media import kind_of, parts_of
 from adapters.spec import MediaSpec, SourceSpec
 
 
@@ -74,7 +74,7 @@ def test_a_mime_column_beside_an_opaque_url_names_the_attachment() -> None:
 
 def test_an_opaque_url_typed_by_its_mime_column_is_refused_or_kept_as_a_part() -> None:
     from adapters.contract import run_contract
-    from adapters.source import RawRow
+    from adapters.read.source import RawRow
 
     rows = [
         {"messages": r["messages"], "file_url": f"https://f.example.org/{i:05x}", "file_mime": "image/png"}

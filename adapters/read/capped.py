@@ -1,4 +1,4 @@
-"""Data files decoded only where memory is capped: `iter_file` and `count_rows` of adapters/files.py,
+"""Data files decoded only where memory is capped: `iter_file` and `count_rows` of adapters/read/files.py,
 run in a child process for every format whose decoded size the file does not bound.
 
 A 1.3 KB parquet (or Arrow IPC) file of dictionary pages decodes to ~10 GB, a compressed stream (gzip, bz2,
@@ -9,7 +9,7 @@ is one named refusal saying which limit, with its size on disk (reason `file_ove
 the dataset is read. Plain JSONL/CSV/TSV are read here: their readers already bound each row
 (MAX_ROW_BYTES) and never hold more than one row, and their cost is linear in their size on disk.
 
-Wrapping, not rewriting: the readers stay adapters/files.py's, so every format rule lives in one place.
+Wrapping, not rewriting: the readers stay adapters/read/files.py's, so every format rule lives in one place.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
-from adapters import files
-from adapters.files import RowProblem, RowResult
+from adapters.read import files
+from adapters.read.files import RowProblem, RowResult
 from catalog import limits
 from catalog.errors import DraftsetError
 from catalog.isolate import ChildDied, OverBudget, TimedOut, stream_isolated
@@ -30,7 +30,7 @@ CHILD_PARQUET_BATCH_ROWS = 64
 _MEMORY_WORDS = ("MemoryError", "out of memory", "Cannot allocate", "malloc of size", "bad_alloc")
 # Imported once by the forkserver, so each child forks with them loaded. files.file_format imports `datasets`'
 # extension table lazily: without it here every child imported `datasets` afresh (~2 s per file read, measured).
-_PRELOAD = ("adapters.files", "datasets.packaged_modules")
+_PRELOAD = ("adapters.read.files", "datasets.packaged_modules")
 
 
 def decoded_in_child(name: str) -> bool:

@@ -260,7 +260,7 @@ def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:
 
 
 def _arrow(path: Path, name: str) -> Iterator[RowResult]:
-    """Arrow IPC batch by batch; each batch decoded on its own (in the capped child: adapters/capped.py)."""
+    """Arrow IPC batch by batch; each batch decoded on its own (in the capped child: adapters/read/capped.py)."""
     offset = 0
     try:
         for batch in _arrow_batches(path):

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from adapters import files
-from adapters.source import iter_local_rows
+from adapters.read import files
+from adapters.read.source import iter_local_rows
 from catalog import limits
 
 

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapters import files
-from adapters.source import iter_local_rows
+from adapters.read import files
+from adapters.read.source import iter_local_rows
 
 
 def _jsonl(path, lines):
@@ -109,7 +109,7 @@ def test_file_format(name, fmt):
 
 def test_dead_hub_is_one_clear_error_not_a_retry_loop():
     from adapters.infer import propose_adapter
-    from adapters.source import iter_raw_rows
+    from adapters.read.source import iter_raw_rows
     from adapters.spec import SourceSpec
     from catalog.errors import DraftsetError
 

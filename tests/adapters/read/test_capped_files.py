@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapters import capped
-from adapters.source import iter_local_rows
+from adapters.read import capped
+from adapters.read.source import iter_local_rows
 from catalog import limits
 from catalog.isolate import ChildDied, stream_isolated
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.capped import count_rows, iter_file  # decoded under the memory cap where it matters
+from adapters.read.capped import count_rows, iter_file  # decoded under the memory cap where it matters
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.hub import HubClient, check_reachable
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.card_configs import evaluation_names
 from adapters.infer import choose_config, choose_split
+from adapters.read.card_configs import evaluation_names
 from catalog.errors import DraftsetError
 
 CARD = "The `chats` config holds the training conversations. The `arena` config is a held-out evaluation set."
