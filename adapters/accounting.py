@@ -5,7 +5,7 @@
 a role label, a tool call, reasoning, ...) or dropped by a named decision in the spec (`drop:`). A field
 holding substantial text that is neither fails the contract with one line naming it and an example.
 
-"Where it went" is traced, not guessed from names (adapters/tracing.py: each field path is replaced by a
+"Where it went" is traced, not guessed from names (adapters/map/tracing.py: each field path is replaced by a
 marker in a copy of a row and the row applied again). Text containment is the cross-check for unread fields
 (adapters/field_kinds.py): one whose text is already carried (a rendered copy of the turns) is a duplicate,
 nothing is lost. Tracing stops after a few rows per path, so its cost stays flat with the sample size.
@@ -21,9 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from adapters.field_kinds import SHORT, coverage, kind_of, metadata_reason, prose, substantial, value_reason, words
-from adapters.read import encoded
-from adapters.spec import AdapterSpec
-from adapters.tracing import (
+from adapters.map.tracing import (
     STRUCTURE,
     UNREAD,
     Tracer,
@@ -35,6 +33,8 @@ from adapters.tracing import (
     replace_at,
     split_path,
 )
+from adapters.read import encoded
+from adapters.spec import AdapterSpec
 
 PROBES_PER_PATH = 4  # traced rows per field path: enough to see where it goes, flat cost per dataset
 DROP_ROWS = 200  # rows a proposal looks at to name metadata: a field seen only later is left to the contract

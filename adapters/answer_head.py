@@ -16,9 +16,9 @@ import re
 from statistics import median
 from typing import Any
 
-from adapters import structure as st
 from adapters.column_names import INSTRUCTION_NAMES
 from adapters.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation, template_column
+from adapters.map import structure as st
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
 

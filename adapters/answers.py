@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from adapters import structure as st
 from adapters.column_names import CHOSEN, LABEL_NAMES, REJECTED
 from adapters.columns import _boolish
+from adapters.map import structure as st
 from adapters.roles import infer_role_map
 
 if TYPE_CHECKING:

@@ -13,8 +13,6 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from adapters import structure as st
-from adapters.aliases import canonical_role
 from adapters.column_names import (
     CHOSEN,
     EXTRA_PROMPT_NAMES,
@@ -26,7 +24,9 @@ from adapters.column_names import (
     SCORE_NAMES,
 )
 from adapters.continuation import continued_columns
-from adapters.rendered import BY_NAME
+from adapters.map import structure as st
+from adapters.map.aliases import canonical_role
+from adapters.map.rendered import BY_NAME
 from adapters.roles import detect_markers
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def _markers(text: str) -> list[str]:
 
 def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
     from adapters.learned_markers import learn_grammar
-    from adapters.rendered import BY_NAME, Grammar, best_grammar
+    from adapters.map.rendered import BY_NAME, Grammar, best_grammar
 
     found: dict[str, tuple[dict[str, str], int, int]] = {}
     grammars: dict[str, Grammar] = {}
@@ -91,9 +91,9 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
         section.update(template=grammar.name, anchored=grammar.anchored, ends=list(grammar.ends))
         section.update(preamble=grammar.preamble, merge=grammar.merge)
         where = (
-            f"rendered by the {grammar.name} chat template (adapters/rendered.py)"
+            f"rendered by the {grammar.name} chat template (adapters/map/rendered.py)"
             if grammar.name in BY_NAME
-            else "rendered by a template not in adapters/rendered.py: markers learned from the rows, consistent "
+            else "rendered by a template not in adapters/map/rendered.py: markers learned from the rows, consistent "
             "across them (adapters/learned_markers.py)"
         )
     else:
@@ -118,7 +118,7 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
             {"rejected": rejected},
             f"preference pairs: {chosen!r} chosen, {rejected!r} rejected (recorded, never trained)",
         )
-    from adapters.rendered import split
+    from adapters.map.rendered import split
 
     anchored, ends = section.get("anchored", True), section.get("ends") or ()
     texts = [
@@ -283,13 +283,13 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
 
 
 def _plain(d: Detected, column: str) -> bool:
-    if d.refusal is None:  # ranked candidates read the prompt themselves (adapters/candidates.py)
+    if d.refusal is None:  # ranked candidates read the prompt themselves (adapters/map/candidates.py)
         d.refuse("plain_text", f"one text column {column!r} and no second one to answer it")
     return False
 
 
 def _system_names(order: list[str]) -> list[str]:
-    from adapters.aliases import SYSTEM_COLUMNS
+    from adapters.map.aliases import SYSTEM_COLUMNS
 
     return [k for k in order if k.lower() in SYSTEM_COLUMNS]
 

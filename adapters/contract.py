@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from adapters.accounting import FieldReport, account, unaccounted_lines
 from adapters.answer_head import split_answer_problems
-from adapters.apply import RowError, RowMapper, role_labels
 from adapters.continuation import continuation, continued_columns
+from adapters.map.apply import RowError, RowMapper, role_labels
 from adapters.plausibility import (
     RECORD_CHECKS,
     WHY,

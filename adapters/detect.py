@@ -1,7 +1,7 @@
 """The one schema detector: sampled rows → every field of an adapter spec, each with its reason.
 
 Used by find (scoring, stored in the catalog's `schemas` table) and by adapter proposal (which starts
-from what find stored). Decisions come from the structure of the values (adapters/structure.py); name
+from what find stored). Decisions come from the structure of the values (adapters/map/structure.py); name
 tables are priors. Things a text-only pipeline cannot take are refused by name (`refusal`): plain text
 without turns, no text at all, an unsupported file type. Media rows are detected and handed to the
 contract, which refuses them by name for a text-only target.
@@ -14,20 +14,20 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from adapters import structure as st
-from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.answers import detect_answer_columns, detect_label
-from adapters.candidates import detect_battle, detect_ranked, prompt_only
 from adapters.column_names import CHOSEN, REJECTED
 from adapters.columns import detect_columns, detect_transcript
-from adapters.declarations import detect_system_tools
 from adapters.detected import REFUSALS, Detected
+from adapters.map import structure as st
+from adapters.map.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
+from adapters.map.candidates import detect_battle, detect_ranked, prompt_only
+from adapters.map.declarations import detect_system_tools
+from adapters.map.toolcalls import normalize_tools
 from adapters.numbered import detect_turn_columns
 from adapters.read import media as media_mod
 from adapters.read.encoded import empty as holds_nothing
 from adapters.rereading import reread
 from adapters.roles import detect_turn_fields, infer_role_map
-from adapters.toolcalls import normalize_tools
 
 # The one list of target-model families (native detection) for find and proposal alike.
 TARGET_FAMILIES = ("kimi", "moonshot")
@@ -489,7 +489,7 @@ def detect(
 
 
 def _system_column(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> None:
-    from adapters.aliases import SYSTEM_COLUMNS
+    from adapters.map.aliases import SYSTEM_COLUMNS
 
     for name in dict.fromkeys(k for r in rows for k in r):
         if name in skip or (name.lower() not in SYSTEM_COLUMNS and "system" not in name.lower()):

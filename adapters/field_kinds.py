@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from adapters.markup import fragments
-from adapters.structure import decoded
+from adapters.map.markup import fragments
+from adapters.map.structure import decoded
 
 SUBSTANTIAL_MEDIAN = 40  # chars: a field whose median value is this long holds text, not a label
 SUBSTANTIAL_SHARE = 0.05  # ... or this share of all the rows' text, with values at least SHORT long

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from adapters.accounting import proposed_drops
-from adapters.apply import RowError, RowMapper
 from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
+from adapters.map.apply import RowError, RowMapper
 from adapters.read.capped import unmatched_data_files
 from adapters.read.card_configs import evaluation_names
 from adapters.read.source import download, iter_raw_rows
@@ -310,8 +310,8 @@ def _detection(
 def complete_vocabulary(d: Detected, rows: list[dict[str, Any]]) -> Detected:
     """find saw a few first rows; labels that only occur later (a `system` turn in row 40) are mapped by the same
     rules from the wider sample, so starting from find's detection never leaves a label unmapped for nothing."""
+    from adapters.map.structure import decoded, get
     from adapters.roles import infer_role_map
-    from adapters.structure import decoded, get
 
     role_key, content_key, path = d.fields.get("role_key"), d.fields.get("content_key"), d.fields.get("messages_path")
     if not (rows and role_key and content_key and path and d.layout in ("messages", "trajectory")):

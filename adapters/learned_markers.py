@@ -1,5 +1,5 @@
 """Speaker markers learned from the rows: a chat rendered into one text column by a template that no grammar in
-adapters/rendered.py names (OpenChat's `GPT4 Correct User:`, Command-R's `<|USER_TOKEN|>`, Granite's
+adapters/map/rendered.py names (OpenChat's `GPT4 Correct User:`, Command-R's `<|USER_TOKEN|>`, Granite's
 `<|start_of_role|>user<|end_of_role|>`, a house template of its own) is still a chat when its markers are
 consistent across rows.
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from adapters.aliases import canonical_role
-from adapters.rendered import SPEAKERS, Grammar, turns_of
+from adapters.map.aliases import canonical_role
+from adapters.map.rendered import SPEAKERS, Grammar, turns_of
 
 _TOKEN = r"<\|[^<>|\n]{1,40}\|>|<｜[^<>｜\n]{1,40}｜>|<[A-Za-z_][\w-]{1,30}>|\[/?[A-Z][A-Z_]{1,20}\]"
 # A special token, optionally a role word glued to it (and more tokens): `<start_of_turn>user`, `<|im_user|>user<|im_middle|>`.

@@ -61,9 +61,9 @@ SYSTEM = (
 
 
 def _transcript(spec: ModelSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A named template's grammar (adapters/rendered.py) with the markers that occur in the rows; else the
+    """A named template's grammar (adapters/map/rendered.py) with the markers that occur in the rows; else the
     model's own markers."""
-    from adapters.rendered import BY_NAME, literal_markers
+    from adapters.map.rendered import BY_NAME, literal_markers
 
     section: dict[str, Any] = {"field": spec.transcript_field, "markers": spec.transcript_markers}
     grammar = BY_NAME.get(spec.transcript_template or "")

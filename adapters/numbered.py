@@ -15,9 +15,9 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from adapters import structure as st
-from adapters.aliases import canonical_role
 from adapters.column_names import PROMPT_NAMES, RESPONSE_NAMES
+from adapters.map import structure as st
+from adapters.map.aliases import canonical_role
 from adapters.roles import _prompt_like
 
 if TYPE_CHECKING:

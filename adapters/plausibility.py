@@ -18,7 +18,7 @@ from collections import Counter
 from statistics import median
 from typing import Any
 
-from adapters.markup import find_markup
+from adapters.map.markup import find_markup
 from adapters.records import Conversation
 from catalog import limits
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.apply import RowMapper
+from adapters.map.apply import RowMapper
 from adapters.read.source import RawRow, iter_raw_rows
 from adapters.row_fields import RowError
 from adapters.spec import AdapterSpec

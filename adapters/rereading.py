@@ -32,11 +32,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from adapters.apply import RowError, RowMapper
 from adapters.detected import Detected
+from adapters.map.apply import RowError, RowMapper
+from adapters.map.structure import decoded, get
 from adapters.roles import commands_before
 from adapters.spec import AdapterSpec
-from adapters.structure import decoded, get
 from adapters.trial import PLACEHOLDER_SOURCE, spec_data
 from catalog.errors import DraftsetError
 

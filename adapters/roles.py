@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
-from adapters.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
-from adapters.structure import get, text_stats
-from adapters.toolcalls import COMMAND_IN_TEXT, detect_text_format, result_tag
+from adapters.map.aliases import ANSWER_WRAPPERS, REASONING_DELIMITERS, REASONING_KEYS, TRAIN_FLAG_KEYS, canonical_role
+from adapters.map.structure import get, text_stats
+from adapters.map.toolcalls import COMMAND_IN_TEXT, detect_text_format, result_tag
 
 if TYPE_CHECKING:
     from adapters.detected import Detected

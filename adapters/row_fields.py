@@ -1,6 +1,6 @@
 """A raw row's fields read one at a time: the error that names a field, JSON-string columns, tool calls.
 
-Its own module so that adapters/apply.py (records) and adapters/turns.py (turn lists), which both read
+Its own module so that adapters/map/apply.py (records) and adapters/map/turns.py (turn lists), which both read
 fields, share these without importing each other.
 """
 

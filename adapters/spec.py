@@ -118,7 +118,7 @@ class PreferenceSpec(SpecModel):
 
 class TranscriptSpec(SpecModel):
     """A single text column holding a whole dialogue: `Human: ... Assistant: ...` segments, or a conversation
-    rendered by a public chat template (adapters/rendered.py names the grammars; the markers are literal)."""
+    rendered by a public chat template (adapters/map/rendered.py names the grammars; the markers are literal)."""
 
     field: str
     markers: dict[str, Role] = Field(description="speaker marker (e.g. 'Human:') → role")
@@ -148,7 +148,7 @@ class TurnColumn(SpecModel):
 
 
 class CandidatesSpec(SpecModel):
-    """Several candidate answers to one prompt (adapters/candidates.py). `policy`: regenerate = keep the prompt
+    """Several candidate answers to one prompt (adapters/map/candidates.py). `policy`: regenerate = keep the prompt
     only; best = the best-ranked / winning answer is trained, the worst / losing one recorded, never trained."""
 
     policy: Literal["regenerate", "best"] = "regenerate"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.apply import RowError, RowMapper
 from adapters.detected import Detected
+from adapters.map.apply import RowError, RowMapper
 from adapters.records import Conversation
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError

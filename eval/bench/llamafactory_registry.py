@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.apply import RowError, RowMapper
 from adapters.contract import run_contract
 from adapters.detect import detect
 from adapters.infer import AdapterRefused, build_proposal
+from adapters.map.apply import RowError, RowMapper
 from adapters.read.files import datasets_module, iter_file
 from adapters.read.source import RawRow
 from adapters.records import Conversation

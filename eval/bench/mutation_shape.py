@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.map.turns import get_path
 from adapters.spec import AdapterSpec
-from adapters.turns import get_path
 
 Row = dict[str, Any]
 

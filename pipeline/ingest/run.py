@@ -17,8 +17,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from adapters.apply import RowError, apply_row
 from adapters.gate import require_approved
+from adapters.map.apply import RowError, apply_row
 from adapters.plausibility import record_problems
 from adapters.read.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec

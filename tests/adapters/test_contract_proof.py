@@ -10,7 +10,7 @@ from typing import Any
 
 from adapters.accounting import account, proposed_drops
 from adapters.contract import Check, ContractResult, run_contract
-from adapters.markup import find_markup
+from adapters.map.markup import find_markup
 from adapters.read.source import RawRow, iter_local_rows
 from adapters.spec import AdapterSpec
 from catalog.shards import iter_rows

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from adapters.apply import RowMapper
 from adapters.detect import detect
 from adapters.infer import build_proposal
+from adapters.map.apply import RowMapper
 from adapters.spec import AdapterSpec, SourceSpec
 
 Q = "How do I find the test that fails only on the CI runners, case {i}?"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import structure as st
-from adapters.apply import RowError, RowMapper
-from adapters.declarations import tools_in_text
 from adapters.detect import detect
-from adapters.pycalls import PyCallError, parse_calls
-from adapters.rendered import BY_NAME, best_grammar, turns_of
+from adapters.map import structure as st
+from adapters.map.apply import RowError, RowMapper
+from adapters.map.declarations import tools_in_text
+from adapters.map.pycalls import PyCallError, parse_calls
+from adapters.map.rendered import BY_NAME, best_grammar, turns_of
 from adapters.spec import AdapterSpec, SourceSpec
 
 SOURCE = SourceSpec(repo_id="t/x", revision="0" * 40, config="default", split="train", data_files=["a.jsonl"])

@@ -1,4 +1,4 @@
-"""Rendered chats in templates adapters/rendered.py does not list: markers learned from the rows (issue 33, 5a).
+"""Rendered chats in templates adapters/map/rendered.py does not list: markers learned from the rows (issue 33, 5a).
 
 Each template here was refused as plain text before (no grammar knew it); prose with labels, HTML and log tags
 must still not read as a chat."""
@@ -11,7 +11,7 @@ import pytest
 
 from adapters.detect import detect
 from adapters.learned_markers import learn_grammar, marker_role
-from adapters.rendered import best_grammar, turns_of
+from adapters.map.rendered import best_grammar, turns_of
 
 PAIRS = [
     ("How do I squash commits before a merge?", "Run git rebase -i and mark the commits as squash."),

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from adapters import flags, store, verdict
-from adapters.apply import RowError, apply_row, role_labels
+from adapters.map.apply import RowError, apply_row, role_labels
 from adapters.read.source import iter_raw_rows
 from catalog.db import Catalog
 from catalog.isolate import current_bound

@@ -3,9 +3,9 @@ media verdict for a text-only target, or kept as parts `{type, ref}`, never drop
 
 from __future__ import annotations
 
-from adapters.apply import RowMapper
 from adapters.detect import detect
 from adapters.infer import build_proposal
+from adapters.map.apply import RowMapper
 from adapters.read.media import kind_of, parts_of
 from adapters.spec import MediaSpec, SourceSpec
 

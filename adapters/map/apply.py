@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapters.candidates import choose_answer
-from adapters.declarations import tools_in_text
+from adapters.map.candidates import choose_answer
+from adapters.map.declarations import tools_in_text
+from adapters.map.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls, result_tag
+from adapters.map.turns import TurnReader, get_path, split_transcript
 from adapters.read import media as media_mod
 from adapters.records import RECORD_VERSION, Conversation
 from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
 from adapters.spec import AdapterSpec, PreferenceSpec
-from adapters.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls, result_tag
-from adapters.turns import TurnReader, get_path, split_transcript
 from catalog import limits
 
 Turn = dict[str, Any]  # a Message as a plain dict until the record is validated
@@ -86,7 +86,7 @@ class RowMapper:
             messages = []  # the turn list carries its own system prompt: it wins over the column
         messages += turns
         record: dict[str, Any] = {}
-        if spec.candidates:  # several answers to one prompt: the named policy picks (adapters/candidates.py)
+        if spec.candidates:  # several answers to one prompt: the named policy picks (adapters/map/candidates.py)
             messages, loser = choose_answer(spec.candidates, row, messages, self.turns)
             if loser:
                 record["preference"] = {"rejected": loser}
@@ -95,7 +95,7 @@ class RowMapper:
                 record["tools"] = normalize_tools(get_path(row, spec.tools_field))
             except ValueError as exc:
                 raise RowError(spec.tools_field, str(exc)) from None
-        elif spec.tools_in_system:  # declarations written as JSON in the system prompt (adapters/declarations.py)
+        elif spec.tools_in_system:  # declarations written as JSON in the system prompt (adapters/map/declarations.py)
             record["tools"] = tools_in_text(next((m["content"] for m in messages if m["role"] == "system"), None))
         if spec.text_tool_calls:
             self._calls_from_text(spec.text_tool_calls, messages)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters import rendered
+from adapters.map import rendered
+from adapters.map.structure import zipped
 from adapters.read import media as media_mod
 from adapters.records import normalize_call
 from adapters.row_fields import as_tool_calls
 from adapters.spec import AdapterSpec
-from adapters.structure import zipped
 
 BLOCK_TYPES = ("tool_use", "tool_result", "thinking")
 
@@ -34,7 +34,7 @@ def get_path(row: Any, path: str | None) -> Any:
     return value
 
 
-END_TOKENS = rendered.END_TOKENS  # the grammars' own, declared once (adapters/rendered.py)
+END_TOKENS = rendered.END_TOKENS  # the grammars' own, declared once (adapters/map/rendered.py)
 
 
 def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:

@@ -68,7 +68,7 @@ def test_a_request_named_column_alone_is_a_prompt_set(column: str) -> None:
 
 
 def test_each_row_is_one_user_turn_with_the_whole_request() -> None:
-    from adapters.apply import RowMapper
+    from adapters.map.apply import RowMapper
 
     rows = [{"prompt": p, "task_category": "Coding"} for p in REQUESTS]
     spec = _proposed(rows)
@@ -178,7 +178,7 @@ def test_a_card_that_names_documents_as_the_topic_does_not_veto_questions() -> N
 
 
 def test_a_system_prompt_column_is_the_system_turn_not_the_answer() -> None:
-    from adapters.apply import RowMapper
+    from adapters.map.apply import RowMapper
 
     personas = ["You are a senior Python reviewer.", "You are a concise shell expert."]
     rows = [{"system_prompt": personas[i % 2], "prompt": p} for i, p in enumerate(REQUESTS)]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adapters.apply import RowError, apply_row
+from adapters.map.apply import RowError, apply_row
 from tests.kits.adapters import make_spec
 
 SHAREGPT = {

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from adapters.apply import RowMapper
 from adapters.detect import detect
 from adapters.infer import build_proposal
+from adapters.map.apply import RowMapper
+from adapters.map.toolcalls import parse_text_calls, result_tag
 from adapters.spec import SourceSpec
-from adapters.toolcalls import parse_text_calls, result_tag
 
 INVOKE = (
     'Let me look.\n<function_calls>\n<invoke name="run_shell"><parameter name="command">pytest -q</parameter>'

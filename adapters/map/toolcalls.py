@@ -7,7 +7,7 @@ not JSON schema) whose Python type names are translated to JSON-schema types.
 Calls written inside assistant text are parsed here, never evaluated: hermes `<tool_call>{json}</tool_call>`,
 glaive `<functioncall> {json}`, SWE-smith / Qwen `<function=name><parameter=k>v</parameter></function>`, Anthropic-style
 `<invoke name="x"><parameter name="k">v</parameter></invoke>`,
-a whole turn that is one JSON call object, and Python call code `[name(arg=value)]` (adapters/pycalls.py). Each parser returns (calls, text without the calls).
+a whole turn that is one JSON call object, and Python call code `[name(arg=value)]` (adapters/map/pycalls.py). Each parser returns (calls, text without the calls).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from adapters import pycalls
+from adapters.map import pycalls
 from adapters.records import normalize_call
 from adapters.row_fields import RowError
 
@@ -187,7 +187,7 @@ def parse_text_calls(fmt: str, text: str, prefix: str) -> tuple[list[dict[str, A
         args = m.group(2).strip()
         value = _loads(args, "Action Input") if args.startswith("{") else {"input": args}
         return [normalize_call({"name": m.group(1), "arguments": value}, f"{prefix}_0")], text[: m.start()].strip()
-    if fmt == "pycall":  # `[name(arg=value, ...)]`: Python call code, parsed by adapters/pycalls.py
+    if fmt == "pycall":  # `[name(arg=value, ...)]`: Python call code, parsed by adapters/map/pycalls.py
         if not pycalls.starts_like_calls(text):
             return [], text
         try:

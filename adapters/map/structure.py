@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.aliases import CONTENT_KEYS, ROLE_KEYS, TURN_LIST_COLUMNS, canonical_role
+from adapters.map.aliases import CONTENT_KEYS, ROLE_KEYS, TURN_LIST_COLUMNS, canonical_role
 from catalog import limits
 
 MAX_DEPTH = 3

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from adapters.aliases import canonical_role
+from adapters.map.aliases import canonical_role
 
 SPEAKERS = ("system", "user", "assistant", "tool")
 
@@ -87,7 +87,7 @@ GRAMMARS: tuple[Grammar, ...] = (
     ),
 )
 BY_NAME = {g.name: g for g in GRAMMARS}
-# Every end-of-turn / sequence token of every grammar: what a line-start transcript strips (adapters/turns.py).
+# Every end-of-turn / sequence token of every grammar: what a line-start transcript strips (adapters/map/turns.py).
 END_TOKENS = tuple(dict.fromkeys(token for g in GRAMMARS for token in g.ends))
 
 

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from adapters.apply import RowMapper
-from adapters.markup import fragments
+from adapters.map.apply import RowMapper
+from adapters.map.markup import fragments
 from adapters.read.encoded import remarked
 from adapters.records import Conversation
 from adapters.row_fields import decode_json_field

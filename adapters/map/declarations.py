@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from adapters import structure as st
-from adapters.toolcalls import normalize_tools
+from adapters.map import structure as st
+from adapters.map.toolcalls import normalize_tools
 
 if TYPE_CHECKING:
     from adapters.detected import Detected

@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from adapters import structure as st
+from adapters.map import structure as st
 from adapters.row_fields import RowError
 from adapters.spec import CandidatesSpec
 
 if TYPE_CHECKING:
     from adapters.detected import Detected
-    from adapters.turns import TurnReader
+    from adapters.map.turns import TurnReader
 
 CANDIDATE_LISTS = ("completions", "answers", "responses", "candidates", "outputs", "generations", "samples")
 SCORE_KEYS = ("overall_score", "score", "rating", "reward", "fine-grained_score", "rank", "ranking")
