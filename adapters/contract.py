@@ -9,7 +9,7 @@ Beyond the rows the adapter rejects, every record passes the per-record plausibi
 (adapters/plausibility.py: system turns mid-conversation, impossible role sequences, markup left in
 content, ...). A few records failing them are quarantined and counted, as ingest will; the contract
 fails only when they pass the spec's `max_bad_fraction` (default 1%). And every raw field is accounted
-for (adapters/accounting.py): substantial text neither mapped nor dropped by name fails the contract.
+for (adapters/infer/accounting.py): substantial text neither mapped nor dropped by name fails the contract.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-from adapters.accounting import FieldReport, account, unaccounted_lines
-from adapters.answer_head import split_answer_problems
-from adapters.continuation import continuation, continued_columns
+from adapters.infer.accounting import FieldReport, account, unaccounted_lines
+from adapters.infer.answer_head import split_answer_problems
+from adapters.infer.continuation import continuation, continued_columns
 from adapters.map.apply import RowError, RowMapper, role_labels
 from adapters.plausibility import (
     RECORD_CHECKS,

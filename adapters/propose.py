@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters import review, store
 from adapters.contract import ContractResult
-from adapters.infer import AdapterRefused, propose_adapter
+from adapters.infer.infer import AdapterRefused, propose_adapter
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 

@@ -237,7 +237,7 @@ class AdapterSpec(SpecModel):
     )
     min_yield: float = Field(0.8, ge=0.0, le=100.0, description="contract: records per row at least")
     max_content_chars: int = Field(100_000, gt=0, description="a longer turn rejects the row (broken export)")
-    # Field accounting (adapters/accounting.py): raw fields left out of the records on purpose, by path
+    # Field accounting (adapters/infer/accounting.py): raw fields left out of the records on purpose, by path
     # (`meta.score`, `conversations[].id`; a path drops everything under it) → the reason ("ids", "metadata").
     drop: dict[str, str] | None = Field(None, description="raw field path → why it is not carried")
     max_bad_fraction: float | None = Field(

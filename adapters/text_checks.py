@@ -27,9 +27,9 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
+from adapters.infer.request_column import CODE_LINE
 from adapters.pasted_system import opens_with, pasted_preambles
 from adapters.records import Conversation
-from adapters.request_column import CODE_LINE
 
 MIN_HITS = 2  # rows that must show a pattern before its share is judged
 SHARES = {  # failing share of the judged rows

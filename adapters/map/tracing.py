@@ -5,7 +5,7 @@ Each field path is replaced, in a copy of a row, by a unique marker (strings) or
 messages[i].content → "assistant text"; not found but the record changed or the row was refused → the
 field shapes the record (a role label, a flag); the record unchanged → the applier never read it.
 Regenerate-mode specs are also applied as native data, so an answer column reads "assistant text
-(regenerated)" rather than "unread". The accounting table (adapters/accounting.py) is built on this.
+(regenerated)" rather than "unread". The accounting table (adapters/infer/accounting.py) is built on this.
 """
 
 from __future__ import annotations

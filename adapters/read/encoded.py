@@ -1,6 +1,6 @@
 """Values held encoded inside one field: a JSON string (tool declarations, message lists, call arguments, a JSON
 string inside a JSON string) or a compressed blob (base64 of gzip / zlib / bz2 / xz). Field accounting
-(adapters/accounting.py) judges such a field by what it decodes to, and probes it by marking the decoded text and
+(adapters/infer/accounting.py) judges such a field by what it decodes to, and probes it by marking the decoded text and
 encoding it again, so a field counts as read when the adapter reads what it decodes to: `"[]"` holds nothing, a
 tools column of JSON is carried when its declarations reach the record, a blob of turns nobody decodes is
 substantial unread text rather than an identifier-like token.

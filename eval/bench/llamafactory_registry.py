@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.contract import run_contract
-from adapters.detect import detect
-from adapters.infer import AdapterRefused, build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowError, RowMapper
 from adapters.read.files import datasets_module, iter_file
 from adapters.read.source import RawRow

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.contract import run_contract
-from adapters.detect import detect
-from adapters.infer import AdapterRefused, build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowMapper
 from adapters.map.turns import get_path
 from adapters.read.source import RawRow

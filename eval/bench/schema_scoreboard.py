@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.contract import ContractResult, run_contract
-from adapters.detect import detect
-from adapters.infer import AdapterRefused, build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowError, RowMapper
 from adapters.read.files import datasets_module, file_format, iter_file
 from adapters.read.source import RawRow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.contract import run_contract
-from adapters.infer import _pin_golden
+from adapters.infer.infer import _pin_golden
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adapters.accounting import account, proposed_drops
 from adapters.contract import Check, ContractResult, run_contract
+from adapters.infer.accounting import account, proposed_drops
 from adapters.map.markup import find_markup
 from adapters.read.source import RawRow, iter_local_rows
 from adapters.spec import AdapterSpec

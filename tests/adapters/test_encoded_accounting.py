@@ -8,9 +8,9 @@ import base64
 import json
 import zlib
 
-from adapters.accounting import account, proposed_drops
 from adapters.contract import run_contract
-from adapters.detect import detect
+from adapters.infer.accounting import account, proposed_drops
+from adapters.infer.detect import detect
 from adapters.read.encoded import decode, empty, remarked, texts
 from adapters.read.source import RawRow
 from tests.kits.adapters import make_spec

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from adapters import review, store
-from adapters.infer import propose_adapter
+from adapters.infer.infer import propose_adapter
 from catalog import Catalog
 
 ROOT = Path(__file__).resolve().parents[2]

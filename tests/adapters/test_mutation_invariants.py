@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from adapters.contract import ContractResult, run_contract
-from adapters.detect import detect
-from adapters.infer import build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import build_proposal
 from adapters.map.apply import RowMapper
 from adapters.plausibility import _QUESTION
 from adapters.read.source import RawRow

@@ -166,7 +166,7 @@ def _by_row(listed: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     return out
 
 
-ACCOUNTING = {  # the contract's field accounting (adapters.accounting.FieldReport): column -> how to show it
+ACCOUNTING = {  # the contract's field accounting (adapters.infer.accounting.FieldReport): column -> how to show it
     "field": lambda f: f["path"],
     "rows": lambda f: f["rows"],
     "avg chars": lambda f: round(f["mean_chars"]),

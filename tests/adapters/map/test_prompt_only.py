@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from adapters.contract import run_contract
-from adapters.detect import detect
-from adapters.infer import AdapterRefused, build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 

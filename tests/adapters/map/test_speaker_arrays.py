@@ -3,7 +3,7 @@ text list was read alone and the speaker list dropped as metadata, so an agent-f
 
 from __future__ import annotations
 
-from adapters.detect import detect
+from adapters.infer.detect import detect
 from adapters.map.structure import zipped
 
 GREETING = "Hello, I look after this repository's CI. Which job failed?"
@@ -76,7 +76,7 @@ def test_an_asking_opener_may_be_the_assistant_but_a_stating_one_may_not() -> No
 
 
 def test_top_level_speaker_and_text_columns_are_zipped_and_read_right() -> None:
-    from adapters.infer import build_proposal
+    from adapters.infer.infer import build_proposal
     from adapters.map.apply import RowMapper
     from adapters.spec import SourceSpec
 

@@ -1,13 +1,13 @@
 """The chat-template grammars (adapters/map/rendered.py) are the one home of template names and tokens: every
 grammar reads its own rendering back, the other modules that name template text take it from there
-(adapters/map/turns.py's end tokens, adapters/columns.py's ChatML header), and a template's control text left inside
+(adapters/map/turns.py's end tokens, adapters/infer/columns.py's ChatML header), and a template's control text left inside
 a turn is flagged by adapters/map/markup.py. A new grammar is one entry in GRAMMARS plus its example below."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters import columns
+from adapters.infer import columns
 from adapters.map import turns
 from adapters.map.markup import find_markup
 from adapters.map.rendered import BY_NAME, END_TOKENS, GRAMMARS, best_grammar, literal_markers, turns_of

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from adapters.detect import detect
-from adapters.infer import build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import build_proposal
 from adapters.map.apply import RowMapper
 from adapters.map.toolcalls import parse_text_calls, result_tag
 from adapters.spec import SourceSpec

@@ -108,7 +108,7 @@ def test_file_format(name, fmt):
 
 
 def test_dead_hub_is_one_clear_error_not_a_retry_loop():
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
     from adapters.read.source import iter_raw_rows
     from adapters.spec import SourceSpec
     from catalog.errors import DraftsetError
@@ -127,7 +127,7 @@ def test_dead_hub_is_one_clear_error_not_a_retry_loop():
 def test_card_is_empty_only_when_the_repo_has_no_readme(hub_url):
     from huggingface_hub import HfApi
 
-    from adapters.infer import _card_text
+    from adapters.infer.infer import _card_text
     from catalog.errors import DraftsetError
 
     repo_id = "moonshot-fans/kimi-k2-chat-native"
@@ -162,7 +162,7 @@ def test_arrow_streams_are_read_and_a_bad_one_is_one_problem(tmp_path):
 
 
 def test_formats_come_from_datasets_and_a_loading_script_is_refused_by_name():
-    from adapters.detect import detect
+    from adapters.infer.detect import detect
 
     assert files.file_format("x.jsonl.zst") == "jsonl" and files.file_format("x.arrow") == "arrow"
     assert files.file_format("x.tar") is None and files.datasets_module("x.tar") == "webdataset"

@@ -3,8 +3,8 @@ media verdict for a text-only target, or kept as parts `{type, ref}`, never drop
 
 from __future__ import annotations
 
-from adapters.detect import detect
-from adapters.infer import build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import build_proposal
 from adapters.map.apply import RowMapper
 from adapters.read.media import kind_of, parts_of
 from adapters.spec import MediaSpec, SourceSpec
@@ -62,7 +62,7 @@ def test_a_mime_column_beside_an_opaque_url_names_the_attachment() -> None:
     d = detect(rows)
     assert d.fields["media"]["fields"] == ["file_url", "file_name", "file_mime"]
     source = SourceSpec(repo_id="o/d", revision="0" * 40, config="default", split="train", data_files=["t.jsonl"])
-    from adapters.infer import AdapterRefused
+    from adapters.infer.infer import AdapterRefused
 
     try:
         spec = build_proposal(d, list(enumerate(rows)), source, "").spec

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.infer import choose_config, choose_split
+from adapters.infer.infer import choose_config, choose_split
 from adapters.read.card_configs import evaluation_names
 from catalog.errors import DraftsetError
 

@@ -20,7 +20,7 @@ def _json(*args: str) -> dict:
 
 def test_ingest_and_dedup_list_their_counts_as_json(home, hub_url):
     from adapters import review, store
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
     from catalog import Catalog
 
     cat = Catalog(home)

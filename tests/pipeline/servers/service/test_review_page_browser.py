@@ -25,7 +25,7 @@ def review_service(hub_url, tmp_path_factory):
     from service_kit import Svc
 
     from adapters import review, store
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
     from catalog import Catalog
     from pipeline.servers.service.server import serve_in_thread
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.detect import detect
-from adapters.infer import build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import build_proposal
 from adapters.map.apply import RowMapper
 from adapters.spec import AdapterSpec, SourceSpec
 
@@ -87,7 +87,7 @@ def _answers_only(key: str) -> list[dict[str, Any]]:
 
 
 def test_a_mask_that_trains_no_answer_anywhere_is_reread_inverted() -> None:
-    """The second reading (adapters/rereading.py): `mask: false` on every answer trains nothing as read; a mask's
+    """The second reading (adapters/infer/rereading.py): `mask: false` on every answer trains nothing as read; a mask's
     name does not say its polarity, so the other reading is tried, and it trains every answer."""
     rows = _answers_only("mask")
     spec = _spec(rows)

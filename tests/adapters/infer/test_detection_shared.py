@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from huggingface_hub import HfApi
 
-from adapters.detect import TARGET_FAMILIES, Detected, detect
-from adapters.infer import propose_adapter
+from adapters.infer.detect import TARGET_FAMILIES, Detected, detect
+from adapters.infer.infer import propose_adapter
 from agents.configuration import FindConfig
 from agents.scoring import score_candidate
 from catalog import Catalog

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.contract import ContractResult, run_contract
-from adapters.infer import Proposal, propose_adapter
+from adapters.infer.infer import Proposal, propose_adapter
 from adapters.map.apply import apply_row
 from adapters.read.source import iter_raw_rows
 from tests.fixtures.expected import EXPECTED, Expected
@@ -157,7 +157,7 @@ def test_review_notes_for_what_the_record_cannot_carry(proposals):
     "repo_id, verdict", [("tabular-mini/housing-prices", "no_text"), ("vision-mini/image-captions", "media")]
 )
 def test_non_conversational_datasets_are_refused_by_name(hub_url, repo_id, verdict):
-    from adapters.infer import AdapterRefused
+    from adapters.infer.infer import AdapterRefused
 
     with pytest.raises(AdapterRefused, match="refused") as err:
         propose_adapter(repo_id, endpoint=hub_url, viewer_base=hub_url + "/viewer")

@@ -7,7 +7,7 @@ holding substantial text that is neither fails the contract with one line naming
 
 "Where it went" is traced, not guessed from names (adapters/map/tracing.py: each field path is replaced by a
 marker in a copy of a row and the row applied again). Text containment is the cross-check for unread fields
-(adapters/field_kinds.py): one whose text is already carried (a rendered copy of the turns) is a duplicate,
+(adapters/infer/field_kinds.py): one whose text is already carried (a rendered copy of the turns) is a duplicate,
 nothing is lost. Tracing stops after a few rows per path, so its cost stays flat with the sample size.
 """
 
@@ -20,7 +20,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from adapters.field_kinds import SHORT, coverage, kind_of, metadata_reason, prose, substantial, value_reason, words
+from adapters.infer.field_kinds import (
+    SHORT,
+    coverage,
+    kind_of,
+    metadata_reason,
+    prose,
+    substantial,
+    value_reason,
+    words,
+)
 from adapters.map.tracing import (
     STRUCTURE,
     UNREAD,

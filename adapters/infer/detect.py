@@ -14,20 +14,20 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.answers import detect_answer_columns, detect_label
-from adapters.column_names import CHOSEN, REJECTED
-from adapters.columns import detect_columns, detect_transcript
 from adapters.detected import REFUSALS, Detected
+from adapters.infer.answers import detect_answer_columns, detect_label
+from adapters.infer.column_names import CHOSEN, REJECTED
+from adapters.infer.columns import detect_columns, detect_transcript
+from adapters.infer.numbered import detect_turn_columns
+from adapters.infer.rereading import reread
+from adapters.infer.roles import detect_turn_fields, infer_role_map
 from adapters.map import structure as st
 from adapters.map.aliases import CONTENT_KEYS, ROLE_KEYS, canonical_role
 from adapters.map.candidates import detect_battle, detect_ranked, prompt_only
 from adapters.map.declarations import detect_system_tools
 from adapters.map.toolcalls import normalize_tools
-from adapters.numbered import detect_turn_columns
 from adapters.read import media as media_mod
 from adapters.read.encoded import empty as holds_nothing
-from adapters.rereading import reread
-from adapters.roles import detect_turn_fields, infer_role_map
 
 # The one list of target-model families (native detection) for find and proposal alike.
 TARGET_FAMILIES = ("kimi", "moonshot")
@@ -239,7 +239,7 @@ def _unlabelled(
 ) -> dict[str, Any] | None:
     """Turn objects without a speaker key: exchanges (two text keys), text segments, or utterances; None when
     the values do not read as a dialogue (several models' answers to one prompt are not turns)."""
-    from adapters.roles import _prompt_like
+    from adapters.infer.roles import _prompt_like
 
     base = {"path": path, "lists": lists, "encoded": encoded}
     flags = [
@@ -285,7 +285,7 @@ def _unlabelled(
 
 
 def _prompt_prior(key: str) -> int:
-    from adapters.column_names import PROMPT_NAMES
+    from adapters.infer.column_names import PROMPT_NAMES
 
     return int(key.rsplit(".", 1)[-1].lower() in PROMPT_NAMES)
 
@@ -484,7 +484,9 @@ def detect(
     elif d.layout == "columns" and "system_field" not in d.fields:
         _system_column(d, rows, skip | set(d.fields["columns"]["prompt"]) | {d.fields["columns"].get("response")})
     detect_system_tools(d, rows)
-    reread(d, rows)  # a reading that rejects nearly every row is checked against the others (adapters/rereading.py)
+    reread(
+        d, rows
+    )  # a reading that rejects nearly every row is checked against the others (adapters/infer/rereading.py)
     return d
 
 

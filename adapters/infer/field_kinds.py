@@ -1,6 +1,6 @@
 """What a raw field's values are: prose or identifiers, metadata by value (urls, ids, timestamps) or by
 name (scores, languages, provenance), and how much of a text another text already carries. Pure functions
-over values: the accounting (adapters/accounting.py) decides with them what must be carried or named.
+over values: the accounting (adapters/infer/accounting.py) decides with them what must be carried or named.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from adapters.column_names import CHOSEN, LABEL_NAMES, REJECTED
-from adapters.columns import _boolish
+from adapters.infer.column_names import CHOSEN, LABEL_NAMES, REJECTED
+from adapters.infer.columns import _boolish
+from adapters.infer.roles import infer_role_map
 from adapters.map import structure as st
-from adapters.roles import infer_role_map
 
 if TYPE_CHECKING:
     from adapters.detected import Detected

@@ -1,7 +1,7 @@
 """Config and split choice: recorded why, flagged for review when guessed."""
 
-from adapters.detect import names_target
-from adapters.infer import choose_config, choose_split
+from adapters.infer.detect import names_target
+from adapters.infer.infer import choose_config, choose_split
 
 
 def test_config_choice():

@@ -15,10 +15,10 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from adapters.column_names import PROMPT_NAMES, RESPONSE_NAMES
+from adapters.infer.column_names import PROMPT_NAMES, RESPONSE_NAMES
+from adapters.infer.roles import _prompt_like
 from adapters.map import structure as st
 from adapters.map.aliases import canonical_role
-from adapters.roles import _prompt_like
 
 if TYPE_CHECKING:
     from adapters.detected import Detected

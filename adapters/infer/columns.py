@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from adapters.column_names import (
+from adapters.infer.column_names import (
     CHOSEN,
     EXTRA_PROMPT_NAMES,
     INSTRUCTION_NAMES,
@@ -23,11 +23,11 @@ from adapters.column_names import (
     RESPONSE_NAMES,
     SCORE_NAMES,
 )
-from adapters.continuation import continued_columns
+from adapters.infer.continuation import continued_columns
+from adapters.infer.roles import detect_markers
 from adapters.map import structure as st
 from adapters.map.aliases import canonical_role
 from adapters.map.rendered import BY_NAME
-from adapters.roles import detect_markers
 
 if TYPE_CHECKING:
     from adapters.detected import Detected
@@ -53,7 +53,7 @@ def _markers(text: str) -> list[str]:
 
 
 def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -> bool:
-    from adapters.learned_markers import learn_grammar
+    from adapters.infer.learned_markers import learn_grammar
     from adapters.map.rendered import BY_NAME, Grammar, best_grammar
 
     found: dict[str, tuple[dict[str, str], int, int]] = {}
@@ -94,7 +94,7 @@ def detect_transcript(d: Detected, rows: list[dict[str, Any]], skip: set[str]) -
             f"rendered by the {grammar.name} chat template (adapters/map/rendered.py)"
             if grammar.name in BY_NAME
             else "rendered by a template not in adapters/map/rendered.py: markers learned from the rows, consistent "
-            "across them (adapters/learned_markers.py)"
+            "across them (adapters/infer/learned_markers.py)"
         )
     else:
         where = "at line starts"
@@ -168,7 +168,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
         and (stats[k].texty >= 0.15 or (k.lower() in named and len(rows) < 5))
         and not all(st.decoded(r.get(k))[1] for r in rows if isinstance(r.get(k), str))
     ]
-    from adapters.request_column import request_annotations
+    from adapters.infer.request_column import request_annotations
 
     notes = request_annotations(rows, texts) if len(texts) > 1 else {}
     if notes and len(notes) < len(texts):  # text about the request is neither the request nor its answer
@@ -219,7 +219,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
         d.refuse("no_dialogue", f"preference pair {chosen!r} / {rejected!r} with no prompt column beside it")
         return False
     elif len(texts) < 2:  # a set of prompts (regenerate mode), or plain text: by the evidence both ways
-        from adapters.request_column import requests_only
+        from adapters.infer.request_column import requests_only
 
         return "candidates" not in d.fields and requests_only(d, rows, texts[0], card_text) or _plain(d, texts[0])
     else:
@@ -227,7 +227,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
         if pair_prompt is None or pair_response is None:
             d.refuse("no_dialogue", why)
             return False
-        from adapters.request_column import split_request
+        from adapters.infer.request_column import split_request
 
         # the pair is all the text there is, and the "answer" is the rest of the request: prompts alone
         if len(texts) == 2 and split_request(d, rows, pair_prompt, pair_response):
@@ -240,7 +240,7 @@ def detect_columns(d: Detected, rows: list[dict[str, Any]], skip: set[str], card
         d.reasons["columns.history"] = (
             f"column {history!r} holds earlier (user, assistant) exchanges: they come before the prompt"
         )
-    from adapters.answer_head import split_answer
+    from adapters.infer.answer_head import split_answer
 
     paired = bool(chosen and rejected)  # a preference pair's sides are whole answers, never halves of one
     head = None if response in calls or paired else split_answer(rows, prompt_cols, response, texts)

@@ -13,9 +13,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from adapters.contract import run_contract
-from adapters.detect import detect
-from adapters.infer import build_proposal
-from adapters.llm_spec import propose_with_llm
+from adapters.infer.detect import detect
+from adapters.infer.infer import build_proposal
+from adapters.infer.llm_spec import propose_with_llm
 from adapters.spec import SourceSpec
 from pipeline.servers.localhub.server import start_in_thread
 from tests.kits.adapters import raw

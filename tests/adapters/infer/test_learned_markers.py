@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from adapters.detect import detect
-from adapters.learned_markers import learn_grammar, marker_role
+from adapters.infer.detect import detect
+from adapters.infer.learned_markers import learn_grammar, marker_role
 from adapters.map.rendered import best_grammar, turns_of
 
 PAIRS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.detect import detect
+from adapters.infer.detect import detect
 from adapters.map import structure as st
 from adapters.map.apply import RowError, RowMapper
 from adapters.map.declarations import tools_in_text
@@ -290,8 +290,8 @@ def test_a_battle_without_a_winner_trains_nothing():
 def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decides():
     """Fake LLM replies (ModelSpec objects, labelled as such): a right and a wrong template name."""
     from adapters.contract import run_contract
-    from adapters.infer import build_proposal
-    from adapters.llm_spec import ModelSpec, _detected
+    from adapters.infer.infer import build_proposal
+    from adapters.infer.llm_spec import ModelSpec, _detected
     from adapters.read.source import RawRow
 
     rows = [
@@ -338,7 +338,7 @@ def test_battle_sides_that_answer_different_prompts_are_rejected():
 def test_new_layouts_round_trip_through_yaml_with_the_same_hash(family):
     import json as _json
 
-    from adapters.infer import build_proposal
+    from adapters.infer.infer import build_proposal
     from eval.bench.schema_scoreboard import DEFAULT_CORPUS, _rows
 
     folder = DEFAULT_CORPUS / family

@@ -227,8 +227,8 @@ def split_request(d: Detected, rows: list[dict[str, Any]], prompt: str, rest: st
     rows, and the joined text asks on most of them. Read as prompts alone (the two joined with a space), never
     as a prompt with `rest` for its answer, which regenerate mode would drop with half of every request. A
     completion task (a prefix and the text that continues it) joins into prose that asks nothing."""
-    from adapters.answer_head import starts_in_code
-    from adapters.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation
+    from adapters.infer.answer_head import starts_in_code
+    from adapters.infer.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation
 
     # Rows whose second column opens in code cannot tell a request's rest from a code answer (`def f(x):` after
     # "Write a function to reverse a string"): they are left out, and they must not be most of the rows.

@@ -16,14 +16,14 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from adapters.accounting import proposed_drops
-from adapters.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
+from adapters.infer.accounting import proposed_drops
+from adapters.infer.detect import DEFAULT_TARGET_PATTERNS, Detected, detect, guess_category, names_target
+from adapters.infer.trial import spec_data
 from adapters.map.apply import RowError, RowMapper
 from adapters.read.capped import unmatched_data_files
 from adapters.read.card_configs import evaluation_names
 from adapters.read.source import download, iter_raw_rows
 from adapters.spec import AdapterSpec, GoldenExample, SourceSpec
-from adapters.trial import spec_data
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 from catalog.hub import HubClient
@@ -256,7 +256,7 @@ def propose_adapter(
     card += " " + readme
     d, rows, why_rows = _detection(repo_id, source, catalog, endpoint, token, sample_rows, card, files)
     if d.layout is None and d.refusal is None and llm is not None and rows:
-        from adapters.llm_spec import propose_with_llm
+        from adapters.infer.llm_spec import propose_with_llm
 
         proposed = propose_with_llm(
             [row for _, row in rows], d.reasons.get("layout", "no layout"), client=llm[0], model=llm[1]
@@ -310,8 +310,8 @@ def _detection(
 def complete_vocabulary(d: Detected, rows: list[dict[str, Any]]) -> Detected:
     """find saw a few first rows; labels that only occur later (a `system` turn in row 40) are mapped by the same
     rules from the wider sample, so starting from find's detection never leaves a label unmapped for nothing."""
+    from adapters.infer.roles import infer_role_map
     from adapters.map.structure import decoded, get
-    from adapters.roles import infer_role_map
 
     role_key, content_key, path = d.fields.get("role_key"), d.fields.get("content_key"), d.fields.get("messages_path")
     if not (rows and role_key and content_key and path and d.layout in ("messages", "trajectory")):

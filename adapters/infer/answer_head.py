@@ -2,7 +2,7 @@
 mid-way. Read by content alone, the opening (a long prose column after the request) looks like more prompt, and
 the tail like the answer, so the answer's first half would be trained as something the user said.
 
-The evidence is the same continuation as for a prompt split over two fields (adapters/columns.py): on most rows
+The evidence is the same continuation as for a prompt split over two fields (adapters/infer/columns.py): on most rows
 holding both, the earlier column stops without a sentence end and the response starts with a lower-case word.
 What tells the answer's opening from a prompt the answer continues is where the request is: the prompt holds
 another column before it (the request), and no prompt column asks for a continuation ("Continue the story",
@@ -16,8 +16,8 @@ import re
 from statistics import median
 from typing import Any
 
-from adapters.column_names import INSTRUCTION_NAMES
-from adapters.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation, template_column
+from adapters.infer.column_names import INSTRUCTION_NAMES
+from adapters.infer.continuation import CONTINUED_SHARE, MIN_CONTINUED_ROWS, continuation, template_column
 from adapters.map import structure as st
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
@@ -66,7 +66,7 @@ def starts_in_code(text: str) -> bool:
 
 def _carried(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int] | None:
     """(rows where `column` picks up mid-sentence the prose `before` stops in, rows holding both) when that is most
-    of them, else None. Stricter than a prompt split (adapters/columns.py): `before` stops on a word, `column`
+    of them, else None. Stricter than a prompt split (adapters/infer/columns.py): `before` stops on a word, `column`
     starts on a lower-case word and its first line is no code, so data inputs (`[1, 2, 3]`, `x = 5`) before code
     answers (`def f(x):`, `arr.sort()`) that start lower-case are never read as one text."""
     if not _prose_column(rows, before, MIN_HEAD_WORDS):
@@ -101,7 +101,7 @@ def answer_head(rows: list[dict[str, Any]], prompt: list[str], response: str | N
 
 
 def _continues(rows: list[dict[str, Any]], before: str, column: str) -> tuple[int, int] | None:
-    """A prompt's rest, by the prompt-split rule of adapters/columns.py."""
+    """A prompt's rest, by the prompt-split rule of adapters/infer/columns.py."""
     carried, both = continuation(rows, before, column)
     return (carried, both) if both >= MIN_CONTINUED_ROWS and carried >= CONTINUED_SHARE * both else None
 

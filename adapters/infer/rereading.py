@@ -2,7 +2,7 @@
 
 A check that rejects almost every row says more about the reading than about the rows: a dataset whose every
 row is broken in the same way is rarer than a reading that does not fit it. So before proposing, detection
-applies its reading to its own sample (adapters/trial.py's throw-away spec); when at least NEARLY_ALL of the
+applies its reading to its own sample (adapters/infer/trial.py's throw-away spec); when at least NEARLY_ALL of the
 rows are rejected, each alternative that the rejection reason points to is tried, and the one that maps the
 most rows is kept, if it maps a clear majority. The choice is recorded in `reasons["reading"]` (visible in
 `draftset adapters show`) with the evidence, and marked for review; a reading the data contradicts is never
@@ -22,7 +22,7 @@ Alternatives, by the reason that rejected the rows:
   `mask` is a loss mask (true = counted) in some exports and an ignore mask (true = left out) in others, while
   `train`, `trainable`, `loss` and `weight` say what they mean and their rows stay rejected by name. Taken when
   the inverted flag trains an answer on a clear majority of the rows. (The mirror image with the prompts
-  flagged is read inverted at detection already: adapters/roles.py.)
+  flagged is read inverted at detection already: adapters/infer/roles.py.)
 Where a reason's alternative does not apply to the shape at all (no turn list, no flag), nothing is recorded.
 """
 
@@ -33,11 +33,11 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.detected import Detected
+from adapters.infer.roles import commands_before
+from adapters.infer.trial import PLACEHOLDER_SOURCE, spec_data
 from adapters.map.apply import RowError, RowMapper
 from adapters.map.structure import decoded, get
-from adapters.roles import commands_before
 from adapters.spec import AdapterSpec
-from adapters.trial import PLACEHOLDER_SOURCE, spec_data
 from catalog.errors import DraftsetError
 
 NEARLY_ALL = 0.5  # share of sampled rows rejected by one reason that makes detection try other readings
