@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters import review, store
-from adapters.contract import ContractResult
 from adapters.infer.infer import AdapterRefused, propose_adapter
+from adapters.prove.contract import ContractResult
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 

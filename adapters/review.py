@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 
 from adapters import store, verdict
-from adapters.contract import ContractResult, run_contract
+from adapters.prove.contract import ContractResult, run_contract
 from adapters.read.source import iter_raw_rows
 from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog

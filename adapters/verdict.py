@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from adapters.contract import REFUSALS
 from adapters.flags import group_line, resolve_hint
+from adapters.prove.contract import REFUSALS
 from catalog.untrusted import command, label_word, shell_word
 
 if TYPE_CHECKING:

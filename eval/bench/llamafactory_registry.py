@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowError, RowMapper
+from adapters.prove.contract import run_contract
 from adapters.read.files import datasets_module, iter_file
 from adapters.read.source import RawRow
 from adapters.records import Conversation

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowMapper
 from adapters.map.turns import get_path
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.contract import ContractResult, run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowError, RowMapper
+from adapters.prove.contract import ContractResult, run_contract
 from adapters.read.files import datasets_module, file_format, iter_file
 from adapters.read.source import RawRow
 from adapters.records import Conversation, Message

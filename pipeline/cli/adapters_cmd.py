@@ -267,7 +267,7 @@ def test(
     rows: int = typer.Option(500, help="rows sampled across all files"),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Run the contract; exits 1 when any contract fails. Results go to adapters.contract."""
+    """Run the contract; exits 1 when any contract fails. Results go to adapters.prove.contract."""
     from adapters import review, store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote

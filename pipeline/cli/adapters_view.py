@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 
 from adapters import flags, verdict
-from adapters.contract import ContractResult
+from adapters.prove.contract import ContractResult
 from adapters.store import AdapterRecord
 from catalog.untrusted import clean_text, shell_word
 from pipeline.cli.common import console, literal, print_table, safe  # this module is only imported by commands that run

@@ -19,7 +19,7 @@ from rich.progress import Progress
 
 from adapters.gate import require_approved
 from adapters.map.apply import RowError, apply_row
-from adapters.plausibility import record_problems
+from adapters.prove.plausibility import record_problems
 from adapters.read.source import RawRow, iter_raw_rows
 from adapters.spec import AdapterSpec
 from catalog import Catalog

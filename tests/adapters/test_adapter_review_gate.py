@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adapters import review, store
-from adapters.contract import run_contract
 from adapters.gate import require_approved
+from adapters.prove.contract import run_contract
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from tests.kits.adapters import REVISION, make_spec, raw

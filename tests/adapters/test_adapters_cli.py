@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters import store
-from adapters.contract import run_contract
 from adapters.gate import require_approved
+from adapters.prove.contract import run_contract
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app

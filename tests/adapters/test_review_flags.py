@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters import flags, review, store, verdict
-from adapters.contract import run_contract
+from adapters.prove.contract import run_contract
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters import review, store, verdict
-from adapters.contract import run_contract
+from adapters.prove.contract import run_contract
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from tests.kits.adapters import make_spec, raw

@@ -15,7 +15,7 @@ import pytest
 from huggingface_hub import errors as hub_errors
 
 from adapters import gate, review, store
-from adapters.contract import run_contract
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from agents.recording import review_queries
 from catalog import Catalog

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import build_proposal
 from adapters.map.apply import RowMapper
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.field_kinds import coverage
 from adapters.infer.infer import build_proposal
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from adapters.spec import SourceSpec
 

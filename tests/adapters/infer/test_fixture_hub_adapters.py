@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.contract import ContractResult, run_contract
 from adapters.infer.infer import Proposal, propose_adapter
 from adapters.map.apply import apply_row
+from adapters.prove.contract import ContractResult, run_contract
 from adapters.read.source import iter_raw_rows
 from tests.fixtures.expected import EXPECTED, Expected
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import _spec_data
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow, iter_local_rows
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError, ZeroOutput

@@ -289,9 +289,9 @@ def test_a_battle_without_a_winner_trains_nothing():
 
 def test_a_model_naming_a_template_gets_its_grammar_and_the_contract_still_decides():
     """Fake LLM replies (ModelSpec objects, labelled as such): a right and a wrong template name."""
-    from adapters.contract import run_contract
     from adapters.infer.infer import build_proposal
     from adapters.infer.llm_spec import ModelSpec, _detected
+    from adapters.prove.contract import run_contract
     from adapters.read.source import RawRow
 
     rows = [

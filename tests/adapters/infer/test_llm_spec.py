@@ -12,10 +12,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import build_proposal
 from adapters.infer.llm_spec import propose_with_llm
+from adapters.prove.contract import run_contract
 from adapters.spec import SourceSpec
 from pipeline.servers.localhub.server import start_in_thread
 from tests.kits.adapters import raw

@@ -11,9 +11,9 @@ import zlib
 
 import pytest
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import build_proposal
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from adapters.spec import SourceSpec
 from eval.bench.schema_scoreboard import DEFAULT_CORPUS, score_family

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from adapters.contract import run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import AdapterRefused, build_proposal
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 

@@ -60,7 +60,7 @@ def _record(turns: list[tuple[str, str]], mode: str = "native"):
 
 
 def test_an_asking_opener_may_be_the_assistant_but_a_stating_one_may_not() -> None:
-    from adapters.plausibility import record_problems
+    from adapters.prove.plausibility import record_problems
 
     greeting = [("assistant", GREETING), ("user", "Lint fails."), ("assistant", "Pin ruff.")]
     lost_user = [

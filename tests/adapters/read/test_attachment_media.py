@@ -73,7 +73,7 @@ def test_a_mime_column_beside_an_opaque_url_names_the_attachment() -> None:
 
 
 def test_an_opaque_url_typed_by_its_mime_column_is_refused_or_kept_as_a_part() -> None:
-    from adapters.contract import run_contract
+    from adapters.prove.contract import run_contract
     from adapters.read.source import RawRow
 
     rows = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from adapters import propose, store
-from adapters.contract import ContractResult
+from adapters.prove.contract import ContractResult
 from agents import proposals
 from catalog import Catalog
 from catalog.errors import DraftsetError

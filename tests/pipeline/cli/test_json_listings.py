@@ -146,7 +146,7 @@ def test_status_json_carries_numbers_and_the_text_keeps_its_formatting(home):
 
 def test_users_flags_estimate_and_hub_list_as_json(home, hub_url):
     from adapters import flags, store
-    from adapters.contract import run_contract
+    from adapters.prove.contract import run_contract
     from catalog import Catalog
     from pipeline.servers.service.users import add_user
     from tests.kits.adapters import make_spec, raw

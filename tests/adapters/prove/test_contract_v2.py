@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from adapters.contract import run_contract
+from adapters.prove.contract import run_contract
 from tests.kits.adapters import make_spec, raw
 
 TOOLS = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}

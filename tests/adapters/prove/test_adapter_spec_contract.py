@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.contract import run_contract
 from adapters.infer.infer import _pin_golden
+from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
 from catalog.errors import DraftsetError

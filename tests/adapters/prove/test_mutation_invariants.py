@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from adapters.contract import ContractResult, run_contract
 from adapters.infer.detect import detect
 from adapters.infer.infer import build_proposal
 from adapters.map.apply import RowMapper
-from adapters.plausibility import _QUESTION
+from adapters.prove.contract import ContractResult, run_contract
+from adapters.prove.plausibility import _QUESTION
 from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError

@@ -8,8 +8,8 @@ import html
 
 import pytest
 
+from adapters.prove.text_checks import script, text_problems
 from adapters.records import Conversation
-from adapters.text_checks import script, text_problems
 
 PROMPTS = [f"How do I stop test number {i} from failing only on the CI runners?" for i in range(12)]
 ANSWERS = [

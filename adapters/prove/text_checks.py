@@ -16,7 +16,7 @@ In regenerate mode the evidence is every answer the rows hold, but only damage t
     escaped_markup    HTML-escaped text (`&lt;div&gt;`, `&amp;`): the model would learn the entities
     answer_language   answers in another script than their prompts, where no prompt asks for a translation
     system_in_user    the system prompt of other rows pasted into the first user turn, or, where no row keeps
-                      one, a persona paragraph several rows open with (adapters/pasted_system.py)
+                      one, a persona paragraph several rows open with (adapters/prove/pasted_system.py)
     call_unanswered   a tool call the assistant follows itself, with no result between (the result was deleted)
 """
 
@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from adapters.infer.request_column import CODE_LINE
-from adapters.pasted_system import opens_with, pasted_preambles
+from adapters.prove.pasted_system import opens_with, pasted_preambles
 from adapters.records import Conversation
 
 MIN_HITS = 2  # rows that must show a pattern before its share is judged

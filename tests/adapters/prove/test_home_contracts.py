@@ -15,7 +15,7 @@ import os
 import pytest
 
 from adapters import store
-from adapters.contract import run_contract
+from adapters.prove.contract import run_contract
 from adapters.read.source import iter_raw_rows
 from catalog import Catalog
 

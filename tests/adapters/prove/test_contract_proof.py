@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adapters.contract import Check, ContractResult, run_contract
 from adapters.infer.accounting import account, proposed_drops
 from adapters.map.markup import find_markup
+from adapters.prove.contract import Check, ContractResult, run_contract
 from adapters.read.source import RawRow, iter_local_rows
 from adapters.spec import AdapterSpec
 from catalog.shards import iter_rows

@@ -8,9 +8,9 @@ import base64
 import json
 import zlib
 
-from adapters.contract import run_contract
 from adapters.infer.accounting import account, proposed_drops
 from adapters.infer.detect import detect
+from adapters.prove.contract import run_contract
 from adapters.read.encoded import decode, empty, remarked, texts
 from adapters.read.source import RawRow
 from tests.kits.adapters import make_spec

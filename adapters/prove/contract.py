@@ -6,7 +6,7 @@ unmapped role label fails naming the label and its count; so does an empty sampl
 rejects are listed (row index, field, reason) exactly as ingest will quarantine them.
 
 Beyond the rows the adapter rejects, every record passes the per-record plausibility checks
-(adapters/plausibility.py: system turns mid-conversation, impossible role sequences, markup left in
+(adapters/prove/plausibility.py: system turns mid-conversation, impossible role sequences, markup left in
 content, ...). A few records failing them are quarantined and counted, as ingest will; the contract
 fails only when they pass the spec's `max_bad_fraction` (default 1%). And every raw field is accounted
 for (adapters/infer/accounting.py): substantial text neither mapped nor dropped by name fails the contract.
@@ -24,7 +24,7 @@ from adapters.infer.accounting import FieldReport, account, unaccounted_lines
 from adapters.infer.answer_head import split_answer_problems
 from adapters.infer.continuation import continuation, continued_columns
 from adapters.map.apply import RowError, RowMapper, role_labels
-from adapters.plausibility import (
+from adapters.prove.plausibility import (
     RECORD_CHECKS,
     WHY,
     dataset_problems,
@@ -32,12 +32,12 @@ from adapters.plausibility import (
     record_problems,
     unstated_task,
 )
+from adapters.prove.text_checks import OK as TEXT_OK
+from adapters.prove.text_checks import WHY as TEXT_WHY
+from adapters.prove.text_checks import text_problems
 from adapters.read.source import RawRow
 from adapters.records import Conversation
 from adapters.spec import AdapterSpec
-from adapters.text_checks import OK as TEXT_OK
-from adapters.text_checks import WHY as TEXT_WHY
-from adapters.text_checks import text_problems
 from catalog.untrusted import command, is_plain, label_word
 
 MAX_LISTED = 50  # quarantine entries kept in the result; counts always cover every row
