@@ -217,7 +217,7 @@ def propose_adapter(
     target_patterns: tuple[str, ...] = DEFAULT_TARGET_PATTERNS,
     llm: tuple[Any, str] | None = None,
 ) -> Proposal:
-    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.store).
+    """Infer a spec for `repo_id` at its current revision. Nothing is stored (see adapters.review.store).
 
     `llm` = (openai client, model): when structure cannot decide, the model may propose the reading."""
     info = HubClient(endpoint, token).dataset_info(repo_id)  # probe first; gated/missing/dead: one clear error

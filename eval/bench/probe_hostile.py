@@ -127,7 +127,7 @@ class Probe:
     def approve(self, repo_id: str, data_file: str = "data/train.jsonl", **fields: Any) -> None:
         from huggingface_hub import HfApi
 
-        from adapters import review, store
+        from adapters.review import review, store
         from adapters.spec import AdapterSpec
         from catalog import Catalog
 

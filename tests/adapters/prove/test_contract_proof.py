@@ -211,7 +211,7 @@ def test_mutations_of_passing_families_are_killed_and_controls_pass() -> None:
 
 
 def test_a_re_proposal_keeps_a_persons_drop_decisions_and_tolerance() -> None:
-    from adapters.review import keep_decisions
+    from adapters.review.review import keep_decisions
 
     old = _columns(drop={"notes": "reviewer notes, not part of the task"}, max_bad_fraction=0.03)
     new = keep_decisions(old, _columns(drop={"id": "ids"}))

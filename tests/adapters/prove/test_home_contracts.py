@@ -1,7 +1,7 @@
 """CI gate: the contract of every adapter in a draftset home, one test per adapter.
 
     DRAFTSET_CONTRACT_HOME=path/to/home DRAFTSET_CONTRACT_ENDPOINT=https://huggingface.co \\
-        .venv/bin/python -m pytest tests/adapters/test_home_contracts.py
+        .venv/bin/python -m pytest tests/adapters/prove/test_home_contracts.py
 
 Optional: DRAFTSET_CONTRACT_TOKEN (gated data; tests/conftest.py clears HF_TOKEN on purpose),
 DRAFTSET_CONTRACT_ROWS (default 500). Skipped when no home is given: the regular suite has none.
@@ -14,9 +14,9 @@ import os
 
 import pytest
 
-from adapters import store
 from adapters.prove.contract import run_contract
 from adapters.read.source import iter_raw_rows
+from adapters.review import store
 from catalog import Catalog
 
 HOME = os.environ.get("DRAFTSET_CONTRACT_HOME")

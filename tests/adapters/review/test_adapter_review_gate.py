@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import review, store
-from adapters.gate import require_approved
 from adapters.prove.contract import run_contract
+from adapters.review import review, store
+from adapters.review.gate import require_approved
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from tests.kits.adapters import REVISION, make_spec, raw

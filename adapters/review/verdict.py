@@ -10,7 +10,7 @@ review items:
   for a text-only target: not a wrong adapter, a decision);
 - `not run`: no contract result for the current spec.
 
-Reviewers' open flags on the current spec (adapters.flags) make a passing verdict `pass with warnings`, as
+Reviewers' open flags on the current spec (adapters.review.flags) make a passing verdict `pass with warnings`, as
 one grouped problem line (`2 records flagged by reviewers: lost_text ×2, e.g. row 14`).
 
 Problems are grouped one line per cause (the check), with how many and one example, so the same cause is
@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from adapters.flags import group_line, resolve_hint
 from adapters.prove.contract import REFUSALS
+from adapters.review.flags import group_line, resolve_hint
 from catalog.untrusted import command, label_word, shell_word
 
 if TYPE_CHECKING:
-    from adapters.flags import Flag
+    from adapters.review.flags import Flag
 
 Kind = Literal["pass", "pass with warnings", "fail", "refused", "not run"]
 WARNING_LEVELS = {"warning", "warn"}  # anything else that fails (error, fail) is an error
@@ -226,7 +226,7 @@ def rejected_by_cause(contract: dict[str, Any]) -> list[tuple[str, int, str]]:
 
 
 def of_record(record: Any) -> Verdict:
-    """The verdict of a stored adapter (adapters.store.AdapterRecord)."""
+    """The verdict of a stored adapter (adapters.review.store.AdapterRecord)."""
     return verdict(record.contract, record.spec.needs_review, record.contract_current, record.open_flags)
 
 

@@ -1,4 +1,4 @@
-"""Reviewers' per-record flags (adapters.flags) in a real catalog, fed back into the one verdict and the
+"""Reviewers' per-record flags (adapters.review.flags) in a real catalog, fed back into the one verdict and the
 approval gate, and the `draftset adapters flags` command that lists, adds and resolves them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import shlex
 import pytest
 from typer.testing import CliRunner
 
-from adapters import flags, review, store, verdict
 from adapters.prove.contract import run_contract
+from adapters.review import flags, review, store, verdict
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app

@@ -6,7 +6,7 @@ trusting the stored hash, so a spec changed behind the catalog's back is refused
 
 from __future__ import annotations
 
-from adapters import store
+from adapters.review import store
 from adapters.spec import AdapterSpec
 from catalog.db import Catalog
 from catalog.errors import DraftsetError

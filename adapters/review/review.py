@@ -1,7 +1,7 @@
 """A person's decisions about an adapter: approve, reject, map a role label, accept an edited spec.
 
 Approval needs a passing contract computed for the current spec, no open REVIEW item and no reviewer's flag
-open on this spec (adapters.verdict, adapters.flags); `force` overrides that only with a note saying why,
+open on this spec (adapters.review.verdict, adapters.review.flags); `force` overrides that only with a note saying why,
 which is stored with the approval.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import typing
 
-from adapters import store, verdict
 from adapters.prove.contract import ContractResult, run_contract
 from adapters.read.source import iter_raw_rows
+from adapters.review import store, verdict
 from adapters.spec import AdapterSpec, RoleTarget
 from catalog.db import Catalog
 from catalog.errors import DraftsetError

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adapters import review, store
 from adapters.infer.infer import AdapterRefused, propose_adapter
 from adapters.prove.contract import ContractResult
+from adapters.review import review, store
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 

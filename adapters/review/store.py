@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters import flags as review_flags
+from adapters.review import flags as review_flags
 from adapters.spec import AdapterSpec
 from catalog.db import Catalog
 from catalog.errors import NotFound
@@ -40,7 +40,7 @@ class AdapterRecord(BaseModel):
     approved_spec_hash: str | None = None
     approved_revision: str | None = None
     updated_at: datetime | None = None
-    # Reviewers' flags on this adapter (adapters.flags), read with it so that every verdict counts them;
+    # Reviewers' flags on this adapter (adapters.review.flags), read with it so that every verdict counts them;
     # kept in their own table, never written back with the adapter row.
     flags: list[review_flags.Flag] = Field(default_factory=list)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters import store
-from adapters.gate import require_approved
 from adapters.prove.contract import run_contract
+from adapters.review import store
+from adapters.review.gate import require_approved
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from pipeline.cli.app import app
@@ -128,7 +128,7 @@ def test_cli_errors_are_one_line_with_the_next_command(tmp_path):
         capture_output=True,
         text=True,
         env=env,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "error: no adapter for lab/none" in proc.stderr

@@ -7,17 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters import review, store
 from adapters.infer.infer import propose_adapter
+from adapters.review import review, store
 from catalog import Catalog
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _gate(home: Path, hub_url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DRAFTSET_CONTRACT_HOME": str(home), "DRAFTSET_CONTRACT_ENDPOINT": hub_url}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/test_home_contracts.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/prove/test_home_contracts.py"],
         capture_output=True,
         text=True,
         env=env,

@@ -1,11 +1,11 @@
-"""One verdict per adapter (adapters.verdict), from real contract results, and the approval gate that reads it."""
+"""One verdict per adapter (adapters.review.verdict), from real contract results, and the approval gate that reads it."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters import review, store, verdict
 from adapters.prove.contract import run_contract
+from adapters.review import review, store, verdict
 from catalog import Catalog
 from catalog.errors import DraftsetError
 from tests.kits.adapters import make_spec, raw
