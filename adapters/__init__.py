@@ -7,7 +7,7 @@ core (here)   the types every floor shares
   records.py      canonical record v2 (tools, tool calls with ids, tool turns, media parts, preference, label)
   record_text.py  one meaning for each piece of a conversation's text, kept on the record
   spec.py         AdapterSpec (data, never code; YAML/JSON; spec_hash)
-  row_fields.py   a raw row's fields one at a time; RowError(field, reason)
+  row_fields.py   a raw row's fields one at a time (get_path); RowError(field, reason)
   detected.py     what detection decided, field by field with a reason, or the verdict that refuses it
 read/         raw rows in
   source.py       iter_raw_rows(spec_or_source, endpoint=, token=, limit=, sample=) -> RawRow stream
@@ -18,7 +18,10 @@ read/         raw rows in
   card_configs.py configs or splits a repo's card calls evaluation sets (never chosen for training)
 map/          a spec applied to one row
   apply.py        apply_row(spec, row_index, row) -> [Conversation]   (turns.py reads turns)
-  turns.py        the turns of one raw row, for every layout
+  turns.py        the turns of one raw row: TurnReader, its layout dispatch and the turn lists
+  spoken_turns.py utterances, exchanges and transcripts (no speaker labels), read through TurnReader
+  column_turns.py single-turn columns and numbered turn columns, read through TurnReader
+  turn_source.py  what those two need of TurnReader (a Protocol: they never import turns.py)
   structure.py    value statistics: turn lists, speaker and text keys, prompt- and answer-like text
   aliases.py      the role alias table (raw labels → canonical roles)
   rendered.py     public chat templates as data (ChatML, Llama-2/3, Gemma, Alpaca, Vicuna, ...) → turns

@@ -32,6 +32,20 @@ def decode_json_field(value: Any, field: str) -> Any:
         raise RowError(field, f"not valid JSON ({detail})" if exc.reason == "invalid_json" else detail) from None
 
 
+def get_path(row: Any, path: str | None) -> Any:
+    """Read a dotted path (`a.b.c`); a missing step gives None."""
+    if path is None:
+        return None
+    if "." not in path:  # the common case, one dict read
+        return row.get(path) if isinstance(row, dict) else None
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
 def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 

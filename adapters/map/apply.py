@@ -19,10 +19,10 @@ from pydantic import ValidationError
 from adapters.map.candidates import choose_answer
 from adapters.map.declarations import tools_in_text
 from adapters.map.toolcalls import ToolFormatError, link_tool_turns, normalize_tools, parse_text_calls, result_tag
-from adapters.map.turns import TurnReader, get_path, split_transcript
+from adapters.map.turns import TurnReader, split_transcript
 from adapters.read import media as media_mod
 from adapters.records import RECORD_VERSION, Conversation
-from adapters.row_fields import RowError, as_tool_calls, decode_json_field, type_name
+from adapters.row_fields import RowError, as_tool_calls, decode_json_field, get_path, type_name
 from adapters.spec import AdapterSpec, PreferenceSpec
 from catalog import limits
 

@@ -1,5 +1,7 @@
-"""Reading the turns of one raw row, for every layout: turn lists (nested paths included), unlabelled
-alternating utterances, single-turn columns and `Human: … Assistant: …` transcripts.
+"""Reading the turns of one raw row: TurnReader dispatches on the spec's layout and reads turn lists (nested
+paths, parallel arrays, content blocks) itself; the layouts without speaker labels live in spoken_turns.py
+(utterances, exchanges, transcripts) and the column layouts in column_turns.py, read through the same reader so
+content, reasoning and errors follow one set of rules.
 
 Kept apart from apply.py so the preference reader can read the rejected side with the same rules as
 the chosen one. Content may be a string or a list of content parts (text parts are joined, media parts
@@ -10,40 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.map import rendered
+from adapters.map import column_turns, rendered, spoken_turns
 from adapters.map.structure import zipped
 from adapters.read import media as media_mod
 from adapters.records import normalize_call
-from adapters.row_fields import as_tool_calls
+from adapters.row_fields import as_tool_calls, get_path, type_name
 from adapters.spec import AdapterSpec
 
 BLOCK_TYPES = ("tool_use", "tool_result", "thinking")
-
-
-def get_path(row: Any, path: str | None) -> Any:
-    """Read a dotted path (`a.b.c`); a missing step gives None."""
-    if path is None:
-        return None
-    if "." not in path:  # the common case, one dict read
-        return row.get(path) if isinstance(row, dict) else None
-    value: Any = row
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 END_TOKENS = rendered.END_TOKENS  # the grammars' own, declared once (adapters/map/rendered.py)
 
 
 def split_transcript(text: str, markers: dict[str, str]) -> list[tuple[str, str]]:
     """(role, text) segments of a line-start-marker transcript (end-of-turn tokens stripped, preamble left out)."""
     return [(role, body) for role, body in rendered.split(text, markers, True, END_TOKENS) if role]
-
-
-def _name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 class TurnReader:
@@ -70,7 +52,7 @@ class TurnReader:
             or set(self.role_map.values()) - {"system", "user", "assistant"}
         )
 
-    def _get(self, turn: dict[str, Any], key: str | None) -> Any:
+    def get(self, turn: dict[str, Any], key: str | None) -> Any:
         if key is None:
             return None
         return get_path(turn, key) if self.nested and "." in key else turn.get(key)
@@ -79,14 +61,14 @@ class TurnReader:
     def read(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         layout, path = self.spec.layout, self.spec.messages_path or ""  # the spec validator requires the path
         if layout == "columns":
-            return self._columns(row)
+            return column_turns.columns(self, row)
         if layout == "utterances":
-            return self._utterances(get_path(row, path), path)
+            return spoken_turns.utterances(self, get_path(row, path), path)
         if layout == "transcript":
             field = self.spec.transcript.field if self.spec.transcript else ""
-            return self._transcript(get_path(row, field), field)
+            return spoken_turns.transcript(self, get_path(row, field), field)
         if layout == "turn_columns":
-            return self._turn_columns(row)
+            return column_turns.turn_columns(self, row)
         value = get_path(row, path)
         if self.spec.zip_paths:  # parallel arrays, zipped into turn objects by `_turn_list`
             value = {p.rsplit(".", 1)[-1]: get_path(row, p) for p in self.spec.zip_paths}
@@ -97,7 +79,7 @@ class TurnReader:
 
     def assistant(self, text: str, where: str) -> dict[str, Any]:
         """One assistant turn from an answer's text (reasoning split off as for any assistant turn)."""
-        return self._turn("assistant", text, None, None, None, where)
+        return self.turn("assistant", text, None, None, None, where)
 
     def read_list(self, value: Any, path: str) -> list[dict[str, Any]]:
         """A turn list at another path, read with this spec's keys and role map (the other side of a battle)."""
@@ -108,7 +90,7 @@ class TurnReader:
         if isinstance(value, dict):
             return self._turn_list([value], path)
         if isinstance(value, str):
-            return [self._turn("assistant", self.text(value, path), None, None, None, path)]
+            return [self.turn("assistant", self.text(value, path), None, None, None, path)]
         return self._turn_list(value, path)
 
     def read_other(
@@ -122,17 +104,17 @@ class TurnReader:
             return [*prompt[: cut + 1], *self._turn_list([value], path)]
         if isinstance(value, list):
             if self.spec.layout == "utterances":
-                return self._utterances(value, path)
+                return spoken_turns.utterances(self, value, path)
             return self._turn_list(value, path)
         if isinstance(value, str) and self.spec.layout == "transcript":
-            return self._transcript(value, path)
+            return spoken_turns.transcript(self, value, path)
         text = self.text(value, path)
         prompt = chosen or []
         cut = max((i for i, m in enumerate(prompt) if m["role"] == "user"), default=-1)
-        return [*prompt[: cut + 1], self._turn("assistant", text, None, None, None, path)]
+        return [*prompt[: cut + 1], self.turn("assistant", text, None, None, None, path)]
 
     # -- pieces --------------------------------------------------------------------------------
-    def _turn(
+    def turn(
         self,
         role: str,
         content: str,
@@ -193,7 +175,7 @@ class TurnReader:
         spec = self.spec
         turns = zipped(turns)  # a struct of arrays (speaker list beside text list) is a list of turns
         if not isinstance(turns, list):
-            raise self.error(path, f"expected a list of turns, got {_name(turns)}")
+            raise self.error(path, f"expected a list of turns, got {type_name(turns)}")
         role_key, content_key, flag_key, calls_key = (
             spec.role_key,
             spec.content_key,
@@ -208,19 +190,19 @@ class TurnReader:
         out: list[dict[str, Any]] = []
         for i, turn in enumerate(turns):
             if turn.__class__ is not dict:
-                raise self.error(f"{path}[{i}]", f"expected a turn object, got {_name(turn)}")
-            label = self._get(turn, role_key) if nested else turn.get(role_key)
+                raise self.error(f"{path}[{i}]", f"expected a turn object, got {type_name(turn)}")
+            label = self.get(turn, role_key) if nested else turn.get(role_key)
             role = role_map.get(label) if label.__class__ is str else None
             if role is None:
                 what = (
                     f"unmapped role label {label!r}"
                     if isinstance(label, str)
-                    else f"role label is {_name(label)}, expected a string"
+                    else f"role label is {type_name(label)}, expected a string"
                 )
                 raise self.error(f"{path}[{i}].{role_key}", what)
             if role == "drop":
                 continue
-            field, content = content_key, (self._get(turn, content_key) if nested else turn.get(content_key))
+            field, content = content_key, (self.get(turn, content_key) if nested else turn.get(content_key))
             if content is None and role in null_policy:
                 field = null_policy[role]
                 content = turn.get(field)
@@ -251,7 +233,9 @@ class TurnReader:
                 if type(train) is int and train in (0, 1):  # OpenAI fine-tuning `weight`: 0 or 1
                     train = bool(train)
                 else:
-                    raise self.error(f"{path}[{i}].{flag_key}", f"training flag must be a boolean, got {_name(train)}")
+                    raise self.error(
+                        f"{path}[{i}].{flag_key}", f"training flag must be a boolean, got {type_name(train)}"
+                    )
             if train is not None and self.inverted:
                 train = not train
             if role == "assistant" and calls and out and out[-1]["role"] == "assistant" and not out[-1]["tool_calls"]:
@@ -270,7 +254,7 @@ class TurnReader:
                 for key, name in ((spec.tool_call_id_key, "tool_call_id"), (spec.tool_name_key, "name")):
                     value = turn.get(key) if key else None
                     if value is not None and not isinstance(value, str):
-                        raise self.error(f"{path}[{i}].{key}", f"must be a string, got {_name(value)}")
+                        raise self.error(f"{path}[{i}].{key}", f"must be a string, got {type_name(value)}")
                     if value:
                         m[name] = value
             out.append(m)
@@ -328,130 +312,6 @@ class TurnReader:
             )
         return out
 
-    def exchanges(self, items: Any, path: str) -> list[dict[str, Any]]:
-        """A list of (user, assistant) exchanges: 2-item lists or objects with the two `pair_keys`."""
-        if items is None:
-            return []
-        if not isinstance(items, list):
-            raise self.error(path, f"expected a list of exchanges, got {_name(items)}")
-        keys = self.spec.pair_keys or []
-        out = []
-        for i, item in enumerate(items):
-            if isinstance(item, dict) and len(keys) == 2:
-                pair = [get_path(item, keys[0]), get_path(item, keys[1])]
-            elif isinstance(item, list) and len(item) == 2:
-                pair = item
-            else:
-                raise self.error(f"{path}[{i}]", "expected one (user, assistant) exchange")
-            out.append(self._turn("user", self.text(pair[0], f"{path}[{i}][0]"), None, None, None, f"{path}[{i}]"))
-            out.append(self._turn("assistant", self.text(pair[1], f"{path}[{i}][1]"), None, None, None, f"{path}[{i}]"))
-        return out
-
-    def _utterances(self, items: Any, path: str) -> list[dict[str, Any]]:
-        if self.spec.pair_keys is not None:
-            return self.exchanges(items, path)
-        if not isinstance(items, list):
-            raise self.error(path, f"expected a list of utterances, got {_name(items)}")
-        roles = ["system"] if self.spec.first_role == "system" else []
-        out = []
-        for i, item in enumerate(items):
-            order = ("assistant", "user") if self.spec.first_role == "assistant" else ("user", "assistant")
-            role = roles[i] if i < len(roles) else order[(i - len(roles)) % 2]
-            if isinstance(item, dict) and self.spec.content_key:
-                item = self._get(item, self.spec.content_key)
-            text, parts = self.content(item, f"{path}[{i}]")
-            out.append(self._turn(role, text, None, None, parts, f"{path}[{i}]"))
-        return out
-
-    def _transcript(self, text: Any, field: str) -> list[dict[str, Any]]:
-        if not isinstance(text, str):
-            raise self.error(field, f"transcript must be a string, got {_name(text)}")
-        t = self.spec.transcript
-        assert t is not None  # the spec validator requires `transcript` for this layout
-        try:
-            segments = rendered.turns_of(
-                text,
-                dict(t.markers),
-                anchored=t.anchored,
-                ends=t.ends or END_TOKENS,
-                preamble=t.preamble,
-                merge=t.merge,
-            )
-        except ValueError as exc:
-            raise self.error(field, str(exc)) from None
-        if not segments:
-            raise self.error(field, "no speaker markers found in the transcript")
-        return [
-            self._turn(role, self.text(body, f"{field}#{i}"), None, None, None, f"{field}#{i}")
-            for i, (role, body) in enumerate(segments)
-        ]
-
-    def _turn_columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
-        """Turns spread over numbered columns: in order, until the first empty one; text after a gap is an error
-        (a conversation with a hole in it), never silently skipped."""
-        out: list[dict[str, Any]] = []
-        ended: str | None = None
-        for tc in self.spec.turn_columns or []:
-            value = get_path(row, tc.field)
-            if value is None or (isinstance(value, str) and not value.strip()):
-                ended = ended or tc.field
-                continue
-            if ended:
-                raise self.error(tc.field, f"turn text after the empty turn column {ended!r}")
-            role: str | None = tc.role
-            if tc.role_field:
-                label = get_path(row, tc.role_field)
-                role = self.role_map.get(label) if isinstance(label, str) else None
-                if role is None:
-                    raise self.error(tc.role_field, f"unmapped role label {label!r}")
-            if role == "drop":
-                continue
-            text, parts = self.content(value, tc.field)
-            out.append(self._turn(str(role), text, None, None, parts, tc.field))
-        return out
-
-    def _columns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
-
-        cols = self.spec.columns
-        assert cols is not None  # the spec validator requires `columns` for this layout
-        history = self.exchanges(get_path(row, cols.history), cols.history) if cols.history else []
-        first, *extra = cols.prompt
-        if get_path(row, first) is None and first not in row:
-            raise self.error(first, "prompt column is missing")
-        prompt = self.text(get_path(row, first), first)
-        for name in extra:
-            value = get_path(row, name)
-            if value is not None and not isinstance(value, str):
-                raise self.error(name, f"expected a string, got {_name(value)}")
-            if value and value.strip():
-                # a blank line between fields; one space where a column continues the sentence before it
-                prompt += (" " if name in cols.continues else "\n\n") + value
-        turns = [*history, self._turn("user", prompt, None, None, None, first)]
-        if cols.response is None or not self.native:
-            return turns  # regenerate mode: the target writes the answer, the original is not needed
-        value = get_path(row, cols.response)
-        if cols.response_is_tool_calls:
-            calls = as_tool_calls(value, cols.response)
-            if not calls:
-                raise self.error(cols.response, "no tool calls in the response column")
-            turns.append(self._turn("assistant", "", calls, None, None, cols.response))
-        else:
-            text = self.text(value, cols.response, allow_empty=bool(cols.response_head))
-            if cols.response_head:
-                text = self._answer_head(row, cols.response_head, cols.response, text)
-            turns.append(self._turn("assistant", text, None, None, None, cols.response))
-        return turns
-
-    def _answer_head(self, row: dict[str, Any], name: str, response: str, tail: str) -> str:
-        """The answer whose opening sits in column `name` and whose rest (`tail`, from `response`) continues its
-        sentence: one space between them, as the text was before it was split."""
-        head = get_path(row, name)
-        if head is not None and not isinstance(head, str):
-            raise self.error(name, f"expected a string, got {_name(head)}")
-        if not head or not head.strip():
-            return self.text(tail, response)  # no opening on this row: the response column alone
-        return self.text(f"{head.rstrip()} {tail.lstrip()}" if tail.strip() else head, response)
-
     # -- text ------------------------------------------------------------------------------------
     def content(self, value: Any, field: str, allow_empty: bool = False) -> tuple[str, list | None]:
         """(text, media parts) of a content value: a string or a list of content parts."""
@@ -478,7 +338,7 @@ class TurnReader:
                 return ""
             raise self.error(field, "content is null")
         if not isinstance(value, str):
-            raise self.error(field, f"content must be a string, got {_name(value)}")
+            raise self.error(field, f"content must be a string, got {type_name(value)}")
         if not allow_empty and not value.strip():
             raise self.error(field, "content is empty")
         if len(value) > self.limit:
@@ -490,7 +350,7 @@ class TurnReader:
         if self.reasoning_key:
             value = turn.get(self.reasoning_key)
             if value is not None and not isinstance(value, str):
-                raise self.error(f"{where}.{self.reasoning_key}", f"reasoning must be a string, got {_name(value)}")
+                raise self.error(f"{where}.{self.reasoning_key}", f"reasoning must be a string, got {type_name(value)}")
             reasoning = value or None
         for open_, close in self.delimiters:
             start = content.find(open_)

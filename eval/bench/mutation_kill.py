@@ -39,9 +39,9 @@ from typing import Any
 from adapters.infer.detect import detect
 from adapters.infer.infer import AdapterRefused, build_proposal
 from adapters.map.apply import RowMapper
-from adapters.map.turns import get_path
 from adapters.prove.contract import run_contract
 from adapters.read.source import RawRow
+from adapters.row_fields import get_path
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError
 from eval.bench.mutation_shape import Row, Shape, _edit_exchange, _set

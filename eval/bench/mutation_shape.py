@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.map.turns import get_path
+from adapters.row_fields import get_path
 from adapters.spec import AdapterSpec
 
 Row = dict[str, Any]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adapters.map.turns import get_path
+from adapters.row_fields import get_path
 from adapters.spec import AdapterSpec
 from catalog import limits
 
