@@ -1,7 +1,7 @@
 """What detection decided about one dataset, field by field with a reason each, or the verdict that refuses it.
 
-Its own module so that the column and role detectors (adapters/columns.py, adapters/roles.py) can fill it in
-without importing adapters/detect.py, which calls them.
+Its own module so that the column and role detectors (adapters/infer/columns.py, adapters/infer/roles.py) can fill it in
+without importing adapters/infer/detect.py, which calls them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A raw row's fields read one at a time: the error that names a field, JSON-string columns, tool calls.
 
-Its own module so that adapters/apply.py (records) and adapters/turns.py (turn lists), which both read
+Its own module so that adapters/map/apply.py (records) and adapters/map/turns.py (turn lists), which both read
 fields, share these without importing each other.
 """
 
@@ -30,6 +30,20 @@ def decode_json_field(value: Any, field: str) -> Any:
     except limits.LimitExceeded as exc:
         detail = str(exc).removeprefix("value: ")
         raise RowError(field, f"not valid JSON ({detail})" if exc.reason == "invalid_json" else detail) from None
+
+
+def get_path(row: Any, path: str | None) -> Any:
+    """Read a dotted path (`a.b.c`); a missing step gives None."""
+    if path is None:
+        return None
+    if "." not in path:  # the common case, one dict read
+        return row.get(path) if isinstance(row, dict) else None
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
 
 
 def type_name(value: Any) -> str:

@@ -118,7 +118,7 @@ class PreferenceSpec(SpecModel):
 
 class TranscriptSpec(SpecModel):
     """A single text column holding a whole dialogue: `Human: ... Assistant: ...` segments, or a conversation
-    rendered by a public chat template (adapters/rendered.py names the grammars; the markers are literal)."""
+    rendered by a public chat template (adapters/map/rendered.py names the grammars; the markers are literal)."""
 
     field: str
     markers: dict[str, Role] = Field(description="speaker marker (e.g. 'Human:') → role")
@@ -148,7 +148,7 @@ class TurnColumn(SpecModel):
 
 
 class CandidatesSpec(SpecModel):
-    """Several candidate answers to one prompt (adapters/candidates.py). `policy`: regenerate = keep the prompt
+    """Several candidate answers to one prompt (adapters/map/candidates.py). `policy`: regenerate = keep the prompt
     only; best = the best-ranked / winning answer is trained, the worst / losing one recorded, never trained."""
 
     policy: Literal["regenerate", "best"] = "regenerate"
@@ -237,7 +237,7 @@ class AdapterSpec(SpecModel):
     )
     min_yield: float = Field(0.8, ge=0.0, le=100.0, description="contract: records per row at least")
     max_content_chars: int = Field(100_000, gt=0, description="a longer turn rejects the row (broken export)")
-    # Field accounting (adapters/accounting.py): raw fields left out of the records on purpose, by path
+    # Field accounting (adapters/infer/accounting.py): raw fields left out of the records on purpose, by path
     # (`meta.score`, `conversations[].id`; a path drops everything under it) → the reason ("ids", "metadata").
     drop: dict[str, str] | None = Field(None, description="raw field path → why it is not carried")
     max_bad_fraction: float | None = Field(

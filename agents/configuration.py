@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.detect import TARGET_FAMILIES
+from adapters.infer.detect import TARGET_FAMILIES
 
 
 class Strict(BaseModel):

@@ -285,7 +285,7 @@ def signals(
 ) -> dict[str, Any]:
     """Per kind, how many of the sampled rows show it; `rows`: how many were read; `opening`: the most
     common prompt opening and its count (set-level evidence for `varied`). records: the rows as the adapter
-    maps them (adapters.trial.trial_records), when the caller has them: a mapped record is a conversation
+    maps them (adapters.infer.trial.trial_records), when the caller has them: a mapped record is a conversation
     whatever the raw layout (numbered columns, utterance lists, rendered transcripts), and its canonical
     tool turns are tool use."""
     indexed = [(i, r) for i, r in enumerate(rows[:MAX_ROWS]) if isinstance(r, dict)]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.detect import Detected, detect
+from adapters.infer.detect import Detected, detect
+from adapters.infer.trial import summarise, trial_records
 from adapters.records import Conversation
-from adapters.trial import summarise, trial_records
 from agents import content
 
 NON_TEXT_TYPES = ("Image", "Audio", "Video")

@@ -4,10 +4,10 @@ The phase's targets are chosen once, when it first starts (the plan's N highest-
 order), and stored with the run in the catalog table `find_proposals`; a later find's scores cannot change
 what this run's resume proposes. As each proposal ends, its outcome (contract pass, contract FAIL, refused
 by name, failed with its error) is committed in its own transaction, keyed by (run id, repo id); the
-adapter itself is already stored by then (adapters/propose.py saves the spec before the contract runs).
+adapter itself is already stored by then (adapters/review/propose.py saves the spec before the contract runs).
 
 So an interrupted phase (Ctrl-C) or a crashed proposal (a bug: any exception but the DraftsetError that
-adapters/propose.py records as `failed`) keeps every finished outcome, and `draftset find --resume RUN_ID`
+adapters/review/propose.py records as `failed`) keeps every finished outcome, and `draftset find --resume RUN_ID`
 proposes only the datasets without one, never the whole phase again. As for the agents, a recorded
 failure is an outcome, not redone by --resume (`draftset adapters propose REPO` retries it). The counts
 always add up: targets = pass + FAIL + refused + failed + not done.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from adapters.propose import Outcome
+from adapters.review.propose import Outcome
 from catalog.db import Catalog, upsert
 from catalog.errors import DraftsetError
 from catalog.untrusted import command

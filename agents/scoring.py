@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from adapters.detect import family_patterns, names_target
-from adapters.trial import summarise
+from adapters.infer.detect import family_patterns, names_target
+from adapters.infer.trial import summarise
 from agents import inspection, relevance
 from agents.categories import BY_KEY, category_weights, tokens
 from agents.configuration import FindConfig

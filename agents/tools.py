@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import httpx
 from huggingface_hub.errors import HfHubHTTPError
 
-from adapters.card_configs import evaluation_names
+from adapters.read.card_configs import evaluation_names
 from agents import inspection
 from agents.configuration import FindConfig
 from agents.state import AgentCounts

@@ -14,7 +14,7 @@ Why each limit exists:
   document stays small, and deep nesting is refused before PyYAML's recursive constructor sees it.
 - request time / response bytes: what one request to the local Hub may cost.
 - decoded bytes per file: a 1.3 KB parquet file of dictionary pages decodes to ~10 GB; a file may give at
-  most MAX_DECODED_RATIO times its size (adapters/capped.py), decoded in a worker capped at MAX_WORKER_MEMORY.
+  most MAX_DECODED_RATIO times its size (adapters/read/capped.py), decoded in a worker capped at MAX_WORKER_MEMORY.
   The same budget bounds the bytes a decompressor hands out (a gzip of empty lines gives no rows at all).
 - read time per file: a compressed file of millions of empty lines kept one reader busy for 15+ minutes;
   each capped read of one file ends after MAX_FILE_READ_S of wall clock, however busy it is.

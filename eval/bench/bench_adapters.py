@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from adapters.apply import apply_row
+from adapters.map.apply import apply_row
 from adapters.spec import AdapterSpec
 
 SOURCE = {

@@ -1,10 +1,10 @@
-"""Cost of one capped read (adapters/capped.py): a small parquet file decoded in a forkserver child.
+"""Cost of one capped read (adapters/read/capped.py): a small parquet file decoded in a forkserver child.
 
     .venv/bin/python -m eval.bench.bench_capped_reads [--reads 10] [--runs 3]
 
 Three ways in one run, each in its own interpreter (the forkserver is one per process), after a warm-up
 read that starts the server: `in-process` (files.iter_file, no cap: the floor), `naive` (the forkserver
-preloads only adapters.files, as before: each child imported `datasets` for its extension table and
+preloads only adapters.read.files, as before: each child imported `datasets` for its extension table and
 re-ran `__main__`'s imports), `capped` (today's preload). A console-script-like `__main__` that imports
 the CLI is used, as `draftset ingest` has. Medians of `--runs` runs, seconds per read and the ratio.
 """
@@ -28,13 +28,13 @@ CHILD = """
 import json, sys, time
 from pathlib import Path
 from pipeline.cli.app import main  # what `draftset`'s script imports
-from adapters import capped, files
+from adapters.read import capped, files
 from catalog import isolate
 
 
 def run(mode, path, reads):
     if mode == "naive":
-        capped._PRELOAD = ("adapters.files",)
+        capped._PRELOAD = ("adapters.read.files",)
         isolate._main_modules = lambda: []
     read = files.iter_file if mode == "in-process" else capped.iter_file
     n = sum(1 for _ in read(path, path.name))  # warm-up: starts the forkserver

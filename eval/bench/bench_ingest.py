@@ -25,8 +25,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from adapters.apply import RowError, apply_row
-from adapters.source import iter_local_rows
+from adapters.map.apply import RowError, apply_row
+from adapters.read.source import iter_local_rows
 from adapters.spec import AdapterSpec
 from pipeline.dedup.near import NearIndex
 from pipeline.ingest.run import IngestConfig, ingest_rows

@@ -138,9 +138,9 @@ def run_service(home: Path, readers: int, seconds: float, think: float) -> tuple
 
 # -- naive: no service, the CLI's open-per-request reads -------------------------------------------------
 def run_naive(home: Path, readers: int, seconds: float, think: float) -> tuple[Tally, int]:
-    from adapters import store
-    from adapters.apply import apply_row
-    from adapters.source import iter_raw_rows
+    from adapters.map.apply import apply_row
+    from adapters.read.source import iter_raw_rows
+    from adapters.review import store
     from catalog import Catalog
 
     cat, tally, stop = Catalog(home), Tally(), time.monotonic() + seconds

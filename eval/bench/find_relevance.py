@@ -76,7 +76,7 @@ def _find(url: str, home: Path, config: FindConfig) -> tuple[float, dict[str, st
 def _probe_cost(home: Path) -> tuple[float, int]:
     """Median milliseconds of the content probe per candidate, over the rows find stored in its catalog."""
     from adapters.detected import Detected
-    from adapters.trial import trial_records
+    from adapters.infer.trial import trial_records
     from agents import content
     from catalog import Catalog
 

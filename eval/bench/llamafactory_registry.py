@@ -30,13 +30,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.apply import RowError, RowMapper
-from adapters.contract import run_contract
-from adapters.detect import detect
-from adapters.files import datasets_module, iter_file
-from adapters.infer import AdapterRefused, build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
+from adapters.map.apply import RowError, RowMapper
+from adapters.prove.contract import run_contract
+from adapters.read.files import datasets_module, iter_file
+from adapters.read.source import RawRow
 from adapters.records import Conversation
-from adapters.source import RawRow
 from adapters.spec import SourceSpec
 from catalog.errors import DraftsetError
 from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, SILENT, passed, refusal, summary_line, tally

@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.apply import RowMapper
-from adapters.contract import run_contract
-from adapters.detect import detect
-from adapters.infer import AdapterRefused, build_proposal
-from adapters.source import RawRow
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
+from adapters.map.apply import RowMapper
+from adapters.prove.contract import run_contract
+from adapters.read.source import RawRow
+from adapters.row_fields import get_path
 from adapters.spec import AdapterSpec, SourceSpec
-from adapters.turns import get_path
 from catalog.errors import DraftsetError
 from eval.bench.mutation_shape import Row, Shape, _edit_exchange, _set
 from eval.bench.mutation_text import PARTIAL, TEXT_CORRUPTIONS

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.row_fields import get_path
 from adapters.spec import AdapterSpec
-from adapters.turns import get_path
 
 Row = dict[str, Any]
 
@@ -90,7 +90,7 @@ class Shape:
 
     @property
     def prompt_only(self) -> bool:
-        """A set of prompts alone: one prompt column and no answer (adapters/request_column.py)."""
+        """A set of prompts alone: one prompt column and no answer (adapters/infer/request_column.py)."""
         cols = self.spec.columns
         return bool(cols and cols.response is None and not self.spec.candidates and "." not in cols.prompt[0])
 

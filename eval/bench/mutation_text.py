@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from adapters.turns import get_path
+from adapters.row_fields import get_path
 from eval.bench.mutation_shape import _edit_exchange, _set
 
 Row = dict[str, Any]

@@ -127,7 +127,7 @@ class Probe:
     def approve(self, repo_id: str, data_file: str = "data/train.jsonl", **fields: Any) -> None:
         from huggingface_hub import HfApi
 
-        from adapters import review, store
+        from adapters.review import review, store
         from adapters.spec import AdapterSpec
         from catalog import Catalog
 
@@ -559,7 +559,7 @@ def run(p: Probe) -> None:  # noqa: C901 - one flat list of attacks reads best
 
     @A("new", "CSV row with invalid UTF-8")
     def _() -> tuple[bool, str]:
-        from adapters.source import iter_local_rows
+        from adapters.read.source import iter_local_rows
 
         rows = list(iter_local_rows([("train.csv", p.hub_dir / "lab/csv/data/train.csv")]))
         return [r.error is None for r in rows] == [True, False, True], f"{[(r.row, r.error) for r in rows]}"

@@ -221,7 +221,7 @@ def run_service_attacks(p: Any) -> None:  # noqa: C901 - one flat list of attack
         p.repo("lab/labels", {"data/train.jsonl": ("\n".join(rows) + "\n").encode()})
         p.approve("lab/labels", role_map={"assistant": "assistant"})
         p.cli("adapters", "test", "lab/labels", timeout=300)
-        from adapters import store
+        from adapters.review import store
         from catalog.untrusted import label_word, suggested_commands
 
         record = store.load(Catalog(p.home), "lab/labels")

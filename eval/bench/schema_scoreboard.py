@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.apply import RowError, RowMapper
-from adapters.contract import ContractResult, run_contract
-from adapters.detect import detect
-from adapters.files import datasets_module, file_format, iter_file
-from adapters.infer import AdapterRefused, build_proposal
+from adapters.infer.detect import detect
+from adapters.infer.infer import AdapterRefused, build_proposal
+from adapters.map.apply import RowError, RowMapper
+from adapters.prove.contract import ContractResult, run_contract
+from adapters.read.files import datasets_module, file_format, iter_file
+from adapters.read.source import RawRow
 from adapters.records import Conversation, Message
-from adapters.source import RawRow
 from adapters.spec import AdapterSpec, SourceSpec
 from catalog.errors import DraftsetError
 from eval.bench.outcomes import REFUSED_OK, REFUSED_WRONGLY, SILENT, passed, refusal, summary_line, tally

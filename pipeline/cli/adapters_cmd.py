@@ -19,8 +19,8 @@ from catalog.untrusted import shell_word
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, json_output, literal, safe, settings
 
 if TYPE_CHECKING:
-    from adapters import store
-    from adapters.propose import Outcome
+    from adapters.review import store
+    from adapters.review.propose import Outcome
 
 # The adapters package (huggingface_hub, pyarrow, the view) is imported inside each command so that
 # `draftset --help` stays fast.
@@ -62,10 +62,10 @@ def propose_many(
     policy: str = "heuristic",
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> bool:
-    """Propose and contract-test each target (adapters.propose); print the table, each problem and a summary
+    """Propose and contract-test each target (adapters.review.propose); print the table, each problem and a summary
     line. True when every target got a passing contract. `on_outcome`: called as each target ends."""
-    from adapters import propose as proposing
-    from adapters import verdict
+    from adapters.review import propose as proposing
+    from adapters.review import verdict
     from pipeline.cli import adapters_view as view
 
     cat, cfg = catalog(), settings()
@@ -182,7 +182,7 @@ def list_(as_json: bool = JSON_OPTION) -> None:
 
 
 def _list() -> None:
-    from adapters import store
+    from adapters.review import store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
@@ -198,8 +198,8 @@ def _list() -> None:
 
 def _verdict_document(record: store.AdapterRecord) -> dict[str, Any]:
     """What a script reads of an adapter: full ids and hashes, the one verdict object the API and the page
-    give (adapters/verdict.py), and the next command."""
-    from adapters import verdict
+    give (adapters/review/verdict.py), and the next command."""
+    from adapters.review import verdict
 
     found = verdict.of_record(record)
     return {
@@ -215,7 +215,7 @@ def _verdict_document(record: store.AdapterRecord) -> dict[str, Any]:
 @adapters_app.command("show")
 def show(repo_id: str = REPO, as_json: bool = JSON_OPTION) -> None:
     """Spec, reasons, role counts, contract result and three raw → canonical examples."""
-    from adapters import store
+    from adapters.review import store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
@@ -238,9 +238,9 @@ def preview(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One raw row and what the current spec makes of it (the canonical record, or the row's error)."""
-    from adapters import store
-    from adapters.preview import canonical_of, read_row
-    from adapters.source import RawRow
+    from adapters.read.source import RawRow
+    from adapters.review import store
+    from adapters.review.preview import canonical_of, read_row
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
@@ -267,8 +267,8 @@ def test(
     rows: int = typer.Option(500, help="rows sampled across all files"),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Run the contract; exits 1 when any contract fails. Results go to adapters.contract."""
-    from adapters import review, store
+    """Run the contract; exits 1 when any contract fails. Results go to adapters.prove.contract."""
+    from adapters.review import review, store
     from pipeline.cli import adapters_view as view
     from pipeline.servers.service.client import remote
 
@@ -344,7 +344,7 @@ def approve(
     ),
 ) -> None:
     """Approve the current spec at the current revision (refused when the contract fails or a REVIEW item is open)."""
-    from adapters import review
+    from adapters.review import review
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # the service records the token's user, not --by
@@ -374,7 +374,7 @@ def reject(
     by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
 ) -> None:
     """Reject an adapter; ingestion refuses it."""
-    from adapters import review
+    from adapters.review import review
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:
@@ -392,7 +392,7 @@ def map_roles(
     by: str | None = typer.Option(None, help="reviewer name (default: $USER)"),
 ) -> None:
     """Set role-map entries without an editor, e.g. `map weird/chats supervisor_note=system`."""
-    from adapters import review
+    from adapters.review import review
     from pipeline.servers.service.client import remote
 
     if (client := remote()) is not None:  # the service records the token's user, not --by
@@ -417,7 +417,7 @@ def map_roles(
 
 def _assignments(pairs: list[str]) -> dict[str, str]:
     """LABEL=ROLE pairs as the service's map body, refused here as locally when one does not read."""
-    from adapters.review import parse_assignment
+    from adapters.review.review import parse_assignment
 
     return dict(parse_assignment(pair) for pair in pairs)
 
@@ -425,7 +425,7 @@ def _assignments(pairs: list[str]) -> dict[str, str]:
 @adapters_app.command("edit")
 def edit(repo_id: str = REPO) -> None:
     """Edit the spec YAML in $EDITOR; re-validated on save (a changed spec makes an approval stale)."""
-    from adapters import review, store
+    from adapters.review import review, store
 
     cat = catalog()
     record = store.require(cat, repo_id)

@@ -10,9 +10,9 @@ from rich.columns import Columns
 from rich.panel import Panel
 from rich.syntax import Syntax
 
-from adapters import flags, verdict
-from adapters.contract import ContractResult
-from adapters.store import AdapterRecord
+from adapters.prove.contract import ContractResult
+from adapters.review import flags, verdict
+from adapters.review.store import AdapterRecord
 from catalog.untrusted import clean_text, shell_word
 from pipeline.cli.common import console, literal, print_table, safe  # this module is only imported by commands that run
 
@@ -23,7 +23,7 @@ def _table(columns: list[str], rows: list[list[Any]], title: str, records: list[
 
 
 def contract_cell(record: AdapterRecord) -> str:
-    """The adapter's verdict (adapters.verdict), as the API and the review page word it."""
+    """The adapter's verdict (adapters.review.verdict), as the API and the review page word it."""
     if record.contract and not record.contract_current:
         return "not run (old spec)"
     found = verdict.of_record(record)
@@ -220,8 +220,8 @@ def _canonical(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_preview(record: AdapterRecord, raw: Any, canonical_only: bool, canonical: Any = None) -> None:
     """One raw row → its canonical record (or the reason the adapter rejects it), under the current spec.
-    `canonical` is what adapters.preview.canonical_of made of the row (computed here when not given)."""
-    from adapters.preview import canonical_of
+    `canonical` is what adapters.review.preview.canonical_of made of the row (computed here when not given)."""
+    from adapters.review.preview import canonical_of
 
     found = canonical_of(record.spec, raw) if canonical is None else canonical
     text = json.dumps(_canonical(found) if isinstance(found, list) else found, indent=1, ensure_ascii=False)
@@ -278,7 +278,7 @@ def print_turns(record: AdapterRecord, raw: Any, found: list[dict[str, Any]]) ->
 
 
 def print_flags(listed: list[dict[str, Any]], repo_id: str) -> None:
-    """Reviewers' flags (adapters.flags.listed): open ones first, then stale, then resolved; notes literal."""
+    """Reviewers' flags (adapters.review.flags.listed): open ones first, then stale, then resolved; notes literal."""
     if not listed:
         console.print(literal(f"no reviewer flags on {repo_id}"))
         return

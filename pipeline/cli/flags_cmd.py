@@ -1,4 +1,4 @@
-"""`draftset adapters flags REPO`: reviewers' per-record flags (adapters.flags) — list, add, resolve.
+"""`draftset adapters flags REPO`: reviewers' per-record flags (adapters.review.flags) — list, add, resolve.
 
 A flag open on the current spec makes the verdict at least `pass with warnings` and blocks approval until it
 is resolved with a note (or the approval is forced with a note). With DRAFTSET_SERVER set, every action goes
@@ -77,7 +77,7 @@ def _reviewer(by: str | None) -> str:
 
 
 def _local_listing(repo_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from adapters import flags, store, verdict
+    from adapters.review import flags, store, verdict
 
     record = store.require(catalog(), repo_id)
     found = verdict.of_record(record)
@@ -88,13 +88,13 @@ def _local_listing(repo_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def _resolve_local(repo_id: str, flag_id: str, note: str | None, by: str | None) -> dict[str, Any]:
-    from adapters import flags
+    from adapters.review import flags
 
     return flags.resolve(catalog(), repo_id, flag_id, _reviewer(by), note or "").model_dump(mode="json")
 
 
 def _add_local(repo_id: str, row: int, kind: str, note: str | None, by: str | None) -> dict[str, Any]:
-    from adapters import flags, store
+    from adapters.review import flags, store
 
     cat = catalog()
     record = store.require(cat, repo_id)  # the CLI judges the spec it shows: `adapters show/preview` read it
@@ -112,7 +112,7 @@ def _remote_listing(client: Any, repo_id: str) -> tuple[list[dict[str, Any]], di
 
 
 def _resolve_remote(client: Any, repo_id: str, flag_id: str, note: str | None) -> dict[str, Any]:
-    from adapters.flags import resolve_hint  # the local refusal's own hint
+    from adapters.review.flags import resolve_hint  # the local refusal's own hint
 
     if not (note and note.strip()):
         raise DraftsetError("resolving a flag needs --note saying what was done", hint=resolve_hint(repo_id, flag_id))

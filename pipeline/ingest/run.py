@@ -17,10 +17,10 @@ from typing import Any
 
 from rich.progress import Progress
 
-from adapters.apply import RowError, apply_row
-from adapters.gate import require_approved
-from adapters.plausibility import record_problems
-from adapters.source import RawRow, iter_raw_rows
+from adapters.map.apply import RowError, apply_row
+from adapters.prove.plausibility import record_problems
+from adapters.read.source import RawRow, iter_raw_rows
+from adapters.review.gate import require_approved
 from adapters.spec import AdapterSpec
 from catalog import Catalog
 from catalog.errors import DraftsetError, StageFailed

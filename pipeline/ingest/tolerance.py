@@ -1,8 +1,8 @@
 """A dataset's bad-row threshold at ingest: past its spec's `max_bad_fraction`, the dataset fails.
 
 The contract judges a sample; ingest meets every row. A record failing a per-record check
-(adapters/plausibility.py) is quarantined and counted as `dropped_check_<name>`, one per raw row. When such
-rows are more than the spec tolerates (`adapters.contract.bad_fraction`: 1% unless the spec says) of the rows
+(adapters/prove/plausibility.py) is quarantined and counted as `dropped_check_<name>`, one per raw row. When such
+rows are more than the spec tolerates (`adapters.prove.contract.bad_fraction`: 1% unless the spec says) of the rows
 this run mapped, the stage fails for that dataset. The check runs after the shard writer closed, so what was
 written stays (atomic shards, resumable by id), and `held_back.json` in the dataset's folder says why: mix
 leaves a held-back dataset out, by name, until a later ingest of it passes. Two ways out, both a person's:
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters.contract import bad_fraction
+from adapters.prove.contract import bad_fraction
 from adapters.spec import AdapterSpec
 from catalog.errors import StageFailed
 from catalog.home import Home

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from adapters.apply import RowError, apply_row
+from adapters.map.apply import RowError, apply_row
 from adapters.records import RECORD_VERSION, Conversation
 from tests.kits.adapters import make_spec
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from adapters.detect import detect
+from adapters.infer.detect import detect
 from agents.configuration import FindConfig
 from agents.content import signals
 from agents.planning import plannable

@@ -2,7 +2,7 @@
 saved and what --resume will redo; `find --resume` runs nothing of the graph again and proposes only the
 rest; a third resume reads the run as finished, with its tally.
 
-The proposer is a stand-in (FAKE, control flow only) for adapters.propose.propose_one: every dataset is
+The proposer is a stand-in (FAKE, control flow only) for adapters.review.propose.propose_one: every dataset is
 refused by name, and the second call crashes once with a FAKE RuntimeError. The phase's counts and each
 outcome kind are tested in tests/pipeline/cli/test_find_proposals.py."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from adapters import propose
+from adapters.review import propose
 from agents.categories import CATEGORIES
 from catalog import Catalog
 from catalog.errors import DraftsetError

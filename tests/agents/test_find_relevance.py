@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from adapters.detect import detect
+from adapters.infer.detect import detect
 from agents.configuration import FindConfig
 from agents.content import signals
 from agents.policies.llm import LLMPolicy
@@ -249,7 +249,7 @@ def test_tool_use_in_every_public_tool_shape_is_seen_from_the_raw_rows():
 def test_every_mappable_public_shape_reads_as_a_conversation():
     """With the adapter's mapping of the rows (find's path), every corpus family the adapters map shows an
     exchange: numbered columns, utterance lists and rendered transcripts included."""
-    from adapters.trial import trial_records
+    from adapters.infer.trial import trial_records
 
     missing, checked = [], 0
     for family in sorted(CORPUS.iterdir()):

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from huggingface_hub import errors as hub_errors
 
-from adapters import gate, review, store
-from adapters.contract import run_contract
-from adapters.source import RawRow
+from adapters.prove.contract import run_contract
+from adapters.read.source import RawRow
+from adapters.review import gate, review, store
 from agents.recording import review_queries
 from catalog import Catalog
 from catalog.errors import DraftsetError

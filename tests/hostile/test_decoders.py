@@ -1,4 +1,4 @@
-"""Every attack of attacks.py through every decoder, read as ingest and previews read (adapters.capped:
+"""Every attack of attacks.py through every decoder, read as ingest and previews read (adapters.read.capped:
 the capped child for the formats whose decoded size the file does not bound).
 
 What must hold for each: the read ends (quickly: limits are lowered to test scale), each result is a row or
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from attacks import FILE_ATTACKS, LONE_SURROGATE, TEXT_ATTACKS
 
-from adapters import capped
+from adapters.read import capped
 from catalog import limits
 
 REASON = re.compile(r"^[a-z][a-z0-9_]*$")

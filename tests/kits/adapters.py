@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from adapters.spec import AdapterSpec
 from catalog import Catalog
 
@@ -44,7 +44,7 @@ def approve_on_hub(cat: Catalog, url: str, repo_id: str, note: str, **fields: An
     and approve it with --force (the test data fails its contract on purpose)."""
     from huggingface_hub import HfApi
 
-    from adapters import review, store
+    from adapters.review import review, store
 
     revision = HfApi(endpoint=url).dataset_info(repo_id).sha
     assert revision is not None

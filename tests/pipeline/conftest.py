@@ -61,8 +61,8 @@ def fixture_home(hub_url, tmp_path_factory):
 
     Adapters whose contract fails on purpose (unmapped roles, broken rows) are approved with
     `force` and a note, as a person would, so their bad rows reach the quarantine."""
-    from adapters import review, store
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
+    from adapters.review import review, store
     from catalog import Catalog
     from pipeline.ingest.fanout import ingest
     from tests.fixtures.expected import EXPECTED

@@ -10,6 +10,6 @@ CATEGORY = Category(
     tag_filters=("kimi", "deepseek"),
     keywords=("kimi", "moonshot", "moonshotai", "deepseek", "k2", "native"),
     base_weight=1.0,
-    evidence=(),  # judged by the model names the rows carry (adapters.detect.names_target), not by content
+    evidence=(),  # judged by the model names the rows carry (adapters.infer.detect.names_target), not by content
     affinity={"agentic": 0.5},
 )

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters import review, store
+from adapters.review import review, store
 from catalog.errors import DraftsetError
 from pipeline.servers.service import queries, review_data
 from pipeline.servers.service.auth import ApiError
@@ -270,7 +270,7 @@ def map_roles(owner: str, name: str, body: dict[str, str], request: Request, use
     return {**review_data.summary(record), "role_map": record.spec.role_map}
 
 
-# -- reviewers' per-record flags (adapters.flags) ------------------------------------------------------
+# -- reviewers' per-record flags (adapters.review.flags) ------------------------------------------------------
 class FlagBody(Strict):
     spec_hash: str = Field(min_length=8, max_length=64, description="the spec the reviewer looked at")
     row_index: int = Field(ge=0)
@@ -291,7 +291,7 @@ def list_flags(owner: str, name: str, request: Request, user: Viewer) -> Respons
 
 @router.post("/api/adapters/{owner}/{name}/flags")
 def add_flag(owner: str, name: str, body: FlagBody, request: Request, user: Reviewer) -> dict[str, Any]:
-    from adapters import flags
+    from adapters.review import flags
 
     catalog, repo_id = service(request).catalog, f"{owner}/{name}"
     record = store.require(catalog, repo_id)
@@ -314,7 +314,7 @@ def add_flag(owner: str, name: str, body: FlagBody, request: Request, user: Revi
 def resolve_flag(
     owner: str, name: str, flag_id: str, body: ResolveBody, request: Request, user: Reviewer
 ) -> dict[str, Any]:
-    from adapters import flags
+    from adapters.review import flags
 
     flag = flags.resolve(service(request).catalog, f"{owner}/{name}", flag_id, user.name, body.note)
     return {**flag.model_dump(mode="json"), "state": "resolved"}

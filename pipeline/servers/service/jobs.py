@@ -29,7 +29,7 @@ from catalog.db import Catalog, first_line
 from catalog.errors import DraftsetError
 
 if TYPE_CHECKING:
-    from adapters.propose import Outcome
+    from adapters.review.propose import Outcome
     from agents.run import FindEnv, FindRequest
 
 STOPPED = "the service stopped while this job ran"
@@ -217,7 +217,7 @@ def find_work(
     the same targets, by score, each outcome committed as it ends, so `find --resume` proposes only the rest)."""
 
     def work(job: Job) -> dict[str, Any]:
-        from adapters.propose import Outcome
+        from adapters.review.propose import Outcome
         from agents import proposals
         from agents.planning import headline
         from agents.run import stream_find
@@ -241,7 +241,7 @@ def find_work(
                 job.emit({"stage": "propose", "repo_id": repo_id})
                 try:
                     outcome = propose_one(repo_id)
-                except DraftsetError as exc:  # recorded as `failed`, as adapters.propose.propose_many does
+                except DraftsetError as exc:  # recorded as `failed`, as adapters.review.propose.propose_many does
                     outcome = Outcome(repo_id, error=str(exc))
                 outcomes[repo_id] = outcome
                 on_outcome(outcome)

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
-from adapters import review, store
+from adapters.review import review, store
 from agents.planning import human_bytes
 from catalog.errors import DraftsetError, NotFound
 from catalog.untrusted import card_text

@@ -119,9 +119,9 @@ def _rows(rows: list[tuple]) -> bytes:
 
 # -- team mode: what the CLI's read commands print, answered from the service's home ----------------------
 def adapter_row(catalog: Catalog, repo_id: str, row: int, *, endpoint: str, token: str | None) -> dict[str, Any]:
-    """`adapters preview`: the record, one raw row and the spec's verdict on it (adapters.preview)."""
-    from adapters import store
-    from adapters.preview import canonical_of, read_row
+    """`adapters preview`: the record, one raw row and the spec's verdict on it (adapters.review.preview)."""
+    from adapters.review import store
+    from adapters.review.preview import canonical_of, read_row
 
     record = store.require(catalog, repo_id)
     raw = read_row(record.spec, row, endpoint=endpoint, token=token)

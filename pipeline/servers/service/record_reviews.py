@@ -2,7 +2,7 @@
 reviewed, the "reviewed N of M · flagged F" line, the review queue (the next record nobody has reviewed or
 flagged) and text search over the sampled records, as Argilla and Label Studio give a reviewer.
 
-A mark binds to the spec hash it judged, as a flag does (adapters/flags.py): marking under a spec that changed
+A mark binds to the spec hash it judged, as a flag does (adapters/review/flags.py): marking under a spec that changed
 since the page was loaded is refused, and a new spec starts a fresh count (older marks stay in the table). The
 state is the team's: one reviewer's mark counts for everyone, with who made it. M is the page's sample (the
 rows the page shows), so N of M is about the records in front of the reviewer.
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from adapters import flags, store
+from adapters.review import flags, store
 from catalog.db import Catalog
 from catalog.errors import DraftsetError
 

@@ -13,9 +13,9 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from adapters import flags, store, verdict
-from adapters.apply import RowError, apply_row, role_labels
-from adapters.source import iter_raw_rows
+from adapters.map.apply import RowError, apply_row, role_labels
+from adapters.read.source import iter_raw_rows
+from adapters.review import flags, store, verdict
 from catalog.db import Catalog
 from catalog.isolate import current_bound
 from pipeline.servers.service.cache import Cache
@@ -38,7 +38,7 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
         "revision": record.revision,
         "spec_hash": record.spec_hash,
         "contract": found.kind + (" (old spec)" if contract and not record.contract_current else ""),
-        "verdict": found.to_json(),  # the one verdict (adapters.verdict): the CLI and the page show the same
+        "verdict": found.to_json(),  # the one verdict (adapters.review.verdict): the CLI and the page show the same
         "approval": verdict.approval_word(found.to_json(), record.status),
         "next": found.next_step(record.repo_id, record.status),
         "yield": contract.get("yield"),
@@ -51,7 +51,7 @@ def summary(record: store.AdapterRecord) -> dict[str, Any]:
 
 
 def flag_list(record: store.AdapterRecord) -> list[dict[str, Any]]:
-    """The adapter's flags, oldest first, each with its state against the current spec (adapters.flags)."""
+    """The adapter's flags, oldest first, each with its state against the current spec (adapters.review.flags)."""
     return flags.listed(record.flags, record.spec_hash)
 
 
@@ -166,7 +166,7 @@ def _by_row(listed: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     return out
 
 
-ACCOUNTING = {  # the contract's field accounting (adapters.accounting.FieldReport): column -> how to show it
+ACCOUNTING = {  # the contract's field accounting (adapters.infer.accounting.FieldReport): column -> how to show it
     "field": lambda f: f["path"],
     "rows": lambda f: f["rows"],
     "avg chars": lambda f: round(f["mean_chars"]),

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from adapters.row_fields import get_path
 from adapters.spec import AdapterSpec
-from adapters.turns import get_path
 from catalog import limits
 
 MAX_TEXT = 4000  # characters of one turn shown; the rest is cut with a marker

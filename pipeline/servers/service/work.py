@@ -13,7 +13,7 @@ from pipeline.servers.service.jobs import Job, find_work
 from pipeline.servers.service.stage_job import StageBody
 
 if TYPE_CHECKING:
-    from adapters.propose import Outcome
+    from adapters.review.propose import Outcome
     from agents.run import FindEnv
     from pipeline.servers.service.context import Service
 
@@ -39,9 +39,9 @@ def _find_env(service: Service) -> FindEnv:
 
 
 def propose(service: Service, repo_id: str, rows: int = 500, category: str | None = None) -> Outcome:
-    """Propose and contract-test one dataset through adapters.propose (what `draftset find --propose` runs);
+    """Propose and contract-test one dataset through adapters.review.propose (what `draftset find --propose` runs);
     a dataset refused by name (plain text, media, ...) is an outcome with its verdict, not an error."""
-    from adapters.propose import propose_one
+    from adapters.review.propose import propose_one
 
     s = service.settings
     return propose_one(
@@ -105,7 +105,7 @@ def start_find(service: Service, domain: str, samples: int, policy: str, top: in
 
 
 def start_test(service: Service, repo_id: str, rows: int, user: str) -> Job:
-    from adapters import review, store
+    from adapters.review import review, store
 
     store.require(service.catalog, repo_id)  # an unknown adapter is a 404 now, not a failed job
 

@@ -2,7 +2,7 @@
 proposal keeps every finished proposal, the error says what is saved and what --resume will redo, and the
 resume proposes only the rest; the counts add up.
 
-The proposer is a stand-in (FAKE, control flow only) for adapters.propose.propose_one: it really saves a
+The proposer is a stand-in (FAKE, control flow only) for adapters.review.propose.propose_one: it really saves a
 spec through the adapters store, as the real one does, and answers a contract pass or FAIL, a refusal by
 name or a DraftsetError by repo; on a chosen call it crashes (a FAKE RuntimeError) or is interrupted.
 Around it everything is real: the CLI's proposal loop (adapters_cmd.propose_many), the catalog table.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import propose, store
-from adapters.contract import ContractResult
+from adapters.prove.contract import ContractResult
+from adapters.review import propose, store
 from agents import proposals
 from catalog import Catalog
 from catalog.errors import DraftsetError

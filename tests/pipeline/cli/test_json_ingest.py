@@ -19,8 +19,8 @@ def _json(*args: str) -> dict:
 
 
 def test_ingest_and_dedup_list_their_counts_as_json(home, hub_url):
-    from adapters import review, store
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
+    from adapters.review import review, store
     from catalog import Catalog
 
     cat = Catalog(home)

@@ -145,8 +145,8 @@ def test_status_json_carries_numbers_and_the_text_keeps_its_formatting(home):
 
 
 def test_users_flags_estimate_and_hub_list_as_json(home, hub_url):
-    from adapters import flags, store
-    from adapters.contract import run_contract
+    from adapters.prove.contract import run_contract
+    from adapters.review import flags, store
     from catalog import Catalog
     from pipeline.servers.service.users import add_user
     from tests.kits.adapters import make_spec, raw
@@ -293,7 +293,7 @@ def test_flags_resolve_through_the_service_refuses_an_empty_note_with_the_local_
     """Before any call: the same one-line refusal and suggested command as the local `flags.resolve`."""
     import pytest
 
-    from adapters.flags import resolve_hint
+    from adapters.review.flags import resolve_hint
     from catalog.errors import DraftsetError
     from pipeline.cli.flags_cmd import _resolve_remote
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import store
+from adapters.review import store
 from catalog import Catalog
 from catalog.home import Home
 from catalog.names import closest, unknown_name

@@ -196,7 +196,7 @@ def _local_spec() -> AdapterSpec:
 
 
 def test_interrupted_run_resumes_by_id_without_duplicates(tmp_path):
-    from adapters.source import RawRow
+    from adapters.read.source import RawRow
     from pipeline.ingest.run import IngestConfig, ingest_rows
     from pipeline.stage import StageRun
 

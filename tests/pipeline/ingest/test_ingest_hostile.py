@@ -84,7 +84,7 @@ def test_every_hostile_line_is_quarantined_with_its_true_line_and_counts_add_up(
 
 
 def test_deep_json_string_field_is_a_row_error_not_a_recursion_error(home, tmp_path):
-    from adapters.apply import RowError, apply_row
+    from adapters.map.apply import RowError, apply_row
 
     spec = make_spec(
         repo_id="lab/x",

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from adapters.source import RawRow
+from adapters.read.source import RawRow
 from catalog.shards import existing_ids
 from pipeline.ingest.run import IngestConfig, IngestStage
 from pipeline.ingest.sample import RowSample, for_source, sample_key

@@ -24,8 +24,8 @@ NOTE = '<img src=x onerror="window.pwned=1"> turn 3 lost its text'
 
 @pytest.fixture(scope="module")
 def flag_service(hub_url, tmp_path_factory):
-    from adapters import review, store
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
+    from adapters.review import review, store
     from catalog import Catalog
     from pipeline.servers.service.server import serve_in_thread
 

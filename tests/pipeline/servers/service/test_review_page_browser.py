@@ -24,8 +24,8 @@ DESKTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
 def review_service(hub_url, tmp_path_factory):
     from service_kit import Svc
 
-    from adapters import review, store
-    from adapters.infer import propose_adapter
+    from adapters.infer.infer import propose_adapter
+    from adapters.review import review, store
     from catalog import Catalog
     from pipeline.servers.service.server import serve_in_thread
 
