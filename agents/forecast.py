@@ -51,18 +51,21 @@ class Point:
 # steps), the same 16 held-out prompts x 96 tokens; se from each bootstrap interval. The last four: issue 29's
 # rerun on a fresh H200 (same rows and prompts): the same recipe, and 6 epochs at 8,192 tokens, lr 1e-3.
 # Another target's curve differs; shown only when a user has no points of their own, and labelled so.
-REFERENCE = [
+CURVE_2026_12_02 = [  # bench_real_target_curve.json, point for point (tests/eval/bench holds them equal)
     Point(3000, 1.683, 0.034, steps=3, train_steps=80, batch_tokens=32768),
     Point(9000, 1.989, 0.042, steps=3, train_steps=241, batch_tokens=32768),
     Point(27000, 2.317, 0.052, steps=3, train_steps=724, batch_tokens=32768),
     Point(3000, 1.716, 0.038, steps=5, train_steps=80, batch_tokens=32768),
     Point(9000, 2.148, 0.060, steps=5, train_steps=241, batch_tokens=32768),
     Point(27000, 2.594, 0.078, steps=5, train_steps=724, batch_tokens=32768),
+]
+RECIPE_RERUN_ISSUE_29 = [  # a fresh H200, the same 27K rows and prompts: two recipes
     Point(27000, 2.387, 0.050, steps=3, train_steps=724, batch_tokens=32768),  # [2.291, 2.487]
     Point(27000, 2.653, 0.078, steps=5, train_steps=724, batch_tokens=32768),  # no interval kept: the 2.594's se
     Point(27000, 2.564, 0.051, steps=3, train_steps=4368, batch_tokens=8192),  # [2.465, 2.667]
     Point(27000, 2.926, 0.079, steps=5, train_steps=4368, batch_tokens=8192),  # [2.771, 3.081]
 ]
+REFERENCE = CURVE_2026_12_02 + RECIPE_RERUN_ISSUE_29
 COLLINEAR_COND = 1e3  # of the centred, column-normalised design: above it steps and samples cannot be told apart
 
 
