@@ -185,6 +185,7 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     assert all(p.batch_tokens == 512 and p.train_steps for p in points)
     by_size = sorted(points, key=lambda p: p.samples)
     assert by_size[0].train_steps < by_size[-1].train_steps
+    assert sorted(p.train_steps for p in points) == sorted(p.train_steps for p in pilot.points)
     assert fit(points, steps=2) is not None
 
 
