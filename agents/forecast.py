@@ -1,6 +1,11 @@
-"""What more data buys: accept length against training samples, fitted from measured points.
+"""What more data buys: accept length against training samples (and the optimizer steps the draft trained for),
+fitted from measured points.
 
-Model: AL = a + b·ln(samples), weighted least squares with each point's standard error (from its
+Model: AL = a + b·ln(samples) + c·ln(train_steps) when the points' ln(samples) and ln(train_steps) are not
+collinear (rank 3 and a condition number below COLLINEAR_COND of the centred design); otherwise
+AL = a + b·ln(samples), and the fit says why (`Fit.fallback`). The recipe matters: on 27K rows of the same
+target, 4,368 steps at 8,192 tokens a batch measured AL 2.564 where 724 steps at 32,768 measured 2.387
+(issue 29), about what tripling the data buys; a sample-only fit cannot tell them apart. Weighted least squares with each point's standard error (from its
 bootstrap interval); with three or more points the residual scatter widens the band when it exceeds
 the points' own errors. Chain accept length lies in [1, steps + 1], so predictions are clipped there
 and say so at the ceiling. Predictions outside the measured range of sample counts say they
@@ -35,39 +40,64 @@ class Point:
     samples: int
     accept_length: float
     se: float = DEFAULT_SE
-    steps: int = 3
+    steps: int = 3  # draft tokens per round the accept length was measured at
+    train_steps: int | None = None  # optimizer steps the draft was trained for (None: not recorded)
+    batch_tokens: int | None = None  # tokens per optimizer step (kept for the record; steps carry the fit)
 
 
 # Measured on one H200 (eval/bench/bench_real_target_curve_notes.md, 2026-12-02; the points of
 # bench_real_target_curve.json): SmolLM2-135M-Instruct, greedy answers by the target, nested subsets,
-# `train --online` 4 epochs, the same 16 held-out prompts x 96 tokens; se from each bootstrap interval.
+# `train --online` 4 epochs at 32,768 tokens a batch, lr 2e-3 (~220 tokens a row: ~80, 241, 724 optimizer
+# steps), the same 16 held-out prompts x 96 tokens; se from each bootstrap interval. The last four: issue 29's
+# rerun on a fresh H200 (same rows and prompts): the same recipe, and 6 epochs at 8,192 tokens, lr 1e-3.
 # Another target's curve differs; shown only when a user has no points of their own, and labelled so.
-REFERENCE = [
-    Point(3000, 1.683, 0.034, steps=3),
-    Point(9000, 1.989, 0.042, steps=3),
-    Point(27000, 2.317, 0.052, steps=3),
-    Point(3000, 1.716, 0.038, steps=5),
-    Point(9000, 2.148, 0.060, steps=5),
-    Point(27000, 2.594, 0.078, steps=5),
+CURVE_2026_12_02 = [  # bench_real_target_curve.json, point for point (tests/eval/bench holds them equal)
+    Point(3000, 1.683, 0.034, steps=3, train_steps=80, batch_tokens=32768),
+    Point(9000, 1.989, 0.042, steps=3, train_steps=241, batch_tokens=32768),
+    Point(27000, 2.317, 0.052, steps=3, train_steps=724, batch_tokens=32768),
+    Point(3000, 1.716, 0.038, steps=5, train_steps=80, batch_tokens=32768),
+    Point(9000, 2.148, 0.060, steps=5, train_steps=241, batch_tokens=32768),
+    Point(27000, 2.594, 0.078, steps=5, train_steps=724, batch_tokens=32768),
 ]
+RECIPE_RERUN_ISSUE_29 = [  # a fresh H200, the same 27K rows and prompts: two recipes
+    Point(27000, 2.387, 0.050, steps=3, train_steps=724, batch_tokens=32768),  # [2.291, 2.487]
+    Point(27000, 2.653, 0.078, steps=5, train_steps=724, batch_tokens=32768),  # no interval kept: the 2.594's se
+    Point(27000, 2.564, 0.051, steps=3, train_steps=4368, batch_tokens=8192),  # [2.465, 2.667]
+    Point(27000, 2.926, 0.079, steps=5, train_steps=4368, batch_tokens=8192),  # [2.771, 3.081]
+]
+REFERENCE = CURVE_2026_12_02 + RECIPE_RERUN_ISSUE_29
+COLLINEAR_COND = 1e3  # of the centred, column-normalised design: above it steps and samples cannot be told apart
 
 
 @dataclass
 class Fit:
     a: float
     b: float
-    cov: np.ndarray  # 2x2 covariance of (a, b)
+    cov: np.ndarray  # covariance of (a, b) or, recipe-aware, of (a, b, c)
     steps: int
     lo: int  # measured range of sample counts
     hi: int
     n_points: int
+    c: float = 0.0  # the ln(train_steps) coefficient (0 when the fit could not separate it)
+    typical_train_steps: float | None = None  # geometric mean of the points' steps: the one a prediction assumes
+    fallback: str | None = None  # why the fit is samples-only, when the points carried steps
 
-    def predict(self, samples: float) -> tuple[float, float]:
-        """(expected accept length, 95% half-width) at `samples`, within [1, steps + 1]: a round yields at
-        least the target's own token and at most every proposal plus it."""
-        x = np.array([1.0, math.log(samples)])
-        mean = float(x @ np.array([self.a, self.b]))
-        half = Z * math.sqrt(max(float(x @ self.cov @ x), 0.0))
+    @property
+    def recipe_aware(self) -> bool:
+        return self.cov.shape == (3, 3)
+
+    def predict(self, samples: float, train_steps: float | None = None) -> tuple[float, float]:
+        """(expected accept length, 95% half-width) at `samples` (trained for `train_steps`; None: the points'
+        typical steps), within [1, steps + 1]: a round yields at least the target's own token and at most
+        every proposal plus it."""
+        x = [1.0, math.log(samples)]
+        if self.recipe_aware:
+            assert self.typical_train_steps is not None  # set with the third coefficient
+            x.append(math.log(train_steps or self.typical_train_steps))
+        v = np.array(x)
+        coef = np.array([self.a, self.b, self.c][: len(x)])
+        mean = float(v @ coef)
+        half = Z * math.sqrt(max(float(v @ self.cov @ v), 0.0))
         return min(max(mean, 1.0), self.steps + 1.0), half
 
     @property
@@ -94,24 +124,60 @@ class Fit:
                     hi_x = mid
             return int(math.exp(hi_x))
 
-        central = int(math.exp((accept_length - self.a) / self.b))
+        offset = self.c * math.log(self.typical_train_steps) if self.recipe_aware and self.typical_train_steps else 0.0
+        central = int(math.exp((accept_length - self.a - offset) / self.b))
         return central, solve(+1), solve(-1)
 
 
+def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares: (coefficients, covariance), the covariance widened by scatter beyond the
+    points' own errors when there are degrees of freedom left."""
+    cov = np.linalg.inv(x.T @ (w[:, None] * x))
+    coef = cov @ x.T @ (w * y)
+    dof = len(y) - x.shape[1]
+    if dof > 0:
+        chi2 = float((w * (y - x @ coef) ** 2).sum()) / dof
+        cov = cov * max(chi2, 1.0)
+    return coef, cov
+
+
+def collinearity(log_samples: np.ndarray, log_steps: np.ndarray) -> str | None:
+    """Why ln(samples) and ln(train_steps) cannot be fitted apart, or None when they can."""
+    centred = np.column_stack([log_samples - log_samples.mean(), log_steps - log_steps.mean()])
+    norms = np.linalg.norm(centred, axis=0)
+    if len(log_samples) < 4 or (norms < 1e-9).any():
+        return f"{len(log_samples)} points, {len(set(log_steps.round(9)))} step counts: too few to fit steps apart"
+    design = np.column_stack([np.ones(len(log_samples)) / math.sqrt(len(log_samples)), centred / norms])
+    if np.linalg.matrix_rank(design) < 3:
+        return "optimizer steps grow in proportion to samples in every point (one recipe): collinear"
+    cond = float(np.linalg.cond(design))
+    if cond > COLLINEAR_COND:
+        return f"steps and samples nearly collinear (condition number {cond:.0f} > {COLLINEAR_COND:g})"
+    return None
+
+
 def fit(points: list[Point], steps: int) -> Fit | None:
-    """The log-linear fit over points at `steps`; None without two distinct sample counts."""
+    """The fit over points at `steps`: recipe-aware when the points carry optimizer steps that vary apart
+    from their sample counts, else log-linear in samples; None without two distinct sample counts."""
     pts = [p for p in points if p.steps == steps and p.samples > 0]
     if len({p.samples for p in pts}) < 2:
         return None
-    x = np.array([[1.0, math.log(p.samples)] for p in pts])
     y = np.array([p.accept_length for p in pts])
     w = np.array([1.0 / max(p.se, 1e-3) ** 2 for p in pts])
-    cov = np.linalg.inv(x.T @ (w[:, None] * x))
-    a, b = cov @ x.T @ (w * y)
-    if len(pts) > 2:  # scatter beyond the points' own errors widens the band
-        chi2 = float((w * (y - x @ np.array([a, b])) ** 2).sum()) / (len(pts) - 2)
-        cov = cov * max(chi2, 1.0)
-    return Fit(float(a), float(b), cov, steps, min(p.samples for p in pts), max(p.samples for p in pts), len(pts))
+    ls = np.array([math.log(p.samples) for p in pts])
+    lo, hi = min(p.samples for p in pts), max(p.samples for p in pts)
+    fallback = None
+    if all(p.train_steps for p in pts):
+        lt = np.array([math.log(p.train_steps or 1) for p in pts])
+        fallback = collinearity(ls, lt)
+        if fallback is None:
+            (a, b, c), cov = _wls(np.column_stack([np.ones(len(pts)), ls, lt]), y, w)
+            typical = float(math.exp(lt.mean()))
+            return Fit(float(a), float(b), cov, steps, lo, hi, len(pts), float(c), typical)
+    elif any(p.train_steps for p in pts):
+        fallback = "some points have no recorded optimizer steps"
+    (a, b), cov = _wls(np.column_stack([np.ones(len(pts)), ls]), y, w)
+    return Fit(float(a), float(b), cov, steps, lo, hi, len(pts), fallback=fallback)
 
 
 @dataclass(frozen=True)
@@ -144,6 +210,10 @@ def line(f: Fit, samples: int, target_al: float, cost: Cost | None = None, sourc
         if f.extrapolating(samples)
         else f"within the measured {f.lo:,}-{f.hi:,}"
     )
+    if f.recipe_aware and f.typical_train_steps:
+        where += f"; at ~{f.typical_train_steps:,.0f} optimizer steps, AL {f.c:+.3f} per e-fold of steps"
+    elif f.fallback:
+        where += f"; samples only: {f.fallback}"
     ceiling = " (the chain's ceiling)" if mean >= f.steps + 1 else ""
     text = f"with {samples:,} samples expect AL {mean:.2f} ± {half:.2f} at {f.steps} steps{ceiling} ({where}{source})"
     need = f.samples_for(target_al)
@@ -172,7 +242,8 @@ def measured_points(catalog: Catalog | None) -> list[Point]:
         return []
     try:
         rows = catalog.query(
-            "SELECT steps, accept_length, al_low, al_high, train_samples FROM draft_evals "
+            "SELECT steps, accept_length, al_low, al_high, train_samples, train_steps, train_batch_tokens "
+            "FROM draft_evals "
             "WHERE method = 'specdecode' AND wiring = 'configured' AND train_samples IS NOT NULL"
         )
     except DraftsetError:  # no catalog file yet: nothing was measured
@@ -181,5 +252,15 @@ def measured_points(catalog: Catalog | None) -> list[Point]:
     for r in rows:
         low, high = r.get("al_low"), r.get("al_high")
         se = (high - low) / (2 * Z) if low is not None and high is not None and high > low else DEFAULT_SE
-        points.append(Point(int(r["train_samples"]), float(r["accept_length"]), se, int(r["steps"])))
+        train_steps, batch = r.get("train_steps"), r.get("train_batch_tokens")
+        points.append(
+            Point(
+                int(r["train_samples"]),
+                float(r["accept_length"]),
+                se,
+                int(r["steps"]),
+                int(train_steps) if train_steps is not None else None,
+                int(batch) if batch is not None else None,
+            )
+        )
     return points

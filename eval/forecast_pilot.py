@@ -4,7 +4,7 @@ The build's rows are split once by training's held-out rule, so every subset is 
 held-out prompts; the rest is shuffled once (by id hash) and subset k trains on its first n_k rows, so
 the subsets are nested. Each subset is trained online (taps from the target's forward, nothing on disk)
 and measured by `check accept-length`'s decoding; each measurement goes to draft_evals with its training
-sample count, where agents/forecast.py fits the curve. Under a time budget, a subset whose predicted
+sample count and optimizer steps, where agents/forecast.py fits the curve. Under a time budget, a subset whose predicted
 time (scaled by its size from the ones before) would not fit is skipped and said so.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from catalog.errors import DraftsetError
 from eval.specdecode.evaluate import Measurement, measure
+from eval.specdecode.records import train_recipe
 from pipeline.train.data import is_heldout
 
 
@@ -61,6 +62,7 @@ class PilotPoint:
     train_samples: int
     seconds: float
     measurement: Measurement
+    train_steps: int | None = None  # optimizer steps the subset's draft trained for (its resolved.json)
 
 
 @dataclass
@@ -112,5 +114,5 @@ def run_pilot(
             record(m)
         seconds = time.monotonic() - t0
         per_sample = seconds / n
-        pilot.points.append(PilotPoint(fraction, n, seconds, m))
+        pilot.points.append(PilotPoint(fraction, n, seconds, m, train_recipe(draft)[0]))
     return pilot

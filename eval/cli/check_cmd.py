@@ -256,9 +256,9 @@ def check_pilot_cmd(
         record=lambda m: records.save(catalog(), records.specdecode_rows(m)),
     )
     print_table(
-        ["fraction", "train samples", "steps", "accept length (95%)", "seconds"],
+        ["fraction", "train samples", "optimizer steps", "steps", "accept length (95%)", "seconds"],
         [
-            [f"{p.fraction:g}", f"{p.train_samples:,}", r.steps, str(r.interval), f"{p.seconds:.0f}"]
+            [f"{p.fraction:g}", f"{p.train_samples:,}", p.train_steps, r.steps, str(r.interval), f"{p.seconds:.0f}"]
             for p in pilot.points
             for r in p.measurement.runs
         ],
@@ -267,6 +267,7 @@ def check_pilot_cmd(
             {
                 "fraction": p.fraction,
                 "train_samples": p.train_samples,
+                "train_steps": p.train_steps,
                 "steps": r.steps,
                 "accept_length_interval": interval_json(r.interval),
                 "seconds": p.seconds,

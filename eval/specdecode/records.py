@@ -1,7 +1,7 @@
 """The `draft_evals` catalog table: measured (specdecode) and estimated (check draft) accept lengths.
 
-Each row carries its 95% interval and the draft's training sample count, which makes measured rows the
-points of a data-scaling forecast (agents/forecast.py).
+Each row carries its 95% interval, the draft's training sample count and its recipe (optimizer steps, tokens a
+step), which makes measured rows the points of the data-and-recipe forecast (agents/forecast.py).
 """
 
 from __future__ import annotations
@@ -40,10 +40,21 @@ def train_samples(draft_dir: Path | str) -> int | None:
     return int(r["capture_manifest"]["n_samples"]) - len(r.get("heldout_ids") or [])
 
 
+def train_recipe(draft_dir: Path | str) -> tuple[int | None, int | None]:
+    """(optimizer steps, tokens per step) the draft trained with, from its resolved.json; (None, None) without one."""
+    resolved = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
+    if not resolved.exists():
+        return None, None
+    r = json.loads(resolved.read_text())
+    steps, batch = (r.get("metrics") or {}).get("steps"), (r.get("train") or {}).get("batch_tokens")
+    return (int(steps) if steps is not None else None), (int(batch) if batch is not None else None)
+
+
 def specdecode_rows(m: Measurement) -> list[dict]:
     """Rows for an eval.specdecode.evaluate.Measurement."""
     now = datetime.now()
     samples = train_samples(m.draft)
+    train_steps, batch_tokens = train_recipe(m.draft)
     return [
         {
             "draft": m.draft,
@@ -62,6 +73,8 @@ def specdecode_rows(m: Measurement) -> list[dict]:
             "device": m.device,
             "evaluated_at": now,
             "train_samples": samples,
+            "train_steps": train_steps,
+            "train_batch_tokens": batch_tokens,
             "al_low": r.interval.low,
             "al_high": r.interval.high,
         }
@@ -75,6 +88,7 @@ def estimate_rows(
     """Rows for the wirings of an eval.checks.draft_check.DraftReport (recomputed with the target model)."""
     now = datetime.now()
     samples = train_samples(draft_dir)
+    train_steps, batch_tokens = train_recipe(draft_dir)
     return [
         {
             "draft": str(Path(draft_dir).resolve()),
@@ -93,6 +107,8 @@ def estimate_rows(
             "device": "cpu",
             "evaluated_at": now,
             "train_samples": samples,
+            "train_steps": train_steps,
+            "train_batch_tokens": batch_tokens,
             "al_low": w.interval.low if w.interval else None,
             "al_high": w.interval.high if w.interval else None,
         }

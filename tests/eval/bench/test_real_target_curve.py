@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.forecast import REFERENCE
+from agents.forecast import CURVE_2026_12_02
 from eval.bench.bench_real_target_curve import load_rows, nested, save_rows
 from eval.bench.bench_real_target_curve_plot import curve_points
 
@@ -28,7 +28,7 @@ def test_rows_come_back_token_for_token_with_their_masks(tmp_path):
 
 def test_the_forecasts_reference_points_are_the_committed_measurement():
     measured = sorted((p.steps, p.samples, round(p.accept_length, 3), round(p.se, 3)) for p in curve_points(CURVE))
-    assert sorted((p.steps, p.samples, p.accept_length, p.se) for p in REFERENCE) == measured
+    assert sorted((p.steps, p.samples, p.accept_length, p.se) for p in CURVE_2026_12_02) == measured
 
 
 def test_held_out_prompts_with_an_exact_or_near_copy_in_training_are_found():

@@ -181,6 +181,11 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     assert sizes == sorted(sizes) and len(set(sizes)) == 3 and not pilot.skipped
     points = measured_points(catalog)
     assert sorted(p.samples for p in points) == sizes and all(p.steps == 2 and p.se > 0 for p in points)
+    # the recipe comes from each draft's resolved.json: its optimizer steps grow with its subset, at 512 tokens
+    assert all(p.batch_tokens == 512 and p.train_steps for p in points)
+    by_size = sorted(points, key=lambda p: p.samples)
+    assert by_size[0].train_steps < by_size[-1].train_steps
+    assert sorted(p.train_steps for p in points) == sorted(p.train_steps for p in pilot.points)
     assert fit(points, steps=2) is not None
 
 
