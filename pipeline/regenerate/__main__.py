@@ -1,23 +1,26 @@
-"""`python -m pipeline.regenerate MIX [--endpoint URL ...] [--config FILE]`: regenerate without the CLI (a
-host with the data stages' install but not Typer). Its flags are RegenConfig's settings, as `draftset
-regenerate` offers them; a flag given beats the --config file, which beats DRAFTSET_TARGET_*, which beats the
-default."""
+"""`python -m pipeline.regenerate MIX --home DIR [--endpoint URL ...] [--config FILE]`: regenerate without the CLI
+(a host with the data stages' install but not Typer). Its flags are RegenConfig's settings, as `draftset
+regenerate` offers them; a flag given beats the --config file, which beats the default. Like every stage's own
+entry point it takes no environment (DRAFTSET_HOME, DRAFTSET_TARGET_*: the CLI's and the service's): what it does
+is all on its command line or in its file."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from catalog.errors import DraftsetError
 from pipeline.regenerate.config import RegenConfig
 from pipeline.stage import add_field_arguments
-from pipeline.stage.config import env_values, flag_fields
+from pipeline.stage.config import flag_fields
 
 
 def parser() -> argparse.ArgumentParser:
     """The entry point's arguments (the settings test reads them without running anything)."""
     p = argparse.ArgumentParser(prog="python -m pipeline.regenerate", description=__doc__)
-    p.add_argument("mix", help="Mix name: reads data/mix/MIX/, writes data/regen/MIX/ under DRAFTSET_HOME.")
+    p.add_argument("mix", help="Mix name: reads data/mix/MIX/, writes data/regen/MIX/ under --home.")
+    p.add_argument("--home", type=Path, default=Path("draftset-home"), help="the draftset home (default: %(default)s)")
     add_field_arguments(p, RegenConfig)  # every setting RegenConfig declares, as it declares it
     return p
 
@@ -26,13 +29,11 @@ def main() -> None:
     from catalog import Catalog
     from pipeline.regenerate.config import load_config
     from pipeline.regenerate.run import run_regenerate
-    from pipeline.settings import settings
 
     args = parser().parse_args()
-    env = env_values(RegenConfig, settings())
     given = {name: getattr(args, name) for name in flag_fields(RegenConfig)}
-    config = load_config(args.config, mix=args.mix, env=env, **given)
-    result = run_regenerate(config, settings().home, Catalog(settings().home), show_progress=False)
+    config = load_config(args.config, mix=args.mix, **given)
+    result = run_regenerate(config, args.home, Catalog(args.home), show_progress=False)
     t = result.totals
     print(
         f"run {result.run_id}: {t['results']} results, {t['errors']} errors, {t['skipped']} skipped -> {result.out_dir}"

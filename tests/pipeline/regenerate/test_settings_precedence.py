@@ -4,6 +4,8 @@ is refused in one line naming it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -84,6 +86,12 @@ def test_python_m_takes_the_same_flags_in_the_same_order(tmp_path):
     path.write_text('endpoints = ["http://file:1"]\ntemperature = 0.2\nseed = 7\n')
     args = parser().parse_args(["m", "--config", str(path), "--seed", "3", "--no-thinking", "--shard", "0/2"])
     given = {name: getattr(args, name) for name in flag_fields(RegenConfig)}
-    config = load_config(args.config, mix=args.mix, env=ENV, **given)
-    assert (config.endpoints, config.model, config.temperature, config.seed) == (["http://file:1"], "env-model", 0.2, 3)
+    config = load_config(args.config, mix=args.mix, **given)  # a stage's own entry point takes no environment
+    assert (config.endpoints, config.model, config.temperature, config.seed) == (["http://file:1"], None, 0.2, 3)
     assert config.thinking is False and config.shard.label == "0/2"
+    assert args.home == Path("draftset-home") and parser().parse_args(["m", "--home", "h"]).home == Path("h")
+
+
+def test_python_m_reads_no_environment():
+    source = (Path(__file__).parents[3] / "pipeline" / "regenerate" / "__main__.py").read_text()
+    assert "pipeline.settings" not in source and "os.environ" not in source and "getenv" not in source
