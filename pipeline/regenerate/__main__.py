@@ -32,6 +32,8 @@ def main() -> None:
 
     args = parser().parse_args()
     given = {name: getattr(args, name) for name in flag_fields(RegenConfig)}
+    if not args.endpoints and args.config is None:  # load_config's hint names the CLI's environment: not read here
+        raise DraftsetError("no target endpoint given", hint="pass --endpoint http://HOST:PORT or a --config FILE")
     config = load_config(args.config, mix=args.mix, **given)
     result = run_regenerate(config, args.home, Catalog(args.home), show_progress=False)
     t = result.totals

@@ -4,23 +4,13 @@ own, never one above: so no two sub-packages import each other."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.test_layers import _imported_modules  # the one AST import reader of the layering tests
 
 ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS = ROOT / "adapters"
 FLOORS = ("read", "map", "infer", "prove", "review")  # lowest first
-
-
-def _imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, dotted, at any depth (imports inside functions and TYPE_CHECKING count)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
 
 
 def _floor_of(module: str) -> int | None:

@@ -95,3 +95,18 @@ def test_python_m_takes_the_same_flags_in_the_same_order(tmp_path):
 def test_python_m_reads_no_environment():
     source = (Path(__file__).parents[3] / "pipeline" / "regenerate" / "__main__.py").read_text()
     assert "pipeline.settings" not in source and "os.environ" not in source and "getenv" not in source
+
+
+def test_python_m_without_an_endpoint_is_one_line_naming_its_own_flags(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.regenerate", "m", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "DRAFTSET_TARGET_ENDPOINTS": '["http://env:1"]'},  # not read here
+        cwd=Path(__file__).parents[3],
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "no target endpoint given" in done.stderr and "DRAFTSET_TARGET" not in done.stderr
