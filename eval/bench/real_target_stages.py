@@ -53,12 +53,12 @@ rows need the target to answer them.
 
 # The levers: each a short run on the main run's rows, one setting changed from LEVER_BASE, equal optimizer steps
 # (or, for batch size, equal tokens seen). A lever run is named by what it changes.
-MAIN_RECIPE: dict[str, Any] = {
+MAIN_RECIPE: dict[str, Any] = {  # pipeline/train/recipes.py's small row (constant lr: the 2026-12-03 lever)
     "epochs": 2,
     "lr": 1e-3,
     "batch_tokens": 8192,
     "warmup_steps": 200,
-    "schedule": "cosine",
+    "schedule": "constant",
     "ttt_steps": 5,
     "fc_norm": True,
     "norm_output": True,
@@ -272,6 +272,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--measure-s", type=float, default=150, help="seconds `check accept-length` needs to be started")
     p.add_argument("--budget-s", type=float, default=None)
     p.add_argument("--checks-only", action="store_true", help="no more training: check what is trained")
+    p.add_argument(
+        "--then-check", action="store_true",
+        help="train while the call leaves time for the checks, then check what was exported, complete or not",
+    )  # fmt: skip
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bfloat16")
     a = p.parse_args(argv)
@@ -345,6 +349,7 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
 
 
 TAIL_S = 75.0  # train's load before the loop and its export after; the checks after it
+CHECK_DRAFT_S = 45.0  # `check draft` of every run at once on the device's CPU (17.7-20.6 s each on 2026-12-01)
 
 
 def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
@@ -359,7 +364,9 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, recipe in lever_recipes(a.lever_steps).items():
             if not (trained(run, name) or {}).get("complete"):
                 jobs[name] = recipe
-    if jobs and run.left() > TAIL_S + 60 and not a.checks_only:
+    # --then-check keeps back what the checks need, so one call trains and checks (a constant lr needs no end)
+    reserve = TAIL_S + (CHECK_DRAFT_S + a.measure_s if a.then_check else 0.0)
+    if jobs and run.left() > reserve + 60 and not a.checks_only:
         for name in jobs:  # a draft trained (again) here is checked again: its old checks judged another draft
             run.state.get("done", {}).pop(f"check-{name}", None)
             if name == "main":
@@ -367,11 +374,11 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         t0 = time.monotonic()
         names = list(jobs)
         for at in range(0, len(names), a.parallel):
-            if run.left() < TAIL_S + 60:
+            if run.left() < reserve + 60:
                 break
-            failed = launch(run, {n: jobs[n] for n in names[at : at + a.parallel]}, model, run.left() - TAIL_S)
-            if failed and run.left() > TAIL_S + 60:  # e.g. out of GPU memory beside the others: once more, alone
-                launch(run, {n: jobs[n] for n in failed}, model, run.left() - TAIL_S)
+            failed = launch(run, {n: jobs[n] for n in names[at : at + a.parallel]}, model, run.left() - reserve)
+            if failed and run.left() > reserve + 60:  # e.g. out of GPU memory beside the others: once more, alone
+                launch(run, {n: jobs[n] for n in failed}, model, run.left() - reserve)
         run.state["seconds"]["train"] = round(run.state["seconds"].get("train", 0.0) + time.monotonic() - t0, 1)
     runs = [
         "main",
@@ -384,11 +391,13 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
             run.state.setdefault("train", {})[name] = metrics
     run.save()
     build = str(run.home / "data" / "build" / MIX)
-    todo = [
-        n
-        for n in runs
-        if ((trained(run, n) or {}).get("complete") or a.checks_only and trained(run, n)) and run.step(f"check-{n}")
-    ]
+    any_draft = a.checks_only or a.then_check  # an exported draft stopped early is checked too
+
+    def checkable(name: str) -> bool:
+        metrics = trained(run, name)
+        return metrics is not None and bool(metrics.get("complete") or any_draft)
+
+    todo = [n for n in runs if checkable(n) and run.step(f"check-{n}")]
     if todo and run.left() > 60:
         checks = {
             n: ["check", "draft", n, "--captures", build, "--max-samples", str(a.eval_prompts),
@@ -398,11 +407,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
-    if (
-        ((trained(run, "main") or {}).get("complete") or a.checks_only and trained(run, "main"))
-        and run.step("measure-main")
-        and run.left() > a.measure_s
-    ):
+    if checkable("main") and run.step("measure-main") and run.left() > a.measure_s:
         result = run.cli(
             "check", "accept-length", "main", "--captures", build, "--steps", "3", "--steps", "5",
             "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",
