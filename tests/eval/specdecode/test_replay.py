@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from eval.specdecode.replay import Interval, accept_length_interval, separation, tokens_to_separate, walk
-from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target
+from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target, plain_config
 
 MAX_NEW, STEPS = 24, 3
 
@@ -58,7 +58,7 @@ def _greedy_build(model_dir, build_dir, n_rows=40):
 
 @pytest.fixture(scope="module")
 def online(tmp_path_factory):
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -67,7 +67,7 @@ def online(tmp_path_factory):
     model.joinpath("generation_config.json").unlink(missing_ok=True)  # no end-of-turn: every row is 40 tokens
     build = _greedy_build(model, root / "build")
     run_train(
-        TrainConfig(
+        plain_config(
             capture_dir=None,
             build_dir=build,
             model_dir=model,
@@ -138,14 +138,14 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     from catalog import Catalog
     from eval.forecast_pilot import nested, run_pilot
     from eval.specdecode import records
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     _, build, model = online
     held, rest = nested([f"g{i:03d}" for i in range(40)], 4)
     assert held and set(held).isdisjoint(rest) and sorted(held + rest) == [f"g{i:03d}" for i in range(40)]
 
     def train(sub, draft_dir):
-        cfg = TrainConfig(
+        cfg = plain_config(
             capture_dir=None,
             build_dir=sub,
             model_dir=model,
