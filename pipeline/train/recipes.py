@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from catalog.errors import DraftsetError
 from pipeline.train.config import TrainConfig
+from pipeline.train.data import token_batches
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,24 @@ def resolve(given: dict[str, Any], params: int, batches_per_epoch: Any) -> tuple
         if name not in values and name != "epochs":
             values[name] = getattr(recipe, name)
     if "epochs" not in values:
-        per_epoch = max(int(batches_per_epoch(values["batch_tokens"])), 1)
-        values["epochs"] = max(1, math.ceil(recipe.min_steps / per_epoch))
+        values["epochs"] = epochs_for(recipe, int(batches_per_epoch(values["batch_tokens"])))
     return values, recipe
+
+
+def epochs_for(recipe: Recipe, per_epoch: int) -> int:
+    """The epochs that reach the row's `min_steps` at `per_epoch` optimizer steps an epoch (at least one)."""
+    return max(1, math.ceil(recipe.min_steps / max(per_epoch, 1)))
+
+
+def steps_for_tokens(tokens: float) -> int | None:
+    """The optimizer steps a default run would train on `tokens` training tokens when the target is not sized yet
+    (find plans data before any target is read): every row's batch size and step floor, if they all agree, over
+    ceil(tokens / batch_tokens) batches an epoch (an estimate: length batching pads a little); None when the rows
+    differ in either (then the target's size decides, and it is not known here)."""
+    if len({(r.batch_tokens, r.min_steps) for r in RECIPES}) != 1 or tokens <= 0:
+        return None
+    per_epoch = math.ceil(tokens / RECIPES[0].batch_tokens)
+    return epochs_for(RECIPES[0], per_epoch) * per_epoch
 
 
 def resolved_config(
@@ -138,3 +154,16 @@ def resolved_config(
 def _with(config: TrainConfig, update: dict[str, Any]) -> TrainConfig:
     """The config with `update`, validated again (model_copy would skip the field checks)."""
     return TrainConfig.model_validate({**config.model_dump(), **update})
+
+
+def planned_steps(config: TrainConfig, target_dir: Path, lengths: dict[str, int]) -> tuple[int, TrainConfig]:
+    """(optimizer steps, the resolved config) of `config` trained in one process on rows of these token `lengths`:
+    the resolved epochs x one epoch's batches, capped by max_steps. What a forecast of a run not made yet (a pilot's
+    full build) assumes, by the same resolution the stage applies."""
+
+    def per_epoch(batch_tokens: int) -> int:
+        return len(token_batches(lengths, batch_tokens, config.seed, 0))
+
+    resolved, _ = resolved_config(config, target_dir, per_epoch)
+    steps = resolved.epochs * per_epoch(resolved.batch_tokens)
+    return min(steps, resolved.max_steps or steps), resolved

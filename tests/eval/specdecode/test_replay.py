@@ -133,6 +133,14 @@ def test_intervals_say_when_wirings_are_not_separated():
     assert separation(a, far) == "separated"
 
 
+def rest_of_build(build, heldout_every):
+    from eval.forecast_pilot import nested
+    from pipeline.capture.rows import read_build_rows
+
+    _, rows = read_build_rows(build, vocab_size=1 << 62)
+    return nested([r.id for r in rows if not r.problem], heldout_every)[1]
+
+
 def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     from agents.forecast import fit, measured_points
     from catalog import Catalog
@@ -179,6 +187,8 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     )
     sizes = [p.train_samples for p in pilot.points]
     assert sizes == sorted(sizes) and len(set(sizes)) == 3 and not pilot.skipped
+    assert all(p.recipe is None for p in pilot.points)  # every recipe setting given (plain_config): no row applied
+    assert sorted(pilot.full_lengths) == sorted(rest_of_build(build, 4))  # the whole build's training rows
     points = measured_points(catalog)
     assert sorted(p.samples for p in points) == sizes and all(p.steps == 2 and p.se > 0 for p in points)
     # the recipe comes from each draft's resolved.json: its optimizer steps grow with its subset, at 512 tokens

@@ -40,6 +40,15 @@ def test_epochs_follow_the_batch_size_given_and_an_epoch_count_given_wins():
     assert resolve({}, 135_000_000, lambda b: 10**6)[0]["epochs"] == 1
 
 
+def test_steps_for_planned_tokens_follow_the_rows_floor_and_batch_size():
+    from pipeline.train.recipes import steps_for_tokens
+
+    small = RECIPES[0]
+    assert steps_for_tokens(small.batch_tokens * 728) == 6 * 728  # 6 epochs of 728 batches reach 4,000
+    assert steps_for_tokens(small.batch_tokens * 10_000) == 10_000  # one epoch is past the floor
+    assert steps_for_tokens(0) is None
+
+
 def test_the_target_is_sized_from_its_safetensors_headers(tmp_path):
     header = {"a": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]}, "__metadata__": {"format": "pt"}}
     for name, extra in (("model-1.safetensors", {}), ("model-2.safetensors", {"b": [5]})):
@@ -103,6 +112,7 @@ def test_a_default_run_trains_the_small_row_and_resolved_json_names_it(toy, tmp_
     from pipeline.train.config import TrainConfig
     from pipeline.train.data import token_batches
     from pipeline.train.loop import TrainStage, run_train
+    from pipeline.train.recipes import planned_steps
 
     values = stage_settings(TrainConfig, None, {"max_steps": 1, "device": "cpu"})  # as `draftset train` builds it
     ckpt = run_train(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "d", **values))
@@ -115,6 +125,12 @@ def test_a_default_run_trains_the_small_row_and_resolved_json_names_it(toy, tmp_
     stage = TrainStage(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "probe", device="cpu"))
     per_epoch = len(token_batches(stage.lengths, small.batch_tokens, 0, 0))
     assert train["epochs"] == math.ceil(small.min_steps / per_epoch)  # steps >= the row's floor
+    planned, resolved = planned_steps(
+        TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "p"), toy.model, stage.lengths
+    )
+    assert (
+        resolved.epochs == train["epochs"] and planned == train["epochs"] * per_epoch
+    )  # what check pilot forecasts at
     assert "train: recipe small for a " in capsys.readouterr().out
     assert json.loads((tmp_path / "d" / "train" / "config.json").read_text())["recipe"] == "small"
 
