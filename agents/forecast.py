@@ -223,10 +223,10 @@ def line(
         else f"within the measured {f.lo:,}-{f.hi:,}"
     )
     if f.recipe_aware and train_steps:
-        where += f"; at the recipe's {train_steps:,} optimizer steps, AL {f.c:+.3f} per e-fold of steps"
+        where += f"; at this run's {train_steps:,} optimizer steps, AL {f.c:+.3f} per e-fold of steps"
     elif f.recipe_aware and f.typical_train_steps:
         where += (
-            f"; at ~{f.typical_train_steps:,.0f} optimizer steps (the points' typical: the run's steps are not known), "
+            f"; at ~{f.typical_train_steps:,.0f} optimizer steps (the points' typical: this run's steps are not known), "
             f"AL {f.c:+.3f} per e-fold of steps"
         )
     elif f.fallback:

@@ -192,9 +192,9 @@ def test_the_plan_s_forecast_speaks_for_the_recipe_s_optimizer_steps_when_it_is_
     totals = known.totals
     per_sample = (totals["prompt_tokens"] + totals["response_tokens"]) / totals["samples_planned"]
     assert asked == [pytest.approx(1000 * per_sample)]
-    assert "at the recipe's 6,000 optimizer steps" in totals["forecast"]
+    assert "at this run's 6,000 optimizer steps" in totals["forecast"]
     unknown = plan_mix("p", cands, {}, 1000, weights, FindConfig(), has_token=False).totals["forecast"]
-    assert "the run's steps are not known" in unknown and "recipe's" not in unknown
+    assert "this run's steps are not known" in unknown and "this run's 6" not in unknown
 
 
 def test_allocate_fills_shortfall_from_other_categories():

@@ -71,8 +71,8 @@ def test_the_sentence_says_which_optimizer_steps_it_assumed():
     f = fit([Point(s, a + b * math.log(s) + c * math.log(t), 0.05, train_steps=t) for s, t in grid], steps=3)
     assert f is not None and f.recipe_aware
     known, unknown = line(f, 9000, 2.5, train_steps=8000), line(f, 9000, 2.5)
-    assert "at the recipe's 8,000 optimizer steps" in known and "typical" not in known
-    assert "(the points' typical: the run's steps are not known)" in unknown
+    assert "at this run's 8,000 optimizer steps" in known and "typical" not in known
+    assert "(the points' typical: this run's steps are not known)" in unknown
     assert f"expect AL {f.predict(9000, 8000)[0]:.2f}" in known and f"expect AL {f.predict(9000)[0]:.2f}" in unknown
     assert f.samples_for(2.5, 8000)[0] < f.samples_for(2.5, 500)[0]  # more steps a run: fewer samples for the same AL
     flat = fit([Point(s, 1.0 + 0.2 * math.log(s), 0.05, train_steps=s // 40) for s in (4000, 8000, 16000)], steps=3)
