@@ -109,8 +109,9 @@ class Fit:
     def extrapolating(self, samples: float) -> bool:
         return not self.lo <= samples <= self.hi
 
-    def samples_for(self, accept_length: float) -> tuple[int, int, int] | None:
-        """(central, optimistic, pessimistic) sample counts for `accept_length`; None if unreachable here."""
+    def samples_for(self, accept_length: float, train_steps: float | None = None) -> tuple[int, int, int] | None:
+        """(central, optimistic, pessimistic) sample counts for `accept_length` (trained for `train_steps`, held
+        fixed as samples grow; None: the points' typical steps); None if unreachable here."""
         if not self.gains or accept_length >= self.steps + 1:
             return None
 
@@ -118,14 +119,15 @@ class Fit:
             lo_x, hi_x = 0.0, math.log(1e13)
             for _ in range(80):  # bisection on ln(samples): the band's edge is monotone where b > 0
                 mid = (lo_x + hi_x) / 2
-                mean, half = self.predict(math.exp(mid))
+                mean, half = self.predict(math.exp(mid), train_steps)
                 if mean + side * half < accept_length:
                     lo_x = mid
                 else:
                     hi_x = mid
             return int(math.exp(hi_x))
 
-        offset = self.c * math.log(self.typical_train_steps) if self.recipe_aware and self.typical_train_steps else 0.0
+        at = train_steps or self.typical_train_steps
+        offset = self.c * math.log(at) if self.recipe_aware and at else 0.0
         central = int(math.exp((accept_length - self.a - offset) / self.b))
         return central, solve(+1), solve(-1)
 
@@ -203,21 +205,35 @@ def human_bytes(n: float) -> str:
     return decimal(int(n))
 
 
-def line(f: Fit, samples: int, target_al: float, cost: Cost | None = None, source: str = "") -> str:
-    """The forecast sentence a user decides on."""
-    mean, half = f.predict(samples)
+def line(
+    f: Fit,
+    samples: int,
+    target_al: float,
+    cost: Cost | None = None,
+    source: str = "",
+    train_steps: int | None = None,
+) -> str:
+    """The forecast sentence a user decides on. `train_steps`: the optimizer steps the run will train (its recipe's,
+    pipeline/train/recipes.py), when the caller knows them; a recipe-aware fit predicts at them, and the sentence
+    says which steps it assumed (these, or the points' typical ones)."""
+    mean, half = f.predict(samples, train_steps)
     where = (
         f"extrapolating: measured {f.lo:,}-{f.hi:,} samples"
         if f.extrapolating(samples)
         else f"within the measured {f.lo:,}-{f.hi:,}"
     )
-    if f.recipe_aware and f.typical_train_steps:
-        where += f"; at ~{f.typical_train_steps:,.0f} optimizer steps, AL {f.c:+.3f} per e-fold of steps"
+    if f.recipe_aware and train_steps:
+        where += f"; at this run's {train_steps:,} optimizer steps, AL {f.c:+.3f} per e-fold of steps"
+    elif f.recipe_aware and f.typical_train_steps:
+        where += (
+            f"; at ~{f.typical_train_steps:,.0f} optimizer steps (the points' typical: this run's steps are not known), "
+            f"AL {f.c:+.3f} per e-fold of steps"
+        )
     elif f.fallback:
         where += f"; samples only: {f.fallback}"
     ceiling = " (the chain's ceiling)" if mean >= f.steps + 1 else ""
     text = f"with {samples:,} samples expect AL {mean:.2f} ± {half:.2f} at {f.steps} steps{ceiling} ({where}{source})"
-    need = f.samples_for(target_al)
+    need = f.samples_for(target_al, train_steps)
     if need is None:
         reason = (
             "above the chain's ceiling"

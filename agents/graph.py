@@ -8,6 +8,7 @@ never sinks the other nine. `record` is the only node that writes the catalog.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ class Runtime:
     executor: Any
     catalog: Catalog
     has_token: bool
+    train_steps: Callable[[float], int | None] | None = None  # FindEnv.train_steps: the recipe's steps for the forecast
 
 
 def _runtime(config: RunnableConfig) -> Runtime:
@@ -123,6 +125,7 @@ async def plan_mix_node(state: FindState, config: RunnableConfig) -> dict:
         FindConfig(**state["config"]),
         rt.has_token,
         measured_points(rt.catalog),
+        rt.train_steps,
     )
     return {"plan": result.model_dump()}
 

@@ -10,6 +10,7 @@ bytes capture will write.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,10 @@ def plan_mix(
     config: FindConfig,
     has_token: bool,
     points: list[Point] | None = None,
+    train_steps: Callable[[float], int | None] | None = None,
 ) -> Plan:
+    """The plan for `samples` new samples. `train_steps(tokens)`: the optimizer steps the training recipe would take
+    on that many tokens (agents/run.py FindEnv), so the forecast speaks for the run the data will get."""
     cap_ = config.capacity
     chosen = sorted((c for c in candidates if plannable(c, held, has_token)), key=lambda c: -c.score)
     taken = quotas(chosen, samples, weights, max(1, math.ceil(config.share_cap * samples)))
@@ -139,7 +143,7 @@ def plan_mix(
         "bytes_per_token": cap_.hidden_state_bytes_per_token,
         "throughput_tok_s": cap_.throughput_tok_s,
     }
-    totals["forecast"] = forecast_line(points or [], samples + sum(held.values()), totals)
+    totals["forecast"] = forecast_line(points or [], samples + sum(held.values()), totals, train_steps)
     return Plan(
         plan_id=plan_id,
         samples_requested=samples,
@@ -150,8 +154,14 @@ def plan_mix(
     )
 
 
-def forecast_line(points: list[Point], samples: int, totals: dict[str, Any]) -> str:
-    """What the plan's data should buy, from measured points (agents/forecast.py), or why it cannot say."""
+def forecast_line(
+    points: list[Point],
+    samples: int,
+    totals: dict[str, Any],
+    train_steps: Callable[[float], int | None] | None = None,
+) -> str:
+    """What the plan's data should buy, from measured points (agents/forecast.py), or why it cannot say: at the
+    optimizer steps the recipe would train on all of it (`train_steps` of its tokens) when that is known."""
     steps = FORECAST_STEPS
     f, source = fit(points, steps), ""
     if f is None:
@@ -164,7 +174,8 @@ def forecast_line(points: list[Point], samples: int, totals: dict[str, Any]) -> 
         totals["bytes_per_token"],
     )
     assert f is not None  # the reference has two sample counts
-    return line(f, samples, FORECAST_AL, cost, source)
+    optimizer_steps = train_steps(samples * cost.tokens_per_sample) if train_steps is not None else None
+    return line(f, samples, FORECAST_AL, cost, source, train_steps=optimizer_steps)
 
 
 def headline(totals: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -57,6 +57,10 @@ class FindEnv:
     token: str | None = field(default=None, repr=False)  # never printed, logged or checkpointed
     llm_client: Any | None = None
     llm_model: str | None = None
+    # Planned training tokens -> the optimizer steps the training recipe would take on them, for the forecast
+    # (pipeline/train/recipes.py `steps_for_tokens`: the CLI and the service hand it in, agents never import a
+    # stage). None: not known, and the forecast's sentence says it assumed its points' typical steps.
+    train_steps: Callable[[float], int | None] | None = None
 
 
 @dataclass
@@ -217,7 +221,12 @@ async def stream_find(
             yield {"stage": "llm_probe", **probed}
         with ThreadPoolExecutor(max_workers=16, thread_name_prefix="find-agent") as pool:
             cfg["configurable"]["runtime"] = Runtime(
-                hub=hub, policy=policy, executor=pool, catalog=Catalog(env.home), has_token=bool(env.token)
+                hub=hub,
+                policy=policy,
+                executor=pool,
+                catalog=Catalog(env.home),
+                has_token=bool(env.token),
+                train_steps=env.train_steps,
             )
             graph = build_graph(config).compile(checkpointer=saver)
             yield {"stage": "begin", "run_id": run_id, "resumed": bool(resume)}

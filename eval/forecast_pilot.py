@@ -63,12 +63,15 @@ class PilotPoint:
     seconds: float
     measurement: Measurement
     train_steps: int | None = None  # optimizer steps the subset's draft trained for (its resolved.json)
+    recipe: str | None = None  # the recipe row its settings came from (resolved.json; None: every one given)
 
 
 @dataclass
 class Pilot:
     points: list[PilotPoint] = field(default_factory=list)
     skipped: list[tuple[float, str]] = field(default_factory=list)
+    # id -> tokens of every training row of the whole build: the full run's batches, for the forecast's steps
+    full_lengths: dict[str, int] = field(default_factory=dict)
 
 
 def run_pilot(
@@ -97,7 +100,8 @@ def run_pilot(
             f"build {build_dir} has {len(held)} held-out and {len(rest)} training rows: a pilot needs both",
             hint="a larger build, or a smaller --heldout-every",
         )
-    pilot, started, per_sample = Pilot(), time.monotonic(), None
+    by_id = {r.id: len(r.input_ids) for r in rows if not r.problem}
+    pilot, started, per_sample = Pilot(full_lengths={i: by_id[i] for i in rest}), time.monotonic(), None
     for fraction in sorted(fractions):
         n = max(1, int(len(rest) * fraction))
         if budget_s is not None and per_sample is not None:
@@ -114,5 +118,12 @@ def run_pilot(
             record(m)
         seconds = time.monotonic() - t0
         per_sample = seconds / n
-        pilot.points.append(PilotPoint(fraction, n, seconds, m, train_recipe(draft)[0]))
+        pilot.points.append(PilotPoint(fraction, n, seconds, m, train_recipe(draft)[0], _recipe_row(draft)))
     return pilot
+
+
+def _recipe_row(draft_dir: Path) -> str | None:
+    import json
+
+    resolved = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
+    return json.loads(resolved.read_text())["train"].get("recipe") if resolved.exists() else None

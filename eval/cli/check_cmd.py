@@ -107,13 +107,15 @@ def check_draft_cmd(
             highlight=False,
             soft_wrap=True,
         )
-    _print_forecast(records.train_samples(draft_dir), r.steps, target_al)
+    # this draft's own optimizer steps (its resolved.json): the forecast speaks for its recipe, not the points'
+    _print_forecast(records.train_samples(draft_dir), r.steps, target_al, records.train_recipe(draft_dir)[0])
     if r.configured_is_best is False:
         raise typer.Exit(1)
 
 
-def _print_forecast(samples: int | None, steps: int, target_al: float) -> None:
-    """The data forecast from this home's measured points (or, labelled, the reference curve)."""
+def _print_forecast(samples: int | None, steps: int, target_al: float, train_steps: int | None = None) -> None:
+    """The data forecast from this home's measured points (or, labelled, the reference curve), at the optimizer
+    steps the run trains (`train_steps`, when known: the fit predicts at them; else at its points' typical)."""
     from agents.forecast import REFERENCE, fit, line, measured_points
 
     points = measured_points(catalog())
@@ -123,7 +125,8 @@ def _print_forecast(samples: int | None, steps: int, target_al: float) -> None:
     f = fit(points, steps)
     if f is None or samples is None:
         return
-    console.print(f"forecast: {line(f, samples, target_al, source=source)}", highlight=False, soft_wrap=True)
+    text = line(f, samples, target_al, source=source, train_steps=train_steps)
+    console.print(f"forecast: {text}", highlight=False, soft_wrap=True)
 
 
 @check_app.command("accept-length")
@@ -206,10 +209,10 @@ def check_pilot_cmd(
     out: Path = typer.Option(..., help="where the subsets' builds and drafts go"),
     fractions: str = typer.Option("0.125,0.25,0.5", help="subset sizes as fractions of the training rows"),
     budget_min: float | None = typer.Option(None, help="stop starting subsets that would not fit in this time"),
-    epochs: int = typer.Option(4),
-    lr: float = typer.Option(1e-3),
-    batch_tokens: int = typer.Option(8192),
-    ttt_steps: int = typer.Option(3),
+    epochs: int | None = typer.Option(None, help="passes over each subset (default: the target's recipe)"),
+    lr: float | None = typer.Option(None, help="learning rate (default: the target's recipe)"),
+    batch_tokens: int | None = typer.Option(None, help="tokens per batch (default: the target's recipe)"),
+    ttt_steps: int | None = typer.Option(None, help="training-time-test steps (default: the target's recipe)"),
     steps: list[int] | None = typer.Option(None, help="draft tokens per round to measure (default: 3)"),
     prompts: int = typer.Option(16, min=1, help="held-out prompts to decode (the same for every subset)"),
     max_new_tokens: int = typer.Option(64, min=1),
@@ -217,29 +220,36 @@ def check_pilot_cmd(
     device: str = typer.Option("auto"),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Train on nested subsets of a build, measure each, record the points and print the forecast."""
+    """Train on nested subsets of a build, measure each, record the points and print the forecast.
+
+    Each subset trains as `draftset train --online` would: what is not given here comes from the target's recipe
+    (pipeline/train/recipes.py, the stage resolves it), so the points measure the recipe a real run gets."""
     json_listing(as_json)
     from eval.forecast_pilot import run_pilot
     from eval.specdecode import records
     from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.recipes import planned_steps
+
+    given: dict[str, Any] = {  # only what was given: the rest is the recipe's
+        k: v
+        for k, v in {"epochs": epochs, "lr": lr, "batch_tokens": batch_tokens, "ttt_steps": ttt_steps}.items()
+        if v is not None
+    }
+
+    def config(build_dir: Path, draft_dir: Path) -> TrainConfig:
+        return TrainConfig(
+            capture_dir=None,
+            build_dir=build_dir,
+            model_dir=model,
+            online=True,
+            out_dir=draft_dir,
+            device=device,
+            log_every=1000,
+            **given,
+        )
 
     def train(sub: Path, draft_dir: Path) -> None:
-        run_train(
-            TrainConfig(
-                capture_dir=None,
-                build_dir=sub,
-                model_dir=model,
-                online=True,
-                out_dir=draft_dir,
-                epochs=epochs,
-                lr=lr,
-                batch_tokens=batch_tokens,
-                ttt_steps=ttt_steps,
-                device=device,
-                log_every=1000,
-            ),
-            catalog(),
-        )
+        run_train(config(sub, draft_dir), catalog())
 
     steps = steps or [3]
     pilot = run_pilot(
@@ -256,9 +266,17 @@ def check_pilot_cmd(
         record=lambda m: records.save(catalog(), records.specdecode_rows(m)),
     )
     print_table(
-        ["fraction", "train samples", "optimizer steps", "steps", "accept length (95%)", "seconds"],
+        ["fraction", "train samples", "optimizer steps", "recipe", "steps", "accept length (95%)", "seconds"],
         [
-            [f"{p.fraction:g}", f"{p.train_samples:,}", p.train_steps, r.steps, str(r.interval), f"{p.seconds:.0f}"]
+            [
+                f"{p.fraction:g}",
+                f"{p.train_samples:,}",
+                p.train_steps,
+                p.recipe or "given",
+                r.steps,
+                str(r.interval),
+                f"{p.seconds:.0f}",
+            ]
             for p in pilot.points
             for r in p.measurement.runs
         ],
@@ -268,6 +286,7 @@ def check_pilot_cmd(
                 "fraction": p.fraction,
                 "train_samples": p.train_samples,
                 "train_steps": p.train_steps,
+                "recipe": p.recipe,
                 "steps": r.steps,
                 "accept_length_interval": interval_json(r.interval),
                 "seconds": p.seconds,
@@ -280,8 +299,10 @@ def check_pilot_cmd(
         console.print(f"[yellow]skipped[/] fraction {fraction:g}: {why}")
     if pilot.points:
         full = round(pilot.points[-1].train_samples / pilot.points[-1].fraction)
+        # the steps the same settings would train on the whole build: the recipe resolved over its batches
+        full_steps, _ = planned_steps(config(build, out / "full"), model, pilot.full_lengths)
         for k in steps:
-            _print_forecast(full, k, target_al)
+            _print_forecast(full, k, target_al, full_steps)
 
 
 @check_app.command("serve")

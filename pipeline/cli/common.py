@@ -28,6 +28,7 @@ from pipeline.cli import as_json
 from pipeline.cli.consoles import console, err_console  # noqa: F401 - re-exported: every command prints through them
 from pipeline.settings import settings
 from pipeline.stage import StageConfig, field_default
+from pipeline.stage.config import inherited_fields
 
 # --config FILE on every stage command: the stage's config fields, under the flags given explicitly.
 CONFIG_OPTION = typer.Option(
@@ -54,7 +55,9 @@ def field_option(model: type[StageConfig], name: str, *decls: str, help: str, **
             kwargs.setdefault("max", meta.le)
         elif isinstance(meta, annotated_types.Lt):
             kwargs.setdefault("max", int(cast(int, meta.lt)) - 1 if is_int else meta.lt)
-    shown = f" (default: {default})" if default is not None and not isinstance(default, bool) else ""
+    # an inherited setting's model default is only a fallback (the stage decides): its help says where it comes from
+    plain = default is not None and not isinstance(default, bool) and name not in inherited_fields(model)
+    shown = f" (default: {default})" if plain else ""
     return typer.Option(None, *(decls or (f"--{name.replace('_', '-')}",)), help=help + shown, **kwargs)
 
 

@@ -99,7 +99,8 @@ def train(
     inputs = {"build_dir": source, "capture_dir": None} if online else {"capture_dir": source}
     out = out or Home(settings().home).draft(source.name)
     ckpt = run_train(TrainConfig(**inputs, out_dir=out, **values), catalog())
-    metrics = json.loads((ckpt / "resolved.json").read_text())["metrics"]
+    resolved = json.loads((ckpt / "resolved.json").read_text())
+    metrics, ttt_steps = resolved["metrics"], resolved["train"]["ttt_steps"]  # given, or the recipe's
     rows = [["train", *[f"{a:.3f}" for a in metrics["train_step_accuracy"]]]]
     if metrics.get("heldout_step_accuracy"):
         rows.append(["held-out", *[f"{a:.3f}" for a in metrics["heldout_step_accuracy"]]])
@@ -107,7 +108,7 @@ def train(
     if metrics.get("heldout_step_accuracy"):
         records.append({"split": "held-out", "step_accuracy_fraction": metrics["heldout_step_accuracy"]})
     print_table(
-        ["split", *[f"acc@{k}" for k in range(values["ttt_steps"])]],
+        ["split", *[f"acc@{k}" for k in range(ttt_steps)]],
         rows,
         title="draft accuracy per step",
         records=records,

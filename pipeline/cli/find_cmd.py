@@ -60,6 +60,8 @@ def _env() -> FindEnv:
         key = s.llm_api_key.get_secret_value() if s.llm_api_key else "none"
         client = openai.AsyncOpenAI(base_url=s.llm_base_url, api_key=key, max_retries=0)
     token = s.hf_token.get_secret_value() if s.hf_token else None
+    from pipeline.train.recipes import steps_for_tokens  # the forecast speaks for the recipe `train` will apply
+
     return FindEnv(
         home=s.home,
         endpoint=s.hf_endpoint,
@@ -67,6 +69,7 @@ def _env() -> FindEnv:
         token=token,
         llm_client=client,
         llm_model=s.llm_model,
+        train_steps=steps_for_tokens,
     )
 
 

@@ -251,7 +251,8 @@ def add_field_arguments(
         info = model.model_fields[name]
         kinds = getattr(info.annotation, "__args__", None) or (info.annotation,)
         default = field_default(model, name)
-        shown = f" (default: {default})" if default is not None and default is not False else ""
+        plain = default is not None and default is not False and name not in inherited_fields(model)
+        shown = f" (default: {default})" if plain else ""  # an inherited one's help says where it comes from
         if bool in kinds:
             on, _, off = flag.partition("/")  # `--on/--off`: two flags, one setting
             parser.add_argument(on, dest=name, action="store_true", default=None, help=help_text)

@@ -12,6 +12,10 @@ from catalog.errors import DraftsetError
 from pipeline.stage import StageConfig
 from pipeline.stage.config import derived, settable_fields, setting
 
+# Left out (no flag, --config key or service setting), these are the target's recipe's: the model's defaults below
+# are only the fallback for a target that cannot be sized (pipeline/train/recipes.py `resolved_config`).
+RECIPE = " (default: the target's recipe, pipeline/train/recipes.py)"
+
 
 # The fields a person sets (flags, --config, the service's train job); the folders are given apart.
 class TrainConfig(StageConfig):
@@ -23,10 +27,10 @@ class TrainConfig(StageConfig):
         "makes the taps",
         flag="--model",
     )
-    epochs: int = setting(1, "passes over the data")
-    lr: float = setting(1e-4, "learning rate")
-    batch_tokens: int = setting(8192, "tokens per batch")
-    ttt_steps: int = setting(7, "training-time-test steps")
+    epochs: int = setting(1, "passes over the data (default: enough for the recipe's minimum steps)", inherited=True)
+    lr: float = setting(1e-4, "learning rate" + RECIPE, inherited=True)
+    batch_tokens: int = setting(8192, "tokens per batch" + RECIPE, inherited=True)
+    ttt_steps: int = setting(7, "training-time-test steps" + RECIPE, inherited=True)
     heldout_every: int = setting(20, "1 in N ids held out for evaluation")
     grad_clip: float = setting(0.5, "gradient norm clip")
     seed: int = setting(0, "seed")
@@ -35,12 +39,25 @@ class TrainConfig(StageConfig):
     # A time-boxed GPU lease: stop resumably after this long in the loop.
     max_seconds: float | None = setting(None, "stop resumably after this many seconds in the loop (--resume goes on)")
     log_every: int = setting(10, "steps between log lines")
-    warmup_steps: int = setting(0, "linear warmup steps, then the schedule")
+    warmup_steps: int = setting(0, "linear warmup steps, then the schedule" + RECIPE, inherited=True)
     schedule: Literal["constant", "cosine"] = setting(
-        "constant", "the lr after warm-up: constant, or cosine to zero at the last step (pipeline/train/schedule.py)"
+        "constant",
+        "the lr after warm-up: constant, or cosine to zero at the last step (pipeline/train/schedule.py)" + RECIPE,
+        inherited=True,
     )
-    fc_norm: bool = setting(False, "EAGLE-3.1: an RMSNorm on each tap before the fusion layer")
-    norm_output: bool = setting(False, "EAGLE-3.1: the post-norm state feeds the next draft step")
+    # Two flags each: the recipe turns them on, so a person needs a way to say off.
+    fc_norm: bool = setting(
+        False,
+        "EAGLE-3.1: an RMSNorm on each tap before the fusion layer" + RECIPE,
+        flag="--fc-norm/--no-fc-norm",
+        inherited=True,
+    )
+    norm_output: bool = setting(
+        False,
+        "EAGLE-3.1: the post-norm state feeds the next draft step" + RECIPE,
+        flag="--norm-output/--no-norm-output",
+        inherited=True,
+    )
     # A lever without a second build: the build keeps every target token's count beside its top K.
     draft_vocab_size: int | None = setting(
         None,
@@ -63,6 +80,15 @@ class TrainConfig(StageConfig):
     )
     build_dir: Path | None = derived(None, why="the input when online")
     layers: list[int] | None = setting(None, "online: aux taps as HF hidden-state indices (default: 2,n//2,n-3)")
+    # What filled the recipe settings left out (pipeline/train/recipes.py `resolved_config`), kept in resolved.json.
+    recipe: str | None = derived(
+        None,
+        why="the recipe row applied (small | large), 'defaults' when the target could not be sized, None when "
+        "every recipe setting was given (or before the stage resolved them)",
+    )
+    recipe_source: str | None = derived(None, why="where the row's values come from, or why the defaults were used")
+    recipe_filled: list[str] | None = derived(None, why="the settings the recipe filled (the rest were given)")
+    target_parameters: int | None = derived(None, why="the target's parameter count the row was chosen by")
 
     @model_validator(mode="after")
     def _inputs(self) -> TrainConfig:

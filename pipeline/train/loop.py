@@ -2,7 +2,8 @@
 it with its resolved config, export.
 
 Layer ids, hidden size and vocabulary all come from the capture manifest (online: the same manifest,
-computed from the build and the target); the only knobs here are optimisation ones. bf16 autocast on
+computed from the build and the target); the only knobs here are optimisation ones, and those left out come
+from the target's recipe (train/recipes.py `resolved_config`, named in resolved.json). bf16 autocast on
 GPU, fp32 on CPU; DDP under torchrun; resumable mid-epoch (train/resume.py).
 """
 
@@ -26,6 +27,7 @@ from pipeline.train.config import TrainConfig
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_arch import DraftArch, draft_config_for
 from pipeline.train.draft_model import Eagle3Draft
+from pipeline.train.recipes import resolved_config
 from pipeline.train.resume import STATE, Position, cut_log, load_state, save_state
 from pipeline.train.schedule import lr_factor
 from pipeline.train.target_head import FrozenTarget
@@ -169,6 +171,12 @@ class TrainStage(Stage[TrainConfig]):
         self.lengths = self.source.lengths(self.train_ids)
         max_length = manifest.max_length or max(self.lengths.values(), default=0)
         target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
+        # The settings left out come from the target's recipe, before anything is built from them; the resolved
+        # config is what the run records (config.json, resolved.json) and what a resume is checked against.
+        config, line = resolved_config(config, target_dir, lambda batch_tokens: len(self.rank_batches(0, batch_tokens)))
+        self.config = config
+        if self.lead:
+            print(f"train: {line}", flush=True)
         vocab = repicked(self.source.vocab, config.draft_vocab_size)
         self.draft = build_draft(
             target_dir, manifest, vocab, max_length, config.fc_norm, config.norm_output, config.draft_arch
@@ -213,8 +221,9 @@ class TrainStage(Stage[TrainConfig]):
             self._total = min(self.config.epochs * len(self.rank_batches(0)), self.config.max_steps or 10**12)
         return self._total
 
-    def rank_batches(self, epoch: int) -> list[list[str]]:
-        batches = token_batches(self.lengths, self.config.batch_tokens, self.config.seed, epoch)
+    def rank_batches(self, epoch: int, batch_tokens: int | None = None) -> list[list[str]]:
+        """This rank's batches of `epoch` (at `batch_tokens`, by default the config's)."""
+        batches = token_batches(self.lengths, batch_tokens or self.config.batch_tokens, self.config.seed, epoch)
         return batches[: len(batches) // self.world * self.world][self.rank :: self.world]  # DDP: equal steps
 
     def save(self, epoch: int, next_batch: int) -> None:

@@ -11,6 +11,13 @@ Rows (smallest first; the row with the largest `min_params` at or below the targ
   /work/shared/reference/eagle3-pipelines.md §1), with the same step floor.
 
 Only settings the user did not give are filled (`resolve`), and the resolved config names the row applied.
+`resolved_config` is the one place that applies it (the train stage calls it, so `draftset train`, `python -m
+pipeline.train`, the service's train job and `check pilot` all get the same defaults): "given" is what the
+TrainConfig was built with (`model_fields_set`), and the entry points leave a setting the user did not give out
+of it (these fields are `inherited` settings: pipeline/stage/config.py). The target is sized from the folder the
+stage reads its embedding and head from (--model, else the capture manifest's `model_dir`: offline training
+sizes the target the capture was made with). A target that cannot be sized gets TrainConfig's plain defaults,
+said in one line and recorded as `recipe: "defaults"`.
 """
 
 from __future__ import annotations
@@ -18,11 +25,14 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from catalog.errors import DraftsetError
+from pipeline.train.config import TrainConfig
+from pipeline.train.data import token_batches
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,75 @@ def resolve(given: dict[str, Any], params: int, batches_per_epoch: Any) -> tuple
         if name not in values and name != "epochs":
             values[name] = getattr(recipe, name)
     if "epochs" not in values:
-        per_epoch = max(int(batches_per_epoch(values["batch_tokens"])), 1)
-        values["epochs"] = max(1, math.ceil(recipe.min_steps / per_epoch))
+        values["epochs"] = epochs_for(recipe, int(batches_per_epoch(values["batch_tokens"])))
     return values, recipe
+
+
+def epochs_for(recipe: Recipe, per_epoch: int) -> int:
+    """The epochs that reach the row's `min_steps` at `per_epoch` optimizer steps an epoch (at least one)."""
+    return max(1, math.ceil(recipe.min_steps / max(per_epoch, 1)))
+
+
+def steps_for_tokens(tokens: float) -> int | None:
+    """The optimizer steps a default run would train on `tokens` training tokens when the target is not sized yet
+    (find plans data before any target is read): every row's batch size and step floor, if they all agree, over
+    ceil(tokens / batch_tokens) batches an epoch (an estimate: length batching pads a little); None when the rows
+    differ in either (then the target's size decides, and it is not known here)."""
+    if len({(r.batch_tokens, r.min_steps) for r in RECIPES}) != 1 or tokens <= 0:
+        return None
+    per_epoch = math.ceil(tokens / RECIPES[0].batch_tokens)
+    return epochs_for(RECIPES[0], per_epoch) * per_epoch
+
+
+def resolved_config(
+    config: TrainConfig, target_dir: Path, batches_per_epoch: Callable[[int], int]
+) -> tuple[TrainConfig, str]:
+    """(the config with every RECIPE_FIELDS setting it was not given filled from the target's row, the line that
+    says which defaults were used and why). A config already resolved, or given every recipe setting, is kept.
+    `batches_per_epoch(batch_tokens)`: one epoch's optimizer steps at that batch size (this rank's, under DDP)."""
+    if config.recipe is not None:
+        return config, f"recipe {config.recipe} (resolved before)"
+    given = {name: getattr(config, name) for name in RECIPE_FIELDS if name in config.model_fields_set}
+    if len(given) == len(RECIPE_FIELDS):
+        return config, "recipe: none applied (every recipe setting was given)"
+    filled = [name for name in RECIPE_FIELDS if name not in given]
+    try:
+        params = target_parameters(target_dir)
+    except (DraftsetError, OSError, ValueError, KeyError, struct.error) as exc:  # an unreadable header: unsized too
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        used = ", ".join(f"{name} {getattr(config, name)}" for name in filled)
+        update: dict[str, Any] = {
+            "recipe": "defaults",
+            "recipe_source": f"target not sized: {why}",
+            "recipe_filled": filled,
+        }
+        line = f"recipe: none (cannot size the target: {why}); plain defaults {used}; give them to choose"
+        return _with(config, update), line
+    values, recipe = resolve(given, params, batches_per_epoch)
+    update = {
+        **{name: values[name] for name in filled},
+        "recipe": recipe.name,
+        "recipe_source": recipe.source,
+        "recipe_filled": filled,
+        "target_parameters": params,
+    }
+    used = ", ".join(f"{name} {values[name]}" for name in filled)
+    return _with(config, update), f"recipe {recipe.name} for a {params:,}-parameter target ({recipe.source}): {used}"
+
+
+def _with(config: TrainConfig, update: dict[str, Any]) -> TrainConfig:
+    """The config with `update`, validated again (model_copy would skip the field checks)."""
+    return TrainConfig.model_validate({**config.model_dump(), **update})
+
+
+def planned_steps(config: TrainConfig, target_dir: Path, lengths: dict[str, int]) -> tuple[int, TrainConfig]:
+    """(optimizer steps, the resolved config) of `config` trained in one process on rows of these token `lengths`:
+    the resolved epochs x one epoch's batches, capped by max_steps. What a forecast of a run not made yet (a pilot's
+    full build) assumes, by the same resolution the stage applies."""
+
+    def per_epoch(batch_tokens: int) -> int:
+        return len(token_batches(lengths, batch_tokens, config.seed, 0))
+
+    resolved, _ = resolved_config(config, target_dir, per_epoch)
+    steps = resolved.epochs * per_epoch(resolved.batch_tokens)
+    return min(steps, resolved.max_steps or steps), resolved

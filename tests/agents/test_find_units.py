@@ -177,6 +177,26 @@ def test_plan_respects_share_cap_weights_and_holdings():
     assert by_repo["n/1"].regen_hours == 0 and by_repo["n/1"].response_tokens == by_repo["n/1"].est_samples * 300
 
 
+def test_the_plan_s_forecast_speaks_for_the_recipe_s_optimizer_steps_when_it_is_known():
+    """FindEnv.train_steps (pipeline/train/recipes.py steps_for_tokens, from the CLI and the service) gets every
+    planned and held sample's tokens; without it the sentence says it assumed the points' typical steps."""
+    cands = [_cand("a/1", "agentic", 0.9), _cand("c/1", "coding", 0.7)]
+    weights = category_weights("agentic coding")
+    asked: list[float] = []
+
+    def steps(tokens: float) -> int:
+        asked.append(tokens)
+        return 6000
+
+    known = plan_mix("p", cands, {}, 1000, weights, FindConfig(), has_token=False, train_steps=steps)
+    totals = known.totals
+    per_sample = (totals["prompt_tokens"] + totals["response_tokens"]) / totals["samples_planned"]
+    assert asked == [pytest.approx(1000 * per_sample)]
+    assert "at this run's 6,000 optimizer steps" in totals["forecast"]
+    unknown = plan_mix("p", cands, {}, 1000, weights, FindConfig(), has_token=False).totals["forecast"]
+    assert "this run's steps are not known" in unknown and "this run's 6" not in unknown
+
+
 def test_allocate_fills_shortfall_from_other_categories():
     cands = [_cand("a/1", "agentic", 0.9, n_rows=100, yield_=1.0), _cand("w/1", "writing", 0.2, n_rows=10_000)]
     taken = quotas(cands, 1000, category_weights("agentic coding"), cap=1000)

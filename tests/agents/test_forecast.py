@@ -64,6 +64,21 @@ def test_a_recipe_aware_fit_recovers_known_coefficients_from_points_with_varied_
     assert "optimizer steps" in line(f, 9000, 2.5)
 
 
+def test_the_sentence_says_which_optimizer_steps_it_assumed():
+    """The recipe's steps when the caller knows them (the prediction moves with them), else the points' typical."""
+    a, b, c = -0.3, 0.18, 0.12
+    grid = [(s, t) for s in (3000, 9000, 27000) for t in (500, 2000, 8000)]
+    f = fit([Point(s, a + b * math.log(s) + c * math.log(t), 0.05, train_steps=t) for s, t in grid], steps=3)
+    assert f is not None and f.recipe_aware
+    known, unknown = line(f, 9000, 2.5, train_steps=8000), line(f, 9000, 2.5)
+    assert "at this run's 8,000 optimizer steps" in known and "typical" not in known
+    assert "(the points' typical: this run's steps are not known)" in unknown
+    assert f"expect AL {f.predict(9000, 8000)[0]:.2f}" in known and f"expect AL {f.predict(9000)[0]:.2f}" in unknown
+    assert f.samples_for(2.5, 8000)[0] < f.samples_for(2.5, 500)[0]  # more steps a run: fewer samples for the same AL
+    flat = fit([Point(s, 1.0 + 0.2 * math.log(s), 0.05, train_steps=s // 40) for s in (4000, 8000, 16000)], steps=3)
+    assert "samples only" in line(flat, 8000, 2.5, train_steps=4000)  # a fit without steps ignores them, and says so
+
+
 def test_one_recipe_s_points_are_collinear_and_fall_back_to_samples_only_saying_why():
     # steps in proportion to samples (one recipe, as the 2026-12-02 curve): ln(steps) = ln(samples) + const
     pts = [Point(s, 1.0 + 0.2 * math.log(s), 0.05, train_steps=s // 40) for s in (4000, 8000, 16000, 32000)]

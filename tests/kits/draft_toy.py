@@ -16,7 +16,36 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from pipeline.stage import field_default
+from pipeline.stage.config import field_flag
+from pipeline.train.config import TrainConfig as _TrainConfig
+from pipeline.train.recipes import RECIPE_FIELDS
+
 VOCAB, HIDDEN, LAYERS = 384, 64, 8
+# Every recipe setting at TrainConfig's plain value (what `train` used before it took the target's recipe,
+# pipeline/train/recipes.py): the toy runs were tuned under them, so they give each one explicitly, never leaving
+# a warm-up of 200 steps or the EAGLE-3.1 norms to a recipe measured on a real target. A test's own values go over.
+PLAIN = {name: field_default(_TrainConfig, name) for name in RECIPE_FIELDS}
+
+
+def _flags(values: dict) -> list[str]:
+    flags: list[str] = []
+    for name, value in values.items():
+        on, _, off = field_flag(_TrainConfig, name).partition("/")
+        flags += ([on] if value else [off]) if isinstance(value, bool) else [on, str(value)]
+    return flags
+
+
+def plain_config(**values: object) -> _TrainConfig:
+    """A TrainConfig of PLAIN under the test's own `values` (they win)."""
+    return _TrainConfig(**{**PLAIN, **values})
+
+
+# PLAIN as `python -m pipeline.train` flags: put them first, so a test's own --epochs etc. after them win (argparse
+# keeps the last).
+PLAIN_FLAGS = _flags(PLAIN)
+
+
 DEVICE = os.environ.get("DRAFTSET_TEST_DEVICE", "cpu")  # =cuda runs capture/train on the GPU
 TEMPLATE = "{% for m in messages %}<|im_{{ m.role }}|>{{ m.content }}<|im_end|>{% endfor %}"
 
@@ -149,7 +178,7 @@ def train_mla_toy(root: Path) -> tuple[Path, Path, Path, Path]:
 
     model, build = make_dsv3(root / "model"), make_build(root / "build", n_rows=12, vocab_size=DSV3_VOCAB)
     run_capture(CaptureConfig(build_dir=build, model_dir=model, out_dir=root / "capture", device="cpu"))
-    common = {"epochs": 3, "lr": 3e-3, "batch_tokens": 128, "ttt_steps": 2, "log_every": 1, "device": "cpu"}
+    common = {**PLAIN, "epochs": 3, "lr": 3e-3, "batch_tokens": 128, "ttt_steps": 2, "log_every": 1, "device": "cpu"}
     run_train(TrainConfig(capture_dir=root / "capture", out_dir=root / "draft", **common))
     return model, build, root / "capture", root / "draft"
 
@@ -176,10 +205,7 @@ def train_toy(root: Path) -> Iterator[Toy]:
         TrainConfig(
             capture_dir=root / "capture",
             out_dir=root / "draft",
-            epochs=25,
-            lr=5e-3,
-            batch_tokens=512,
-            ttt_steps=3,
+            **{**PLAIN, "epochs": 25, "lr": 5e-3, "batch_tokens": 512, "ttt_steps": 3},
             log_every=1000,
             device=DEVICE,
         )

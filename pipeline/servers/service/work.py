@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 def _find_env(service: Service) -> FindEnv:
     from agents.run import FindEnv
+    from pipeline.train.recipes import steps_for_tokens
 
     s = service.settings
     client = None
@@ -35,6 +36,7 @@ def _find_env(service: Service) -> FindEnv:
         token=service.hf_token,
         llm_client=client,
         llm_model=s.llm_model,
+        train_steps=steps_for_tokens,  # the forecast speaks for the recipe a train job will apply
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from eval.specdecode.replay import Interval, accept_length_interval, separation, tokens_to_separate, walk
-from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target
+from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target, plain_config
 
 MAX_NEW, STEPS = 24, 3
 
@@ -58,7 +58,7 @@ def _greedy_build(model_dir, build_dir, n_rows=40):
 
 @pytest.fixture(scope="module")
 def online(tmp_path_factory):
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -67,7 +67,7 @@ def online(tmp_path_factory):
     model.joinpath("generation_config.json").unlink(missing_ok=True)  # no end-of-turn: every row is 40 tokens
     build = _greedy_build(model, root / "build")
     run_train(
-        TrainConfig(
+        plain_config(
             capture_dir=None,
             build_dir=build,
             model_dir=model,
@@ -133,19 +133,27 @@ def test_intervals_say_when_wirings_are_not_separated():
     assert separation(a, far) == "separated"
 
 
+def rest_of_build(build, heldout_every):
+    from eval.forecast_pilot import nested
+    from pipeline.capture.rows import read_build_rows
+
+    _, rows = read_build_rows(build, vocab_size=1 << 62)
+    return nested([r.id for r in rows if not r.problem], heldout_every)[1]
+
+
 def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     from agents.forecast import fit, measured_points
     from catalog import Catalog
     from eval.forecast_pilot import nested, run_pilot
     from eval.specdecode import records
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     _, build, model = online
     held, rest = nested([f"g{i:03d}" for i in range(40)], 4)
     assert held and set(held).isdisjoint(rest) and sorted(held + rest) == [f"g{i:03d}" for i in range(40)]
 
     def train(sub, draft_dir):
-        cfg = TrainConfig(
+        cfg = plain_config(
             capture_dir=None,
             build_dir=sub,
             model_dir=model,
@@ -179,6 +187,8 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     )
     sizes = [p.train_samples for p in pilot.points]
     assert sizes == sorted(sizes) and len(set(sizes)) == 3 and not pilot.skipped
+    assert all(p.recipe is None for p in pilot.points)  # every recipe setting given (plain_config): no row applied
+    assert sorted(pilot.full_lengths) == sorted(rest_of_build(build, 4))  # the whole build's training rows
     points = measured_points(catalog)
     assert sorted(p.samples for p in points) == sizes and all(p.steps == 2 and p.se > 0 for p in points)
     # the recipe comes from each draft's resolved.json: its optimizer steps grow with its subset, at 512 tokens

@@ -17,7 +17,7 @@ from pipeline.train.draft_mla import ENGINE_ROPE_THETA, DraftMLAConfig
 from pipeline.train.draft_model import Eagle3Draft
 from pipeline.train.export import load_exported
 from pipeline.train.ttt import collate
-from tests.kits.draft_toy import make_dsv3, train_mla_toy
+from tests.kits.draft_toy import make_dsv3, plain_config, train_mla_toy
 
 MLA_KEYS = ("q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
 
@@ -164,11 +164,11 @@ def test_export_reloads_into_identical_logits(mla_run):
 
 
 def test_online_training_picks_the_mla_draft_too(mla_run, tmp_path):
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     root, model, build = mla_run
     run_train(
-        TrainConfig(
+        plain_config(
             capture_dir=None,
             online=True,
             build_dir=build,
@@ -187,11 +187,11 @@ def test_online_training_picks_the_mla_draft_too(mla_run, tmp_path):
 
 
 def test_llama_draft_can_be_forced_on_an_mla_target(mla_run, tmp_path):
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     root, _, _ = mla_run
     common = {"max_steps": 1, "batch_tokens": 128, "ttt_steps": 1, "device": "cpu", "draft_arch": "llama"}
-    run_train(TrainConfig(capture_dir=root / "capture", out_dir=tmp_path / "llama", **common))
+    run_train(plain_config(capture_dir=root / "capture", out_dir=tmp_path / "llama", **common))
     cfg = json.loads((tmp_path / "llama" / "config.json").read_text())
     assert cfg["architectures"] == ["LlamaForCausalLMEagle3"] and "kv_lora_rank" not in cfg
 
@@ -201,7 +201,7 @@ def test_resume_refuses_another_draft_architecture(mla_run, tmp_path):
     a state saved before draft_arch existed resumes under auto, the architecture it was trained with."""
     import shutil
 
-    from pipeline.train.loop import TrainConfig, TrainStage
+    from pipeline.train.loop import TrainStage
     from pipeline.train.resume import STATE
 
     root, _, _ = mla_run
@@ -209,23 +209,23 @@ def test_resume_refuses_another_draft_architecture(mla_run, tmp_path):
     shutil.copytree(root / "draft" / "train", out / "train")
     common = {"capture_dir": root / "capture", "out_dir": out, "batch_tokens": 128, "ttt_steps": 2, "device": "cpu"}
     with pytest.raises(DraftsetError, match="cannot resume: draft_arch differ"):
-        TrainStage(TrainConfig(**common, resume=True, draft_arch="llama"))
+        TrainStage(plain_config(**common, resume=True, draft_arch="llama"))
     state_path = out / "train" / "checkpoint" / STATE
     state = torch.load(state_path, weights_only=False)
     del state["order"]["draft_arch"]
     torch.save(state, state_path)
-    assert TrainStage(TrainConfig(**common, resume=True)).pos.epoch == 3  # every epoch done: resumes at the end
+    assert TrainStage(plain_config(**common, resume=True)).pos.epoch == 3  # every epoch done: resumes at the end
 
 
 def test_eagle31_options_train_and_export_on_the_mla_draft(mla_run, tmp_path):
     """fc_norm / norm_output are the shared draft's: the MLA draft trains and exports them as vLLM and SGLang's
     kimi_k25_eagle3.py read them (top-level flags, fc_norm.{k}.weight), and reloads identically."""
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     root, _, _ = mla_run
     common = {"max_steps": 2, "batch_tokens": 128, "ttt_steps": 2, "device": "cpu", "lr": 1e-2}
     run_train(
-        TrainConfig(capture_dir=root / "capture", out_dir=tmp_path / "e31", fc_norm=True, norm_output=True, **common)
+        plain_config(capture_dir=root / "capture", out_dir=tmp_path / "e31", fc_norm=True, norm_output=True, **common)
     )
     cfg = json.loads((tmp_path / "e31" / "config.json").read_text())
     assert cfg["architectures"] == [MLA_ARCHITECTURE] and cfg["fc_norm"] is True and cfg["norm_output"] is True

@@ -8,14 +8,15 @@ from safetensors.torch import load_file
 
 from catalog.errors import DraftsetError
 from pipeline.build.vocab import draft_vocab
-from pipeline.train.loop import TrainConfig, repicked, run_train
+from pipeline.train.loop import repicked, run_train
+from tests.kits.draft_toy import plain_config
 
 
 def test_a_smaller_draft_vocabulary_is_the_top_k_of_the_builds_counts_and_is_exported(toy, tmp_path):
     built = load_file(str(toy.capture / "vocab.safetensors"))
     k = int(built["d2t"].numel()) // 2
     run_train(
-        TrainConfig(
+        plain_config(
             capture_dir=toy.capture,
             out_dir=tmp_path / "d",
             batch_tokens=512,

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from catalog.errors import DraftsetError
-from pipeline.train.recipes import RECIPES, recipe_for, resolve, target_parameters
+from pipeline.train.recipes import RECIPE_FIELDS, RECIPES, recipe_for, resolve, target_parameters
 
 
 def test_the_row_is_chosen_by_the_target_s_size():
@@ -40,6 +40,15 @@ def test_epochs_follow_the_batch_size_given_and_an_epoch_count_given_wins():
     assert resolve({}, 135_000_000, lambda b: 10**6)[0]["epochs"] == 1
 
 
+def test_steps_for_planned_tokens_follow_the_rows_floor_and_batch_size():
+    from pipeline.train.recipes import steps_for_tokens
+
+    small = RECIPES[0]
+    assert steps_for_tokens(small.batch_tokens * 728) == 6 * 728  # 6 epochs of 728 batches reach 4,000
+    assert steps_for_tokens(small.batch_tokens * 10_000) == 10_000  # one epoch is past the floor
+    assert steps_for_tokens(0) is None
+
+
 def test_the_target_is_sized_from_its_safetensors_headers(tmp_path):
     header = {"a": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]}, "__metadata__": {"format": "pt"}}
     for name, extra in (("model-1.safetensors", {}), ("model-2.safetensors", {"b": [5]})):
@@ -49,3 +58,112 @@ def test_the_target_is_sized_from_its_safetensors_headers(tmp_path):
     assert target_parameters(tmp_path) == 12 + 12 + 5
     with pytest.raises(DraftsetError, match="cannot size the target"):
         target_parameters(tmp_path / "none")
+
+
+# -- applied: the train stage fills what the user left out, names the row, and says so when it cannot size ------
+
+
+def test_the_recipe_settings_are_the_ones_the_entry_points_leave_out():
+    from pipeline.stage.config import inherited_fields
+    from pipeline.train.config import TrainConfig
+
+    assert set(inherited_fields(TrainConfig)) == set(RECIPE_FIELDS)
+    assert set(RECIPE_FIELDS) <= set(TrainConfig.model_fields)
+    assert all(hasattr(RECIPES[0], name) for name in RECIPE_FIELDS if name != "epochs")
+
+
+def _config(tmp_path, **given):
+    from pipeline.train.config import TrainConfig
+
+    return TrainConfig(capture_dir=tmp_path / "cap", out_dir=tmp_path / "out", **given)
+
+
+def test_resolved_config_fills_only_what_was_not_given(tmp_path, monkeypatch):
+    from pipeline.train import recipes
+
+    monkeypatch.setattr(recipes, "target_parameters", lambda model_dir: 8_000_000_000)
+    config, line = recipes.resolved_config(_config(tmp_path, lr=5e-4, epochs=2), tmp_path, lambda b: 100)
+    assert config.recipe == "large" and config.recipe_source == RECIPES[1].source
+    assert config.lr == 5e-4 and config.epochs == 2  # given: kept
+    assert config.ttt_steps == 7 and config.fc_norm and config.warmup_steps == 200  # the large row's
+    assert config.recipe_filled == [n for n in RECIPE_FIELDS if n not in ("lr", "epochs")]
+    assert config.target_parameters == 8_000_000_000 and "recipe large for a 8,000,000,000-parameter target" in line
+    again, _ = recipes.resolved_config(config, tmp_path, lambda b: 1)  # resolved once: kept as it is
+    assert again == config
+
+
+def test_every_recipe_setting_given_needs_no_target(tmp_path, monkeypatch):
+    from pipeline.train import recipes
+
+    def unsizable(model_dir):
+        raise AssertionError("sized although every recipe setting was given")
+
+    monkeypatch.setattr(recipes, "target_parameters", unsizable)
+    given = {"epochs": 1, "lr": 1e-4, "batch_tokens": 64, "ttt_steps": 2, "warmup_steps": 0, "schedule": "cosine"}
+    config = _config(tmp_path, **given, fc_norm=False, norm_output=False)
+    resolved, line = recipes.resolved_config(config, tmp_path, lambda b: 1)
+    assert resolved == config and resolved.recipe is None and "every recipe setting was given" in line
+
+
+def test_a_default_run_trains_the_small_row_and_resolved_json_names_it(toy, tmp_path, capsys):
+    import math
+
+    from pipeline.stage import stage_settings
+    from pipeline.train.config import TrainConfig
+    from pipeline.train.data import token_batches
+    from pipeline.train.loop import TrainStage, run_train
+    from pipeline.train.recipes import planned_steps
+
+    values = stage_settings(TrainConfig, None, {"max_steps": 1, "device": "cpu"})  # as `draftset train` builds it
+    ckpt = run_train(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "d", **values))
+    train = json.loads((ckpt / "resolved.json").read_text())["train"]
+    small = RECIPES[0]
+    assert train["recipe"] == "small" and train["recipe_source"] == small.source
+    assert train["recipe_filled"] == list(RECIPE_FIELDS) and 0 < train["target_parameters"] < small.min_params + 10**9
+    assert (train["lr"], train["batch_tokens"], train["ttt_steps"]) == (small.lr, small.batch_tokens, small.ttt_steps)
+    assert (train["warmup_steps"], train["schedule"], train["fc_norm"], train["norm_output"]) == (200, "constant", 1, 1)
+    stage = TrainStage(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "probe", device="cpu"))
+    per_epoch = len(token_batches(stage.lengths, small.batch_tokens, 0, 0))
+    assert train["epochs"] == math.ceil(small.min_steps / per_epoch)  # steps >= the row's floor
+    planned, resolved = planned_steps(
+        TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "p"), toy.model, stage.lengths
+    )
+    assert (
+        resolved.epochs == train["epochs"] and planned == train["epochs"] * per_epoch
+    )  # what check pilot forecasts at
+    assert "train: recipe small for a " in capsys.readouterr().out
+    assert json.loads((tmp_path / "d" / "train" / "config.json").read_text())["recipe"] == "small"
+
+
+def test_a_given_setting_wins_over_the_row(toy, tmp_path):
+    from pipeline.stage import stage_settings
+    from pipeline.train.config import TrainConfig
+    from pipeline.train.loop import run_train
+
+    flags = {"max_steps": 1, "device": "cpu", "lr": 3e-4, "ttt_steps": 2, "fc_norm": False}
+    values = stage_settings(TrainConfig, None, flags)
+    train = json.loads(
+        (
+            run_train(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "d", **values)) / "resolved.json"
+        ).read_text()
+    )["train"]
+    assert (train["lr"], train["ttt_steps"], train["fc_norm"]) == (3e-4, 2, False)  # given
+    assert train["norm_output"] is True and train["batch_tokens"] == 8192 and train["recipe"] == "small"  # the row's
+    assert train["recipe_filled"] == [n for n in RECIPE_FIELDS if n not in ("lr", "ttt_steps", "fc_norm")]
+
+
+def test_an_unsized_target_trains_on_the_plain_defaults_and_says_why(toy, tmp_path, capsys, monkeypatch):
+    from pipeline.train import recipes
+    from pipeline.train.config import TrainConfig
+    from pipeline.train.loop import run_train
+
+    def unsized(model_dir):
+        raise DraftsetError(f"no *.safetensors in {model_dir}: cannot size the target for its default recipe")
+
+    monkeypatch.setattr(recipes, "target_parameters", unsized)
+    ckpt = run_train(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "d", max_steps=1, device="cpu"))
+    train = json.loads((ckpt / "resolved.json").read_text())["train"]
+    assert train["recipe"] == "defaults" and "cannot size the target" in train["recipe_source"]
+    assert (train["lr"], train["ttt_steps"], train["epochs"], train["fc_norm"]) == (1e-4, 7, 1, False)
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("train: recipe")]
+    assert "cannot size the target" in line and "plain defaults batch_tokens 8192, lr 0.0001" in line

@@ -14,6 +14,7 @@ from pipeline.train.data import split_ids
 from pipeline.train.export import load_exported
 from pipeline.train.target_head import FrozenTarget
 from pipeline.train.ttt import Batch, _shift, ttt_steps
+from tests.kits.draft_toy import plain_config
 
 
 def unigram_baseline(toy) -> float:
@@ -85,7 +86,7 @@ def test_loss_counts_exactly_the_shifted_mask():
 def test_train_reads_the_target_from_model_when_it_moved(toy, tmp_path):
     """On a GPU host the capture's recorded model_dir does not exist: --model supplies shape and head,
     and rows not trained in this run are counted, never lost."""
-    from pipeline.train.loop import TrainConfig, run_train
+    from pipeline.train.loop import run_train
 
     cap = tmp_path / "cap"
     shutil.copytree(toy.capture, cap)
@@ -93,7 +94,7 @@ def test_train_reads_the_target_from_model_when_it_moved(toy, tmp_path):
     manifest["model_dir"] = str(tmp_path / "moved-away")
     (cap / "capture_manifest.json").write_text(json.dumps(manifest))
     run_train(
-        TrainConfig(
+        plain_config(
             capture_dir=cap,
             out_dir=tmp_path / "draft",
             model_dir=toy.model,
@@ -109,7 +110,7 @@ def test_train_reads_the_target_from_model_when_it_moved(toy, tmp_path):
     assert counts["in"] == n and 0 < counts["out"] < n and counts["heldout"] == 0
     assert counts["out"] + counts["not_trained_here"] == n
     with pytest.raises(DraftsetError, match="no config.json"):
-        run_train(TrainConfig(capture_dir=cap, out_dir=tmp_path / "d2", max_steps=1, device="cpu"))
+        run_train(plain_config(capture_dir=cap, out_dir=tmp_path / "d2", max_steps=1, device="cpu"))
 
 
 def test_split_never_reports_trained_samples_as_heldout():

@@ -14,7 +14,8 @@ from safetensors.torch import load_file
 
 from catalog.errors import DraftsetError
 from pipeline.capture.manifest import CaptureManifest
-from pipeline.train.loop import TrainConfig, run_train
+from pipeline.train.loop import run_train
+from tests.kits.draft_toy import PLAIN_FLAGS, plain_config
 
 ARGS = [
     "--epochs",
@@ -35,7 +36,7 @@ ARGS = [
 
 
 def _cmd(capture: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pipeline.train", str(capture), str(out), *ARGS, *extra]
+    return [sys.executable, "-m", "pipeline.train", str(capture), str(out), *PLAIN_FLAGS, *ARGS, *extra]
 
 
 def _env() -> dict:
@@ -95,7 +96,7 @@ def test_killed_run_resumes_to_the_same_draft_without_repeating_or_losing_batche
 
 def test_resume_without_state_is_a_clear_error(toy, tmp_path):
     with pytest.raises(DraftsetError, match="nothing to resume"):
-        run_train(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "d", resume=True, device="cpu"))
+        run_train(plain_config(capture_dir=toy.capture, out_dir=tmp_path / "d", resume=True, device="cpu"))
 
 
 def test_online_training_uses_the_targets_forward_and_writes_no_hidden_states(toy, tmp_path):
@@ -131,7 +132,7 @@ def test_online_training_uses_the_targets_forward_and_writes_no_hidden_states(to
 
     def train_online(max_steps: int, resume: bool = False) -> Path:
         return run_train(
-            TrainConfig(
+            plain_config(
                 capture_dir=None,
                 build_dir=toy.build,
                 model_dir=toy.model,
@@ -160,7 +161,7 @@ def test_online_training_uses_the_targets_forward_and_writes_no_hidden_states(to
 
 def test_a_time_box_stops_resumably_and_says_whether_every_epoch_was_trained(toy, tmp_path):
     def train(max_seconds: float | None, resume: bool) -> dict:
-        config = TrainConfig(
+        config = plain_config(
             capture_dir=toy.capture,
             out_dir=tmp_path / "boxed",
             epochs=2,
@@ -193,7 +194,7 @@ def test_a_clock_saves_resumable_state_the_log_has_an_eta_and_a_useless_draft_is
         loop, "save_state", lambda path, d, o, s, pos, c: (saved.append(pos.step), real(path, d, o, s, pos, c))
     )
 
-    config = TrainConfig(
+    config = plain_config(
         capture_dir=toy.capture,
         out_dir=tmp_path / "clocked",
         epochs=1,
