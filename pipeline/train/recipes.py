@@ -6,7 +6,9 @@ Rows (smallest first; the row with the largest `min_params` at or below the targ
   32,768 tokens at lr 2e-3 for 724 steps gave 2.387 [2.291, 2.487]; short 16K-row runs (2026-12-03, held-out
   acc@0 after 300 steps) found constant lr above warm-up+cosine (0.490 vs 0.442). So: 8,192 tokens, lr 1e-3,
   constant after 200 warm-up steps, TTT 5, EAGLE-3.1's fc_norm and norm_output on, and enough epochs for
-  >= 4,000 optimizer steps. Between 1B and 7B nothing was measured: the small row is the measured one.
+  >= 4,000 optimizer steps. Through the stages on 24K rows (2026-12-03, eval/bench/real_target_stages_notes.md)
+  this row gave AL 2.260 at 3 steps and 2.559 at 5 after 3,782 steps; plain EAGLE-3 beside it 2.180 and 2.397.
+  Between 1B and 7B nothing was measured: the small row is the measured one.
 - large (>= 7B): not measured here; SpecForge's llama3.1-8b online recipe (ttt_length 7, lr 1e-4;
   /work/shared/reference/eagle3-pipelines.md §1), with the same step floor.
 

@@ -89,19 +89,25 @@ def test_one_recipe_s_points_are_collinear_and_fall_back_to_samples_only_saying_
     assert fit([*pts[:3], Point(4000, 2.0, 0.05)], steps=3).fallback == "some points have no recorded optimizer steps"
 
 
-def test_the_reference_fit_leaving_out_a_one_recipe_point_predicts_it_within_its_interval():
+def test_the_reference_fit_predicts_the_one_recipe_points_left_out_but_not_the_long_runs_of_another_dataset():
     """Leave-one-out over the reference points at 3 steps (eval/bench/recipe_forecast_notes.md has every one):
-    the 4,368-step point is the only one off the single recipe's line, so leaving it out leaves collinear
-    points (the fit falls back and misses it by 0.22, said in the notes); the others are predicted within."""
+    the one-recipe curve's points are each predicted by the rest within the two bands combined; the two long runs (27K rows
+    at 4,368 steps on the curve's data, 24K at 3,782 through the stages on another dataset and prompt set) lie 0.3
+    apart and neither predicts the other. Fitted together, the band covers both (the scatter widens it)."""
     pts = [p for p in REFERENCE if p.steps == 3]
+    long_runs = {4368, 3782}
     for i, p in enumerate(pts):
         rest = fit(pts[:i] + pts[i + 1 :], steps=3)
-        assert rest is not None
-        mean, _ = rest.predict(p.samples, p.train_steps)
-        if p.train_steps == 4368:
-            assert not rest.recipe_aware and abs(mean - p.accept_length) > Z * p.se  # honest: not predictable
+        assert rest is not None and rest.recipe_aware
+        mean, half = rest.predict(p.samples, p.train_steps)
+        both = math.hypot(half, Z * p.se)  # the prediction's band and the point's own interval
+        if p.train_steps in long_runs:
+            assert abs(mean - p.accept_length) > both, p  # honest: another dataset is ~0.27 off
         else:
-            assert rest.recipe_aware and abs(mean - p.accept_length) <= Z * p.se, p
+            assert abs(mean - p.accept_length) <= both, p
     full = fit(pts, steps=3)
     assert full.recipe_aware and full.c > 0
-    assert full.predict(27000, 4368)[0] == pytest.approx(2.564, abs=Z * 0.051)
+    for p in pts:
+        if p.train_steps in long_runs:
+            mean, half = full.predict(p.samples, p.train_steps)
+            assert abs(mean - p.accept_length) <= half, p
