@@ -230,6 +230,12 @@ def main(argv: list[str] | None = None) -> dict:
                     lr=a.lr,
                     batch_tokens=a.batch_tokens,
                     ttt_steps=a.ttt_steps,
+                    # the recorded figures are plain EAGLE-3, constant lr, no warm-up: given, so the recipe table
+                    # (pipeline/train/recipes.py) does not change a rerun
+                    warmup_steps=0,
+                    schedule="constant",
+                    fc_norm=False,
+                    norm_output=False,
                     log_every=50,
                     device=a.device,
                     max_steps=a.max_steps,

@@ -204,6 +204,10 @@ def main(argv: list[str] | None = None) -> dict:
                 warmup_steps=a.warmup,
                 batch_tokens=a.batch_tokens,
                 ttt_steps=a.ttt_steps,
+                # the recorded curve is plain EAGLE-3 at a constant lr: given, so train's recipe table keeps it
+                schedule="constant",
+                fc_norm=False,
+                norm_output=False,
                 log_every=100,
                 device=a.device,
                 resume=resume,
