@@ -83,8 +83,9 @@ class TrainConfig(StageConfig):
     # What filled the recipe settings left out (pipeline/train/recipes.py `resolved_config`), kept in resolved.json.
     recipe: str | None = derived(
         None,
-        why="the recipe row applied (small | large), 'defaults' when the target could not be sized, None when "
-        "every recipe setting was given (or before the stage resolved them)",
+        why="the recipe row applied (small | large), 'defaults' when the target could not be sized, 'resumed' when "
+        "a --resume kept the settings of a run begun before the table, None when every recipe setting was given "
+        "(or before the stage resolved them)",
     )
     recipe_source: str | None = derived(None, why="where the row's values come from, or why the defaults were used")
     recipe_filled: list[str] | None = derived(None, why="the settings the recipe filled (the rest were given)")

@@ -173,7 +173,11 @@ class TrainStage(Stage[TrainConfig]):
         target_dir = config.model_dir or Path(manifest.model_dir)  # --model: the target lives elsewhere here
         # The settings left out come from the target's recipe, before anything is built from them; the resolved
         # config is what the run records (config.json, resolved.json) and what a resume is checked against.
-        config, line = resolved_config(config, target_dir, lambda batch_tokens: len(self.rank_batches(0, batch_tokens)))
+        earlier = self.train_dir / CHECKPOINT / "resolved.json"  # a resume goes on with what that run trained with
+        interrupted = json.loads(earlier.read_text())["train"] if config.resume and earlier.is_file() else None
+        config, line = resolved_config(
+            config, target_dir, lambda batch_tokens: len(self.rank_batches(0, batch_tokens)), interrupted
+        )
         self.config = config
         if self.lead:
             print(f"train: {line}", flush=True)

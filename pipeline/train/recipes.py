@@ -118,17 +118,34 @@ def steps_for_tokens(tokens: float) -> int | None:
 
 
 def resolved_config(
-    config: TrainConfig, target_dir: Path, batches_per_epoch: Callable[[int], int]
+    config: TrainConfig,
+    target_dir: Path,
+    batches_per_epoch: Callable[[int], int],
+    interrupted: dict[str, Any] | None = None,
 ) -> tuple[TrainConfig, str]:
     """(the config with every RECIPE_FIELDS setting it was not given filled from the target's row, the line that
     says which defaults were used and why). A config already resolved, or given every recipe setting, is kept.
-    `batches_per_epoch(batch_tokens)`: one epoch's optimizer steps at that batch size (this rank's, under DDP)."""
+    `batches_per_epoch(batch_tokens)`: one epoch's optimizer steps at that batch size (this rank's, under DDP).
+    `interrupted`: the resolved train settings of the run a `--resume` goes on with (its resolved.json): what it
+    was not given now is what that run trained with, not today's row (a run begun before the table, or under
+    another row, resumes as it began; a setting given that differs is refused by the resume's own check)."""
     if config.recipe is not None:
         return config, f"recipe {config.recipe} (resolved before)"
     given = {name: getattr(config, name) for name in RECIPE_FIELDS if name in config.model_fields_set}
     if len(given) == len(RECIPE_FIELDS):
         return config, "recipe: none applied (every recipe setting was given)"
     filled = [name for name in RECIPE_FIELDS if name not in given]
+    if interrupted is not None and all(name in interrupted for name in filled):
+        kept = {name: interrupted[name] for name in filled}
+        as_before: dict[str, Any] = {
+            **kept,
+            "recipe": interrupted.get("recipe") or "resumed",  # "resumed": begun before the table named its row
+            "recipe_source": interrupted.get("recipe_source") or "the interrupted run's settings",
+            "recipe_filled": interrupted.get("recipe_filled") or filled,
+            "target_parameters": interrupted.get("target_parameters"),
+        }
+        used = ", ".join(f"{name} {value}" for name, value in kept.items())
+        return _with(config, as_before), f"recipe: as the interrupted run ({used})"
     try:
         params = target_parameters(target_dir)
     except (DraftsetError, OSError, ValueError, KeyError, struct.error) as exc:  # an unreadable header: unsized too

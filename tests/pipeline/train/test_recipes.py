@@ -167,3 +167,38 @@ def test_an_unsized_target_trains_on_the_plain_defaults_and_says_why(toy, tmp_pa
     assert (train["lr"], train["ttt_steps"], train["epochs"], train["fc_norm"]) == (1e-4, 7, 1, False)
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("train: recipe")]
     assert "cannot size the target" in line and "plain defaults batch_tokens 8192, lr 0.0001" in line
+
+
+def test_a_resume_goes_on_with_what_the_interrupted_run_trained_with_not_today_s_row(toy, tmp_path, capsys):
+    """`train --resume` without the first run's flags: the settings it was not given come from the interrupted
+    run's resolved.json (a row's values would train another sequence, which the resume check refuses)."""
+    from pipeline.stage import stage_settings
+    from pipeline.train.config import TrainConfig
+    from pipeline.train.loop import run_train
+    from tests.kits.draft_toy import plain_config
+
+    def settings(flags: dict) -> dict:
+        return stage_settings(TrainConfig, None, {"device": "cpu", "save_every": 1, **flags})
+
+    def trained(out) -> dict:
+        return json.loads((out / "train" / "checkpoint" / "resolved.json").read_text())["train"]
+
+    out = tmp_path / "d"
+    run_train(TrainConfig(capture_dir=toy.capture, out_dir=out, **settings({"max_steps": 1, "ttt_steps": 2})))
+    assert trained(out)["ttt_steps"] == 2 and trained(out)["recipe"] == "small"
+    run_train(TrainConfig(capture_dir=toy.capture, out_dir=out, **settings({"max_steps": 2, "resume": True})))
+    after = trained(out)
+    assert (
+        after["ttt_steps"] == 2
+        and after["recipe"] == "small"
+        and after["recipe_filled"] == trained(out)["recipe_filled"]
+    )
+    assert "recipe: as the interrupted run (" in capsys.readouterr().out
+
+    # a run begun before the table (every setting given, TTT 7, no norms) resumes as it began
+    old = tmp_path / "old"
+    run_train(plain_config(capture_dir=toy.capture, out_dir=old, max_steps=1, device="cpu", save_every=1))
+    assert trained(old)["recipe"] is None
+    run_train(TrainConfig(capture_dir=toy.capture, out_dir=old, **settings({"max_steps": 2, "resume": True})))
+    resumed = trained(old)
+    assert (resumed["ttt_steps"], resumed["fc_norm"], resumed["recipe"]) == (7, False, "resumed")
