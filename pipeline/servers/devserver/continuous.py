@@ -61,6 +61,8 @@ class ContinuousBatcher:
         # the modules and the config, never a parameter or buffer.
         tensors = itertools.chain(engine.model.parameters(), engine.model.buffers())
         self.model = copy.deepcopy(engine.model, memo={id(t): t for t in tensors})
+        if engine.device.type == "cpu":
+            _one_thread_forward(self.model)
         generation = copy.deepcopy(engine.model.generation_config)  # what the static path's `generate` starts from
         generation.do_sample = False
         generation.eos_token_id = engine.eos_id
@@ -152,3 +154,17 @@ class ContinuousBatcher:
 
     def stop(self) -> None:
         self.manager.stop(block=True, timeout=10)
+
+
+def _one_thread_forward(model: Any) -> None:
+    """Run the manager's forward passes on one intra-op thread (pipeline/model/runtime.py says why): on the
+    2-core dev box, with another process busy, a 32-request toy run took 25 s on two threads and 1.1 s on one."""
+    from pipeline.model.runtime import single_thread
+
+    forward = model.forward
+
+    def one_thread(*args: Any, **kwargs: Any) -> Any:
+        with single_thread():
+            return forward(*args, **kwargs)
+
+    model.forward = one_thread  # an instance attribute: nn.Module.__call__ looks `forward` up on the instance

@@ -140,6 +140,8 @@ def test_the_manager_has_its_own_config_over_the_same_weights(continuous):
     assert engine.model.config._attn_implementation == "sdpa"
     shared = {p.data_ptr() for p in engine.model.parameters()}
     assert {p.data_ptr() for p in manager_model.parameters()} == shared  # no second copy of the weights
+    line = state.continuous.describe()  # serve-dev's startup line says what falls back, and why
+    assert "sampled ones take the static batcher (the manager has one seed, not one a request)" in line
 
 
 def test_continuous_batching_is_refused_where_it_cannot_run(toy_model_dir):
