@@ -79,7 +79,9 @@ class ContinuousBatcher:
         )
 
         def start() -> None:
-            with torch.inference_mode():  # 5.24 runs its loop in the starting thread's mode; 5.17 under no_grad
+            # 5.24 runs its loop in the starting thread's mode, 5.17 under no_grad. No `warmup()` first: run under
+            # inference mode it leaves tensors 5.17's loop cannot update in place (the notes of the bench).
+            with torch.inference_mode():
                 self.manager.start()
 
         # Started from a daemon thread, so the manager's generation thread is one too (threads inherit the flag):
