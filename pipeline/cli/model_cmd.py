@@ -13,6 +13,7 @@ from pipeline.build.config import BuildConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import CONFIG_OPTION, console, literal, print_table
 from pipeline.cli.stage_options import stage_options
+from pipeline.servers.devserver.engine import Batching
 from pipeline.servers.http import LOOPBACK
 from pipeline.stage import stage_settings
 
@@ -202,12 +203,19 @@ def serve_dev_cmd(
     max_batch: int = typer.Option(
         1, "--max-batch", min=1, help="Answer up to N waiting plain requests in one batch (GPU; 1 = one at a time)."
     ),
+    batching: Batching = typer.Option(
+        Batching.static,
+        "--batching",
+        help="With --max-batch N > 1: static (one generate a batch, each batch as long as its longest answer) or "
+        "continuous (transformers' continuous batching: greedy requests join the running batch as slots free up).",
+    ),
 ) -> None:
     """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
     from pipeline.servers.devserver import serve
     from pipeline.servers.devserver.server import EngineOptions
 
-    serve(model_dir, host=host, port=port, served_name=served_name, options=EngineOptions(device, dtype, max_batch))
+    options = EngineOptions(device, dtype, max_batch, batching)
+    serve(model_dir, host=host, port=port, served_name=served_name, options=options)
 
 
 class BuildSource(str, Enum):

@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import ValidationError
@@ -16,7 +17,15 @@ from starlette.routing import Route
 
 from pipeline.servers.devserver.batching import Batcher
 from pipeline.servers.devserver.constrain import forced_call_schema, response_schema
-from pipeline.servers.devserver.engine import Detokenizer, Engine, Generation, SamplingParams, normalise_messages
+from pipeline.servers.devserver.continuous import ContinuousBatcher
+from pipeline.servers.devserver.engine import (
+    Batching,
+    Detokenizer,
+    Engine,
+    Generation,
+    SamplingParams,
+    normalise_messages,
+)
 from pipeline.servers.devserver.errors import RequestError
 from pipeline.servers.devserver.protocol import ChatRequest, envelope, error_body, usage
 from pipeline.servers.devserver.toolcalls import call as tool_call
@@ -31,7 +40,15 @@ def _sse(payload: dict[str, Any]) -> str:
 
 def create_app(engine: Engine) -> Starlette:
     # Plain requests (no stream, no grammar) go to the batch worker when the engine batches; the rest stay serial.
+    # Under continuous batching the greedy ones go to transformers' manager, the sampled ones to the static worker.
     batcher = Batcher(engine, engine.max_batch) if engine.max_batch > 1 else None
+    continuous = ContinuousBatcher(engine, engine.max_batch) if engine.batching is Batching.continuous else None
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        if continuous is not None:  # the manager's thread ends with the server, its in-flight requests flushed
+            await asyncio.get_running_loop().run_in_executor(None, continuous.stop)
 
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "model": engine.served_name})
@@ -74,7 +91,10 @@ def create_app(engine: Engine) -> Starlette:
                 _stream(engine, req, prompt_ids, params, constraint), media_type="text/event-stream"
             )
         detok = Detokenizer(engine, req.thinking)
-        if batcher is not None and constraint is None:
+        if continuous is not None and constraint is None and params.temperature <= 0:
+            gen = await continuous.submit(prompt_ids, params)
+            detok.feed(gen.completion_ids)
+        elif batcher is not None and constraint is None:
             gen = await batcher.submit(prompt_ids, params)
             detok.feed(gen.completion_ids)
         else:
@@ -105,8 +125,10 @@ def create_app(engine: Engine) -> Starlette:
             Route("/v1/chat/completions", chat, methods=["POST"]),
         ],
         exception_handlers={Exception: internal},
+        lifespan=lifespan,
     )
     app.state.batcher = batcher  # its `log` holds every batch's size and timing (the bench, the tests)
+    app.state.continuous = continuous
     return app
 
 

@@ -2,7 +2,8 @@
 
 CPU generation is serialised (one request at a time holds the lock): with two cores, batching buys
 little for a toy model, and a lock makes the per-request seed exact and the KV cache private. On a GPU,
-`max_batch` > 1 answers plain requests in batches (pipeline/servers/devserver/batching.py).
+`max_batch` > 1 answers plain requests in batches: static ones (pipeline/servers/devserver/batching.py, the
+default) or transformers' continuous batching (`batching="continuous"`, pipeline/servers/devserver/continuous.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,13 @@ if TYPE_CHECKING:
     import torch
 
     from pipeline.servers.devserver.constrain import Grammars
+
+
+class Batching(str, Enum):
+    """How plain requests share the model when `max_batch` > 1 (`serve-dev --batching`)."""
+
+    static = "static"  # one left-padded `generate` a batch (batching.py)
+    continuous = "continuous"  # transformers' ContinuousBatchingManager (continuous.py)
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class Engine:
         device: str = "cpu",
         dtype: str = "float32",
         max_batch: int = 1,
+        batching: Batching | str = Batching.static,
     ):
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").is_file():
@@ -67,6 +77,14 @@ class Engine:
             raise DraftsetError(f"--dtype {dtype!r}: float32 or bfloat16")
         if max_batch < 1:
             raise DraftsetError(f"--max-batch {max_batch}: at least 1")
+        try:
+            self.batching = Batching(batching)
+        except ValueError:
+            raise DraftsetError(f"--batching {batching!r}: static or continuous") from None
+        if self.batching is Batching.continuous and max_batch < 2:
+            raise DraftsetError(
+                f"--batching continuous needs --max-batch N > 1 (got {max_batch}): the most requests decoded in one step"
+            )
         self.device = torch.device(device)
         self.model = load_target(model_dir, getattr(torch, dtype)).to(self.device)
         self.max_batch = max_batch

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.servers.devserver.engine import Batching
 from pipeline.servers.http import LOOPBACK, RunningServer, listen, run_foreground, start_in_thread
 
 if TYPE_CHECKING:
@@ -18,11 +19,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """Where and how the dev server runs its model: CPU fp32 one at a time (the default), or batched on a GPU."""
+    """Where and how the dev server runs its model: CPU fp32 one at a time (the default), or batched on a GPU
+    (`max_batch` > 1), statically or continuously (`batching`)."""
 
     device: str = "cpu"
     dtype: str = "float32"
     max_batch: int = 1
+    batching: Batching = Batching.static
 
 
 def _uvicorn_server(
@@ -33,10 +36,13 @@ def _uvicorn_server(
     from pipeline.servers.devserver.app import create_app
     from pipeline.servers.devserver.engine import Engine
 
-    engine = Engine(Path(model_dir), served_name, options.device, options.dtype, options.max_batch)
+    engine = Engine(Path(model_dir), served_name, options.device, options.dtype, options.max_batch, options.batching)
     app = create_app(engine)
     if log_level == "info" and options.max_batch > 1:
         _print_batch_summaries()
+        continuous = app.state.continuous
+        if continuous is not None:
+            print(continuous.describe(), flush=True)
     # uvicorn's backlog (2,048) under a client that opens --concurrency connections at once drops the rest's
     # SYNs, and each dropped one waits a 1 s (then 3 s, 7 s) retransmit: listen for as many as one batch.
     backlog = max(2048, 2 * options.max_batch)
