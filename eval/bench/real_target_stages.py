@@ -261,6 +261,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--prompt-tokens", type=int, default=64)
     p.add_argument("--answer-tokens", type=int, default=192)
     p.add_argument("--max-batch", type=int, default=4096, help="serve-dev's batch")
+    p.add_argument(
+        "--batching", choices=("static", "continuous"), default="static",
+        help="serve-dev's batching (continuous: transformers' manager; not yet measured on a GPU)",
+    )  # fmt: skip
     p.add_argument("--concurrency", type=int, default=4096, help="regenerate's requests in flight (at most 4,096)")
     p.add_argument("--draft-vocab", type=int, default=16000)
     p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
@@ -330,7 +334,7 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
         port = free_port()
         run.background(
             ["serve-dev", str(model), "--port", str(port), "--device", a.device, "--dtype", a.dtype,
-             "--max-batch", str(a.max_batch)], "serve-dev.log", stack,
+             "--max-batch", str(a.max_batch), "--batching", a.batching], "serve-dev.log", stack,
         )  # fmt: skip
         wait_http(f"http://127.0.0.1:{port}/health", 300)
         run.state["regenerate"] = run.cli(
