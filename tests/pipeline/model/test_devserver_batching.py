@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from pipeline.servers.devserver.engine import Engine, SamplingParams
+from tests.kits.devserver_ask import ask_all
 
 
 @pytest.fixture(scope="module")
@@ -40,27 +41,9 @@ def _greedy(engine: Engine, prompt: str, max_tokens: int) -> list[int]:
 
 
 def test_concurrent_greedy_requests_get_what_one_at_a_time_would(serial, batched):
-    import openai
-
     budgets = [6, 12, 3, 12, 9, 1]  # each row is cut at its own max_tokens, not the batch's largest
 
-    async def ask_all() -> list:
-        client = openai.AsyncOpenAI(base_url=batched.url, api_key="unused", max_retries=0, timeout=60)
-        model = (await client.models.list()).data[0].id
-        return await asyncio.gather(
-            *(
-                client.chat.completions.create(
-                    model=model,
-                    messages=[{"role": "user", "content": p}],
-                    max_tokens=n,
-                    temperature=0,
-                    extra_body={"return_token_ids": True, "chat_template_kwargs": {"enable_thinking": False}},
-                )
-                for p, n in zip(PROMPTS, budgets)
-            )
-        )
-
-    replies = asyncio.run(ask_all())
+    replies = ask_all(batched.url, PROMPTS, budgets, timeout=60)
     for prompt, budget, reply in zip(PROMPTS, budgets, replies):
         choice = reply.choices[0]
         want = _greedy(serial, prompt, budget)

@@ -7,12 +7,11 @@ ends at its own end-of-turn or budget with the right finish_reason and usage, an
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from catalog.errors import DraftsetError
 from pipeline.servers.devserver.engine import Engine, SamplingParams
+from tests.kits.devserver_ask import NO_THINKING, ask_all
 
 # Prompts of different lengths, each with its own budget (1 token up to past the toy's 4-step answers).
 PROMPTS = [
@@ -23,7 +22,6 @@ PROMPTS = [
     "Count to five.",
 ]
 BUDGETS = [1, 17, 5, 12, 3]
-NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
 def _serve(model_dir, **options):
@@ -46,29 +44,6 @@ def serial(toy_model_dir):
     return Engine(toy_model_dir)
 
 
-def _ask_all(url: str, prompts: list[str], budgets: list[int], **extra) -> list:
-    import openai
-
-    async def ask() -> list:
-        client = openai.AsyncOpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
-        model = (await client.models.list()).data[0].id
-        return await asyncio.gather(
-            *(
-                client.chat.completions.create(
-                    model=model,
-                    messages=[{"role": "user", "content": p}],
-                    max_tokens=n,
-                    temperature=0,
-                    extra_body={"return_token_ids": True, **NO_THINKING},
-                    **extra,
-                )
-                for p, n in zip(prompts, budgets)
-            )
-        )
-
-    return asyncio.run(ask())
-
-
 def _check_against_serial(serial: Engine, prompts: list[str], budgets: list[int], replies: list) -> list[str]:
     """Each reply is what one-at-a-time greedy generation answers; returns the finish reasons."""
     finishes = []
@@ -87,14 +62,14 @@ def _check_against_serial(serial: Engine, prompts: list[str], budgets: list[int]
 
 def test_greedy_answers_equal_one_at_a_time_and_static_batches(toy_model_dir, continuous, serial):
     # 5 requests on 4 slots: the fifth joins the running batch when the first (1 token) has ended
-    replies = _ask_all(continuous.url, PROMPTS, BUDGETS)
+    replies = ask_all(continuous.url, PROMPTS, BUDGETS)
     _check_against_serial(serial, PROMPTS, BUDGETS, replies)
     state = continuous.server.config.app.state
     assert state.continuous.answered >= len(PROMPTS) and state.batcher.batches == 0  # none took the static path
 
     static = _serve(toy_model_dir, max_batch=4)
     try:
-        by_static = _ask_all(static.url, PROMPTS, BUDGETS)
+        by_static = ask_all(static.url, PROMPTS, BUDGETS)
     finally:
         static.stop()
     assert [r.choices[0].model_extra["token_ids"] for r in replies] == [
@@ -163,7 +138,7 @@ def test_smollm2_greedy_answers_end_at_their_own_stop_or_budget(tmp_path_factory
     budgets = [8, 24, 32, 1]
     running = _serve(out, max_batch=3, batching="continuous")
     try:
-        replies = _ask_all(running.url, prompts, budgets)
+        replies = ask_all(running.url, prompts, budgets)
     finally:
         running.stop()
     finishes = _check_against_serial(Engine(out), prompts, budgets, replies)
