@@ -68,5 +68,5 @@ def test_check_pilot_trains_with_the_recipe_and_forecasts_at_its_full_build_step
     assert done.exit_code == 0, done.output
     (config,) = configs
     assert config.lr == 0.002 and set(RECIPE_FIELDS) & config.model_fields_set == {"lr"}  # the rest: the recipe's
-    epochs = -(-RECIPES[0].min_steps // 5)  # the small row's floor over 5 batches an epoch
+    epochs = min(-(-RECIPES[0].min_steps // 5), RECIPES[0].max_epochs)  # the floor over 5 batches an epoch, capped
     assert f"at this run's {epochs * 5:,} optimizer steps" in done.output

@@ -25,6 +25,8 @@ def test_a_user_setting_wins_and_the_rest_come_from_the_row():
     assert values["batch_tokens"] == 8192 and values["fc_norm"] and values["norm_output"]
     assert values["warmup_steps"] == 200 and values["schedule"] == "constant"
     assert values["epochs"] == 6  # ceil(4,000 / 728): 27K rows at 8,192 tokens, issue 29's 4,368 steps
+    assert resolve({"warmup_steps": 500}, 135_000_000, lambda b: 5)[0]["warmup_steps"] == 500  # given: kept
+    assert resolve({"epochs": 1}, 135_000_000, lambda b: 50)[0]["warmup_steps"] == 5  # a tenth of 50 steps
 
 
 def test_epochs_follow_the_batch_size_given_and_an_epoch_count_given_wins():
@@ -34,8 +36,9 @@ def test_epochs_follow_the_batch_size_given_and_an_epoch_count_given_wins():
         counted.append(batch_tokens)
         return 100
 
-    values, _ = resolve({"batch_tokens": 32768}, 135_000_000, per_epoch)
-    assert counted == [32768] and values["epochs"] == 40
+    values, _ = resolve({"batch_tokens": 32768}, 135_000_000, lambda b: counted.append(b) or 1000)
+    assert counted == [32768] and values["epochs"] == 4
+    assert resolve({}, 135_000_000, per_epoch)[0]["epochs"] == 10  # 40 would reach the floor: capped at max_epochs
     assert resolve({"epochs": 2}, 135_000_000, per_epoch)[0]["epochs"] == 2
     assert resolve({}, 135_000_000, lambda b: 10**6)[0]["epochs"] == 1
 
@@ -82,7 +85,7 @@ def test_resolved_config_fills_only_what_was_not_given(tmp_path, monkeypatch):
     from pipeline.train import recipes
 
     monkeypatch.setattr(recipes, "target_parameters", lambda model_dir: 8_000_000_000)
-    config, line = recipes.resolved_config(_config(tmp_path, lr=5e-4, epochs=2), tmp_path, lambda b: 100)
+    config, line = recipes.resolved_config(_config(tmp_path, lr=5e-4, epochs=2), tmp_path, lambda b: 1000)
     assert config.recipe == "large" and config.recipe_source == RECIPES[1].source
     assert config.lr == 5e-4 and config.epochs == 2  # given: kept
     assert config.ttt_steps == 7 and config.fc_norm and config.warmup_steps == 200  # the large row's
@@ -121,17 +124,21 @@ def test_a_default_run_trains_the_small_row_and_resolved_json_names_it(toy, tmp_
     assert train["recipe"] == "small" and train["recipe_source"] == small.source
     assert train["recipe_filled"] == list(RECIPE_FIELDS) and 0 < train["target_parameters"] < small.min_params + 10**9
     assert (train["lr"], train["batch_tokens"], train["ttt_steps"]) == (small.lr, small.batch_tokens, small.ttt_steps)
-    assert (train["warmup_steps"], train["schedule"], train["fc_norm"], train["norm_output"]) == (200, "constant", 1, 1)
+    assert (train["schedule"], train["fc_norm"], train["norm_output"]) == ("constant", 1, 1)
     stage = TrainStage(TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "probe", device="cpu"))
     per_epoch = len(token_batches(stage.lengths, small.batch_tokens, 0, 0))
-    assert train["epochs"] == math.ceil(small.min_steps / per_epoch)  # steps >= the row's floor
+    assert train["epochs"] == min(math.ceil(small.min_steps / per_epoch), small.max_epochs)  # the floor, capped
     planned, resolved = planned_steps(
         TrainConfig(capture_dir=toy.capture, out_dir=tmp_path / "p"), toy.model, stage.lengths
     )
     assert (
         resolved.epochs == train["epochs"] and planned == train["epochs"] * per_epoch
     )  # what check pilot forecasts at
-    assert "train: recipe small for a " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "train: recipe small for a " in out
+    assert per_epoch * small.max_epochs < small.min_steps  # the toy build is small: the floor is out of reach
+    assert f"(capped at {small.max_epochs} passes: 4,000 steps would take " in out
+    assert train["warmup_steps"] == train["epochs"] * per_epoch // 10 < small.warmup_steps  # a tenth of a short run
     assert json.loads((tmp_path / "d" / "train" / "config.json").read_text())["recipe"] == "small"
 
 
