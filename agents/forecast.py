@@ -5,7 +5,9 @@ Model: AL = a + b·ln(samples) + c·ln(train_steps) when the points' ln(samples)
 collinear (rank 3 and a condition number below COLLINEAR_COND of the centred design); otherwise
 AL = a + b·ln(samples), and the fit says why (`Fit.fallback`). The recipe matters: on 27K rows of the same
 target, 4,368 steps at 8,192 tokens a batch measured AL 2.564 where 724 steps at 32,768 measured 2.387
-(issue 29), about what tripling the data buys; a sample-only fit cannot tell them apart. Weighted least
+(issue 29), about what tripling the data buys; a sample-only fit cannot tell them apart. Another dataset of
+the same target (24K rows through the stages, 3,782 steps) measured 2.260, ~0.3 below that point: the
+reference's band carries that spread (eval/bench/recipe_forecast_notes.md). Weighted least
 squares with each point's standard error (from its
 bootstrap interval); with three or more points the residual scatter widens the band when it exceeds
 the points' own errors. Chain accept length lies in [1, steps + 1], so predictions are clipped there

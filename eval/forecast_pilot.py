@@ -19,7 +19,7 @@ from pathlib import Path
 
 from catalog.errors import DraftsetError
 from eval.specdecode.evaluate import Measurement, measure
-from eval.specdecode.records import train_recipe
+from eval.specdecode.records import recipe_row, train_recipe
 from pipeline.train.data import is_heldout
 
 
@@ -118,12 +118,5 @@ def run_pilot(
             record(m)
         seconds = time.monotonic() - t0
         per_sample = seconds / n
-        pilot.points.append(PilotPoint(fraction, n, seconds, m, train_recipe(draft)[0], _recipe_row(draft)))
+        pilot.points.append(PilotPoint(fraction, n, seconds, m, train_recipe(draft)[0], recipe_row(draft)))
     return pilot
-
-
-def _recipe_row(draft_dir: Path) -> str | None:
-    import json
-
-    resolved = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
-    return json.loads(resolved.read_text())["train"].get("recipe") if resolved.exists() else None

@@ -245,10 +245,11 @@ def train_args(run: Run, name: str, recipe: dict[str, Any], model: Path, max_sec
 
 
 def trained(run: Run, name: str) -> dict[str, Any] | None:
-    resolved = run.home / "drafts" / name / "train" / "checkpoint" / "resolved.json"
-    if not resolved.exists():
-        return None
-    return json.loads(resolved.read_text()).get("metrics")
+    """The metrics of the draft `name` as its last training left them (None: not trained yet)."""
+    from eval.specdecode.records import resolved
+
+    record = resolved(run.home / "drafts" / name)
+    return None if record is None else record.get("metrics")
 
 
 def main(argv: list[str] | None = None) -> dict:

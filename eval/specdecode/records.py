@@ -31,23 +31,35 @@ class EstimatedWiring(Protocol):
     interval: Interval | None
 
 
+def resolved(draft_dir: Path | str) -> dict | None:
+    """The draft's training record (train/checkpoint/resolved.json: settings, shape, manifest, metrics), or None
+    for a draft exported elsewhere. The one reader of it here: samples, recipe and row all come from it."""
+    path = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def train_samples(draft_dir: Path | str) -> int | None:
     """Samples the draft trained on: its capture's (or online build's) samples less the held-out ones."""
-    resolved = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
-    if not resolved.exists():
+    r = resolved(draft_dir)
+    if r is None:
         return None  # a draft exported elsewhere: no forecast point, nothing else lost
-    r = json.loads(resolved.read_text())
     return int(r["capture_manifest"]["n_samples"]) - len(r.get("heldout_ids") or [])
 
 
 def train_recipe(draft_dir: Path | str) -> tuple[int | None, int | None]:
     """(optimizer steps, tokens per step) the draft trained with, from its resolved.json; (None, None) without one."""
-    resolved = Path(draft_dir) / "train" / "checkpoint" / "resolved.json"
-    if not resolved.exists():
+    r = resolved(draft_dir)
+    if r is None:
         return None, None
-    r = json.loads(resolved.read_text())
     steps, batch = (r.get("metrics") or {}).get("steps"), (r.get("train") or {}).get("batch_tokens")
     return (int(steps) if steps is not None else None), (int(batch) if batch is not None else None)
+
+
+def recipe_row(draft_dir: Path | str) -> str | None:
+    """The recipe row the draft's settings came from (pipeline/train/recipes.py; None: every one given, or no
+    record)."""
+    r = resolved(draft_dir)
+    return (r.get("train") or {}).get("recipe") if r is not None else None
 
 
 def specdecode_rows(m: Measurement) -> list[dict]:

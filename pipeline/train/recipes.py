@@ -82,8 +82,16 @@ def _safetensors_numel(path: Path) -> int:
 
 
 def target_parameters(model_dir: Path) -> int:
-    """The target's parameter count, from its safetensors headers."""
-    files = sorted(Path(model_dir).glob("*.safetensors"))
+    """The target's parameter count, from its safetensors headers: the shards its index names when it has one
+    (Mistral's repos ship `consolidated.safetensors` beside the HF shards, the same weights again), else every
+    `*.safetensors` in the folder."""
+    model_dir = Path(model_dir)
+    indexes = sorted(model_dir.glob("*.safetensors.index.json"))
+    if indexes:
+        shards = {name for index in indexes for name in json.loads(index.read_text()).get("weight_map", {}).values()}
+        files = sorted(model_dir / name for name in shards if (model_dir / name).is_file())
+    else:
+        files = sorted(model_dir.glob("*.safetensors"))
     if not files:
         raise DraftsetError(
             f"no *.safetensors in {model_dir}: cannot size the target for its default recipe",
@@ -92,7 +100,9 @@ def target_parameters(model_dir: Path) -> int:
     return sum(_safetensors_numel(f) for f in files)
 
 
-def resolve(given: dict[str, Any], params: int, batches_per_epoch: Any) -> tuple[dict[str, Any], Recipe]:
+def resolve(
+    given: dict[str, Any], params: int, batches_per_epoch: Callable[[int], int]
+) -> tuple[dict[str, Any], Recipe]:
     """(the settings with the recipe's values for every RECIPE_FIELDS key not in `given`, the row applied).
     `batches_per_epoch(batch_tokens)` counts one epoch's optimizer steps at that batch size, for the epochs.
     The row's warm-up, when filled, is at most a tenth of the run: a small build's 110 steps would otherwise end

@@ -124,7 +124,10 @@ class ContinuousBatcher:
         self.manager.register_result_handler(request_id, done)
         added = self.manager.add_request(prompt_ids, request_id, max_new_tokens=budget, eos_token_id=self.engine.eos_id)
         if added is None:
-            self.manager.output_router.result_handlers.pop(request_id, None)
+            # no public way to take a handler back: forget it where 5.17 and 5.24 keep it, if they still do
+            handlers = getattr(getattr(self.manager, "output_router", None), "result_handlers", None)
+            if isinstance(handlers, dict):
+                handlers.pop(request_id, None)
             raise DraftsetError(f"continuous batching refused request {request_id}: its generation thread has stopped")
         try:
             output = await future

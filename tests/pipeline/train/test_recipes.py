@@ -59,6 +59,12 @@ def test_the_target_is_sized_from_its_safetensors_headers(tmp_path):
         raw = json.dumps(h).encode()
         (tmp_path / name).write_bytes(struct.pack("<Q", len(raw)) + raw)
     assert target_parameters(tmp_path) == 12 + 12 + 5
+    # the same weights again beside the shards (Mistral's consolidated.safetensors): the index says which count
+    (tmp_path / "consolidated.safetensors").write_bytes((tmp_path / "model-1.safetensors").read_bytes())
+    assert target_parameters(tmp_path) == 12 + 12 + 12 + 5  # no index: every file
+    index = {"weight_map": {"a": "model-1.safetensors", "b": "model-2.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert target_parameters(tmp_path) == 12 + 12 + 5
     with pytest.raises(DraftsetError, match="cannot size the target"):
         target_parameters(tmp_path / "none")
 
