@@ -19,6 +19,7 @@ alone (`owned`), so a resumed or re-scheduled rank does exactly the same work.
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -81,14 +82,12 @@ def run_tasks(
     if executor == "local":
         from datatrove.executor import LocalPipelineExecutor
 
-        # fork, not datatrove's forkserver default: workers inherit the imported stage code (no re-import per
-        # worker) and nothing here holds threads across the fork (DuckDB runs after the tasks, in the parent).
         runner = LocalPipelineExecutor(
             pipeline,
             tasks=tasks,
             workers=max(1, min(workers, tasks)),
             logging_dir=str(logging_dir),
-            start_method="fork",
+            start_method=_start_method(),
             **(options or {}),
         )
     elif executor == "ray":
@@ -109,6 +108,21 @@ def run_tasks(
         raise DraftsetError(f"unknown executor {executor!r}", hint="use one of: local, ray, slurm")
     runner.run()
     return task_counts(logging_dir, tasks)
+
+
+def _start_method() -> str:
+    """fork, not datatrove's forkserver default, in a process of one thread (the CLI): workers inherit the imported
+    stage code, no re-import per worker. In a process with threads (the service runs stages in job threads beside
+    uvicorn's) a fork can copy a lock another thread holds, and the child hangs on it: seen as a dedup that never
+    ended, its child spinning on OpenSSL's lock inside os.fork. There every process comes from a forkserver,
+    datatrove's own Manager too (it takes multiprocess's default context, so that is set once, process-wide)."""
+    if threading.active_count() == 1:
+        return "fork"
+    import multiprocess
+
+    if multiprocess.get_start_method(allow_none=True) != "forkserver":
+        multiprocess.set_start_method("forkserver", force=True)
+    return "forkserver"
 
 
 def task_counts(logging_dir: Path, tasks: int) -> list[dict[str, int]]:

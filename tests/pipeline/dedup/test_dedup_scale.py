@@ -102,6 +102,31 @@ def test_stage_on_two_workers_decides_as_the_in_memory_reference(home, sources):
     assert all(r["similarity"] >= 0.8 for r in rows_two if r["reason"] == "near" and r not in chained)
 
 
+def test_in_a_process_with_threads_the_workers_come_from_a_forkserver_and_decide_the_same(home, sources):
+    """The service runs stages in job threads: a fork there can copy a lock another thread holds (a dedup hung on
+    OpenSSL's lock inside os.fork), so pipeline/parallel.py takes a forkserver when threads are alive."""
+    import threading
+
+    import multiprocess
+
+    _corpus(home, sources)
+    _, rows_one = _dedup(home, 1, "alone")
+    done: dict = {}
+    busy = threading.Event()
+    neighbour = threading.Thread(target=busy.wait, daemon=True)  # a thread alive across the stage, as uvicorn's
+    neighbour.start()
+    try:
+        worker = threading.Thread(target=lambda: done.update(rows=_dedup(home, 2, "threaded")[1]))
+        worker.start()
+        worker.join(timeout=240)
+    finally:
+        busy.set()
+    assert not worker.is_alive(), "the dedup stage did not end in a process with threads"
+    assert multiprocess.get_start_method() == "forkserver"
+    key = [(r["record_id"], r["reason"], r["duplicate_of"]) for r in rows_one]
+    assert [(r["record_id"], r["reason"], r["duplicate_of"]) for r in done["rows"]] == key
+
+
 class FlakyTask:
     """Rank 1 fails on the first run (a node lost mid-job); every rank counts what it did."""
 
