@@ -266,7 +266,14 @@ def main(argv: list[str] | None = None) -> dict:
         "--batching", choices=("static", "continuous"), default="static",
         help="serve-dev's batching (continuous: transformers' manager; not yet measured on a GPU)",
     )  # fmt: skip
-    p.add_argument("--concurrency", type=int, default=4096, help="regenerate's requests in flight (at most 4,096)")
+    p.add_argument(
+        "--concurrency", type=int, default=4096, help="regenerate's requests in flight per server (at most 4,096)"
+    )
+    p.add_argument("--servers", type=int, default=1, help="serve-dev replicas on the one GPU, each its own process")
+    p.add_argument(
+        "--main-steps", type=int, default=None,
+        help="stop the main runs at this many optimizer steps (resumable: a later call with more goes on)",
+    )  # fmt: skip
     p.add_argument("--draft-vocab", type=int, default=16000)
     p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
     p.add_argument("--parallel", type=int, default=8, help="trainings at once (one GPU runs several small ones)")
@@ -332,14 +339,22 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
     if run.step("regenerate"):
         from pipeline.servers.http import free_port, wait_http
 
-        port = free_port()
-        run.background(
-            ["serve-dev", str(model), "--port", str(port), "--device", a.device, "--dtype", a.dtype,
-             "--max-batch", str(a.max_batch), "--batching", a.batching], "serve-dev.log", stack,
-        )  # fmt: skip
-        wait_http(f"http://127.0.0.1:{port}/health", 300)
+        # replicas of serve-dev on the one GPU, each its own process: one process leaves the GPU idle while it
+        # parses, templates and answers a batch's thousands of requests (a bare `generate` at batch 2048 made
+        # ~170 rows/s, serve-dev 86-106); regenerate spreads its requests over the endpoints (concurrency each)
+        ports = [free_port() for _ in range(a.servers)]
+        for i, port in enumerate(ports):
+            run.background(
+                ["serve-dev", str(model), "--port", str(port), "--device", a.device, "--dtype", a.dtype,
+                 "--max-batch", str(a.max_batch), "--batching", a.batching],
+                "serve-dev.log" if a.servers == 1 else f"serve-dev-{i}.log", stack,
+            )  # fmt: skip
+        for port in ports:
+            wait_http(f"http://127.0.0.1:{port}/health", 300)
+        endpoints = [x for port in ports for x in ("--endpoint", f"http://127.0.0.1:{port}/v1")]
+        run.state.setdefault("regenerate_servers", []).append({"servers": a.servers, "max_batch": a.max_batch})
         run.state["regenerate"] = run.cli(
-            "regenerate", MIX, "--endpoint", f"http://127.0.0.1:{port}/v1", "--max-tokens", str(a.answer_tokens),
+            "regenerate", MIX, *endpoints, "--max-tokens", str(a.answer_tokens),
             "--temperature", "0", "--include-length-truncated", "--concurrency", str(a.concurrency),
             "--timeout", "900", "--no-progress", "--json", log="regenerate", json_out=True,
             stop_at=None if run.budget_s is None else max(run.left() - 60, 30),
@@ -360,10 +375,15 @@ CHECK_DRAFT_S = 45.0  # `check draft` of every run at once on the device's CPU (
 def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
     """The main run and the levers side by side on one GPU (each is launch-bound alone), then their checks."""
     jobs: dict[str, dict[str, Any]] = {}
-    main = {**MAIN_RECIPE, "epochs": a.main_epochs}
-    if not (trained(run, "main") or {}).get("complete"):
+    main = {**MAIN_RECIPE, "epochs": a.main_epochs, **({"max_steps": a.main_steps} if a.main_steps else {})}
+
+    def to_train(name: str) -> bool:  # not complete, and short of --main-steps when one is given
+        metrics = trained(run, name) or {}
+        return not metrics.get("complete") and not (a.main_steps and metrics.get("steps", 0) >= a.main_steps)
+
+    if to_train("main"):
         jobs["main"] = main
-    if a.eagle3_main and not (trained(run, "main-eagle3") or {}).get("complete"):
+    if a.eagle3_main and to_train("main-eagle3"):
         jobs["main-eagle3"] = {**main, "fc_norm": False, "norm_output": False}  # EAGLE-3 vs 3.1 at the main recipe
     if a.lever_steps:
         for name, recipe in lever_recipes(a.lever_steps).items():
@@ -420,6 +440,9 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         )  # fmt: skip
         if isinstance(result, dict):
             run.state["measure"] = result
+            # a draft measured again after more steps keeps its earlier measurement, keyed by its steps
+            steps = (trained(run, "main") or {}).get("steps")
+            run.state.setdefault("measures", {})[str(steps)] = result
             run.done("measure-main")
     run.save()
 

@@ -15,7 +15,8 @@ from eval.bench import real_target_stages as driver
 
 def args(**over) -> argparse.Namespace:
     base = {"lever_steps": 0, "eagle3_main": True, "main_epochs": 8, "parallel": 8, "checks_only": False,
-            "then_check": False, "measure_s": 120.0, "eval_prompts": 16, "eval_tokens": 96, "device": "cpu"}  # fmt: skip
+            "then_check": False, "measure_s": 120.0, "eval_prompts": 16, "eval_tokens": 96, "device": "cpu",
+            "main_steps": None}  # fmt: skip
     return argparse.Namespace(**{**base, **over})
 
 
@@ -36,13 +37,15 @@ class FakeRun(driver.Run):
         return {name: {"checked": name, "exit": 0} for name in commands}
 
 
-def fake_launch(complete: bool):
+def fake_launch(complete: bool, recipes: dict | None = None):
     """A training that ends at once: writes the resolved.json a stopped (or finished) `train` leaves."""
     budgets: dict[str, float] = {}
 
     def launch(run, jobs, model, seconds):
         for name in jobs:
             budgets[name] = seconds
+            if recipes is not None:
+                recipes[name] = jobs[name]
             ckpt = run.home / "drafts" / name / "train" / "checkpoint"
             ckpt.mkdir(parents=True, exist_ok=True)
             (ckpt / "resolved.json").write_text(json.dumps({"metrics": {"complete": complete, "steps": 10}}))
@@ -86,3 +89,49 @@ def test_a_call_too_short_for_its_checks_does_not_start_training(tmp_path, monke
     run = FakeRun(tmp_path, budget_s=driver.TAIL_S + driver.CHECK_DRAFT_S + 120 + 30)  # < reserve + 60
     driver.train_stages(run, args(then_check=True), tmp_path / "model")
     assert not budgets
+
+
+def test_main_steps_caps_the_main_runs_and_a_run_at_its_cap_trains_no_more(tmp_path, monkeypatch):
+    recipes: dict = {}
+    launch, budgets = fake_launch(complete=False, recipes=recipes)  # each fake run stops at step 10
+    monkeypatch.setattr(driver, "launch", launch)
+    run = FakeRun(tmp_path, budget_s=600)
+    driver.train_stages(run, args(main_steps=20), tmp_path / "model")
+    assert {n: r["max_steps"] for n, r in recipes.items()} == {"main": 20, "main-eagle3": 20}
+    budgets.clear()
+    driver.train_stages(run, args(main_steps=10, then_check=True), tmp_path / "model")  # at the cap: checked only
+    assert not budgets and run.state["done"]["measure-main"]
+
+
+def test_each_measurement_is_kept_by_the_steps_it_measured(tmp_path, monkeypatch):
+    launch, _ = fake_launch(complete=False)
+    monkeypatch.setattr(driver, "launch", launch)
+    run = FakeRun(tmp_path, budget_s=600)
+    driver.train_stages(run, args(then_check=True), tmp_path / "model")
+    ckpt = run.home / "drafts" / "main" / "train" / "checkpoint" / "resolved.json"
+    ckpt.write_text(json.dumps({"metrics": {"complete": False, "steps": 30}}))  # trained on by a later call
+    run.state["done"].pop("measure-main")
+    driver.train_stages(run, args(checks_only=True), tmp_path / "model")
+    assert set(run.state["measures"]) == {"10", "30"}
+
+
+def test_regenerate_spreads_over_every_serve_dev_replica(tmp_path, monkeypatch):
+    from pipeline.servers import http
+
+    ports = iter(range(9001, 9100))
+    waited: list[str] = []
+    monkeypatch.setattr(http, "free_port", lambda: next(ports))
+    monkeypatch.setattr(http, "wait_http", lambda url, timeout: waited.append(url))
+    run = FakeRun(tmp_path, budget_s=600)
+    started: list[list[str]] = []
+    monkeypatch.setattr(run, "background", lambda argv, log, stack: started.append(argv))
+    for step in ("adapter", "ingest", "mix", "build"):
+        run.done(step)
+    (run.home / "data" / "build" / driver.MIX).mkdir(parents=True)
+    a = args(servers=3, max_batch=2048, batching="static", answer_tokens=192, concurrency=1024, dtype="bfloat16")
+    driver.data_stages(run, a, tmp_path / "model", stack=None)
+    assert [argv[argv.index("--port") + 1] for argv in started] == ["9001", "9002", "9003"]
+    assert len(waited) == 3 and all("/health" in url for url in waited)
+    regen = next(x for x in run.asked if x[0] == "regenerate")
+    endpoints = [regen[i + 1] for i, x in enumerate(regen) if x == "--endpoint"]
+    assert endpoints == [f"http://127.0.0.1:{port}/v1" for port in (9001, 9002, 9003)]
