@@ -2,8 +2,8 @@
 # One device call of eval/bench/real_target_stages.py (resumable; calls back to back on one warm machine).
 # The GGUF (98 MB) and the packages the GPU image lacks (site.tar.xz, 25 MB) travel in parts over the first calls
 # (a call carries at most 64 MiB): .gpuwork/p1..p3 hold the GGUF's parts, .gpuwork/s the packages. Each call
-# copies what it carried to ~/gw; the run starts once the GGUF is whole. Each call brings back state.tar.xz: copy
-# it to .gpuwork/w/ and carry that path in the next call, so a bare machine goes on from it.
+# copies what it carried to ~/gw; the run starts once the GGUF is whole. Each call brings back state.tar.xz.* (its
+# parts): copy them to .gpuwork/w/ and carry that path in the next call, so a bare machine goes on from it.
 #     bash eval/bench/real_target_stages_call.sh smoke|BUDGET_S [extra args for real_target_stages]
 REPO=$PWD; G=~/gw; mkdir -p $G ~/wk
 ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null  # regenerate keeps thousands of requests in flight
@@ -24,8 +24,9 @@ if [ ! -f $G/smol.gguf ] && [ "$(cat $G/gg.* 2>/dev/null | wc -c)" = 98362432 ];
 fi
 # the state of an earlier machine (the rows made so far, the catalog, stages.json) when this one starts bare:
 # .gpuwork/w holds the state.tar.xz a call brought back (a warm machine between calls is not a promise)
-if [ ! -f ~/wk/stages.json ] && [ -f .gpuwork/w/state.tar.xz ]; then
-  tar xJf .gpuwork/w/state.tar.xz -C ~/wk && echo "state restored: $(du -sh ~/wk | cut -f1)"
+# (in parts state.tar.xz.aa, .ab, ...: a file back from a call is at most 16 MiB)
+if [ ! -f ~/wk/stages.json ] && ls .gpuwork/w/state.tar.xz* >/dev/null 2>&1; then
+  cat .gpuwork/w/state.tar.xz* | tar xJf - -C ~/wk && echo "state restored: $(du -sh ~/wk | cut -f1)"
 fi
 export PYTHONPATH=/tmp/site:$REPO PYTHONUNBUFFERED=1
 if [ "$1" = smoke ]; then
@@ -41,8 +42,17 @@ rc=$?
 tar czf $OUT/logs.tgz -C ~/wk logs recipes stages.json 2>/dev/null
 # what must outlive the machine, small enough to carry back (the model is re-imported, the build rebuilt, drafts
 # retrained): without it a machine taken back between calls takes every regenerated row with it
+# A call brings back at most 8 files of 16 MiB each, 64 MiB in all: the state travels in parts of 15 MiB (64K
+# regenerated rows made more than one file may hold, and were lost with the machine), at most three, so that one
+# call can carry them all in again beside the ~8.4 MB tree (64 MiB a call)
 tar cf - -C ~/wk --exclude=home/models --exclude=home/data/build --exclude=home/drafts stages.json home hub recipes \
-  2>/dev/null | xz -T0 -3 > $OUT/state.tar.xz
-if [ "$(stat -c %s $OUT/state.tar.xz)" -gt 45000000 ]; then echo "state.tar.xz over 45 MB: not kept"; rm $OUT/state.tar.xz; fi
+  2>/dev/null | xz -T0 -3 > ~/state.tar.xz
+if [ "$(stat -c %s ~/state.tar.xz)" -gt $((3 * 15 * 1048576)) ]; then
+  echo "state.tar.xz $(stat -c %s ~/state.tar.xz) bytes, over three parts of 15 MiB: not kept"
+else
+  split -b $((15 * 1048576)) ~/state.tar.xz $OUT/state.tar.xz.
+  echo "state kept in $(ls $OUT/state.tar.xz.* | wc -l) part(s): copy them all to .gpuwork/w/"
+fi
+rm -f ~/state.tar.xz
 nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
 exit $rc
