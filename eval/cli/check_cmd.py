@@ -166,13 +166,24 @@ def check_accept_length_cmd(
     )
     records.save(catalog(), records.specdecode_rows(m))
     print_table(
-        ["wiring", "HF taps", "steps", "accept length (95%)", "acceptance per step", "tok/s", "speedup", "ties"],
+        [
+            "wiring",
+            "HF taps",
+            "steps",
+            "accept length (95%, rounds)",
+            "over prompts (95%)",
+            "acceptance per step",
+            "tok/s",
+            "speedup",
+            "ties",
+        ],  # fmt: skip
         [
             [
                 r.name,
                 r.hf_ids,
                 r.steps,
                 str(r.interval),
+                f"[{r.prompt_interval.low:.3f}, {r.prompt_interval.high:.3f}]" if r.prompt_interval else "-",
                 " ".join(f"{a:.3f}" for a in r.step_acceptance),
                 f"{r.tokens_per_s:.1f}",
                 f"{r.tokens_per_s / m.greedy_tokens_per_s:.2f}x",
@@ -188,6 +199,7 @@ def check_accept_length_cmd(
                 "hf_taps": r.hf_ids,
                 "steps": r.steps,
                 "accept_length_interval": interval_json(r.interval),
+                "accept_length_prompt_interval": interval_json(r.prompt_interval),
                 "step_acceptance_fraction": list(r.step_acceptance),
                 "tokens_per_s": r.tokens_per_s,
                 "plain_tokens_per_s": m.greedy_tokens_per_s,

@@ -19,7 +19,7 @@ import torch
 
 from catalog.errors import DraftsetError
 from eval.specdecode.decode import Decoded, greedy, speculative, step_acceptance
-from eval.specdecode.replay import Interval, accept_length_interval, separation
+from eval.specdecode.replay import Interval, accept_length_interval, prompt_interval, separation
 from eval.specdecode.runners import DraftRunner, TargetRunner
 from eval.specdecode.samples import Samples, first_trainable
 from eval.specdecode.wirings import wrong_wirings
@@ -43,10 +43,17 @@ class WiringRun:
     seconds: float
     ties: int  # prompts whose output left the reference at a numerical tie
     accepted: list[int] = field(default_factory=list)  # draft tokens accepted, per round
+    per_prompt: list[list[int]] = field(default_factory=list)  # the same rounds, prompt by prompt
 
     @property
     def interval(self) -> Interval:
+        """Over rounds: what wirings measured on the same prompts are compared by (their prompts are shared)."""
         return accept_length_interval(self.accepted)
+
+    @property
+    def prompt_interval(self) -> Interval | None:
+        """Over prompts: what the figure says about prompts of this kind (wider; None below two prompts)."""
+        return prompt_interval(self.per_prompt)
 
     @property
     def tokens_per_s(self) -> float:
@@ -141,6 +148,7 @@ def _run(
         sum(d.seconds for d in decoded),
         ties,
         accepted,
+        [d.accepted for d in decoded],
     )
 
 

@@ -15,7 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from eval.specdecode.replay import Interval, accept_length_interval, separation, tokens_to_separate, walk
+from eval.specdecode.replay import (
+    Interval,
+    accept_length_interval,
+    prompt_interval,
+    separation,
+    tokens_to_separate,
+    walk,
+)
 from tests.kits.draft_toy import TEMPLATE, VOCAB, make_target, plain_config
 
 MAX_NEW, STEPS = 24, 3
@@ -131,6 +138,24 @@ def test_intervals_say_when_wirings_are_not_separated():
     assert line.startswith("not separated at this sample size") and need is not None and need > a.n_tokens
     far = accept_length_interval([0] * 40)
     assert separation(a, far) == "separated"
+
+
+def test_the_interval_over_prompts_carries_how_much_prompts_differ():
+    """Eight prompts that accept everything and eight that accept nothing, 30 rounds each: the rounds' interval is
+    narrow (480 rounds), but a second set of 16 such prompts can land anywhere from mostly one kind to the other;
+    over prompts the interval says so. Prompts that all behave alike give the same figure and no width."""
+    mixed = [[3] * 30] * 8 + [[0] * 30] * 8
+    rounds = accept_length_interval([a for r in mixed for a in r])
+    prompts = prompt_interval(mixed)
+    assert prompts is not None and prompts.value == pytest.approx(rounds.value) == pytest.approx(2.5)
+    assert prompts.n_rounds == rounds.n_rounds == 480 and prompts.n_tokens == rounds.n_tokens == 1200
+    assert (prompts.high - prompts.low) > 3 * (rounds.high - rounds.low)
+    assert prompts.low < 2.1 and prompts.high > 2.9  # 16 draws of two kinds: the share of each varies by ~0.25
+    alike = prompt_interval([[2, 3, 1, 2]] * 16)
+    assert alike is not None and alike.low == alike.high == alike.value == pytest.approx(3.0)
+    uneven = prompt_interval([[3] * 90, [0] * 10])  # a ratio of sums: long prompts weigh by their rounds
+    assert uneven is not None and uneven.value == pytest.approx((90 * 4 + 10) / 100)
+    assert prompt_interval([[1, 2, 3]]) is None and prompt_interval([[1], []]) is None
 
 
 def rest_of_build(build, heldout_every):

@@ -136,6 +136,9 @@ def test_cli_measures_records_and_check_draft_shows_it(toy, home):
     assert out.exit_code == 0, out.output
     runs = json.loads(out.stdout)["tables"][0]["rows"]  # --json: one document of numbers on stdout
     assert [r["steps"] for r in runs] == [1, 2] and all(r["accept_length_interval"]["value"] >= 1 for r in runs)
+    for r in runs:  # over the two prompts: the same figure, its own interval
+        over = r["accept_length_prompt_interval"]
+        assert over["value"] == pytest.approx(r["accept_length_interval"]["value"]) and over["low"] <= over["high"]
     rows = Catalog(home).query(
         "SELECT wiring, method, steps, n_prompts, n_tokens, accept_length, ties FROM draft_evals ORDER BY steps"
     )
