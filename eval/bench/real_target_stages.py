@@ -80,6 +80,24 @@ def lever_recipes(steps: int) -> dict[str, dict[str, Any]]:
     }
 
 
+# How long a command Ctrl-C'd at the call's budget may take to stop before it is terminated, then killed: a
+# regenerate sent SIGINT on 2026-12-03 ran on ~280 s more and took the whole call with it (its rows on disk
+# survive a kill: they are flushed as they come, and the next call resumes by id).
+STOP_GRACE_S = 45.0
+
+
+def interrupt(proc: subprocess.Popen, grace_s: float) -> tuple[Any, Any]:
+    """Ctrl-C `proc` as a user would; SIGTERM when it has not stopped within `grace_s`, SIGKILL after as long
+    again. Returns what it printed (communicate's pair)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        proc.send_signal(sig)
+        try:
+            return proc.communicate(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            print(f"[budget] pid {proc.pid} still running {grace_s:.0f} s after {sig.name}", flush=True)
+    return proc.communicate()
+
+
 class Run:
     """The CLI as a user runs it, with one home, one local Hub and the state of finished steps."""
 
@@ -137,8 +155,7 @@ class Run:
         try:
             stdout, stderr = proc.communicate(timeout=stop_at)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-            stdout, stderr = proc.communicate()
+            stdout, stderr = interrupt(proc, STOP_GRACE_S)
             stopped = True
         else:
             stopped = False
@@ -173,8 +190,8 @@ class Run:
             try:
                 rc = proc.wait(timeout=max(self.left() - 20, 10))
             except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)
-                rc = proc.wait()
+                interrupt(proc, STOP_GRACE_S)
+                rc = proc.returncode
             out.close()
             err.close()
             text = (self.work / "logs" / f"{log}-{name}.json").read_text()

@@ -135,3 +135,28 @@ def test_regenerate_spreads_over_every_serve_dev_replica(tmp_path, monkeypatch):
     regen = next(x for x in run.asked if x[0] == "regenerate")
     endpoints = [regen[i + 1] for i, x in enumerate(regen) if x == "--endpoint"]
     assert endpoints == [f"http://127.0.0.1:{port}/v1" for port in (9001, 9002, 9003)]
+
+
+def test_a_command_that_ignores_ctrl_c_is_terminated_then_killed_within_the_grace():
+    """A real child that ignores SIGINT and SIGTERM (as the 2026-12-03 regenerate ignored its Ctrl-C for ~280 s):
+    the driver's stop ends it within about two graces and keeps what it printed."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('working', flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "working\n"  # its handlers are in place
+    t0 = time.monotonic()
+    stdout, _ = driver.interrupt(proc, grace_s=0.5)
+    assert proc.returncode == -signal.SIGKILL and time.monotonic() - t0 < 5
+    polite = subprocess.Popen([sys.executable, "-c", "import time; print('ok', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert polite.stdout is not None and polite.stdout.readline() == "ok\n"
+    driver.interrupt(polite, grace_s=5)
+    assert polite.returncode != -signal.SIGKILL  # Ctrl-C was enough: no harder signal sent
