@@ -288,7 +288,7 @@ def line(
     elif f.fallback:
         where += f"; samples only: {f.fallback}"
     if f.datasets > 1:
-        where += f"; {f.datasets} datasets, their intercepts {f.between_datasets:.2f} apart (sd) and in the band"
+        where += f"; the band holds the spread between {f.datasets} datasets (sd {f.between_datasets:.2f})"
     ceiling = " (the chain's ceiling)" if mean >= f.steps + 1 else ""
     text = f"with {samples:,} samples expect AL {mean:.2f} ± {half:.2f} at {f.steps} steps{ceiling} ({where}{source})"
     need = f.samples_for(target_al, train_steps)
