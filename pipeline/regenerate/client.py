@@ -278,12 +278,13 @@ class EndpointPool:
             started = time.monotonic()
             asked: float | None = None
             try:
-                # a deadline, not httpx's per-read idle timeout: a server trickling a byte at a time never idles
+                # A deadline, not httpx's per-read idle timeout: a server trickling a byte at a time never idles.
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the reply when the request ends as
+                # the caller is cancelled, and so swallows the cancellation (Ctrl-C); the worker then went on
+                # answering rows, and waited forever for more once the queue was empty.
                 try:
-                    raw = await asyncio.wait_for(
-                        endpoint.lanes[lane].post("/chat/completions", body=body, cast_to=bytes),
-                        self.retry.timeout_s,
-                    )
+                    async with asyncio.timeout(self.retry.timeout_s):
+                        raw = await endpoint.lanes[lane].post("/chat/completions", body=body, cast_to=bytes)
                 except TimeoutError:
                     raise TimeoutError(f"{self.retry.timeout_s:g} s") from None
                 return _reply(json.loads(raw), endpoint.url, attempt, time.monotonic() - started)
