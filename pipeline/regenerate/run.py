@@ -52,6 +52,7 @@ class RegenResult:
     input_rows: int
     out_dir: Path
     mix_manifest: dict[str, Any] | None = None  # sharded runs: the manifest over all shards
+    endpoints: list[dict[str, Any]] | None = None  # per endpoint: requests, failures, failures_by_reason
 
 
 def regen_dir(home: Path, mix: str) -> Path:
@@ -98,6 +99,7 @@ def run_regenerate(
         except KeyboardInterrupt:  # Ctrl-C: asyncio.run cancelled the run, which wrote what was answered
             raise interrupted(config, out_dir, stage) from None
     result = RegenResult(done.run_id, done.counts, done.manifest["totals"], stage.total, out_dir)
+    result.endpoints = done.manifest.get("requests")
     if config.shard:
         result.mix_manifest = write_mix_manifest(mix_dir, config.shard, config.mix)
     return result
@@ -260,6 +262,7 @@ class RegenStage(AsyncStage[RegenConfig]):
             "model": config.model,
             "sampling": config.sampling(),
             "endpoints": config.endpoints,
+            "requests": [e.stats() for e in self.pool.endpoints],  # attempts and failures by reason, per endpoint
             "results": self.outputs(),
         }
 
