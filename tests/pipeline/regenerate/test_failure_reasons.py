@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 
 import pytest
 from regen_helpers import simple_mix, write_mix
@@ -55,3 +56,21 @@ def test_a_connection_failure_is_counted_by_its_innermost_cause():
     (kind,) = endpoint.failures_by_reason
     assert kind.startswith("connection/") and endpoint.failures_by_reason[kind] == 2
     assert kind != "connection/APIConnectionError"  # the cause, not the wrapper
+
+
+def test_the_dev_server_keeps_an_idle_connection_longer_than_the_client_does(devserver_url):
+    """httpx keeps an idle connection 5 s, from when it has read the answer; the dev server, at uvicorn's 5 s
+    from when it sent it, closed connections as regenerate reused them (the H200 run's retried failures)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(devserver_url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=10)
+    try:
+        connection.request("GET", "/health")
+        assert connection.getresponse().read()
+        time.sleep(6)  # past httpx's keep-alive (and uvicorn's default): the client would have let go by now
+        connection.request("GET", "/health")  # the same connection: the server must not have closed it
+        assert json.loads(connection.getresponse().read())["status"] == "ok"
+    finally:
+        connection.close()
