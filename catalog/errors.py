@@ -64,3 +64,10 @@ class QueryStopped(DraftsetError):
             self.http_status = 408  # type: ignore[misc]  # per instance: the same kind, a different cause
         elif out_of_memory:
             self.http_status = 413  # type: ignore[misc]
+
+
+class Interrupted(DraftsetError):
+    """The user stopped the command (Ctrl-C); what it had finished is kept. The CLI exits 130, as a shell does
+    for SIGINT, not 1."""
+
+    exit_code: ClassVar[int] = 130

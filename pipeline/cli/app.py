@@ -96,12 +96,12 @@ _OS_HINTS = {
 }
 
 
-def _fail(message: str, hint: str | None) -> None:
+def _fail(message: str, hint: str | None, code: int = 1) -> None:
     # Messages quote Hub answers, card text and file names: printed literally, secrets redacted.
     err_console.print(f"[bold red]error:[/] {safe(message)}", highlight=False)
     if hint:
         err_console.print(f"[yellow]next:[/] {safe(hint)}", highlight=False)
-    sys.exit(1)
+    sys.exit(code)
 
 
 # The same conditions as libraries word them when they do not raise an OSError (DuckDB's IOException,
@@ -171,7 +171,8 @@ def main() -> None:
         err_console.print("[bold red]error:[/] aborted", highlight=False)
         sys.exit(1)
     except DraftsetError as exc:
-        _fail(str(exc) or type(exc).__name__, exc.hint)  # never a `next:` line without its error line
+        # never a `next:` line without its error line; Ctrl-C's own error (Interrupted) exits 130, as the shell's does
+        _fail(str(exc) or type(exc).__name__, exc.hint, getattr(exc, "exit_code", 1))
     except BrokenPipeError:  # `draftset sql ... | head`: the reader left; nothing to report
         sys.stderr.close()
         sys.exit(0)

@@ -59,9 +59,22 @@ def regenerate_cmd(
     label = f"{mix} shard {config.shard.label}" if config.shard else mix
     print_table(["count (this run)", "rows"], rows, title=f"regenerate {label}")
     document.update(
-        {"run_id": result.run_id, "counts": counts, "on_disk": result.totals, "input_rows": result.input_rows}
+        {
+            "run_id": result.run_id,
+            "counts": counts,
+            "on_disk": result.totals,
+            "input_rows": result.input_rows,
+            "endpoints": result.endpoints,  # requests, failures and failures_by_reason of each endpoint
+        }
     )
     console.print(f"run {result.run_id}", highlight=False)
+    for endpoint in result.endpoints or []:
+        if endpoint["failures"]:  # failed attempts (most were retried): say what they were
+            why = ", ".join(f"{kind} {n:,}" for kind, n in endpoint["failures_by_reason"].items())
+            console.print(
+                f"{safe(endpoint['url'])}: {endpoint['failures']:,} of {endpoint['requests']:,} attempts failed ({why})",
+                highlight=False,
+            )
     t = result.totals
     console.print(
         f"on disk: {t['results']} results + {t['errors']} errors + {t['skipped']} skipped = "

@@ -46,4 +46,5 @@ if __name__ == "__main__":
     try:
         main()
     except DraftsetError as exc:  # one line and what to do next, as the CLI prints it; never a traceback
-        sys.exit(f"error: {exc}" + (f"\nnext: {exc.hint}" if exc.hint else ""))
+        print(f"error: {exc}" + (f"\nnext: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 1))  # Ctrl-C (Interrupted): 130, as the CLI

@@ -20,6 +20,7 @@ import math
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,9 +77,27 @@ class Endpoint:
     failures: int = 0
     paused_until: float = 0.0  # monotonic time before which the server asked not to be sent anything
     lane_load: list[int] = field(init=False)  # requests in flight on each lane
+    # failed attempts by `failure_kind` (retried or not): "connection/BrokenPipeError", "http_503", "timeout"
+    failures_by_reason: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.lane_load = [0] * len(self.lanes)
+
+    def fail(self, kind: str) -> None:
+        """One failed attempt (`requests` counts it too; a request abandoned by Ctrl-C is neither)."""
+        self.requests += 1
+        self.failures += 1
+        self.failures_by_reason[kind] += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Attempts answered or failed on this endpoint, and the failures by reason (progress.json, --json)."""
+        return {
+            "url": self.url,
+            "inflight": self.inflight,
+            "requests": self.requests,
+            "failures": self.failures,
+            "failures_by_reason": dict(self.failures_by_reason.most_common()),
+        }
 
     def take_lane(self) -> int:
         """The lane with the fewest requests in flight (release it with `release_lane`).
@@ -153,6 +172,21 @@ def over_max_tokens(reply: Reply, max_tokens: int, count_tokens: Callable[[str],
         if (n := count_tokens(text)) > max_tokens + 16:
             return f"{n:,} tokens by the target's tokenizer, over max_tokens {max_tokens:,}"
     return None
+
+
+def failure_kind(exc: BaseException, status: int | str) -> str:
+    """A failed attempt's kind, for counting: `http_<status>`, `timeout`, `too_large`, `bad_response`, or
+    `connection/<the innermost cause>` (BrokenPipeError, ConnectionResetError, RemoteProtocolError: which
+    side closed the connection, and when), `error/<type>` for anything else."""
+    if isinstance(status, int):
+        return f"http_{status}"
+    if status in ("connection", "error"):
+        root: BaseException = exc
+        seen = 0
+        while (below := root.__cause__ or root.__context__) is not None and seen < 10:
+            root, seen = below, seen + 1
+        return f"{status}/{type(root).__name__}"
+    return str(status)
 
 
 def _classify(exc: Exception) -> tuple[str, int | str, bool]:
@@ -278,26 +312,28 @@ class EndpointPool:
             started = time.monotonic()
             asked: float | None = None
             try:
-                # a deadline, not httpx's per-read idle timeout: a server trickling a byte at a time never idles
+                # A deadline, not httpx's per-read idle timeout: a server trickling a byte at a time never idles.
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the reply when the request ends as
+                # the caller is cancelled, and so swallows the cancellation (Ctrl-C); the worker then went on
+                # answering rows, and waited forever for more once the queue was empty.
                 try:
-                    raw = await asyncio.wait_for(
-                        endpoint.lanes[lane].post("/chat/completions", body=body, cast_to=bytes),
-                        self.retry.timeout_s,
-                    )
+                    async with asyncio.timeout(self.retry.timeout_s):
+                        raw = await endpoint.lanes[lane].post("/chat/completions", body=body, cast_to=bytes)
                 except TimeoutError:
                     raise TimeoutError(f"{self.retry.timeout_s:g} s") from None
-                return _reply(json.loads(raw), endpoint.url, attempt, time.monotonic() - started)
+                reply = _reply(json.loads(raw), endpoint.url, attempt, time.monotonic() - started)
+                endpoint.requests += 1
+                return reply
             except Exception as exc:  # classified below; anything unknown is not retried
-                endpoint.failures += 1
                 reason, status, retryable = _classify(exc)
+                endpoint.fail(failure_kind(exc, status))
                 if not retryable or attempt >= self.retry.max_attempts:
                     raise RequestFailed(f"{reason} (endpoint {endpoint.url})", attempt, status) from exc
                 response = getattr(exc, "response", None)
                 asked = server_wait_s(response.headers if response is not None else None)
-            finally:
+            finally:  # also when cancelled (Ctrl-C): the request is abandoned, counted neither way
                 endpoint.inflight -= 1
                 endpoint.release_lane(lane)
-                endpoint.requests += 1
             delay = min(self.retry.backoff_max_s, self.retry.backoff_s * 2 ** (attempt - 1))
             delay *= 0.5 + random.random() / 2  # jitter: no synchronized retry storms
             if asked is not None:  # at least what the server asked (bounded: a hostile header cannot stall us)

@@ -50,7 +50,7 @@ class RegenProgress:
         self.requests = self.completion_tokens = 0
         self._window: deque[tuple[float, int, int]] = deque()  # (time, requests, tokens) samples
         self._last_write = 0.0
-        self.endpoints = endpoints or []  # client.Endpoint: live inflight/requests/failures per server
+        self.endpoints = endpoints or []  # client.Endpoint: live inflight/requests/failures (by reason) per server
         self._bar = Progress(
             TextColumn("[bold]regenerate[/] {task.description}"),
             BarColumn(),
@@ -110,10 +110,7 @@ class RegenProgress:
             "requests": self.requests,
             "completion_tokens": self.completion_tokens,
             **self.rates(),
-            "endpoints": [
-                {"url": e.url, "inflight": e.inflight, "requests": e.requests, "failures": e.failures}
-                for e in self.endpoints
-            ],
+            "endpoints": [e.stats() for e in self.endpoints],
         }
 
     def tick(self, state: str = "running", force: bool = False) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 
 from adapters.records import Conversation
-from catalog.errors import DraftsetError
+from catalog.errors import DraftsetError, Interrupted
 from catalog.home import Home
 from catalog.io import write_json_atomic
 from pipeline.regenerate import source
@@ -52,6 +52,7 @@ class RegenResult:
     input_rows: int
     out_dir: Path
     mix_manifest: dict[str, Any] | None = None  # sharded runs: the manifest over all shards
+    endpoints: list[dict[str, Any]] | None = None  # per endpoint: requests, failures, failures_by_reason
 
 
 def regen_dir(home: Path, mix: str) -> Path:
@@ -93,11 +94,28 @@ def run_regenerate(
             show_progress=show_progress,
             console=console,
         )
-        done = asyncio.run(stage.run())
+        try:
+            done = asyncio.run(stage.run())
+        except KeyboardInterrupt:  # Ctrl-C: asyncio.run cancelled the run, which wrote what was answered
+            raise interrupted(config, out_dir, stage) from None
     result = RegenResult(done.run_id, done.counts, done.manifest["totals"], stage.total, out_dir)
+    result.endpoints = done.manifest.get("requests")
     if config.shard:
         result.mix_manifest = write_mix_manifest(mix_dir, config.shard, config.mix)
     return result
+
+
+def interrupted(config: RegenConfig, out_dir: Path, stage: RegenStage) -> Interrupted:
+    """The one line for a Ctrl-C: what is on disk (kept) and how to go on."""
+    t = totals(out_dir)
+    total = getattr(stage, "total", None)
+    of = f" of {total:,} input rows" if total is not None else ""
+    again = f" --shard {config.shard.label}" if config.shard else ""
+    return Interrupted(
+        f"regenerate {config.mix}{again} interrupted (Ctrl-C): {t['results']:,} results, {t['errors']:,} errors and "
+        f"{t['skipped']:,} skipped{of} are on disk in {out_dir}; requests in flight were abandoned",
+        hint=f"run `draftset regenerate {config.mix}{again}` again with the same settings: it resumes by id",
+    )
 
 
 def _request_seed(seed: int | None, row_id: str, turn: int) -> int | None:
@@ -150,6 +168,7 @@ class RegenStage(AsyncStage[RegenConfig]):
         self.owns = config.shard.owns if config.shard else None
         self.siblings = sibling_dirs(out_dir.parent, config.shard)  # one split, one set of settings
         self._measure = length_function(config.length_unit, config.tokenizer)
+        self.stopping = False  # Ctrl-C: no worker takes another row or sends another request
 
     # -- what the base asks ----------------------------------------------------------------------
     def inputs(self) -> list[Path]:
@@ -228,6 +247,9 @@ class RegenStage(AsyncStage[RegenConfig]):
             ):
                 await self._pump(rows)
             state = "finished"
+        except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the run): the rows answered are written
+            state = "interrupted"
+            raise
         finally:
             self.progress.tick(state, force=True)
         on_disk = totals(self.out_dir)
@@ -240,6 +262,7 @@ class RegenStage(AsyncStage[RegenConfig]):
             "model": config.model,
             "sampling": config.sampling(),
             "endpoints": config.endpoints,
+            "requests": [e.stats() for e in self.pool.endpoints],  # attempts and failures by reason, per endpoint
             "results": self.outputs(),
         }
 
@@ -256,7 +279,11 @@ class RegenStage(AsyncStage[RegenConfig]):
                     for _ in range(p.concurrency * self.n_endpoints)
                 ]
                 ticker = group.create_task(self._ticker())
-                await self._produce(rows, queues)
+                try:
+                    await self._produce(rows, queues)
+                except asyncio.CancelledError:  # before the group cancels the workers: none starts another row
+                    self.stopping = True
+                    raise
                 for partition in self.config.partitions:
                     for _ in range(partition.concurrency * self.n_endpoints):
                         await queues[partition.name].put(None)
@@ -344,7 +371,9 @@ class RegenStage(AsyncStage[RegenConfig]):
         }
 
     async def _worker(self, queue: _WorkQueue, partition: Partition) -> None:
-        while True:
+        # `stopping` as well as the cancellation: a worker whose cancellation got lost (a library that swallows
+        # it) would otherwise take row after row, then wait forever for an end-of-rows marker nobody sends.
+        while not self.stopping:
             item = await queue.get()
             if item is None:
                 return
@@ -359,6 +388,8 @@ class RegenStage(AsyncStage[RegenConfig]):
         tools = [t.model_dump(exclude_none=True) for t in getattr(conversation, "tools", None) or []] or None
 
         async def ask(context: list[dict[str, Any]], turn: int) -> Reply:
+            if self.stopping:  # Ctrl-C between two turns: this row is abandoned and asked again on resume
+                raise asyncio.CancelledError
             reply = await self.pool.chat(
                 context,
                 {

@@ -14,6 +14,7 @@ when it saw input but emitted nothing. `Stage` (stage/base.py) opens one around 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -162,6 +163,11 @@ class StageRun:
             self._quarantine = None
         self._quarantined = set()
         error = None if exc is None else f"{type(exc).__name__}: {exc}"
+        # Ctrl-C (KeyboardInterrupt, or the cancellation asyncio.run turns it into): stopped, not failed; what
+        # the stage wrote is kept and a re-run resumes it
+        stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        if stopped:
+            error = "interrupted (Ctrl-C); what was written is kept: run it again to resume"
         # Rows skipped because an earlier run already wrote them count as produced (resume).
         produced = self.counts["out"] + skipped_total(self.counts)
         if exc is None and self.counts["in"] > 0 and produced == 0:
@@ -187,7 +193,7 @@ class StageRun:
                 "elapsed_s": round(time.monotonic() - self._t0, 3),
             },
         )
-        self._record("ok" if error is None else "failed", error, finished=True)
+        self._record("ok" if error is None else "interrupted" if stopped else "failed", error, finished=True)
         if isinstance(exc, ZeroOutput) and exc_type is None:
             raise exc
 

@@ -28,6 +28,14 @@ class EngineOptions:
     batching: Batching = Batching.static
 
 
+# An idle connection is kept this long (uvicorn's default: 5 s, as httpx's client keep-alive). A batching server's
+# clients leave theirs idle while they work through a batch's burst of answers, and the client's 5 s start when it
+# has read an answer, later than the server's, which start when it sent it: at 5 s the server closed connections
+# just as regenerate reused them, and those requests failed (connection/BrokenPipeError, ConnectionResetError;
+# retried). Longer than the client's, so the client always lets go first.
+KEEP_ALIVE_S = 75  # seconds (uvicorn takes an int)
+
+
 def _uvicorn_server(
     model_dir: Path, host: str, port: int, served_name: str | None, log_level: str, options: EngineOptions
 ) -> uvicorn.Server:
@@ -46,7 +54,15 @@ def _uvicorn_server(
     # uvicorn's backlog (2,048) under a client that opens --concurrency connections at once drops the rest's
     # SYNs, and each dropped one waits a 1 s (then 3 s, 7 s) retransmit: listen for as many as one batch.
     backlog = max(2048, 2 * options.max_batch)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, backlog=backlog)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        backlog=backlog,
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
     return uvicorn.Server(config)
 
 
