@@ -71,9 +71,8 @@ CURVE_2026_12_02 = [  # bench_real_target_curve.json, point for point (tests/eva
 ]
 RECIPE_RERUN_ISSUE_29 = [  # a fresh H200, the same 27K rows and prompts: two recipes
     Point(27000, 2.387, 0.050, steps=3, train_steps=724, batch_tokens=32768, dataset=CURVE),  # [2.291, 2.487]
-    Point(
-        27000, 2.653, 0.078, steps=5, train_steps=724, batch_tokens=32768, dataset=CURVE
-    ),  # no interval kept: the 2.594's se
+    # (no interval kept for this one: the 2.594's se)
+    Point(27000, 2.653, 0.078, steps=5, train_steps=724, batch_tokens=32768, dataset=CURVE),
     Point(27000, 2.564, 0.051, steps=3, train_steps=4368, batch_tokens=8192, dataset=CURVE),  # [2.465, 2.667]
     Point(27000, 2.926, 0.079, steps=5, train_steps=4368, batch_tokens=8192, dataset=CURVE),  # [2.771, 3.081]
 ]
