@@ -93,6 +93,9 @@ STAGES_RUN_ISSUE_29 = [
     Point(63813, 2.681, 0.077, steps=5, train_steps=3800, batch_tokens=8192, dataset=STAGES),  # [2.537, 2.837]
 ]
 REFERENCE = CURVE_2026_12_02 + RECIPE_RERUN_ISSUE_29 + STAGES_RUN_ISSUE_29
+# The most samples `samples_for` searches: a band edge that has not reached the goal there never does (a
+# pessimistic count of this size means "out of reach", and the sentence says so instead of printing it).
+SAMPLES_SEARCHED = 10**13
 COLLINEAR_COND = 1e3  # of the centred, column-normalised design: above it steps and samples cannot be told apart
 
 
@@ -144,7 +147,8 @@ class Fit:
             return None
 
         def solve(side: int) -> int:
-            lo_x, hi_x = 0.0, math.log(1e13)
+            top = math.log(SAMPLES_SEARCHED)
+            lo_x, hi_x = 0.0, top
             for _ in range(80):  # bisection on ln(samples): the band's edge is monotone where b > 0
                 mid = (lo_x + hi_x) / 2
                 mean, half = self.predict(math.exp(mid), train_steps)
@@ -152,7 +156,7 @@ class Fit:
                     lo_x = mid
                 else:
                     hi_x = mid
-            return int(math.exp(hi_x))
+            return SAMPLES_SEARCHED if hi_x == top else int(math.exp(hi_x))  # never reached: the ceiling itself
 
         at = train_steps or self.typical_train_steps
         offset = self.c * math.log(at) if self.recipe_aware and at else 0.0
@@ -299,7 +303,12 @@ def line(
         )
         return f"{text}; AL {target_al:g} is not reachable on this fit ({reason})"
     central, optimistic, pessimistic = need
-    text += f"; for AL {target_al:g} you need ~{central:,} samples ({optimistic:,}-{pessimistic:,})"
+    span = (
+        f"{optimistic:,}-{pessimistic:,}"
+        if pessimistic < SAMPLES_SEARCHED
+        else f"at least {optimistic:,}; the band's low edge never reaches it"
+    )
+    text += f"; for AL {target_al:g} you need ~{central:,} samples ({span})"
     if cost is not None:
         text += (
             f" (regeneration {cost.hours(central):,.1f} h, hidden states {human_bytes(cost.terabytes(central) * 1e12)} "

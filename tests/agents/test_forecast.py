@@ -124,3 +124,12 @@ def test_an_intercept_per_dataset_recovers_the_slope_a_lower_dataset_bends_when_
     assert "2 datasets" in line(split, 20000, 2.5) and "datasets" not in line(pooled, 20000, 2.5)
     one = [dataclasses.replace(p, dataset="a") for p in pts]  # one named dataset: one intercept, as unnamed
     assert fit(one, steps=3).datasets == 1 and fit(one, steps=3).b == pytest.approx(pooled.b)
+
+
+def test_a_goal_the_band_s_low_edge_never_reaches_is_said_so_not_printed_as_a_number():
+    """The reference's band at 3 steps widens faster than its low edge rises: for AL 3 the pessimistic count is
+    beyond any search. The sentence says so (it printed 10,000,000,000,000)."""
+    f = fit(REFERENCE, steps=3)
+    text = line(f, 2000, 3.0, train_steps=2000)
+    assert "the band's low edge never reaches it" in text and "10,000,000,000,000" not in text
+    assert "(" in line(f, 2000, 2.5, train_steps=2000).split("you need")[1]  # a reachable goal keeps its range
