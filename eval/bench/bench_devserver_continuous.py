@@ -8,7 +8,8 @@ model is the toy target, trained briefly (`--train-steps`, 20 by default) so tha
 different lengths (3 to 27 tokens on the bench's prompts), as real answers do; with `--train-steps 4` no answer
 ends before its budget. The modes alternate over `--repeats` rounds; reported: medians of rows/s and of
 generated tokens/s, the ratio continuous / static, and whether both wrote the same answer for every id.
-`--direct 32,128,512` times decoding steps of B requests without HTTP instead (both paths, same prompts).
+`--direct 32,128,512` times decoding steps of B requests without HTTP instead (both paths, and the static path
+with `--kv-cache static`, same prompts).
 
 On CPU a step costs in proportion to its rows, so what continuous batching saves here is the rows a static
 batch keeps decoding after they ended, and the wait of requests that arrive while a batch runs. A GPU step
@@ -96,10 +97,10 @@ def _direct(model_dir: Path, sizes: list[int], a: Any) -> None:
     import asyncio
 
     from pipeline.servers.devserver.continuous import ContinuousBatcher
-    from pipeline.servers.devserver.engine import Engine, SamplingParams
+    from pipeline.servers.devserver.engine import Engine, KvCache, SamplingParams
 
     table = Table(title=f"one step of B requests, {a.max_tokens} steps, no HTTP, on {a.device} (best of 3)")
-    for col in ("B", "static ms/step", "continuous ms/step", "continuous / static"):
+    for col in ("B", "static ms/step", "static, static KV cache", "continuous ms/step", "continuous / static"):
         table.add_column(col, justify="right")
     greedy = SamplingParams(a.max_tokens, 0.0, 1.0, None)
     for size in sizes:
@@ -122,9 +123,12 @@ def _direct(model_dir: Path, sizes: list[int], a: Any) -> None:
             return best * 1000 / a.max_tokens
 
         static = timed(lambda: engine.generate_batch(prompts, [a.max_tokens] * size, greedy))
+        engine.kv_cache = KvCache.static  # the same engine and prompts, the cache allocated once a batch
+        preallocated = timed(lambda: engine.generate_batch(prompts, [a.max_tokens] * size, greedy))
+        engine.kv_cache = KvCache.dynamic
         cont = timed(lambda: asyncio.run(answer_all()))
         continuous.stop()
-        table.add_row(str(size), f"{static:.1f}", f"{cont:.1f}", f"{cont / static:.1f}x")
+        table.add_row(str(size), f"{static:.1f}", f"{preallocated:.1f}", f"{cont:.1f}", f"{cont / static:.1f}x")
     console.print(table)
 
 

@@ -287,6 +287,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument(
         "--concurrency", type=int, default=3072, help="regenerate's requests in flight per server (at most 4,096)"
     )
+    p.add_argument(
+        "--kv-cache", choices=("dynamic", "static"), default="dynamic",
+        help="serve-dev's KV cache (static: allocated once a batch; not yet measured on a GPU)",
+    )  # fmt: skip
     p.add_argument(  # 3 x 3072 measured 124 rows/s on an H200 where 1 x 4096 made 98 (real_target_stages_notes.md)
         "--servers", type=int, default=3, help="serve-dev replicas on the one GPU, each its own process"
     )
@@ -366,7 +370,7 @@ def data_stages(run: Run, a: argparse.Namespace, model: Path, stack: ExitStack) 
         for i, port in enumerate(ports):
             run.background(
                 ["serve-dev", str(model), "--port", str(port), "--device", a.device, "--dtype", a.dtype,
-                 "--max-batch", str(a.max_batch), "--batching", a.batching],
+                 "--max-batch", str(a.max_batch), "--batching", a.batching, "--kv-cache", a.kv_cache],
                 "serve-dev.log" if a.servers == 1 else f"serve-dev-{i}.log", stack,
             )  # fmt: skip
         for port in ports:

@@ -13,7 +13,7 @@ from pipeline.build.config import BuildConfig
 from pipeline.cli.as_json import JSON_OPTION, json_listing
 from pipeline.cli.common import CONFIG_OPTION, console, literal, print_table
 from pipeline.cli.stage_options import stage_options
-from pipeline.servers.devserver.engine import Batching
+from pipeline.servers.devserver.engine import Batching, KvCache
 from pipeline.servers.http import LOOPBACK
 from pipeline.stage import stage_settings
 
@@ -209,12 +209,18 @@ def serve_dev_cmd(
         help="With --max-batch N > 1: static (one generate a batch, each batch as long as its longest answer) or "
         "continuous (transformers' continuous batching: greedy requests join the running batch as slots free up).",
     ),
+    kv_cache: KvCache = typer.Option(
+        KvCache.dynamic,
+        "--kv-cache",
+        help="Static batching's KV cache: dynamic (grown each step) or static (allocated once a batch, written in "
+        "place; the same tokens).",
+    ),
 ) -> None:
     """OpenAI-compatible dev server for a local model: /v1/models, /v1/chat/completions (stream), /health."""
     from pipeline.servers.devserver import serve
     from pipeline.servers.devserver.server import EngineOptions
 
-    options = EngineOptions(device, dtype, max_batch, batching)
+    options = EngineOptions(device, dtype, max_batch, batching, kv_cache)
     serve(model_dir, host=host, port=port, served_name=served_name, options=options)
 
 

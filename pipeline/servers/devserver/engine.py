@@ -49,6 +49,16 @@ class Generation:
     finish_reason: str  # "stop" (end-of-turn token) or "length"
 
 
+class KvCache(str, Enum):
+    """The batched path's KV cache. dynamic: transformers' default, grown by a concatenation a step, which copies every
+    layer's whole cache each step (memory traffic that grows with batch x positions, on a GPU the bound);
+    static: allocated once for the batch's prompt plus its budget, written in place (the same tokens: tested).
+    Which is faster on an H200 is not measured yet (eval/bench/bench_devserver_continuous.py --direct)."""
+
+    dynamic = "dynamic"
+    static = "static"
+
+
 class Engine:
     def __init__(
         self,
@@ -58,6 +68,7 @@ class Engine:
         dtype: str = "float32",
         max_batch: int = 1,
         batching: Batching | str = Batching.static,
+        kv_cache: KvCache | str = "dynamic",
     ):
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").is_file():
@@ -81,6 +92,10 @@ class Engine:
             self.batching = Batching(batching)
         except ValueError:
             raise DraftsetError(f"--batching {batching!r}: static or continuous") from None
+        try:
+            self.kv_cache = KvCache(kv_cache)
+        except ValueError:
+            raise DraftsetError(f"--kv-cache {kv_cache!r}: dynamic or static") from None
         if self.batching is Batching.continuous and max_batch < 2:
             raise DraftsetError(
                 f"--batching continuous needs --max-batch N > 1 (got {max_batch}): the most requests decoded in one step"
@@ -201,6 +216,7 @@ class Engine:
             out = self.model.generate(
                 ids.to(self.device),
                 attention_mask=mask.to(self.device),
+                **({"cache_implementation": "static"} if self.kv_cache is KvCache.static else {}),
                 max_new_tokens=max(budgets),
                 do_sample=sample,
                 eos_token_id=self.eos_id,

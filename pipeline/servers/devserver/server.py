@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.servers.devserver.engine import Batching
+from pipeline.servers.devserver.engine import Batching, KvCache
 from pipeline.servers.http import LOOPBACK, RunningServer, listen, run_foreground, start_in_thread
 
 if TYPE_CHECKING:
@@ -20,12 +20,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class EngineOptions:
     """Where and how the dev server runs its model: CPU fp32 one at a time (the default), or batched on a GPU
-    (`max_batch` > 1), statically or continuously (`batching`)."""
+    (`max_batch` > 1), statically or continuously (`batching`), with a growing or preallocated KV cache."""
 
     device: str = "cpu"
     dtype: str = "float32"
     max_batch: int = 1
     batching: Batching = Batching.static
+    kv_cache: KvCache = KvCache.dynamic
 
 
 # An idle connection is kept this long (uvicorn's default: 5 s, as httpx's client keep-alive). A batching server's
@@ -44,7 +45,15 @@ def _uvicorn_server(
     from pipeline.servers.devserver.app import create_app
     from pipeline.servers.devserver.engine import Engine
 
-    engine = Engine(Path(model_dir), served_name, options.device, options.dtype, options.max_batch, options.batching)
+    engine = Engine(
+        Path(model_dir),
+        served_name,
+        options.device,
+        options.dtype,
+        options.max_batch,
+        options.batching,
+        options.kv_cache,
+    )
     app = create_app(engine)
     if log_level == "info" and options.max_batch > 1:
         _print_batch_summaries()

@@ -116,3 +116,27 @@ def test_a_batch_missing_an_answer_fails_every_request_instead_of_leaving_one_wa
 
     results = asyncio.run(two())
     assert all(isinstance(r, RuntimeError) and "answers for" in str(r) for r in results), results
+
+
+def test_a_static_kv_cache_answers_with_the_same_tokens_over_http(serial, toy_model_dir):
+    """`serve-dev --kv-cache static`: the batch's cache is allocated once and written in place, and every request
+    still gets exactly what one at a time gives (left padding, own budgets, end-of-turn cuts)."""
+    from pipeline.servers.devserver import serve_in_thread
+    from pipeline.servers.devserver.engine import KvCache
+    from pipeline.servers.devserver.server import EngineOptions
+
+    running = serve_in_thread(toy_model_dir, options=EngineOptions(max_batch=8, kv_cache=KvCache.static))
+    try:
+        budgets = [6, 12, 3, 12, 9, 1]
+        replies = ask_all(running.url, PROMPTS, budgets, timeout=60)
+    finally:
+        running.stop()
+    for prompt, budget, reply in zip(PROMPTS, budgets, replies):
+        assert reply.choices[0].model_extra["token_ids"] == _greedy(serial, prompt, budget), prompt
+
+
+def test_engine_refuses_an_unknown_kv_cache(toy_model_dir):
+    from catalog.errors import DraftsetError
+
+    with pytest.raises(DraftsetError, match="--kv-cache 'paged': dynamic or static"):
+        Engine(toy_model_dir, kv_cache="paged")
