@@ -128,9 +128,11 @@ def test_regenerate_spreads_over_every_serve_dev_replica(tmp_path, monkeypatch):
     for step in ("adapter", "ingest", "mix", "build"):
         run.done(step)
     (run.home / "data" / "build" / driver.MIX).mkdir(parents=True)
-    a = args(servers=3, max_batch=2048, batching="static", answer_tokens=192, concurrency=1024, dtype="bfloat16")
+    a = args(servers=3, max_batch=2048, batching="static", answer_tokens=192, concurrency=1024, dtype="bfloat16",
+             kv_cache="static")  # fmt: skip
     driver.data_stages(run, a, tmp_path / "model", stack=None)
     assert [argv[argv.index("--port") + 1] for argv in started] == ["9001", "9002", "9003"]
+    assert all(argv[argv.index("--kv-cache") + 1] == "static" for argv in started)  # each replica as asked
     assert len(waited) == 3 and all("/health" in url for url in waited)
     regen = next(x for x in run.asked if x[0] == "regenerate")
     endpoints = [regen[i + 1] for i, x in enumerate(regen) if x == "--endpoint"]
