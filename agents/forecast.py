@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.filesize import decimal
@@ -319,15 +320,23 @@ def line(
     return text
 
 
-def measured_points(catalog: Catalog | None) -> list[Point]:
-    """Configured-wiring accept lengths measured by decoding whose draft's training sample count is known."""
+def measured_points(catalog: Catalog | None, target: str | Path | None = None) -> list[Point]:
+    """Configured-wiring accept lengths measured by decoding whose draft's training sample count is known: of
+    `target` (a model dir) when given, else of every target, each point named by its target (several targets:
+    an intercept each, and their spread in the band). One home may hold pilots of a toy and of a real target; a
+    draft's forecast from another target's points would say nothing about it."""
     if catalog is None:
         return []
+    where = "method = 'specdecode' AND wiring = 'configured' AND train_samples IS NOT NULL"
+    params: list[Any] = []
+    if target is not None:  # draft_evals keeps the resolved dir (eval/specdecode/evaluate.py)
+        where += " AND target = ?"
+        params.append(str(Path(target).resolve()))
     try:
         rows = catalog.query(
-            "SELECT steps, accept_length, al_low, al_high, train_samples, train_steps, train_batch_tokens "
-            "FROM draft_evals "
-            "WHERE method = 'specdecode' AND wiring = 'configured' AND train_samples IS NOT NULL"
+            "SELECT target, steps, accept_length, al_low, al_high, train_samples, train_steps, train_batch_tokens "
+            f"FROM draft_evals WHERE {where}",
+            params,
         )
     except DraftsetError:  # no catalog file yet: nothing was measured
         return []
@@ -344,6 +353,7 @@ def measured_points(catalog: Catalog | None) -> list[Point]:
                 int(r["steps"]),
                 int(train_steps) if train_steps is not None else None,
                 int(batch) if batch is not None else None,
+                dataset=r.get("target"),
             )
         )
     return points

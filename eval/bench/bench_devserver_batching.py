@@ -110,8 +110,7 @@ def serve(model_dir: Path, max_batch: int, step_s: float, gil: float) -> None:
 
 # -- the client (this process) ------------------------------------------------------------------------
 def _run(model_dir: Path, home: Path, mix: str, rows: int, concurrency: int, max_batch: int, a: Any) -> dict:
-    from eval.bench.bench_regen import write_mix
-    from pipeline.regenerate.config import RegenConfig
+    from eval.bench.bench_regen import one_partition, write_mix
     from pipeline.regenerate.run import run_regenerate
 
     write_mix(home, mix, rows)
@@ -121,19 +120,10 @@ def _run(model_dir: Path, home: Path, mix: str, rows: int, concurrency: int, max
     try:
         assert child.stdout is not None and child.stdin is not None
         url = child.stdout.readline().strip()
-        config = RegenConfig.model_validate(
-            {
-                "mix": mix,
-                "endpoints": [url],
-                "temperature": 0,
-                "thinking": False,
-                "include_length_truncated": True,
-                "connections_per_lane": a.connections_per_lane,
-                "partitions": [
-                    {"name": "all", "max_prompt": None, "concurrency": concurrency, "max_tokens": a.max_tokens}
-                ],
-            }
-        )
+        config = one_partition(
+            mix, url, concurrency, a.max_tokens, temperature=0, thinking=False, include_length_truncated=True,
+            connections_per_lane=a.connections_per_lane,
+        )  # fmt: skip
         started = time.perf_counter()
         result = run_regenerate(config, home, None, show_progress=False)
         wall = time.perf_counter() - started

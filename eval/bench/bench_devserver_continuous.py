@@ -55,8 +55,7 @@ def _serve(model_dir: Path, mode: str, a: Any, log: Path) -> tuple[subprocess.Po
 def _run(model_dir: Path, home: Path, mode: str, round_: int, a: Any) -> dict:
     import pyarrow.parquet as pq
 
-    from eval.bench.bench_regen import write_mix
-    from pipeline.regenerate.config import RegenConfig
+    from eval.bench.bench_regen import one_partition, write_mix
     from pipeline.regenerate.run import run_regenerate
     from pipeline.regenerate.store import result_shards
 
@@ -64,17 +63,8 @@ def _run(model_dir: Path, home: Path, mode: str, round_: int, a: Any) -> dict:
     write_mix(home, mix, a.rows)
     child, url = _serve(model_dir, mode, a, home / f"serve-{mix}.log")
     try:
-        config = RegenConfig.model_validate(
-            {
-                "mix": mix,
-                "endpoints": [url],
-                "temperature": 0,
-                "thinking": False,
-                "include_length_truncated": True,
-                "partitions": [
-                    {"name": "all", "max_prompt": None, "concurrency": a.concurrency, "max_tokens": a.max_tokens}
-                ],
-            }
+        config = one_partition(
+            mix, url, a.concurrency, a.max_tokens, temperature=0, thinking=False, include_length_truncated=True
         )
         started = time.perf_counter()
         result = run_regenerate(config, home, None, show_progress=False)

@@ -146,15 +146,14 @@ def endpoint_pool(url: str, n: int) -> None:
     asyncio.run(main())
 
 
+def one_partition(mix: str, url: str, concurrency: int, max_tokens: int, **settings: Any) -> RegenConfig:
+    """A regenerate config with one partition for every prompt (the benches' shape), plus `settings`."""
+    partition = {"name": "all", "max_prompt": None, "concurrency": concurrency, "max_tokens": max_tokens}
+    return RegenConfig.model_validate({"mix": mix, "endpoints": [url], "partitions": [partition], **settings})
+
+
 def whole_stage(url: str, n: int, home: Path, name: str) -> None:
-    config = RegenConfig.model_validate(
-        {
-            "mix": name,
-            "endpoints": [url],
-            "partitions": [{"name": "all", "max_prompt": None, "concurrency": CONCURRENCY, "max_tokens": 16}],
-        }
-    )
-    result = run_regenerate(config, home, None, show_progress=False)
+    result = run_regenerate(one_partition(name, url, CONCURRENCY, 16), home, None, show_progress=False)
     assert result.totals["results"] == n, result.totals
 
 

@@ -108,17 +108,22 @@ def check_draft_cmd(
             soft_wrap=True,
         )
     # this draft's own optimizer steps (its resolved.json): the forecast speaks for its recipe, not the points'
-    _print_forecast(records.train_samples(draft_dir), r.steps, target_al, records.train_recipe(draft_dir)[0])
+    _print_forecast(
+        records.train_samples(draft_dir), r.steps, target_al, records.train_recipe(draft_dir)[0], r.target_dir
+    )
     if r.configured_is_best is False:
         raise typer.Exit(1)
 
 
-def _print_forecast(samples: int | None, steps: int, target_al: float, train_steps: int | None = None) -> None:
-    """The data forecast from this home's measured points (or, labelled, the reference curve), at the optimizer
-    steps the run trains (`train_steps`, when known: the fit predicts at them; else at its points' typical)."""
+def _print_forecast(
+    samples: int | None, steps: int, target_al: float, train_steps: int | None, target: Path | None
+) -> None:
+    """The data forecast from this home's points measured on `target` (or, labelled, the reference curve), at the
+    optimizer steps the run trains (`train_steps`, when known: the fit predicts at them; else at its points'
+    typical). `target` None (not at hand): the points of every target, an intercept each."""
     from agents.forecast import REFERENCE, fit, line, measured_points
 
-    points = measured_points(catalog())
+    points = measured_points(catalog(), target)
     source = ""
     if fit(points, steps) is None:
         points, source = REFERENCE, "; reference curve of SmolLM2-135M, another target: run `draftset check pilot`"
@@ -314,7 +319,7 @@ def check_pilot_cmd(
         # the steps the same settings would train on the whole build: the recipe resolved over its batches
         full_steps, _ = planned_steps(config(build, out / "full"), model, pilot.full_lengths)
         for k in steps:
-            _print_forecast(full, k, target_al, full_steps)
+            _print_forecast(full, k, target_al, full_steps, model)
 
 
 @check_app.command("serve")

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from agents.forecast import REFERENCE, Cost, Point, Z, fit, line
+from agents.forecast import REFERENCE, Cost, Point, Z, fit, line, measured_points
 
 # two points of the 2026-12-01 SmolLM2 runs: the arithmetic below is checked against them by hand
 TWO = [Point(6000, 2.033), Point(24000, 2.422)]
@@ -133,3 +133,25 @@ def test_a_goal_the_band_s_low_edge_never_reaches_is_said_so_not_printed_as_a_nu
     text = line(f, 2000, 3.0, train_steps=2000)
     assert "the band's low edge never reaches it" in text and "10,000,000,000,000" not in text
     assert "(" in line(f, 2000, 2.5, train_steps=2000).split("you need")[1]  # a reachable goal keeps its range
+
+
+def test_points_of_two_targets_in_one_home_get_an_intercept_each_and_a_target_reads_only_its_own(tmp_path):
+    """A home with pilots of a toy target and of a real one (a real DuckDB catalog): find's plan (no target known)
+    fits them with an intercept per target, so the toy's lower curve does not bend the slope; a draft's forecast
+    reads its own target's points only."""
+    from catalog import Catalog
+
+    catalog = Catalog(tmp_path / "home")
+    rows = [
+        {"draft": f"/d/{t}-{n}", "target": f"/models/{t}", "wiring": "configured", "method": "specdecode",
+         "steps": 3, "accept_length": 0.2 * math.log(n) + off, "al_low": 0.2 * math.log(n) + off - 0.04,
+         "al_high": 0.2 * math.log(n) + off + 0.04, "train_samples": n}
+        for t, off, sizes in (("toy", -0.5, (1000, 3000, 9000)), ("real", 0.0, (9000, 27000, 81000)))
+        for n in sizes
+    ]  # fmt: skip
+    catalog.upsert("draft_evals", rows)
+    every = measured_points(catalog)
+    f = fit(every, steps=3)
+    assert len(every) == 6 and f.datasets == 2 and f.b == pytest.approx(0.2, abs=1e-6)
+    own = measured_points(catalog, "/models/real")
+    assert sorted(p.samples for p in own) == [9000, 27000, 81000] and fit(own, steps=3).datasets == 1

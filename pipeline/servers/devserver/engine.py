@@ -96,6 +96,10 @@ class Engine:
             self.kv_cache = KvCache(kv_cache)
         except ValueError:
             raise DraftsetError(f"--kv-cache {kv_cache!r}: dynamic or static") from None
+        if self.kv_cache is KvCache.static and (max_batch < 2 or self.batching is not Batching.static):
+            raise DraftsetError(  # a flag that would change nothing: said, not ignored
+                "--kv-cache static applies to static batching: give it with --max-batch N > 1 and --batching static"
+            )
         if self.batching is Batching.continuous and max_batch < 2:
             raise DraftsetError(
                 f"--batching continuous needs --max-batch N > 1 (got {max_batch}): the most requests decoded in one step"

@@ -9,6 +9,7 @@ selection (rounds start after rejections), not a harness mismatch.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -222,6 +223,9 @@ def test_pilot_records_nested_points_the_forecast_fits(online, home, tmp_path):
     assert by_size[0].train_steps < by_size[-1].train_steps
     assert sorted(p.train_steps for p in points) == sorted(p.train_steps for p in pilot.points)
     assert fit(points, steps=2) is not None
+    # the forecast of a draft of this target reads this target's points only, each named by it
+    assert {p.dataset for p in points} == {str(Path(model).resolve())}
+    assert measured_points(catalog, model) == points and measured_points(catalog, tmp_path / "another") == []
 
 
 def test_a_measurement_names_the_wirings_it_cannot_separate():

@@ -140,3 +140,6 @@ def test_engine_refuses_an_unknown_kv_cache(toy_model_dir):
 
     with pytest.raises(DraftsetError, match="--kv-cache 'paged': dynamic or static"):
         Engine(toy_model_dir, kv_cache="paged")
+    for where in ({"max_batch": 1}, {"max_batch": 8, "batching": "continuous"}):  # where it would change nothing
+        with pytest.raises(DraftsetError, match="applies to static batching"):
+            Engine(toy_model_dir, kv_cache="static", **where)
