@@ -82,44 +82,88 @@ def _run(model_dir: Path, home: Path, mode: str, round_: int, a: Any) -> dict:
 
 
 def _direct(model_dir: Path, sizes: list[int], a: Any) -> None:
-    """No HTTP: one static `generate_batch` of B prompts against the continuous batcher given the same B at once,
-    every answer `--max-tokens` long (the toy of --train-steps 4 never stops): milliseconds a decoding step."""
+    """No HTTP: one static `generate_batch` of B prompts (default cache; the static cache with transformers' compiled
+    step, as it does on a GPU; the static cache uncompiled) against the continuous batcher given the same B at once,
+    every answer `--max-tokens` long (the toy of --train-steps 4 never stops): milliseconds a decoding step, best of
+    3 after a warm-up whose own time (a compile, on a GPU) is shown beside it."""
     import asyncio
 
     from pipeline.servers.devserver.continuous import ContinuousBatcher
     from pipeline.servers.devserver.engine import Engine, KvCache, SamplingParams
 
+    modes = a.modes.split(",")
+    if unknown := [m for m in modes if m not in (*DIRECT_MODES, "continuous")]:
+        raise SystemExit(f"--modes {','.join(unknown)}: each of {', '.join(DIRECT_MODES)}, continuous")
     table = Table(title=f"one step of B requests, {a.max_tokens} steps, no HTTP, on {a.device} (best of 3)")
-    for col in ("B", "static ms/step", "static, static KV cache", "continuous ms/step", "continuous / static"):
-        table.add_column(col, justify="right")
+    table.add_column("B", justify="right")
+    for mode in modes:
+        table.add_column(f"{mode} ms/step (warm-up s)", justify="right")
     greedy = SamplingParams(a.max_tokens, 0.0, 1.0, None)
     for size in sizes:
         engine = Engine(model_dir, device=a.device, dtype=a.dtype, max_batch=size, batching="continuous")
         prompts = [
             engine.render([{"role": "user", "content": f"prompt {i}: explain"}], None, False) for i in range(size)
         ]
-        continuous = ContinuousBatcher(engine, size)
+        if a.profile and size == sizes[0]:
+            _profile(engine, prompts, greedy, a)
 
-        async def answer_all() -> list:
-            return await asyncio.gather(*(continuous.submit(p, greedy) for p in prompts))
-
-        def timed(fn: Any) -> float:
-            fn()  # warm-up
+        def timed(fn: Any) -> str:
+            started = time.perf_counter()
+            fn()  # warm-up (and, for the compiled static cache on a GPU, the compile)
+            warm = time.perf_counter() - started
             best = math.inf
             for _ in range(3):
                 started = time.perf_counter()
                 fn()
                 best = min(best, time.perf_counter() - started)
-            return best * 1000 / a.max_tokens
+            return f"{best * 1000 / a.max_tokens:.1f} ({warm:.0f})"
 
-        static = timed(lambda: engine.generate_batch(prompts, [a.max_tokens] * size, greedy))
-        engine.kv_cache = KvCache.static  # the same engine and prompts, the cache allocated once a batch
-        preallocated = timed(lambda: engine.generate_batch(prompts, [a.max_tokens] * size, greedy))
-        engine.kv_cache = KvCache.dynamic
-        cont = timed(lambda: asyncio.run(answer_all()))
-        continuous.stop()
-        table.add_row(str(size), f"{static:.1f}", f"{preallocated:.1f}", f"{cont:.1f}", f"{cont / static:.1f}x")
-    console.print(table)
+        def static(cache: str, compiled: bool) -> str:
+            engine.kv_cache = KvCache(cache)
+            engine.model.generation_config.disable_compile = not compiled
+            try:
+                return timed(lambda: engine.generate_batch(prompts, [a.max_tokens] * size, greedy))
+            finally:
+                engine.kv_cache, engine.model.generation_config.disable_compile = KvCache.dynamic, False
+
+        def run_mode(mode: str) -> str:
+            if mode != "continuous":
+                return static(*DIRECT_MODES[mode])
+            continuous = ContinuousBatcher(engine, size)
+
+            async def answer_all() -> list:
+                return await asyncio.gather(*(continuous.submit(p, greedy) for p in prompts))
+
+            try:
+                return timed(lambda: asyncio.run(answer_all()))
+            finally:
+                continuous.stop()
+
+        row = [str(size)]
+        for mode in modes:
+            try:
+                row.append(run_mode(mode))
+            except Exception as e:  # noqa: BLE001 - a mode that fails on this machine (no compiler, no memory) is a cell
+                row.append(f"failed: {type(e).__name__}: {str(e)[:80]}")
+        table.add_row(*row)
+        console.print(table)  # each size as it is done: a call's limit may cut the next one
+
+
+def _profile(engine: Any, prompts: list, greedy: Any, a: Any) -> None:
+    """Where a default-cache static batch's time goes: the top operators of one `generate_batch` (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if a.device.startswith("cuda") else [])
+    engine.generate_batch(prompts, [a.max_tokens] * len(prompts), greedy)  # warm-up
+    with profile(activities=activities) as prof:
+        engine.generate_batch(prompts, [a.max_tokens] * len(prompts), greedy)
+    key = "self_cuda_time_total" if a.device.startswith("cuda") else "self_cpu_time_total"
+    print(f"B={len(prompts)}, {a.max_tokens} steps, the default cache, by {key}:")
+    print(prof.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=60), flush=True)
+
+
+# --direct's modes: name -> (KV cache, compiled step where transformers compiles one: a static cache on a GPU)
+DIRECT_MODES = {"dynamic": ("dynamic", False), "static-kv": ("static", True), "static-kv-eager": ("static", False)}
 
 
 def main() -> None:
@@ -134,6 +178,11 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--direct", help="B1,B2,...: time decoding steps without HTTP instead (see _direct)")
+    p.add_argument(
+        "--modes", default="dynamic,static-kv,static-kv-eager,continuous",
+        help="--direct's columns: dynamic, static-kv (compiled on a GPU), static-kv-eager, continuous",
+    )  # fmt: skip
+    p.add_argument("--profile", action="store_true", help="--direct: profile the default cache's batch first")
     a = p.parse_args()
 
     from pipeline.model.toy import ToyConfig, init_toy

@@ -66,7 +66,19 @@ MAIN_RECIPE: dict[str, Any] = {  # pipeline/train/recipes.py's small row (consta
 }
 
 
-def lever_recipes(steps: int) -> dict[str, dict[str, Any]]:
+def lever_recipes(steps: int, which: str = "first") -> dict[str, dict[str, Any]]:
+    """first (2026-12-03): the recipe's settings against a base of `steps`. capacity (2026-12-04): what might move
+    the intercept the data lever cannot, beside the main run stopped at the same steps (`--main-steps`): the draft's
+    MLP width (engines size it from config.json), the learning rate either side, twice the tokens a step."""
+    if which == "capacity":
+        base = {**MAIN_RECIPE, "epochs": 50, "max_steps": steps}
+        return {
+            "lever-wide2x": {**base, "draft_intermediate_size": 2 * SMOLLM2_MLP},
+            "lever-wide4x": {**base, "draft_intermediate_size": 4 * SMOLLM2_MLP},
+            "lever-lr2e-3": {**base, "lr": 2e-3},
+            "lever-lr5e-4": {**base, "lr": 5e-4},
+            "lever-batch16k": {**base, "batch_tokens": 16384},
+        }
     base = {**MAIN_RECIPE, "epochs": 50, "max_steps": steps, "warmup_steps": min(200, steps // 10)}
     return {
         "lever-base": base,
@@ -78,6 +90,9 @@ def lever_recipes(steps: int) -> dict[str, dict[str, Any]]:
         "lever-vocab8k": {**base, "draft_vocab_size": 8000},
         "lever-vocab32k": {**base, "draft_vocab_size": 32000},
     }
+
+
+SMOLLM2_MLP = 1536  # SmolLM2-135M's intermediate_size: the draft's MLP width when train is not told another
 
 
 # How long a command Ctrl-C'd at the call's budget may take to stop before it is terminated, then killed: a
@@ -300,6 +315,7 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     p.add_argument("--draft-vocab", type=int, default=16000)
     p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
+    p.add_argument("--lever-set", choices=("first", "capacity"), default="first", help="which levers (lever_recipes)")
     p.add_argument("--parallel", type=int, default=8, help="trainings at once (one GPU runs several small ones)")
     p.add_argument("--eval-prompts", type=int, default=16)
     p.add_argument("--eval-tokens", type=int, default=96)
@@ -410,7 +426,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
     if a.eagle3_main and to_train("main-eagle3"):
         jobs["main-eagle3"] = {**main, "fc_norm": False, "norm_output": False}  # EAGLE-3 vs 3.1 at the main recipe
     if a.lever_steps:
-        for name, recipe in lever_recipes(a.lever_steps).items():
+        for name, recipe in lever_recipes(a.lever_steps, a.lever_set).items():
             if not (trained(run, name) or {}).get("complete"):
                 jobs[name] = recipe
     # --then-check keeps back what the checks need, so one call trains and checks (a constant lr needs no end)
@@ -432,7 +448,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
     runs = [
         "main",
         *(["main-eagle3"] if a.eagle3_main else []),
-        *(lever_recipes(a.lever_steps) if a.lever_steps else {}),
+        *(lever_recipes(a.lever_steps, a.lever_set) if a.lever_steps else {}),
     ]
     for name in runs:
         metrics = trained(run, name)

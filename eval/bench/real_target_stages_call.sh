@@ -5,6 +5,7 @@
 # copies what it carried to ~/gw; the run starts once the GGUF is whole. Each call brings back state.tar.xz.* (its
 # parts): copy them to .gpuwork/w/ and carry that path in the next call, so a bare machine goes on from it.
 #     bash eval/bench/real_target_stages_call.sh smoke|BUDGET_S [extra args for real_target_stages]
+#     bash eval/bench/real_target_stages_call.sh exec CMD...   (a probe once the GGUF is whole)
 REPO=$PWD; G=~/gw; mkdir -p $G ~/wk
 ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null  # regenerate keeps thousands of requests in flight
 for f in .gpuwork/[pq]*/gg.*; do [ -f "$f" ] && cp -n "$f" $G/; done
@@ -30,10 +31,12 @@ if [ ! -f ~/wk/stages.json ] && ls .gpuwork/w/state.tar.xz* >/dev/null 2>&1; the
 fi
 export PYTHONPATH=/tmp/site:$REPO PYTHONUNBUFFERED=1
 if [ "$1" = smoke ]; then
-  python3 -c "import duckdb, datatrove, pydantic, openai, httpx2, truststore, uvicorn, datasets, gguf, torch; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__)"
+  python3 -c "import duckdb, datatrove, pydantic, openai, httpx2, truststore, uvicorn, datasets, gguf, torch; import transformers, huggingface_hub; import pipeline.cli.app; print('imports ok', torch.cuda.is_available(), torch.__version__, transformers.__version__, huggingface_hub.__version__)"
   python3 -m pipeline.cli.app check --help | head -5; ls -la $G; nproc; free -g | head -2; exit 0
 fi
 [ -f $G/smol.gguf ] || { echo "GGUF not whole yet:"; ls -la $G; exit 0; }
+# `exec CMD...`: a probe (a bench, a profile) on the machine as set up here, the GGUF at ~/gw/smol.gguf
+if [ "$1" = exec ]; then shift; export DRAFTSET_HOME=~/wk/home; "$@"; exit $?; fi
 BUDGET=$1; shift
 set -o pipefail
 timeout -s INT $((BUDGET + 30)) python3 -m eval.bench.real_target_stages --gguf $G/smol.gguf --work ~/wk --out $OUT \

@@ -161,6 +161,33 @@ def weights(draft: Draft, target: dict, engine: str) -> Iterator[Finding]:
             f"make {NESTED} list every trained tap",
             f"{SGLANG_LOADER[0]} (LlamaModel.__init__ num_aux_hidden_states), SGLang {SGLANG_LOADER[1]}",
         )
+    yield from mlp_shape(draft, src if engine == "sglang" else vsrc)
+
+
+def mlp_shape(draft: Draft, src: str) -> Iterator[Finding]:
+    """The engines build the draft layer's MLP from its own config.json (intermediate_size x hidden_size), then load
+    the weights into it: a draft trained wider or narrower than its config says fails there (train's
+    draft_intermediate_size writes the width it trained)."""
+    width, hidden = draft.cfg.get("intermediate_size"), draft.cfg.get("hidden_size")
+    if not (width and hidden):
+        return
+    want = {"gate_proj": [width, hidden], "up_proj": [width, hidden], "down_proj": [hidden, width]}
+    wrong = [
+        f"{name} is {shape}, config.json says {want[part]}"
+        for name, (_, shape) in draft.tensors.items()
+        for part in want
+        if name.endswith(f"mlp.{part}.weight") and shape != want[part]
+    ]
+    if wrong:
+        yield Finding(
+            "weights.mlp_shape",
+            "error",
+            "draft mlp weights against config.json intermediate_size",
+            "; ".join(wrong[:3]),
+            "the engine builds the MLP from config.json and its weight loader's shape check fails at load",
+            "re-export the draft so config.json names the width it was trained with: draftset export CHECKPOINT",
+            src,
+        )
 
 
 def _few(items: list[str]) -> str:

@@ -65,6 +65,11 @@ class TrainConfig(StageConfig):
         "from the build's token counts",
         ge=1,
     )
+    # Engines size the draft's MLP from its own config.json (SGLang's and vLLM's llama_eagle3 read intermediate_size),
+    # so a wider draft serves as any other: a capacity lever that costs the draft's step, not the target's.
+    draft_intermediate_size: int | None = setting(
+        None, "the draft layer's MLP width (default: the target's intermediate_size)", ge=1
+    )
     draft_arch: Literal["auto", "llama", "mla"] = setting(
         "auto", "auto (an MLA draft for DeepSeek-V3/Kimi targets, Llama-style otherwise) | llama | mla"
     )

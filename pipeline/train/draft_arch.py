@@ -61,12 +61,13 @@ def draft_config_for(
     max_length: int,
     fc_norm: bool = False,
     norm_output: bool = False,
+    intermediate_size: int | None = None,
 ) -> DraftConfig | DraftMLAConfig:
     from pipeline.train.draft_mla import DraftMLAConfig
     from pipeline.train.draft_model import DraftConfig
 
     kind = DraftMLAConfig if choose_arch(target, requested) == "mla" else DraftConfig
-    return kind.from_target(target, n_aux, draft_vocab_size, max_length, fc_norm, norm_output)
+    return kind.from_target(target, n_aux, draft_vocab_size, max_length, fc_norm, norm_output, intermediate_size)
 
 
 def is_mla_dump(draft: dict) -> bool:

@@ -56,9 +56,10 @@ class DraftShape(BaseModel):
         max_length: int,
         fc_norm: bool = False,
         norm_output: bool = False,
+        intermediate_size: int | None = None,
     ) -> Self:
-        """A draft as wide as the target, with its heads, MLP width, norm eps and RoPE base (a multimodal config's
-        text model: Kimi-K2.5 nests it under text_config)."""
+        """A draft as wide as the target, with its heads, MLP width (or `intermediate_size`), norm eps and RoPE base
+        (a multimodal config's text model: Kimi-K2.5 nests it under text_config)."""
         text = mcfg.get("text_config") or mcfg
         hidden = int(text["hidden_size"])
         shared = {
@@ -66,7 +67,7 @@ class DraftShape(BaseModel):
             "target_hidden_size": hidden,
             "n_aux": n_aux,
             "num_attention_heads": int(text["num_attention_heads"]),
-            "intermediate_size": int(text["intermediate_size"]),
+            "intermediate_size": intermediate_size or int(text["intermediate_size"]),
             "rms_norm_eps": float(text.get("rms_norm_eps", 1e-6)),
             "rope_theta": float(
                 text.get("rope_theta") or (text.get("rope_parameters") or {}).get("rope_theta", 10000.0)

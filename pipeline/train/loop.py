@@ -48,12 +48,14 @@ def build_draft(
     fc_norm: bool = False,
     norm_output: bool = False,
     draft_arch: DraftArch = "auto",
+    intermediate_size: int | None = None,
 ) -> Eagle3Draft:
     """A draft shaped after the target's config.json, with the build's draft vocabulary (and the EAGLE-3.1
     options when asked); `draft_arch` auto: an MLA draft for a DeepSeek-V3-shaped target (train/draft_arch.py)."""
     mcfg = model_config(target_dir)
     n_aux, k = len(manifest.taps.aux), int(vocab["d2t"].numel())
-    draft = Eagle3Draft(draft_config_for(mcfg, draft_arch, n_aux, k, max_length, fc_norm, norm_output))
+    shape = draft_config_for(mcfg, draft_arch, n_aux, k, max_length, fc_norm, norm_output, intermediate_size)
+    draft = Eagle3Draft(shape)
     if int(vocab["t2d"].numel()) != manifest.vocab_size:
         raise DraftsetError(
             f"vocab.safetensors t2d has {vocab['t2d'].numel()} entries, target vocab is {manifest.vocab_size}",
@@ -183,7 +185,14 @@ class TrainStage(Stage[TrainConfig]):
             print(f"train: {line}", flush=True)
         vocab = repicked(self.source.vocab, config.draft_vocab_size)
         self.draft = build_draft(
-            target_dir, manifest, vocab, max_length, config.fc_norm, config.norm_output, config.draft_arch
+            target_dir,
+            manifest,
+            vocab,
+            max_length,
+            config.fc_norm,
+            config.norm_output,
+            config.draft_arch,
+            config.draft_intermediate_size,
         ).to(self.device)
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)

@@ -49,6 +49,10 @@ class Generation:
     finish_reason: str  # "stop" (end-of-turn token) or "length"
 
 
+STATIC_ROW_BUCKETS = 4  # a static-cache batch's rows go up to a multiple of max_batch / 4
+STATIC_WIDTH_STEP = 64  # and its prompt width to a multiple of 64 tokens
+
+
 class KvCache(str, Enum):
     """The batched path's KV cache. dynamic: transformers' default, grown by a concatenation a step, which copies every
     layer's whole cache each step (memory traffic that grows with batch x positions, on a GPU the bound);
@@ -211,7 +215,16 @@ class Engine:
         import torch
 
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
-        ids, mask = left_padded(prompts, pad)
+        answered = len(prompts)
+        width = None
+        if self.kv_cache is KvCache.static:
+            # On a GPU transformers compiles the decoding step for a static cache (CUDA graphs), once per shape, and
+            # falls back to eager after a few: rows and width go up to a few buckets, so a run compiles a few times
+            # (the padding rows repeat the first prompt; their answers are dropped).
+            step = max(1, -(-self.max_batch // STATIC_ROW_BUCKETS))
+            prompts = prompts + [prompts[0]] * (min(self.max_batch, -(-answered // step) * step) - answered)
+            width = -(-max(map(len, prompts)) // STATIC_WIDTH_STEP) * STATIC_WIDTH_STEP
+        ids, mask = left_padded(prompts, pad, width)
         sample = params.temperature > 0
         extra = {"temperature": params.temperature, "top_p": params.top_p, "top_k": None} if sample else {}
         with self._lock, torch.inference_mode():
@@ -228,7 +241,7 @@ class Engine:
                 **extra,
             )
         results = []
-        for row, budget in zip(out[:, ids.shape[1] :].tolist(), budgets):
+        for row, budget in zip(out[:answered, ids.shape[1] :].tolist(), budgets):
             row = row[:budget]
             if self.eos_id in row:
                 row = row[: row.index(self.eos_id) + 1]
@@ -332,11 +345,12 @@ def normalise_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def left_padded(rows: list[list[int]], pad: int) -> tuple[Any, Any]:
-    """(input_ids, attention_mask) for a batch, padded on the left so every row's next token is at the end."""
+def left_padded(rows: list[list[int]], pad: int, width: int | None = None) -> tuple[Any, Any]:
+    """(input_ids, attention_mask) for a batch, padded on the left so every row's next token is at the end
+    (to `width` columns when given, else the longest row's)."""
     import torch
 
-    width = max(map(len, rows))
+    width = max(max(map(len, rows)), width or 0)
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for i, row in enumerate(rows):

@@ -58,6 +58,7 @@ def test_every_rule_has_a_planted_case_and_a_readme_row():
             "serve.context_length",
             "sglang.layers.no_aux",
             "weights.sglang.fc_shape",
+            "weights.mlp_shape",  # tests/pipeline/train/test_draft_width.py, on a really trained wider draft
             "weights.vllm.refused",
             "vllm.args.speculative_config",
             "vllm.tokens.invalid",
