@@ -4,7 +4,8 @@
 
 Reads a record of eval/bench/real_target_stages (its `train` metrics: each run's held-out accuracy at every TTT
 step, on the same held-out rows) and prints one markdown row per run: acc@k with a 95% Wilson interval and the
-change at acc@0 and acc@last against `lever-base` (each lever changes one setting of it). The intervals count
+change at acc@0 and acc@last against the record's `base` run (`lever-base` unless it names another; each lever
+changes one setting of it), and, where `check draft` ran, its replayed accept length on the same held-out prompts. The intervals count
 tokens as independent; tokens of one row are not, so with 64 held-out rows they are too narrow: read a
 difference as real only when it is several times their half-width.
 """
@@ -16,6 +17,8 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+
+from eval.specdecode.replay import Difference, paired_difference
 
 RECORD = Path(__file__).with_name("real_target_levers.json")
 BASE = "lever-base"
@@ -33,7 +36,8 @@ def lever_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per trained run: its steps, tokens seen, held-out accuracy per step and the change against base."""
     runs = record["stages"].get("train") or {}
     n = int(record["heldout_tokens"])
-    base = (runs.get(BASE) or {}).get("heldout_step_accuracy")
+    base_name = record.get("base", BASE)
+    base = (runs.get(base_name) or {}).get("heldout_step_accuracy")
     rows = []
     for name, metrics in runs.items():
         acc = metrics.get("heldout_step_accuracy")
@@ -46,25 +50,64 @@ def lever_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
             "acc": acc,
             "interval": [wilson(p, n) for p in acc],
         }
-        if base and name != BASE:
+        replay = replayed(record, name)
+        if replay:
+            row["replay"] = replay
+        paired = paired_replay(record, name, base_name)
+        if paired is not None:
+            row["paired"] = paired
+        if base and name != base_name:
             row["vs_base_first"] = acc[0] - base[0]
             row["vs_base_last"] = acc[min(len(acc), len(base)) - 1] - base[min(len(acc), len(base)) - 1]
         rows.append(row)
     return rows
 
 
+def replayed(record: dict[str, Any], name: str) -> tuple[float, float, float] | None:
+    """`check draft`'s replayed accept length of run `name` on the held-out prompts (value, low, high), if it ran."""
+    check = (record["stages"].get("check") or {}).get(name)
+    if not check:
+        return None
+    row = check["tables"][0]["rows"][0]  # the headline: the configured wiring on held-out rows
+    interval = row["accept_length_interval"]
+    return row["accept_length"], interval["low"], interval["high"]
+
+
+def paired_replay(record: dict[str, Any], name: str, base_name: str) -> Difference | None:
+    """Run minus base, replayed on the same held-out rows, bootstrapped over rows in pairs (records of check draft
+    from 2026-12-04 on keep each row's rounds; older ones give None)."""
+    if name == base_name:
+        return None
+    checks = record["stages"].get("check") or {}
+    if name not in checks or base_name not in checks:
+        return None
+    a, b = (checks[n]["tables"][0]["rows"][0].get("rounds_per_prompt") for n in (name, base_name))
+    return paired_difference(a, b) if a and b else None
+
+
 def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
     depth = max(len(r["acc"]) for r in rows)
+    replays = any("replay" in r for r in rows)
     head = ["run", "changes", "steps", "tokens seen", *(f"acc@{k}" for k in range(depth)), "Δ acc@0", "Δ acc@last"]
+    paired = any("paired" in r for r in rows)
+    head += ["replayed AL (check draft)"] if replays else []
+    head += ["Δ replayed AL, paired over prompts"] if paired else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    base_recipe = record["recipes"].get(BASE, {})
+    base_name = record.get("base", BASE)
+    base_recipe = record["recipes"].get(base_name, {})
     for r in rows:
         recipe = record["recipes"].get(r["run"], {})
-        changes = ", ".join(f"{k} {v}" for k, v in recipe.items() if base_recipe.get(k) != v and k != "max_steps")
+        # two runs bounded by max_steps differ in planned epochs only on paper
+        moot = {"max_steps", *(["epochs"] if "max_steps" in recipe and "max_steps" in base_recipe else [])}
+        changes = ", ".join(f"{k} {v}" for k, v in recipe.items() if base_recipe.get(k) != v and k not in moot)
         cells = [f"{p:.3f} [{lo:.3f}, {hi:.3f}]" for p, (lo, hi) in zip(r["acc"], r["interval"], strict=True)]
         cells += ["-"] * (depth - len(cells))
         delta = [f"{r[k]:+.3f}" if k in r else "-" for k in ("vs_base_first", "vs_base_last")]
-        name = r["run"] if r["run"] != BASE else f"{BASE} (the reference)"
+        if replays:
+            delta.append("{:.3f} [{:.3f}, {:.3f}]".format(*r["replay"]) if "replay" in r else "-")
+        if paired:
+            delta.append(str(r["paired"]) if "paired" in r else "-")
+        name = r["run"] if r["run"] != base_name else f"{base_name} (the reference)"
         lines.append(
             "| " + " | ".join([name, changes or "-", str(r["steps"]), f"{r['tokens']:,}", *cells, *delta]) + " |"
         )
@@ -73,7 +116,7 @@ def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict[str, Any]], out: Path, title: str) -> None:
+def plot(rows: list[dict[str, Any]], out: Path, title: str, base_name: str = BASE) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,7 +127,7 @@ def plot(rows: list[dict[str, Any]], out: Path, title: str) -> None:
         ks = list(range(len(r["acc"])))
         low = [p - lo for p, (lo, _) in zip(r["acc"], r["interval"], strict=True)]
         high = [hi - p for p, (_, hi) in zip(r["acc"], r["interval"], strict=True)]
-        base = r["run"] == BASE  # the reference: thick and black
+        base = r["run"] == base_name  # the reference: thick and black
         label = f"{r['run']} ({r['steps']} steps)"
         ax.errorbar(ks, r["acc"], yerr=[low, high], marker="o", capsize=3, label=label,
                     linewidth=2.5 if base else 1.5, color="black" if base else None)  # fmt: skip
@@ -112,7 +155,8 @@ def main(argv: list[str] | None = None) -> str:
     print(table)
     if a.plot:
         answered = (record["stages"].get("regenerate") or {}).get("counts", {}).get("out")
-        plot(rows, a.plot, f"Recipe levers on the same {answered or '?':,} rows, {record['heldout_rows']} held out")
+        title = f"Recipe levers on the same {answered or '?':,} rows, {record['heldout_rows']} held out"
+        plot(rows, a.plot, title, record.get("base", BASE))
         print(f"plot: {a.plot}")
     return table
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from catalog.errors import DraftsetError
-from eval.specdecode.replay import Interval, accept_length_interval, separation, walk
+from eval.specdecode.replay import Interval, accept_length_interval, prompt_interval, separation, walk
 from eval.specdecode.samples import Samples, first_trainable
 from eval.specdecode.wirings import wrong_wirings
 from pipeline.capture.forward import target_states
@@ -46,6 +46,12 @@ class WiringResult:
     follows: float = 1.0  # share of counted row tokens that are the target's own argmax
     rounds: list[int] = field(default_factory=list)
     by_steps: dict[int, Interval] = field(default_factory=dict)  # the replayed decode at 1..steps steps
+    per_prompt: list[list[int]] = field(default_factory=list)  # the same rounds, row by row (in the rows' order)
+
+    @property
+    def prompt_interval(self) -> Interval | None:
+        """Over rows (prompts): as `check accept-length` gives it beside the interval over rounds."""
+        return prompt_interval(self.per_prompt)
 
     @property
     def exact(self) -> bool:
@@ -128,6 +134,7 @@ def evaluate(
     """Teacher-forced accuracy per step, and the decode replayed on each row (one row per batch)."""
     correct, count = [0] * steps, [0] * steps
     rounds: list[int] = []
+    per_row: list[list[int]] = []
     fewer: dict[int, list[int]] = {k: [] for k in range(1, steps)}  # a decode of k < steps: the same hits, cut
     agree = counted = 0
     with torch.no_grad():
@@ -144,7 +151,8 @@ def evaluate(
             start = first_trainable(mask) - 1
             if start >= 0:
                 hits = [s.hits[0] for s in stats if s.hits is not None]
-                rounds += walk(hits, start, len(row_ids) - 1, max_new)
+                per_row.append(walk(hits, start, len(row_ids) - 1, max_new))
+                rounds += per_row[-1]
                 for k, walked in fewer.items():
                     walked += walk(hits[:k], start, len(row_ids) - 1, max_new)
     acc = [c / max(n, 1) for c, n in zip(correct, count)]
@@ -162,6 +170,7 @@ def evaluate(
         agree / max(counted, 1),
         rounds,
         {**{k: accept_length_interval(r) for k, r in fewer.items()}, steps: interval},
+        per_row,
     )
 
 

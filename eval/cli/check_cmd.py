@@ -205,6 +205,7 @@ def check_accept_length_cmd(
                 "steps": r.steps,
                 "accept_length_interval": interval_json(r.interval),
                 "accept_length_prompt_interval": interval_json(r.prompt_interval),
+                "rounds_per_prompt": r.per_prompt,
                 "step_acceptance_fraction": list(r.step_acceptance),
                 "tokens_per_s": r.tokens_per_s,
                 "plain_tokens_per_s": m.greedy_tokens_per_s,

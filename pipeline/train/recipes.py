@@ -8,6 +8,10 @@ Rows (smallest first; the row with the largest `min_params` at or below the targ
   constant after 200 warm-up steps, TTT 5, EAGLE-3.1's fc_norm and norm_output on, and enough epochs for
   >= 4,000 optimizer steps. Through the stages on 24K rows (2026-12-03, eval/bench/real_target_stages_notes.md)
   this row gave AL 2.260 at 3 steps and 2.559 at 5 after 3,782 steps; plain EAGLE-3 beside it 2.180 and 2.397.
+  Levers on the same 24K rows at 1,000 steps (2026-12-03, eval/bench/real_target_capacity.json): a draft MLP twice
+  the target's (`draft_intermediate_size`) +0.013 … +0.016 held-out accuracy, 16,384 tokens a batch +0.019 …
+  +0.030 at equal time (0.82x the steps), lr 2e-3 equal, 5e-4 worse. Not taken into the row: 1,000 steps is a
+  quarter of the row's floor, and neither was measured by decoding; the next full-length run compares them.
   Between 1B and 7B nothing was measured: the small row is the measured one.
 - large (>= 7B): not measured here; SpecForge's llama3.1-8b online recipe (ttt_length 7, lr 1e-4;
   /work/shared/reference/eagle3-pipelines.md §1), with the same step floor.

@@ -60,3 +60,42 @@ def test_a_record_without_accuracies_is_one_clear_error(tmp_path: Path):
     path.write_text(json.dumps({**record([], []), "stages": {"train": {}}}))
     with pytest.raises(SystemExit, match="no run with held-out accuracy"):
         main(["--record", str(path)])
+
+
+def test_a_record_names_its_base_and_check_drafts_replay_is_a_column():
+    rec = record([0.5, 0.4], [0.6, 0.5])
+    rec["base"] = "lever-x"  # the capacity set compares against the main run, not lever-base
+    rec["recipes"] = {"lever-x": {"lr": 2e-3, "epochs": 8, "max_steps": 9}, "lever-base": {"lr": 1e-3, "max_steps": 9}}
+    replay = {"accept_length": 2.2, "accept_length_interval": {"low": 2.1, "high": 2.3}}
+    rec["stages"]["check"] = {"lever-base": {"tables": [{"rows": [replay]}]}}
+    rows = {r["run"]: r for r in lever_rows(rec)}
+    assert rows["lever-base"]["vs_base_first"] == pytest.approx(-0.1)  # against lever-x now
+    assert "vs_base_first" not in rows["lever-x"] and rows["lever-base"]["replay"] == (2.2, 2.1, 2.3)
+    table = markdown(list(rows.values()), rec)
+    assert "lever-x (the reference)" in table and "2.200 [2.100, 2.300]" in table
+    assert "| lever-base | lr 0.001 |" in table  # epochs differ only on paper: both runs stop at max_steps
+
+
+def test_the_capacity_record_renders():
+    table = main(["--record", str(Path(RECORD).with_name("real_target_capacity.json"))])
+    assert "main (the reference)" in table and "draft_intermediate_size 3072" in table
+
+
+def _check(rounds: list[list[int]]) -> dict:
+    """A check draft record's headline row with each prompt's rounds."""
+    headline = {"accept_length": 1.0, "accept_length_interval": {"low": 0, "high": 2}, "rounds_per_prompt": rounds}
+    return {"tables": [{"rows": [headline]}]}
+
+
+def test_rounds_per_prompt_in_the_checks_give_a_paired_difference_against_the_base():
+    rec = record([0.5, 0.4], [0.6, 0.5])
+    base = [[3] * 10, [0] * 10, [1] * 10]
+    lever = [
+        [4 if i % 2 else 3 for i in range(10)],
+        [1 if i % 2 else 0 for i in range(10)],
+        [2 if i % 2 else 1 for i in range(10)],
+    ]
+    rec["stages"]["check"] = {"lever-base": _check(base), "lever-x": _check(lever)}
+    rows = {r["run"]: r for r in lever_rows(rec)}
+    assert "paired" not in rows["lever-base"] and rows["lever-x"]["paired"].value == pytest.approx(0.5)
+    assert "Δ replayed AL, paired over prompts" in markdown(list(rows.values()), rec)

@@ -19,6 +19,7 @@ import torch
 from eval.specdecode.replay import (
     Interval,
     accept_length_interval,
+    paired_difference,
     prompt_interval,
     separation,
     tokens_to_separate,
@@ -157,6 +158,23 @@ def test_the_interval_over_prompts_carries_how_much_prompts_differ():
     uneven = prompt_interval([[3] * 90, [0] * 10])  # a ratio of sums: long prompts weigh by their rounds
     assert uneven is not None and uneven.value == pytest.approx((90 * 4 + 10) / 100)
     assert prompt_interval([[1, 2, 3]]) is None and prompt_interval([[1], []]) is None
+
+
+def test_a_paired_difference_tells_a_lever_from_noise_that_the_prompt_intervals_cannot():
+    """Two drafts on the same 16 prompts of very different difficulty; the better one accepts one more token a round
+    on half the rounds of every prompt. Each draft's interval over prompts is wide (the prompts differ) and the two
+    overlap; paired, the prompts' difficulty cancels and the difference's interval excludes zero."""
+    base = [[3] * 20] * 4 + [[2] * 20] * 4 + [[1] * 20] * 4 + [[0] * 20] * 4
+    better = [[a + (i % 2) for i, a in enumerate(r)] for r in base]
+    a, b = prompt_interval(better), prompt_interval(base)
+    assert a is not None and b is not None and a.low < b.high  # unpaired: they overlap
+    d = paired_difference(better, base)
+    assert d is not None and d.value == pytest.approx(0.5) and 0.0 < d.low <= d.value <= d.high < 1.0
+    assert d.n_prompts == 16 and str(d).startswith("+0.500 [")
+    same = paired_difference(base, base)
+    assert same is not None and same.value == same.low == same.high == 0.0
+    assert paired_difference(base, base[:-1]) is None  # other prompts: not a pair
+    assert paired_difference([[1], []], [[1], [2]]) is None  # one prompt decoded by both: nothing to resample
 
 
 def rest_of_build(build, heldout_every):
