@@ -67,9 +67,14 @@ MAIN_RECIPE: dict[str, Any] = {  # pipeline/train/recipes.py's small row (consta
 
 
 def lever_recipes(steps: int, which: str = "first") -> dict[str, dict[str, Any]]:
-    """first (2026-12-03): the recipe's settings against a base of `steps`. capacity (2026-12-04): what might move
-    the intercept the data lever cannot, beside the main run stopped at the same steps (`--main-steps`): the draft's
-    MLP width (engines size it from config.json), the learning rate either side, twice the tokens a step."""
+    """first (2026-12-03): the recipe's settings against a base of `steps`. capacity (2026-12-03, fourth session):
+    what might move the intercept the data lever cannot, beside the main run stopped at the same steps
+    (`--main-steps`): the draft's MLP width (engines size it from config.json), the learning rate either side,
+    twice the tokens a step. wide16k: the two that won there, together, for a full-length run beside main (give a
+    `--lever-steps` the budget never reaches, and `--measure-runs main,lever-wide16k`)."""
+    if which == "wide16k":  # the capacity set's two winners together, against main at equal time (no step cap)
+        return {"lever-wide16k": {**MAIN_RECIPE, "epochs": 50, "max_steps": steps, "batch_tokens": 16384,
+                                  "draft_intermediate_size": 2 * SMOLLM2_MLP}}  # fmt: skip
     if which == "capacity":
         base = {**MAIN_RECIPE, "epochs": 50, "max_steps": steps}
         return {
@@ -315,13 +320,19 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     p.add_argument("--draft-vocab", type=int, default=16000)
     p.add_argument("--lever-steps", type=int, default=600, help="optimizer steps of each lever run (0: none)")
-    p.add_argument("--lever-set", choices=("first", "capacity"), default="first", help="which levers (lever_recipes)")
+    p.add_argument(
+        "--lever-set", choices=("first", "capacity", "wide16k"), default="first", help="which levers (lever_recipes)"
+    )
     p.add_argument("--parallel", type=int, default=8, help="trainings at once (one GPU runs several small ones)")
     p.add_argument("--eval-prompts", type=int, default=16)
     p.add_argument("--eval-tokens", type=int, default=96)
     p.add_argument("--main-epochs", type=int, default=MAIN_RECIPE["epochs"])
     p.add_argument("--eagle3-main", action="store_true", help="also train plain EAGLE-3 at the main recipe")
     p.add_argument("--measure-s", type=float, default=150, help="seconds `check accept-length` needs to be started")
+    p.add_argument(
+        "--measure-runs", default="main",
+        help="runs `check accept-length` measures at 3 and 5 steps, at once (comma-separated: main,lever-wide16k)",
+    )  # fmt: skip
     p.add_argument("--budget-s", type=float, default=None)
     p.add_argument("--checks-only", action="store_true", help="no more training: check what is trained")
     p.add_argument(
@@ -434,8 +445,7 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
     if jobs and run.left() > reserve + 60 and not a.checks_only:
         for name in jobs:  # a draft trained (again) here is checked again: its old checks judged another draft
             run.state.get("done", {}).pop(f"check-{name}", None)
-            if name == "main":
-                run.state.get("done", {}).pop("measure-main", None)
+            run.state.get("done", {}).pop(f"measure-{name}", None)
         t0 = time.monotonic()
         names = list(jobs)
         for at in range(0, len(names), a.parallel):
@@ -472,18 +482,23 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
-    if checkable("main") and run.step("measure-main") and run.left() > a.measure_s:
-        result = run.cli(
-            "check", "accept-length", "main", "--captures", build, "--steps", "3", "--steps", "5",
-            "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",
-            "--device", a.device, "--json", log="measure-main", json_out=True, check=False,
-        )  # fmt: skip
-        if isinstance(result, dict):
-            run.state["measure"] = result
+    measure = [n for n in a.measure_runs.split(",") if n in runs and checkable(n) and run.step(f"measure-{n}")]
+    if measure and run.left() > a.measure_s:
+        commands = {
+            n: ["check", "accept-length", n, "--captures", build, "--steps", "3", "--steps", "5",
+                "--prompts", str(a.eval_prompts), "--max-new-tokens", str(a.eval_tokens), "--configured-only",
+                "--device", a.device, "--json"]
+            for n in measure
+        }  # fmt: skip
+        for name, result in run.cli_all(commands, "measure").items():  # at once: batch-1 decoding leaves the GPU idle
             # a draft measured again after more steps keeps its earlier measurement, keyed by its steps
-            steps = (trained(run, "main") or {}).get("steps")
-            run.state.setdefault("measures", {})[str(steps)] = result
-            run.done("measure-main")
+            steps = str((trained(run, name) or {}).get("steps"))
+            if name == "main":  # the main run's keys as the earlier records have them
+                run.state["measure"] = result
+                run.state.setdefault("measures", {})[steps] = result
+            else:
+                run.state.setdefault("measures_by_run", {}).setdefault(name, {})[steps] = result
+            run.done(f"measure-{name}")
     run.save()
 
 

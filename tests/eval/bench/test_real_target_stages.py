@@ -16,7 +16,7 @@ from eval.bench import real_target_stages as driver
 def args(**over) -> argparse.Namespace:
     base = {"lever_steps": 0, "eagle3_main": True, "main_epochs": 8, "parallel": 8, "checks_only": False,
             "then_check": False, "measure_s": 120.0, "eval_prompts": 16, "eval_tokens": 96, "device": "cpu",
-            "main_steps": None}  # fmt: skip
+            "main_steps": None, "measure_runs": "main", "lever_set": "first"}  # fmt: skip
     return argparse.Namespace(**{**base, **over})
 
 
@@ -113,6 +113,23 @@ def test_each_measurement_is_kept_by_the_steps_it_measured(tmp_path, monkeypatch
     run.state["done"].pop("measure-main")
     driver.train_stages(run, args(checks_only=True), tmp_path / "model")
     assert set(run.state["measures"]) == {"10", "30"}
+
+
+def test_a_lever_beside_main_is_measured_too_and_kept_under_its_name(tmp_path, monkeypatch):
+    recipes: dict = {}
+    launch, budgets = fake_launch(complete=False, recipes=recipes)
+    monkeypatch.setattr(driver, "launch", launch)
+    run = FakeRun(tmp_path, budget_s=600)
+    a = args(eagle3_main=False, lever_steps=10**6, lever_set="wide16k", then_check=True,
+             measure_runs="main,lever-wide16k,not-trained")  # fmt: skip
+    driver.train_stages(run, a, tmp_path / "model")
+    assert set(budgets) == {"main", "lever-wide16k"}  # both trained for the same time
+    wide = recipes["lever-wide16k"]
+    assert (wide["batch_tokens"], wide["draft_intermediate_size"]) == (16384, 2 * driver.SMOLLM2_MLP)
+    measured = {c[2] for c in run.asked if c[:2] == ("check", "accept-length")}
+    assert measured == {"main", "lever-wide16k"}  # a run that does not exist is not measured
+    assert set(run.state["measures"]) == {"10"} and set(run.state["measures_by_run"]["lever-wide16k"]) == {"10"}
+    assert run.state["done"]["measure-lever-wide16k"]
 
 
 def test_regenerate_spreads_over_every_serve_dev_replica(tmp_path, monkeypatch):
