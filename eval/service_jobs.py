@@ -37,7 +37,7 @@ class CheckBody(StageBody):
 
 def prepare_check(service: Service, body: CheckBody) -> Work:
     from eval.checks.draft_check import check_draft
-    from eval.cli.wiring_json import wiring_record
+    from eval.checks.wiring_json import wiring_record
     from eval.specdecode import records
 
     home = service.settings.home

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from catalog.errors import DraftsetError
-from eval.cli.wiring_json import interval_json, wiring_record
+from eval.checks.wiring_json import interval_json, wiring_record
 from pipeline.cli.common import JSON_OPTION, catalog, console, json_listing, print_table, resolve_named
 
 

@@ -36,7 +36,7 @@ def test_configured_wiring_beats_every_wrong_one(toy):
     # wirings run on the headline rows (held-out where there are any): recomputed states == the capture's
     assert r.wirings[0].accept_length == pytest.approx(r.headline.accept_length, abs=0.05)
     # each row's rounds are kept, in the rows' order, for paired comparisons of drafts on the same rows
-    from eval.cli.wiring_json import wiring_record
+    from eval.checks.wiring_json import wiring_record
 
     head = r.headline
     assert [a for row in head.per_prompt for a in row] == head.rounds and len(head.per_prompt) > 1
