@@ -26,6 +26,6 @@ def wiring_record(w: Any) -> dict[str, Any]:
         "accept_length_prompt_interval": interval_json(w.prompt_interval),
         # the replay cut at fewer steps (check draft), and each row's rounds: what a paired comparison of two
         # drafts on the same rows needs (eval.specdecode.replay.paired_difference)
-        "accept_length_by_steps": {str(k): interval_json(v) for k, v in sorted(getattr(w, "by_steps", {}).items())},
+        "accept_length_by_steps": {str(k): interval_json(v) for k, v in sorted(w.by_steps.items())},
         "rounds_per_prompt": w.per_prompt,
     }

@@ -222,7 +222,8 @@ class Engine:
         if self.kv_cache is KvCache.static:
             # On a GPU transformers compiles the decoding step for a static cache (CUDA graphs), once per shape, and
             # falls back to eager after a few: rows and width go up to a few buckets, so a run compiles a few times
-            # (the padding rows repeat the first prompt; their answers are dropped).
+            # (the padding rows repeat the first prompt; their answers are dropped). A small batch pays for its
+            # bucket's rows: the static cache is for regeneration's full batches, not for a few requests at a time.
             step = max(1, -(-self.max_batch // STATIC_ROW_BUCKETS))
             prompts = prompts + [prompts[0]] * (min(self.max_batch, -(-answered // step) * step) - answered)
             width = -(-max(map(len, prompts)) // STATIC_WIDTH_STEP) * STATIC_WIDTH_STEP
