@@ -54,13 +54,22 @@ def check_draft_cmd(
             w.hf_ids,
             " ".join(f"{a:.3f}" for a in w.step_accuracy),
             str(w.interval) if w.interval else f"{w.accept_length:.3f}",
+            f"[{w.prompt_interval.low:.3f}, {w.prompt_interval.high:.3f}]" if w.prompt_interval else "-",
             " ".join(f"{a:.3f}" for a in w.step_acceptance),
             f"{w.independent_al:.3f}",
         ]
         for w in results
     ]
     print_table(
-        ["wiring", "HF taps", "accuracy per step", "expected AL (95%)", "acceptance per step", "1+ΣΠacc"],
+        [
+            "wiring",
+            "HF taps",
+            "accuracy per step",
+            "expected AL (95%, rounds)",
+            "over prompts (95%)",
+            "acceptance per step",
+            "1+ΣΠacc",
+        ],  # fmt: skip
         rows,
         title=f"check draft: decoding replayed on teacher-forced rows, {r.steps} steps, {max_new_tokens} tokens a "
         f"prompt; wirings on {r.n_samples} {r.wirings_on} rows",
