@@ -8,8 +8,9 @@ model is the toy target, trained briefly (`--train-steps`, 20 by default) so tha
 different lengths (3 to 27 tokens on the bench's prompts), as real answers do; with `--train-steps 4` no answer
 ends before its budget. The modes alternate over `--repeats` rounds; reported: medians of rows/s and of
 generated tokens/s, the ratio continuous / static, and whether both wrote the same answer for every id.
-`--direct 32,128,512` times decoding steps of B requests without HTTP instead (both paths, and the static path
-with `--kv-cache static`, same prompts).
+`--direct 32,128,512` times decoding steps of B requests without HTTP instead, the same prompts in each of
+`--modes` (the default cache, the static cache compiled as transformers does on a GPU and uncompiled, continuous),
+with each warm-up's seconds (a compile); `--profile` first prints the top operators of one default-cache batch.
 
 On CPU a step costs in proportion to its rows, so what continuous batching saves here is the rows a static
 batch keeps decoding after they ended, and the wait of requests that arrive while a batch runs. A GPU step

@@ -11,7 +11,7 @@
    their endpoints: greedy answers by the target;
 5. `build`, then `train --online` for the main recipe and, on the same rows, one short run per recipe lever;
 6. `check draft` (the replayed decode on held-out rows, every wiring) for every run, and `check accept-length`
-   (real speculative decoding, 3 and 5 steps) for the main run.
+   (real speculative decoding, 3 and 5 steps) for the runs `--measure-runs` names (the main run by default).
 
 Every step is skipped when its record is in WORK/stages.json and the stages resume by id, so the same command
 re-run on a warm machine goes on where the last call stopped; `--budget-s` bounds one call (training stops
@@ -482,7 +482,11 @@ def train_stages(run: Run, a: argparse.Namespace, model: Path) -> None:
         for name, result in run.cli_all(checks, "check").items():  # a failed check stays to do for the next call
             run.state.setdefault("check", {})[name] = result
             run.done(f"check-{name}")
-    measure = [n for n in a.measure_runs.split(",") if n in runs and checkable(n) and run.step(f"measure-{n}")]
+    asked = a.measure_runs.split(",")
+    if unknown := [n for n in asked if n not in runs]:  # a misspelt name would otherwise measure nothing, silently
+        run.save()
+        raise SystemExit(f"--measure-runs {','.join(unknown)}: not a run of this plan ({', '.join(runs)})")
+    measure = [n for n in asked if checkable(n) and run.step(f"measure-{n}")]
     if measure and run.left() > a.measure_s:
         commands = {
             n: ["check", "accept-length", n, "--captures", build, "--steps", "3", "--steps", "5",

@@ -164,6 +164,9 @@ def weights(draft: Draft, target: dict, engine: str) -> Iterator[Finding]:
     yield from mlp_shape(draft, src if engine == "sglang" else vsrc)
 
 
+PACKED_DTYPES = ("U8", "I8", "I16", "I32", "U32")  # safetensors dtypes quantized checkpoints pack weights into
+
+
 def mlp_shape(draft: Draft, src: str) -> Iterator[Finding]:
     """The engines build the draft layer's MLP from its own config.json (intermediate_size x hidden_size), then load
     the weights into it: a draft trained wider or narrower than its config says fails there (train's
@@ -174,9 +177,10 @@ def mlp_shape(draft: Draft, src: str) -> Iterator[Finding]:
     want = {"gate_proj": [width, hidden], "up_proj": [width, hidden], "down_proj": [hidden, width]}
     wrong = [
         f"{name} is {shape}, config.json says {want[part]}"
-        for name, (_, shape) in draft.tensors.items()
+        for name, (dtype, shape) in draft.tensors.items()
         for part in want
-        if name.endswith(f"mlp.{part}.weight") and shape != want[part]
+        # integer weights may be packed (several 4-bit values a byte): their shape is not the layer's
+        if name.endswith(f"mlp.{part}.weight") and dtype not in PACKED_DTYPES and shape != want[part]
     ]
     if wrong:
         yield Finding(

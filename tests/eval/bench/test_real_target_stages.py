@@ -121,15 +121,25 @@ def test_a_lever_beside_main_is_measured_too_and_kept_under_its_name(tmp_path, m
     monkeypatch.setattr(driver, "launch", launch)
     run = FakeRun(tmp_path, budget_s=600)
     a = args(eagle3_main=False, lever_steps=10**6, lever_set="wide16k", then_check=True,
-             measure_runs="main,lever-wide16k,not-trained")  # fmt: skip
+             measure_runs="main,lever-wide16k")  # fmt: skip
     driver.train_stages(run, a, tmp_path / "model")
     assert set(budgets) == {"main", "lever-wide16k"}  # both trained for the same time
     wide = recipes["lever-wide16k"]
     assert (wide["batch_tokens"], wide["draft_intermediate_size"]) == (16384, 2 * driver.SMOLLM2_MLP)
     measured = {c[2] for c in run.asked if c[:2] == ("check", "accept-length")}
-    assert measured == {"main", "lever-wide16k"}  # a run that does not exist is not measured
+    assert measured == {"main", "lever-wide16k"}
     assert set(run.state["measures"]) == {"10"} and set(run.state["measures_by_run"]["lever-wide16k"]) == {"10"}
     assert run.state["done"]["measure-lever-wide16k"]
+
+
+def test_a_misspelt_measure_run_is_refused_by_name_not_skipped(tmp_path, monkeypatch):
+    launch, _ = fake_launch(complete=False)
+    monkeypatch.setattr(driver, "launch", launch)
+    run = FakeRun(tmp_path, budget_s=600)
+    a = args(eagle3_main=False, lever_steps=10, lever_set="wide16k", then_check=True, measure_runs="main,lever-wide")
+    with pytest.raises(SystemExit, match="--measure-runs lever-wide: not a run of this plan .*lever-wide16k"):
+        driver.train_stages(run, a, tmp_path / "model")
+    assert not [c for c in run.asked if c[:2] == ("check", "accept-length")]
 
 
 def test_regenerate_spreads_over_every_serve_dev_replica(tmp_path, monkeypatch):

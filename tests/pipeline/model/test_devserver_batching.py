@@ -143,3 +143,26 @@ def test_engine_refuses_an_unknown_kv_cache(toy_model_dir):
     for where in ({"max_batch": 1}, {"max_batch": 8, "batching": "continuous"}):  # where it would change nothing
         with pytest.raises(DraftsetError, match="applies to static batching"):
             Engine(toy_model_dir, kv_cache="static", **where)
+
+
+def test_a_static_kv_batch_pads_to_its_bucket_and_answers_only_the_real_rows(serial, toy_model_dir):
+    """Three prompts on --max-batch 8 go to `generate` as 4 rows (buckets of 8 / 4) of a width that is a multiple of
+    64; the padding row's answer is dropped and the three are what one at a time gives."""
+    from pipeline.servers.devserver.engine import STATIC_WIDTH_STEP, KvCache
+
+    engine = Engine(toy_model_dir, max_batch=8, kv_cache=KvCache.static)
+    shapes = []
+    generate = engine.model.generate
+
+    def spy(input_ids, **kw):
+        shapes.append(tuple(input_ids.shape))
+        return generate(input_ids, **kw)
+
+    engine.model.generate = spy
+    prompts = [serial.render([{"role": "user", "content": p}], None, False) for p in PROMPTS[:3]]
+    budgets = [5, 9, 2]
+    answers = engine.generate_batch(prompts, budgets, SamplingParams(None, 0.0, 1.0, None))
+    assert len(shapes) == 1 and shapes[0][0] == 4 and shapes[0][1] % STATIC_WIDTH_STEP == 0
+    assert len(answers) == 3
+    for prompt, budget, answer in zip(PROMPTS[:3], budgets, answers, strict=True):
+        assert answer.completion_ids == _greedy(serial, prompt, budget), prompt

@@ -48,6 +48,22 @@ def test_a_wider_draft_trains_exports_its_width_and_passes_the_engines_checks(to
     assert f"is [{wide}, {hidden}], config.json says [{base}, {hidden}]" in found[0].problem
 
 
+def test_packed_integer_mlp_weights_are_not_judged_by_shape(tmp_path):
+    """A quantized checkpoint packs several 4-bit weights a byte (uint8 [I, H/2]): its shape is not the layer's, and
+    a draft whose config.json is right must not be refused for it. A float weight of the wrong width still is."""
+    from eval.checks.serve_context import Draft
+    from eval.checks.serve_draft_rules import mlp_shape
+
+    cfg = {"intermediate_size": 64, "hidden_size": 16}
+    packed = {"midlayer.mlp.gate_proj.weight": ("U8", [64, 8]), "midlayer.mlp.down_proj.weight": ("U8", [16, 32])}
+    assert not list(mlp_shape(Draft(tmp_path, cfg, None, packed, None, None), "src"))
+    wrong = {"midlayer.mlp.gate_proj.weight": ("BF16", [32, 16])}
+    found = list(mlp_shape(Draft(tmp_path, cfg, None, wrong, None, None), "src"))
+    assert [f.rule for f in found] == ["weights.mlp_shape"] and "[32, 16], config.json says [64, 16]" in found[
+        0
+    ].problem
+
+
 def test_left_out_the_draft_is_as_wide_as_the_target(toy):
     from pipeline.train.draft_arch import draft_config_for
 
