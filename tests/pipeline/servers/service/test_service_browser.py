@@ -113,7 +113,10 @@ def test_operator_starts_a_find_and_watches_ten_agents_finish(browser, service, 
 def test_reviewer_reads_a_preview_approves_and_sees_it_in_sql(browser, service, shots):
     page = login(browser, service, "reviewer")
     page.locator("[data-testid=adapters] tbody a").first.click()
+    # count() does not wait: under load it ran before the adapter page arrived (seen once in a full suite)
+    page.wait_for_url(re.compile(r".*/adapters/[^/]+/[^/?]+"))
     previews = page.locator("[data-testid=preview]")
+    previews.first.wait_for()
     assert previews.count() >= 1
     first = previews.first.inner_text()
     assert "raw row" in first and re.search(r"\b(USER|SYSTEM)\b", first), first[:300]
