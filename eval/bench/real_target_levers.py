@@ -5,7 +5,9 @@
 Reads a record of eval/bench/real_target_stages (its `train` metrics: each run's held-out accuracy at every TTT
 step, on the same held-out rows) and prints one markdown row per run: acc@k with a 95% Wilson interval and the
 change at acc@0 and acc@last against the record's `base` run (`lever-base` unless it names another; each lever
-changes one setting of it), and, where `check draft` ran, its replayed accept length on the same held-out prompts. The intervals count
+changes one setting of it), and, where `check draft` ran, its replayed accept length on the same held-out prompts;
+where `check accept-length` decoded the drafts, their accept length at each depth with the paired difference
+against the base over the same prompts. The intervals count
 tokens as independent; tokens of one row are not, so with 64 held-out rows they are too narrow: read a
 difference as real only when it is several times their half-width.
 """
@@ -56,6 +58,15 @@ def lever_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
         paired = paired_replay(record, name, base_name)
         if paired is not None:
             row["paired"] = paired
+        if measured := decoded(record, name):
+            row["decoded"] = measured
+            base_rows = decoded(record, base_name) if name != base_name else {}
+            row["decoded_paired"] = {
+                depth: diff
+                for depth, r in measured.items()
+                if depth in base_rows
+                and (diff := paired_difference(r["rounds_per_prompt"], base_rows[depth]["rounds_per_prompt"]))
+            }
         if base and name != base_name:
             row["vs_base_first"] = acc[0] - base[0]
             row["vs_base_last"] = acc[min(len(acc), len(base)) - 1] - base[min(len(acc), len(base)) - 1]
@@ -71,6 +82,20 @@ def replayed(record: dict[str, Any], name: str) -> tuple[float, float, float] | 
     row = check["tables"][0]["rows"][0]  # the headline: the configured wiring on held-out rows
     interval = row["accept_length_interval"]
     return row["accept_length"], interval["low"], interval["high"]
+
+
+def decoded(record: dict[str, Any], name: str) -> dict[int, dict[str, Any]]:
+    """`check accept-length`'s configured rows of run `name` by speculative depth, from the measurement taken at the
+    run's last trained step count (the driver keys the main run's under `measures`, the others' under
+    `measures_by_run`, both by steps); {} where it was not decoded at that count."""
+    stages = record["stages"]
+    by_steps = stages.get("measures") if name == "main" else (stages.get("measures_by_run") or {}).get(name)
+    steps = str(((stages.get("train") or {}).get(name) or {}).get("steps"))
+    measure = (by_steps or {}).get(steps)
+    if not measure:
+        return {}
+    rows = [r for t in measure["tables"] for r in t["rows"] if r.get("wiring") == "configured"]
+    return {int(r["steps"]): r for r in rows}
 
 
 def paired_replay(record: dict[str, Any], name: str, base_name: str) -> Difference | None:
@@ -92,6 +117,9 @@ def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
     paired = any("paired" in r for r in rows)
     head += ["replayed AL (check draft)"] if replays else []
     head += ["Δ replayed AL, paired over prompts"] if paired else []
+    depths = sorted({d for r in rows for d in r.get("decoded", {})})
+    head += [f"decoded AL @{d}" for d in depths] + [f"Δ decoded AL @{d}, paired" for d in depths if any(
+        d in r.get("decoded_paired", {}) for r in rows)]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base_name = record.get("base", BASE)
     base_recipe = record["recipes"].get(base_name, {})
@@ -107,6 +135,12 @@ def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
             delta.append("{:.3f} [{:.3f}, {:.3f}]".format(*r["replay"]) if "replay" in r else "-")
         if paired:
             delta.append(str(r["paired"]) if "paired" in r else "-")
+        for d in depths:
+            al = r.get("decoded", {}).get(d, {}).get("accept_length_interval")
+            delta.append("{value:.3f} [{low:.3f}, {high:.3f}]".format(**al) if al else "-")
+        for d in depths:
+            if any(d in x.get("decoded_paired", {}) for x in rows):
+                delta.append(str(r["decoded_paired"][d]) if d in r.get("decoded_paired", {}) else "-")
         name = r["run"] if r["run"] != base_name else f"{base_name} (the reference)"
         lines.append(
             "| " + " | ".join([name, changes or "-", str(r["steps"]), f"{r['tokens']:,}", *cells, *delta]) + " |"

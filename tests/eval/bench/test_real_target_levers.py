@@ -99,3 +99,32 @@ def test_rounds_per_prompt_in_the_checks_give_a_paired_difference_against_the_ba
     rows = {r["run"]: r for r in lever_rows(rec)}
     assert "paired" not in rows["lever-base"] and rows["lever-x"]["paired"].value == pytest.approx(0.5)
     assert "Δ replayed AL, paired over prompts" in markdown(list(rows.values()), rec)
+
+
+def _measure(rounds: list[list[int]], depth: int) -> dict:
+    """A check accept-length record's configured row at one depth with each prompt's rounds."""
+    interval = {"value": 2.0, "low": 1.5, "high": 2.5}
+    row = {"wiring": "configured", "steps": depth, "accept_length_interval": interval, "rounds_per_prompt": rounds}
+    return {"tables": [{"rows": [row, {**row, "wiring": "shifted +1"}]}]}
+
+
+def test_decoded_accept_length_is_read_at_the_trained_step_count_and_paired_against_the_base():
+    rec = record([0.5, 0.4], [0.6, 0.5])
+    rec["base"] = "main"
+    rec["stages"]["train"]["main"] = {"steps": 300, "rank0_tokens": 1000, "heldout_step_accuracy": [0.5, 0.4]}
+    base = [[1] * 10, [2] * 10]
+    lever = [[2] * 10, [2] * 10]
+    rec["stages"]["measures"] = {"300": _measure(base, 3)}
+    # an earlier measurement (at 100 steps) is not the draft the table describes
+    rec["stages"]["measures_by_run"] = {"lever-x": {"100": _measure(base, 3), "300": _measure(lever, 3)}}
+    rows = {r["run"]: r for r in lever_rows(rec)}
+    assert set(rows["main"]["decoded"]) == {3} and rows["main"]["decoded_paired"] == {}
+    assert rows["lever-x"]["decoded_paired"][3].value == pytest.approx(0.5)  # 2.5 vs 2.0 tokens a round
+    assert "decoded" not in rows["lever-base"]
+    table = markdown(list(rows.values()), rec)
+    assert "decoded AL @3" in table and "Δ decoded AL @3, paired" in table and "+0.500" in table
+
+
+def test_the_decoded_wide_record_renders_both_depths():
+    table = main(["--record", str(Path(RECORD).with_name("real_target_wide16k_decoded.json"))])
+    assert "decoded AL @3" in table and "decoded AL @5" in table and "Δ decoded AL @5, paired" in table
