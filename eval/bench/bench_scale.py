@@ -1,8 +1,10 @@
 """Kimi-scale figures on a 2-GPU host; eval/bench/run_scale.sh drives it (see the notes file beside it).
 
-prepare DIR        random targets built locally (a DeepSeek-V3-shaped MoE with MLA, and a Llama) + build rows
-compare A B        per-tap relative difference between two captures of the same rows (TP vs one GPU)
-summary DIR LOGS   tokens/s, MFU and bytes written: offline (capture, then train) vs online training
+prepare DIR [--only llama]  random targets built locally (a DeepSeek-V3-shaped MoE with MLA, and a Llama) + rows
+compare A B                 per-tap relative difference between two captures of the same rows (TP vs one GPU)
+summary DIR LOGS            tokens/s, MFU and bytes written: offline (capture, then train) vs online training
+mfu DIR DRAFT...            online training's tokens/s and MFU of each draft trained on DIR's Llama rows
+                            (eval/bench/run_mfu.sh: one GPU, one row per TTT attention kernel and round)
 """
 
 from __future__ import annotations
@@ -114,12 +116,15 @@ def _build(out: Path, vocab: int, n_rows: int, length: int) -> None:
     )
 
 
-def prepare(root: Path) -> None:
+TARGETS = {"dsv3": ("DeepseekV3ForCausalLM", DSV3), "llama": ("LlamaForCausalLM", LLAMA)}
+
+
+def prepare(root: Path, only: list[str] | None = None) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    _save_random("DeepseekV3ForCausalLM", DSV3, root / "dsv3")
-    _save_random("LlamaForCausalLM", LLAMA, root / "llama")
-    _build(root / "build-dsv3", DSV3["vocab_size"], *ROWS["dsv3"])
-    _build(root / "build-llama", LLAMA["vocab_size"], *ROWS["llama"])
+    for name in only or list(TARGETS):
+        cls_name, shape = TARGETS[name]
+        _save_random(cls_name, shape, root / name)
+        _build(root / f"build-{name}", shape["vocab_size"], *ROWS[name])
 
 
 def compare(a: Path, b: Path) -> dict:
@@ -160,10 +165,41 @@ def _capture_rate(log: str, label: str) -> tuple[int, float]:
     return (int(hit.group(1)), float(hit.group(2))) if hit else (0, float("nan"))
 
 
-def summary(root: Path, log_path: Path) -> dict:
+def _flops_per_token(root: Path, draft_dir: Path, n_aux: int) -> tuple[float, float]:
+    """(draft training, target forward) matmul FLOPs per token of the Llama rows, as `summary` counts them."""
     from eval.bench.bench_capture_train import train_flops_per_token
-    from pipeline.capture.manifest import CaptureManifest
     from pipeline.train.draft_model import DraftConfig
+
+    dc = DraftConfig.from_exported(json.loads((draft_dir / "config.json").read_text()), n_aux)
+    seq = ROWS["llama"][1]
+    n_layers, hidden = LLAMA["num_hidden_layers"], LLAMA["hidden_size"]
+    return train_flops_per_token(dc, 7, seq), 2 * _non_embedding_params(
+        root / "llama"
+    ) + 2 * 2 * n_layers * hidden * seq / 2
+
+
+def mfu(root: Path, drafts: list[Path]) -> dict:
+    """Online training's tokens/s and MFU per draft directory (its `draftset_metrics.json`, `config.json` and the
+    kernel its checkpoint's resolved.json trained with), loop time only, as `summary` reports the online path."""
+    out: dict = {}
+    for d in drafts:
+        metrics = json.loads((d / "draftset_metrics.json").read_text())
+        resolved = json.loads((d / "train" / "checkpoint" / "resolved.json").read_text())
+        draft_f, target_f = _flops_per_token(root, d, len(resolved["capture_manifest"]["taps"]["aux"]))
+        tokens, seconds = metrics["rank0_tokens"], metrics["rank0_loop_seconds"]
+        out[d.name] = {
+            "ttt_attention": resolved["train"].get("ttt_attention", "eager"),
+            "tokens": tokens,
+            "loop_s": seconds,
+            "tok_per_s": round(tokens / seconds),
+            "mfu_percent": round(100 * (draft_f + target_f) * tokens / seconds / PEAK_BF16, 1),
+            "train_step_accuracy": metrics.get("train_step_accuracy"),
+        }
+    return out
+
+
+def summary(root: Path, log_path: Path) -> dict:
+    from pipeline.capture.manifest import CaptureManifest
 
     log = log_path.read_text()
     out: dict = {}
@@ -173,12 +209,7 @@ def summary(root: Path, log_path: Path) -> dict:
     cap = CaptureManifest.load(root / "cap-llama")
     off = json.loads((root / "draft-off" / "draftset_metrics.json").read_text())
     on = json.loads((root / "draft-on" / "draftset_metrics.json").read_text())
-    cfg = json.loads((root / "draft-off" / "config.json").read_text())
-    dc = DraftConfig.from_exported(cfg, len(cap.taps.aux))
-    seq = ROWS["llama"][1]
-    draft_f = train_flops_per_token(dc, 7, seq)
-    n_layers, hidden = LLAMA["num_hidden_layers"], LLAMA["hidden_size"]
-    target_f = 2 * _non_embedding_params(root / "llama") + 2 * 2 * n_layers * hidden * seq / 2
+    draft_f, target_f = _flops_per_token(root, root / "draft-off", len(cap.taps.aux))
     tokens = off["rank0_tokens"]
     t_cap = out["capture llama-capture"]["seconds"]
     t_off, t_on = off["rank0_loop_seconds"], on["rank0_loop_seconds"]
@@ -208,16 +239,23 @@ def summary(root: Path, log_path: Path) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m eval.bench.bench_scale", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("prepare").add_argument("root", type=Path)
+    pr = sub.add_parser("prepare")
+    pr.add_argument("root", type=Path)
+    pr.add_argument("--only", action="append", choices=sorted(TARGETS), help="build only this target (repeatable)")
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     s = sub.add_parser("summary")
     s.add_argument("root", type=Path)
     s.add_argument("log", type=Path)
+    m = sub.add_parser("mfu")
+    m.add_argument("root", type=Path)
+    m.add_argument("drafts", type=Path, nargs="+")
     a = p.parse_args()
     if a.cmd == "prepare":
-        prepare(a.root)
+        prepare(a.root, a.only)
+    elif a.cmd == "mfu":
+        print(json.dumps(mfu(a.root, a.drafts), indent=1))
     else:
         print(json.dumps(compare(a.a, a.b) if a.cmd == "compare" else summary(a.root, a.log), indent=1))
 
