@@ -16,6 +16,9 @@ from pipeline.stage.config import derived, settable_fields, setting
 # are only the fallback for a target that cannot be sized (pipeline/train/recipes.py `resolved_config`).
 RECIPE = " (default: the target's recipe, pipeline/train/recipes.py)"
 
+# The training-time-test attention's kernels (pipeline/train/ttt_attention.py KERNELS, held equal by a test).
+TTTAttention = Literal["eager", "sdpa", "flex"]
+
 
 # The fields a person sets (flags, --config, the service's train job); the folders are given apart.
 class TrainConfig(StageConfig):
@@ -72,6 +75,13 @@ class TrainConfig(StageConfig):
     )
     draft_arch: Literal["auto", "llama", "mla"] = setting(
         "auto", "auto (an MLA draft for DeepSeek-V3/Kimi targets, Llama-style otherwise) | llama | mla"
+    )
+    # A kernel choice, not a model one: the same math and weights, so it is kept out of the exported config.json.
+    # eager stays the default until a GPU measurement (eval/bench/bench_ttt_attention.py) says a fused one is faster.
+    ttt_attention: TTTAttention = setting(
+        "eager",
+        "the training-time-test attention kernel: eager (the reference; an L x L score matrix a step) | sdpa "
+        "(fused, a sink key carries the later steps' scores) | flex (flex_attention's lse merged with them; CUDA only)",
     )
     save_every: int = setting(500, "steps between resumable states (and every epoch end)")
     # A kill loses minutes, not the run.

@@ -9,18 +9,23 @@ state, the one lm_head reads, is what the next step gets). Written
 by hand because no library ships this exact module; parameter names mirror SGLang so export renames
 nothing. The attention is the config's (`DraftConfig.attention()`): this module's GQA layer, or DeepSeek's MLA
 for a `DraftMLAConfig` (pipeline/train/draft_mla.py); both run EAGLE-3's training-time-test mask through
-`ttt_attention`.
+`ttt_attention` (pipeline/train/ttt_attention.py, the kernel the train stage picks).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 from torch.nn import functional as F
+
+from pipeline.train.ttt_attention import ttt_attention
+
+if TYPE_CHECKING:
+    from pipeline.train.config import TTTAttention
 
 
 class DraftShape(BaseModel):
@@ -160,22 +165,6 @@ class RMSNorm(nn.RMSNorm):
         return F.rms_norm(x.to(self.weight.dtype), self.normalized_shape, self.weight, self.eps).to(x.dtype)
 
 
-def ttt_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: list, scale: float) -> torch.Tensor:
-    """EAGLE-3's training-time-test attention over q, k [B, h, L, d_qk] and v [B, h, L, d_v] (every head's own
-    keys: GQA and MLA expand theirs first). Step 0 attends causally over step-0 keys; step k also attends to its
-    own position's keys of steps 1..k (the chain a served draft builds). `cache` collects each step's (k, v)."""
-    n = q.shape[2]
-    cache.append((k, v))
-    if len(cache) == 1:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
-    k0, v0 = cache[0]
-    causal = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
-    s0 = (q @ k0.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
-    diag = torch.stack([(q * ki).sum(-1) * scale for ki, _ in cache[1:]], -1)  # [B, h, L, steps]
-    p = torch.softmax(torch.cat([s0, diag], -1).float(), -1).to(q.dtype)
-    return p[..., :n] @ v0 + sum(p[..., n + i, None] * vi for i, (_, vi) in enumerate(cache[1:]))
-
-
 class DraftAttention(nn.Module):
     """The draft layer's attention, whatever its architecture: `project` gives every head's q, k, v with rope
     applied; the training-time-test attention and the output projection are the same for all (the eval runner
@@ -183,12 +172,15 @@ class DraftAttention(nn.Module):
 
     scale: float
     o_proj: nn.Linear
+    # Which kernel computes the training-time-test attention (pipeline/train/ttt_attention.py): a training choice,
+    # set by the train stage, never part of the draft's config (the math, so the weights, is the same for all).
+    ttt_kernel: TTTAttention = "eager"
 
     def project(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         raise NotImplementedError(type(self).__name__)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
-        out = ttt_attention(*self.project(x, pos), cache, self.scale)
+        out = ttt_attention(*self.project(x, pos), cache, self.scale, self.ttt_kernel)
         return self.o_proj(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
 
 
@@ -275,6 +267,10 @@ class Eagle3Draft(nn.Module):
         out = self.midlayer(embeds, hidden, pos, cache)
         normed = self.norm(out)
         return self.lm_head(normed), (normed if self.config.norm_output else out)
+
+    def use_ttt_attention(self, kernel: TTTAttention) -> None:
+        """Compute the training-time-test attention with `kernel` from now on (the exported config never says)."""
+        self.midlayer.self_attn.ttt_kernel = kernel
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids + self.d2t[draft_ids]

@@ -23,7 +23,7 @@ from pipeline.build.vocab import draft_vocab
 from pipeline.capture.manifest import CaptureManifest, model_config
 from pipeline.capture.runtime import dist_info, pick_device, progress
 from pipeline.stage import Stage, StageRun, rank_dir
-from pipeline.train.config import TrainConfig
+from pipeline.train.config import TrainConfig, TTTAttention
 from pipeline.train.data import split_ids, token_batches
 from pipeline.train.draft_arch import DraftArch, draft_config_for
 from pipeline.train.draft_model import Eagle3Draft
@@ -119,6 +119,17 @@ def evaluate(
         return step_accuracy(draft, target, batches, steps)
 
 
+def kernel_for(kernel: TTTAttention, device: torch.device) -> TTTAttention:
+    """The training-time-test attention kernel, refused where it cannot train: torch 2.13's flex_attention has no
+    backward on CPU (it raises NotImplementedError at the first step), so say so before any work is done."""
+    if kernel == "flex" and device.type != "cuda":
+        raise DraftsetError(
+            f"--ttt-attention flex trains on CUDA only (torch has no flex_attention backward on {device.type})",
+            hint="--ttt-attention sdpa (fused, any device) or eager",
+        )
+    return kernel
+
+
 def open_source(config: TrainConfig, device: torch.device, dtype: torch.dtype) -> OfflineSource | OnlineSource:
     from pipeline.train.source import OfflineSource, OnlineSource
 
@@ -166,6 +177,7 @@ class TrainStage(Stage[TrainConfig]):
         super().__init__(config, bookkeeping, catalog if tp_rank == 0 else None, rank_folder=False)
         torch.manual_seed(config.seed)
         self.device = pick_device(config.device)
+        kernel = kernel_for(config.ttt_attention, self.device)  # refused before the data or the target is opened
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         self.source = open_source(config, self.device, self.dtype)
         self.manifest = manifest = self.source.manifest
@@ -194,6 +206,7 @@ class TrainStage(Stage[TrainConfig]):
             config.draft_arch,
             config.draft_intermediate_size,
         ).to(self.device)
+        self.draft.use_ttt_attention(kernel)
         self.target = FrozenTarget.from_model_dir(target_dir, manifest.rms_norm_eps).to(self.device, self.dtype)
         self.opt = torch.optim.AdamW([p for p in self.draft.parameters() if p.requires_grad], lr=config.lr)
         self.sched = torch.optim.lr_scheduler.LambdaLR(
